@@ -1,0 +1,84 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxFrameSize is Kafka's socket.request.max.bytes default: 100 MiB.
+const DefaultMaxFrameSize = 100 * 1024 * 1024
+
+// Errors returned by the frame reader.
+var (
+	// ErrFrameTooLarge means the length prefix exceeds the reader's maximum;
+	// nothing was allocated for the body.
+	ErrFrameTooLarge = errors.New("frame exceeds maximum size")
+	// ErrFrameNegative means the length prefix is negative.
+	ErrFrameNegative = errors.New("frame length is negative")
+)
+
+// FrameReader reads size-prefixed Kafka frames: a 4-byte big-endian length
+// followed by that many bytes. It refuses frames larger than MaxSize before
+// allocating anything for them.
+type FrameReader struct {
+	// R is the source, usually a bufio.Reader over a connection.
+	R io.Reader
+	// MaxSize bounds the body length; 0 means DefaultMaxFrameSize.
+	MaxSize int32
+
+	sizeBuf [4]byte
+}
+
+// ReadSize reads the next length prefix and checks it against MaxSize.
+func (fr *FrameReader) ReadSize() (int32, error) {
+	if _, err := io.ReadFull(fr.R, fr.sizeBuf[:]); err != nil {
+		return 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(fr.sizeBuf[:]))
+	limit := fr.MaxSize
+	if limit <= 0 {
+		limit = DefaultMaxFrameSize
+	}
+	switch {
+	case size < 0:
+		return 0, fmt.Errorf("%w: %d", ErrFrameNegative, size)
+	case size > limit:
+		return 0, fmt.Errorf("%w: %d bytes, maximum %d (socket.request.max.bytes)", ErrFrameTooLarge, size, limit)
+	}
+	return size, nil
+}
+
+// Next reads one frame body. It reuses dst's capacity when it is large
+// enough and returns the body, which aliases dst when it fits. A frame cut
+// short by EOF returns io.ErrUnexpectedEOF.
+func (fr *FrameReader) Next(dst []byte) ([]byte, error) {
+	size, err := fr.ReadSize()
+	if err != nil {
+		return nil, err
+	}
+	if cap(dst) < int(size) {
+		dst = make([]byte, size)
+	}
+	dst = dst[:size]
+	if _, err := io.ReadFull(fr.R, dst); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("read frame body of %d bytes: %w", size, err)
+	}
+	return dst, nil
+}
+
+// AppendFrameSize appends a 4-byte length placeholder and returns the new
+// slice and the placeholder's index; PatchFrameSize fills it in afterwards.
+func AppendFrameSize(b []byte) ([]byte, int) {
+	return append(b, 0, 0, 0, 0), len(b)
+}
+
+// PatchFrameSize writes len(b)-at-4 at index at, completing a frame started
+// with AppendFrameSize.
+func PatchFrameSize(b []byte, at int) {
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+}
