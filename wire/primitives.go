@@ -172,6 +172,27 @@ func (r *Reader) CompactString() []byte {
 	return r.Span(int(n - 1))
 }
 
+// NullableBytes reads int32-length bytes; length -1 is null (nil).
+func (r *Reader) NullableBytes() []byte {
+	n := r.Int32()
+	if n < 0 {
+		if n != -1 {
+			r.Failf("bytes length %d", n)
+		}
+		return nil
+	}
+	return r.Span(int(n))
+}
+
+// CompactNullableBytes reads compact bytes: uvarint length+1, 0 is null.
+func (r *Reader) CompactNullableBytes() []byte {
+	n := r.Uvarint()
+	if n == 0 {
+		return nil
+	}
+	return r.Span(int(n - 1))
+}
+
 // ArrayLen reads an int32 array length; -1 (null) is returned as -1.
 // A length that cannot fit in the remaining bytes (each element needs at
 // least minElem bytes) is an error, so callers never allocate for lies.

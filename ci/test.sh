@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# ci/test.sh: what CI runs on a clean clone. It installs what the tests need
+# (kcat for the librdkafka end-to-end test), then runs the README's test
+# command, go vet and a gofmt check.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$PATH:/usr/local/go/bin"
+
+if ! command -v kcat >/dev/null 2>&1; then
+  echo "== installing kcat (Debian package) for the librdkafka end-to-end test"
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
+fi
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change these files:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet ./..."
+go vet ./...
+
+echo "== go test ./...  (the README's test command)"
+go test ./...
