@@ -23,7 +23,7 @@ const (
 	APIDescribeGroups                        int16 = 15
 	APIListGroups                            int16 = 16
 	APISASLHandshake                         int16 = 17
-	APIAPIVersions                           int16 = 18
+	APIVersions                              int16 = 18
 	APICreateTopics                          int16 = 19
 	APIDeleteTopics                          int16 = 20
 	APIDeleteRecords                         int16 = 21
@@ -122,7 +122,7 @@ var apiNames = [...]string{
 	APIDescribeGroups:                        "DescribeGroups",
 	APIListGroups:                            "ListGroups",
 	APISASLHandshake:                         "SASLHandshake",
-	APIAPIVersions:                           "ApiVersions",
+	APIVersions:                              "ApiVersions",
 	APICreateTopics:                          "CreateTopics",
 	APIDeleteTopics:                          "DeleteTopics",
 	APIDeleteRecords:                         "DeleteRecords",

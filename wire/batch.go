@@ -256,3 +256,27 @@ func (v BatchView) SetPartitionLeaderEpoch(epoch int32) {
 func (v BatchView) UpdateCRC() {
 	binary.BigEndian.PutUint32(v.b[offsetCRC:], v.ComputeCRC())
 }
+
+// ErrBatchInvalidForProduce wraps the checks Kafka's log validator applies to
+// batches a producer sends, beyond the CRC.
+var ErrBatchInvalidForProduce = errors.New("record batch invalid for produce")
+
+// ValidateProduced runs Validate plus the checks Kafka applies to batches
+// arriving in a Produce request: record count = last offset delta + 1 (at
+// least one record), no control batch (only coordinators write markers),
+// and a non-negative base sequence whenever a producer id is set.
+func (v BatchView) ValidateProduced() error {
+	if err := v.Validate(); err != nil {
+		return err
+	}
+	if count, want := int64(v.RecordCount()), int64(v.LastOffsetDelta())+1; count != want || count < 1 {
+		return fmt.Errorf("%w: record count %d, last offset delta %d", ErrBatchInvalidForProduce, count, v.LastOffsetDelta())
+	}
+	if v.Control() {
+		return fmt.Errorf("%w: control batch from a producer", ErrBatchInvalidForProduce)
+	}
+	if v.ProducerID() >= 0 && v.BaseSequence() < 0 {
+		return fmt.Errorf("%w: producer id %d with base sequence %d", ErrBatchInvalidForProduce, v.ProducerID(), v.BaseSequence())
+	}
+	return nil
+}

@@ -58,17 +58,39 @@ func (fr *FrameReader) Next(dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cap(dst) < int(size) {
-		dst = make([]byte, size)
-	}
-	dst = dst[:size]
-	if _, err := io.ReadFull(fr.R, dst); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	if cap(dst) >= int(size) || size <= frameGrowthStep {
+		if cap(dst) < int(size) {
+			dst = make([]byte, size)
 		}
-		return nil, fmt.Errorf("read frame body of %d bytes: %w", size, err)
+		dst = dst[:size]
+		if _, err := io.ReadFull(fr.R, dst); err != nil {
+			return nil, frameBodyError(size, err)
+		}
+		return dst, nil
+	}
+	// A large frame grows with the bytes that actually arrive, so a peer
+	// that announces MaxSize and sends nothing pins at most one step.
+	dst = dst[:0]
+	for len(dst) < int(size) {
+		step := min(int(size)-len(dst), max(len(dst), frameGrowthStep))
+		dst = grow(dst, step)
+		if _, err := io.ReadFull(fr.R, dst[len(dst):len(dst)+step]); err != nil {
+			return nil, frameBodyError(size, err)
+		}
+		dst = dst[:len(dst)+step]
 	}
 	return dst, nil
+}
+
+// frameGrowthStep is the first allocation for a frame larger than the
+// caller's buffer; the buffer then doubles as bytes arrive.
+const frameGrowthStep = 1 << 20
+
+func frameBodyError(size int32, err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("read frame body of %d bytes: %w", size, err)
 }
 
 // AppendFrameSize appends a 4-byte length placeholder and returns the new
