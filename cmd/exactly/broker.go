@@ -1,14 +1,122 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/pkg/profile"
+
+	"github.com/exactly-eos/exactly/broker"
 )
 
+// repeatedFlag collects every occurrence of a flag.
+type repeatedFlag []string
+
+func (r *repeatedFlag) String() string     { return strings.Join(*r, ",") }
+func (r *repeatedFlag) Set(v string) error { *r = append(*r, v); return nil }
+
+const brokerDescription = `Runs a single Kafka-compatible broker. Unmodified Kafka clients (franz-go,
+librdkafka/kcat, sarama, kafkajs, the Java client) produce to and consume
+from it. Topics live under --data-dir, one directory per partition
+(<topic>-<partition>), with topic metadata in topics.json.
+
+Broker settings use Kafka's server.properties names, from --config-file and
+then --config (later wins): auto.create.topics.enable, num.partitions,
+default.replication.factor (1), min.insync.replicas, log.segment.bytes,
+log.roll.ms/hours, log.retention.ms/minutes/hours, log.retention.bytes,
+log.retention.check.interval.ms, log.index.interval.bytes,
+log.cleanup.policy (delete), log.message.timestamp.type, message.max.bytes,
+socket.request.max.bytes, and our extension log.fsync (never |
+interval:<duration> | always: when acks=all answers, relative to fsync).
+Unknown settings are refused.
+
+SIGINT or SIGTERM stops the broker cleanly: in-flight requests finish and
+every partition log is flushed and closed.`
+
 func runBroker(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("broker", "Runs a single Kafka-compatible broker.", stderr)
+	fs := newFlagSet("broker", brokerDescription, stderr)
+	listen := fs.String("listen", "127.0.0.1:9092", "address to accept client connections on (Kafka's listeners), host:port")
+	advertised := fs.String("advertised", "", "host:port clients are told to connect to (Kafka's advertised.listeners); default: the listen address")
+	dataDir := fs.String("data-dir", "data", "directory for partition logs and topic metadata (Kafka's log.dirs)")
+	nodeID := fs.Int("node-id", 0, "this broker's id in Metadata (Kafka's node.id / broker.id)")
+	configFile := fs.String("config-file", "", "server.properties file of broker settings")
+	var settings repeatedFlag
+	fs.Var(&settings, "config", "a broker setting as key=value, e.g. --config log.retention.ms=60000 (repeatable)")
+	profileKind := fs.String("profile", "", "write a profile into profiles/: cpu, mem, block, mutex or trace")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: the broker arrives with the single-node broker issue", errNotYetAvailable)
+	properties := map[string]string{}
+	if *configFile != "" {
+		loaded, err := broker.LoadPropertiesFile(*configFile)
+		if err != nil {
+			return err
+		}
+		properties = loaded
+	}
+	overrides, err := broker.ParseProperties(settings)
+	if err != nil {
+		return err
+	}
+	for k, v := range overrides {
+		properties[k] = v
+	}
+	stopProfile, err := startProfile(*profileKind)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return errUsage
+	}
+	defer stopProfile()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	b, err := broker.Start(ctx, broker.Config{
+		NodeID:     int32(*nodeID),
+		Listen:     *listen,
+		Advertised: *advertised,
+		DataDir:    *dataDir,
+		Properties: properties,
+		Logger:     logger,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exactly broker %d listening on %s (data in %s)\n", *nodeID, b.Addr(), *dataDir)
+	<-ctx.Done()
+	logger.Info("signal received; shutting down")
+	return b.Close()
 }
+
+// startProfile starts pkg/profile writing into profiles/, or nothing.
+func startProfile(kind string) (stop func(), err error) {
+	var mode func(*profile.Profile)
+	switch kind {
+	case "":
+		return func() {}, nil
+	case "cpu":
+		mode = profile.CPUProfile
+	case "mem":
+		mode = profile.MemProfile
+	case "block":
+		mode = profile.BlockProfile
+	case "mutex":
+		mode = profile.MutexProfile
+	case "trace":
+		mode = profile.TraceProfile
+	default:
+		return nil, fmt.Errorf("--profile %q: want cpu, mem, block, mutex or trace", kind)
+	}
+	p := profile.Start(mode, profile.ProfilePath("profiles"), profile.NoShutdownHook)
+	return p.Stop, nil
+}
+
+var _ flag.Value = (*repeatedFlag)(nil)

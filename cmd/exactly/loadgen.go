@@ -1,15 +1,180 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/exactly-eos/exactly/loadgen"
+	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
+// loadgenFlags are the command-line settings of `exactly loadgen`. Flags
+// left unset keep the workload file's values.
+type loadgenFlags struct {
+	workload, modes, target, bootstrap, out, dataDir string
+	records                                          int64
+	duration, warmup, drain                          time.Duration
+	recordSize, partitions, replication              int
+	producers, consumers, rate, workers              int
+	commitIntervals                                  string
+	commitRecords                                    int
+	abortShare                                       float64
+	keys                                             string
+	quiet, listWorkloads                             bool
+}
+
+func (f *loadgenFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.workload, "workload", "standard", "workload YAML file, or the name of a shipped workload ("+strings.Join(loadgen.WorkloadNames(), ", ")+")")
+	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run (default: the workload's): "+strings.Join(loadgen.AllModes, ", "))
+	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka); --bootstrap implies an existing cluster")
+	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port...] of an existing Kafka-compatible cluster")
+	fs.StringVar(&f.out, "out", "results", "directory for the results JSON file")
+	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of the embedded broker (default: a temporary directory, removed afterwards)")
+	fs.Int64Var(&f.records, "records", 0, "records per mode, over all producers")
+	fs.DurationVar(&f.duration, "duration", 0, "measured time per mode, after the warm-up")
+	fs.DurationVar(&f.warmup, "warmup", -1, "warm-up per mode: sent and verified, not measured")
+	fs.DurationVar(&f.drain, "drain", 0, "time allowed for consumers, pipeline and verification reads to catch up")
+	fs.IntVar(&f.recordSize, "record-size", 0, "record value size in bytes (at least 32)")
+	fs.IntVar(&f.partitions, "partitions", 0, "partitions per topic")
+	fs.IntVar(&f.replication, "replication-factor", 0, "replication factor per topic")
+	fs.IntVar(&f.producers, "producers", 0, "producer clients per mode")
+	fs.IntVar(&f.consumers, "consumers", -1, "live consumers per mode measuring end-to-end latency")
+	fs.IntVar(&f.rate, "rate", -1, "target records/s over all producers (0: as fast as acknowledged)")
+	fs.IntVar(&f.workers, "pipeline-workers", 0, "consume-transform-produce workers in eos-pipeline")
+	fs.StringVar(&f.commitIntervals, "commit-interval", "", "transactional commit interval(s), comma-separated (e.g. 1ms,10ms,100ms,1s): one run each")
+	fs.IntVar(&f.commitRecords, "commit-records", -1, "end a transaction after this many records (0: no cap)")
+	fs.Float64Var(&f.abortShare, "abort-share", -1, "fraction of transactions aborted on purpose")
+	fs.StringVar(&f.keys, "keys", "", "key distribution: none, uniform or zipf")
+	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
+	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads and exit")
+}
+
+// apply overrides the workload's values with the flags that were set.
+func (f *loadgenFlags) apply(w *loadgen.Workload) error {
+	if f.modes != "" {
+		w.Modes = strings.Split(f.modes, ",")
+	}
+	setPositive(&w.Records, f.records)
+	setPositive(&w.Duration, loadgen.Duration(f.duration))
+	setPositive(&w.Drain, loadgen.Duration(f.drain))
+	if f.warmup >= 0 {
+		w.Warmup = loadgen.Duration(f.warmup)
+	}
+	setPositive(&w.RecordSize, f.recordSize)
+	setPositive(&w.Partitions, f.partitions)
+	setPositive(&w.ReplicationFactor, f.replication)
+	setPositive(&w.Producers, f.producers)
+	setPositive(&w.Pipeline.Workers, f.workers)
+	if f.consumers >= 0 {
+		w.Consumers = f.consumers
+	}
+	if f.rate >= 0 {
+		w.Rate = f.rate
+	}
+	if f.commitRecords >= 0 {
+		w.Transaction.CommitRecords = f.commitRecords
+	}
+	if f.abortShare >= 0 {
+		w.Transaction.AbortShare = f.abortShare
+	}
+	if f.keys != "" {
+		w.Keys.Distribution = f.keys
+	}
+	if f.commitIntervals != "" {
+		w.Transaction.CommitIntervals = nil
+		for _, text := range strings.Split(f.commitIntervals, ",") {
+			interval, err := time.ParseDuration(strings.TrimSpace(text))
+			if err != nil {
+				if ms, msErr := strconv.Atoi(strings.TrimSpace(text)); msErr == nil {
+					interval = time.Duration(ms) * time.Millisecond
+				} else {
+					return fmt.Errorf("--commit-interval %q: not a duration like 100ms", text)
+				}
+			}
+			w.Transaction.CommitIntervals = append(w.Transaction.CommitIntervals, loadgen.Duration(interval))
+		}
+	}
+	return w.Validate()
+}
+
+func setPositive[T int | int64 | loadgen.Duration](field *T, value T) {
+	if value > 0 {
+		*field = value
+	}
+}
+
 func runLoadgen(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("loadgen", "Measures what each delivery guarantee costs and checks every record.", stderr)
+	fs := newFlagSet("loadgen", "Measures what each delivery guarantee costs and checks every record.\n"+
+		"With no flags: the standard suite (every mode, no faults) against the embedded broker;\n"+
+		"exit status 0 iff every run met its expectation (unsupported modes are listed, not failed).", stderr)
+	var flags loadgenFlags
+	flags.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "exactly loadgen will run the standard suite: at-most-once (acks=0), at-least-once (acks=all, retries, enable.idempotence=false), idempotent (enable.idempotence=true), transactional (transactional.id, commit every 100 ms) and eos-pipeline (read_committed consume-transform-produce) against an embedded broker on 127.0.0.1, checking every record for loss, duplication, reordering and aborted reads.")
+	if flags.listWorkloads {
+		for _, name := range loadgen.WorkloadNames() {
+			fmt.Fprintln(stdout, name)
+		}
+		return nil
+	}
+	workload, err := loadgen.LoadWorkload(flags.workload)
+	if err != nil {
+		return err
+	}
+	if err := flags.apply(&workload); err != nil {
+		return fmt.Errorf("workload %s: %w", workload.Name, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	kind, bootstrap := flags.target, []string(nil)
+	if flags.bootstrap != "" {
+		kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
+	}
+	target, err := loadgen.StartTarget(ctx, kind, bootstrap, flags.dataDir)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	options := loadgen.Options{Workload: workload, Target: target}
+	if !flags.quiet {
+		options.Progress, options.Terminal = stderr, isTerminal(stderr)
+	}
+	results, runErr := loadgen.Run(ctx, options)
+	if results == nil {
+		return runErr
+	}
+	if err := report.WriteSummary(stdout, results); err != nil {
+		return err
+	}
+	path, err := report.Write(flags.out, results)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "results: %s\n", path)
+	switch {
+	case runErr != nil:
+		return fmt.Errorf("interrupted: %w", runErr)
+	case !results.Passed:
+		return errors.New("at least one run did not meet its expectation")
+	}
 	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	file, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := file.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,67 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// AlterConfigs v0–2 replaces a topic's whole set of config overrides
+// (entries with a null value are dropped). Values are validated against
+// config.go and enforced from the next request on: max.message.bytes,
+// min.insync.replicas and message.timestamp.type by the produce path,
+// segment and retention settings by the partition logs. Broker resources
+// are refused: broker settings are static here.
+func init() {
+	register(wire.APIAlterConfigs, 0, 2, kmsgHandler(handleAlterConfigs))
+}
+
+func handleAlterConfigs(c *connection, req *kmsg.AlterConfigsRequest) kmsg.Response {
+	b := c.broker
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, resource := range req.Resources {
+		result := kmsg.NewAlterConfigsResponseResource()
+		result.ResourceType, result.ResourceName = resource.ResourceType, resource.ResourceName
+		overrides := map[string]string{}
+		for _, config := range resource.Configs {
+			if config.Value != nil {
+				overrides[config.Name] = *config.Value
+			}
+		}
+		err := b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, req.ValidateOnly,
+			func(map[string]string) (map[string]string, error) { return overrides, nil })
+		result.ErrorCode, result.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, result)
+	}
+	return resp
+}
+
+// alterTopicConfigs computes a topic's new overrides from its current ones
+// with change, validates them and (unless validateOnly) applies them.
+func (b *Broker) alterTopicConfigs(resourceType kmsg.ConfigResourceType, name string, validateOnly bool,
+	change func(current map[string]string) (map[string]string, error)) error {
+	switch resourceType {
+	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeBroker:
+		return fmt.Errorf("%w: broker settings are static (set them in server.properties or with --config)", errInvalidRequest)
+	default:
+		return fmt.Errorf("%w: resource type %d is not a topic (2)", errInvalidRequest, resourceType)
+	}
+	t, err := b.configTopic(name)
+	if err != nil {
+		return err
+	}
+	next, err := change(t.config.Load().overrides)
+	if err != nil {
+		return err
+	}
+	if err := validateTopicConfigs(next); err != nil {
+		return fmt.Errorf("%w: %w", errInvalidConfig, err)
+	}
+	if validateOnly {
+		return nil
+	}
+	return b.setTopicConfigs(t, next)
+}

@@ -1,0 +1,284 @@
+// Package broker is a single-node Kafka broker: a TCP listener speaking the
+// Kafka protocol, one file per Kafka API (produce.go, fetch.go, ...), topics
+// whose partitions are storage.Log segmented logs, and the broker settings
+// table (config.go).
+//
+// Goroutines and ownership:
+//
+//   - The accept loop (Start → acceptLoop) owns the listener.
+//   - Each connection has a reader goroutine and a writer goroutine
+//     (conn.go). The reader reads frames in order and runs each request's
+//     handler; handlers that must not block the reader (Fetch long polls,
+//     the durability wait of acks=all) finish on their own goroutine. The
+//     writer sends responses strictly in request order.
+//   - Produce appends happen in the reader goroutine, so one connection's
+//     batches reach each partition in arrival order; partition.appendMu
+//     orders appends from different connections.
+//   - Topic metadata (Broker.topics, topicIDs, each topic's partition list)
+//     is guarded by Broker.topicsMu; a topic's config is an immutable
+//     snapshot swapped atomically.
+//   - The retention goroutine applies retention to every partition.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// Config configures an embedded broker.
+type Config struct {
+	// NodeID is the broker's id in Metadata responses.
+	NodeID int32
+	// Listen is the TCP address to listen on, e.g. "127.0.0.1:9092" or
+	// "127.0.0.1:0" for any free port.
+	Listen string
+	// Advertised is the host:port clients are told to connect to; empty
+	// means the listener's actual address.
+	Advertised string
+	// DataDir holds topic metadata and one directory per partition.
+	DataDir string
+	// Properties are broker settings by Kafka's names (see config.go);
+	// unknown keys make Start fail.
+	Properties map[string]string
+	// Logger receives the broker's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Broker is a running single-node Kafka broker.
+type Broker struct {
+	nodeID         int32
+	dataDir        string
+	config         brokerConfig
+	logger         *slog.Logger
+	listener       net.Listener
+	advertisedHost string
+	advertisedPort int32
+	maxFrameSize   int32
+
+	// ctx is cancelled by Close; long polls and durability waits end on it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// topicsMu guards clusterID, topics, topicIDs and every topic's
+	// partitions slice (which is replaced, never modified in place). It is
+	// held for writing while topic metadata is changed and persisted.
+	topicsMu  sync.RWMutex
+	clusterID string
+	topics    map[string]*topic
+	topicIDs  map[[16]byte]*topic
+
+	// connsMu guards conns, the live connections, so Close can stop them.
+	connsMu sync.Mutex
+	conns   map[*connection]struct{}
+	closing bool
+
+	connections sync.WaitGroup // one per connection (reader+writer)
+	background  sync.WaitGroup // accept loop, retention loop
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// Start opens the data directory, loads the topics and starts listening.
+// The broker runs until Close (or until ctx is cancelled, which closes it).
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	config, err := newBrokerConfig(cfg.Properties)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: no data directory")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data directory: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Broker{
+		nodeID:       cfg.NodeID,
+		dataDir:      cfg.DataDir,
+		config:       config,
+		logger:       logger,
+		maxFrameSize: int32(config.int64Value("socket.request.max.bytes")),
+		topics:       map[string]*topic{},
+		topicIDs:     map[[16]byte]*topic{},
+		conns:        map[*connection]struct{}{},
+	}
+	if err := b.loadTopics(); err != nil {
+		b.closeLogs()
+		return nil, err
+	}
+	listen := cfg.Listen
+	if listen == "" {
+		listen = "127.0.0.1:9092"
+	}
+	b.listener, err = net.Listen("tcp", listen)
+	if err != nil {
+		b.closeLogs()
+		return nil, fmt.Errorf("broker: listen: %w", err)
+	}
+	if err := b.setAdvertised(cfg.Advertised); err != nil {
+		b.listener.Close()
+		b.closeLogs()
+		return nil, err
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.background.Add(2)
+	go b.acceptLoop()
+	go b.retentionLoop()
+	go func() {
+		select {
+		case <-ctx.Done():
+			b.Close()
+		case <-b.ctx.Done():
+		}
+	}()
+	logger.Info("broker started", "node_id", b.nodeID, "listen", b.Addr(),
+		"advertised", net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort))),
+		"data_dir", b.dataDir, "topics", len(b.topics), "cluster_id", b.clusterID)
+	return b, nil
+}
+
+func (b *Broker) setAdvertised(advertised string) error {
+	if advertised == "" {
+		host, port, _ := net.SplitHostPort(b.listener.Addr().String())
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			if name, err := os.Hostname(); err == nil {
+				host = name
+			}
+		}
+		advertised = net.JoinHostPort(host, port)
+	}
+	host, portText, err := net.SplitHostPort(advertised)
+	if err != nil {
+		return fmt.Errorf("broker: advertised address %q: %w", advertised, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return fmt.Errorf("broker: advertised port %q: %w", portText, err)
+	}
+	b.advertisedHost, b.advertisedPort = host, int32(port)
+	return nil
+}
+
+// Addr returns the address the broker listens on (host:port), with the
+// actual port when Config.Listen asked for port 0.
+func (b *Broker) Addr() string { return b.listener.Addr().String() }
+
+// Close shuts the broker down gracefully: it stops accepting connections,
+// stops reading requests, lets in-flight requests finish and their
+// responses go out, then flushes and closes every partition log. It is
+// safe to call more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.listener.Close()
+		b.cancel() // long polls answer now with what they have
+		b.connsMu.Lock()
+		b.closing = true
+		for c := range b.conns {
+			c.stopReading()
+		}
+		b.connsMu.Unlock()
+		if !waitTimeout(&b.connections, 10*time.Second) {
+			b.logger.Warn("connections did not finish in time; closing them")
+			b.connsMu.Lock()
+			for c := range b.conns {
+				c.netConn.Close()
+			}
+			b.connsMu.Unlock()
+			b.connections.Wait()
+		}
+		b.background.Wait()
+		b.closeErr = b.closeLogs()
+		b.logger.Info("broker stopped", "node_id", b.nodeID)
+	})
+	return b.closeErr
+}
+
+// waitTimeout waits for wg up to timeout and reports whether it finished.
+func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.background.Done()
+	for {
+		netConn, err := b.listener.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				b.logger.Error("accept failed; listener stopped", "error", err)
+			}
+			return
+		}
+		b.connsMu.Lock()
+		if b.closing {
+			b.connsMu.Unlock()
+			netConn.Close()
+			return
+		}
+		c := newConnection(b, netConn)
+		b.conns[c] = struct{}{}
+		b.connections.Add(1)
+		b.connsMu.Unlock()
+		go c.serve()
+	}
+}
+
+func (b *Broker) forgetConnection(c *connection) {
+	b.connsMu.Lock()
+	delete(b.conns, c)
+	b.connsMu.Unlock()
+	b.connections.Done()
+}
+
+// retentionLoop applies retention to every partition every
+// log.retention.check.interval.ms.
+func (b *Broker) retentionLoop() {
+	defer b.background.Done()
+	interval := time.Duration(b.config.int64Value("log.retention.check.interval.ms")) * time.Millisecond
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-ticker.C:
+			b.applyRetention()
+		}
+	}
+}
+
+func (b *Broker) applyRetention() {
+	for _, p := range b.allPartitions() {
+		deleted, err := p.applyRetention()
+		if err != nil {
+			b.logger.Error("retention failed", "partition", p.name(), "error", err)
+		} else if deleted > 0 {
+			b.logger.Info("retention deleted segments", "partition", p.name(), "segments", deleted)
+		}
+	}
+}
+
+// versions is the table of API version ranges the handlers register;
+// ApiVersions answers from it.
+var versions wire.VersionTable

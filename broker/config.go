@@ -1,0 +1,435 @@
+package broker
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/exactly-eos/exactly/broker/storage"
+)
+
+// This file is the one table of settings the broker understands: broker
+// settings (server.properties keys, by Kafka's names) and topic settings
+// (CreateTopics / AlterConfigs keys). Each entry carries its default, its
+// documentation, its type as DescribeConfigs reports it and its validation.
+// Unknown keys are rejected everywhere.
+
+// settingKind is the type of a setting, numbered as Kafka's ConfigType in
+// DescribeConfigs v3+ responses.
+type settingKind int8
+
+const (
+	kindBoolean settingKind = 1
+	kindString  settingKind = 2
+	kindInt     settingKind = 3
+	kindShort   settingKind = 4
+	kindLong    settingKind = 5
+	kindList    settingKind = 7
+)
+
+// setting describes one configuration key.
+type setting struct {
+	name string
+	// defaultValue is the value when nothing sets it; null marks settings
+	// whose default is "unset" (Kafka's null), for which another key decides.
+	defaultValue string
+	null         bool
+	kind         settingKind
+	doc          string
+	// validate checks a value beyond its kind; nil means the kind is enough.
+	validate func(string) error
+}
+
+// brokerSettings are the server.properties keys the broker accepts.
+var brokerSettings = []setting{
+	{name: "auto.create.topics.enable", defaultValue: "true", kind: kindBoolean,
+		doc: "Create a topic when a client produces to it or asks Metadata for it (with allow_auto_topic_creation)."},
+	{name: "num.partitions", defaultValue: "1", kind: kindInt, validate: atLeast(1),
+		doc: "Partitions of an auto-created topic, and of CreateTopics with num_partitions -1."},
+	{name: "default.replication.factor", defaultValue: "1", kind: kindShort, validate: exactly(1),
+		doc: "Replication factor of auto-created topics; a single broker serves only 1."},
+	{name: "min.insync.replicas", defaultValue: "1", kind: kindInt, validate: atLeast(1),
+		doc: "Replicas that must have a batch before an acks=all produce succeeds; above 1, acks=all gets NOT_ENOUGH_REPLICAS on a single broker."},
+	{name: "log.segment.bytes", defaultValue: "1073741824", kind: kindInt, validate: atLeast(14),
+		doc: "Size at which a partition's active segment is rolled."},
+	{name: "log.roll.hours", defaultValue: "168", kind: kindInt, validate: atLeast(1),
+		doc: "Age at which the active segment is rolled, used when log.roll.ms is unset."},
+	{name: "log.roll.ms", null: true, kind: kindLong, validate: atLeast(1),
+		doc: "Age in milliseconds at which the active segment is rolled; overrides log.roll.hours."},
+	{name: "log.retention.hours", defaultValue: "168", kind: kindInt, validate: atLeast(-1),
+		doc: "Age of a closed segment after which it is deleted, used when log.retention.ms and log.retention.minutes are unset."},
+	{name: "log.retention.minutes", null: true, kind: kindInt, validate: atLeast(-1),
+		doc: "Retention age in minutes; overrides log.retention.hours."},
+	{name: "log.retention.ms", null: true, kind: kindLong, validate: atLeast(-1),
+		doc: "Retention age in milliseconds; overrides the other two; -1 keeps segments forever."},
+	{name: "log.retention.bytes", defaultValue: "-1", kind: kindLong, validate: atLeast(-1),
+		doc: "Size a partition's log may reach before its oldest segments are deleted; -1 is unlimited."},
+	{name: "log.retention.check.interval.ms", defaultValue: "300000", kind: kindLong, validate: atLeast(1),
+		doc: "How often retention (log.retention.*) is applied to every partition."},
+	{name: "log.index.interval.bytes", defaultValue: "4096", kind: kindInt, validate: atLeast(0),
+		doc: "Bytes between two offset-index entries of a segment."},
+	{name: "log.cleanup.policy", defaultValue: "delete", kind: kindList, validate: cleanupPolicy,
+		doc: "Cleanup policy of topics; only delete is implemented (compaction is not)."},
+	{name: "log.message.timestamp.type", defaultValue: "CreateTime", kind: kindString, validate: timestampType,
+		doc: "CreateTime keeps producers' timestamps; LogAppendTime stamps each batch with the broker's clock."},
+	{name: "message.max.bytes", defaultValue: "1048588", kind: kindInt, validate: atLeast(0),
+		doc: "Largest record batch the broker accepts (MESSAGE_TOO_LARGE above it)."},
+	{name: "socket.request.max.bytes", defaultValue: "104857600", kind: kindInt, validate: atLeast(1),
+		doc: "Largest request frame; a larger length prefix closes the connection."},
+	{name: "log.fsync", defaultValue: "never", kind: kindString, validate: fsyncPolicy,
+		doc: "Our extension (Kafka uses log.flush.interval.*): never (page cache, like Kafka's default), interval:<duration> (group commit) or always (fsync before acks=all is answered)."},
+}
+
+// topicSetting is a topic-level key and the broker keys it falls back to,
+// in Kafka's synonym order (most specific first).
+type topicSetting struct {
+	setting
+	brokerSynonyms []string
+}
+
+// topicSettings are the keys CreateTopics and AlterConfigs accept. Their
+// defaults come from the broker settings named in brokerSynonyms.
+var topicSettings = []topicSetting{
+	{setting{name: "retention.ms", kind: kindLong, validate: atLeast(-1),
+		doc: "Age of a closed segment after which it is deleted; -1 keeps it forever."},
+		[]string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}},
+	{setting{name: "retention.bytes", kind: kindLong, validate: atLeast(-1),
+		doc: "Size a partition may reach before its oldest segments are deleted; -1 is unlimited."},
+		[]string{"log.retention.bytes"}},
+	{setting{name: "segment.bytes", kind: kindInt, validate: atLeast(14),
+		doc: "Size at which the active segment is rolled."},
+		[]string{"log.segment.bytes"}},
+	{setting{name: "segment.ms", kind: kindLong, validate: atLeast(1),
+		doc: "Age at which the active segment is rolled."},
+		[]string{"log.roll.ms", "log.roll.hours"}},
+	{setting{name: "max.message.bytes", kind: kindInt, validate: atLeast(0),
+		doc: "Largest record batch accepted (MESSAGE_TOO_LARGE above it)."},
+		[]string{"message.max.bytes"}},
+	{setting{name: "cleanup.policy", kind: kindList, validate: cleanupPolicy,
+		doc: "Only delete is implemented."},
+		[]string{"log.cleanup.policy"}},
+	{setting{name: "min.insync.replicas", kind: kindInt, validate: atLeast(1),
+		doc: "Replicas that must have a batch before acks=all succeeds."},
+		[]string{"min.insync.replicas"}},
+	{setting{name: "message.timestamp.type", kind: kindString, validate: timestampType,
+		doc: "CreateTime or LogAppendTime."},
+		[]string{"log.message.timestamp.type"}},
+}
+
+func findBrokerSetting(name string) (setting, bool) {
+	for _, s := range brokerSettings {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
+
+func findTopicSetting(name string) (topicSetting, bool) {
+	for _, s := range topicSettings {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return topicSetting{}, false
+}
+
+// check validates value against the setting's kind and validation.
+func (s setting) check(value string) error {
+	switch s.kind {
+	case kindBoolean:
+		if value != "true" && value != "false" {
+			return fmt.Errorf("%s: %q is not true or false", s.name, value)
+		}
+	case kindInt, kindShort, kindLong:
+		bits := map[settingKind]int{kindInt: 32, kindShort: 16, kindLong: 64}[s.kind]
+		if _, err := strconv.ParseInt(value, 10, bits); err != nil {
+			return fmt.Errorf("%s: %q is not a %d-bit integer", s.name, value, bits)
+		}
+	}
+	if s.validate != nil {
+		if err := s.validate(value); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+func atLeast(minimum int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		if n < minimum {
+			return fmt.Errorf("%d is below the minimum %d", n, minimum)
+		}
+		return nil
+	}
+}
+
+func exactly(want int64) func(string) error {
+	return func(v string) error {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n != want {
+			return fmt.Errorf("%q: only %d is supported", v, want)
+		}
+		return nil
+	}
+}
+
+func cleanupPolicy(v string) error {
+	if strings.TrimSpace(v) != "delete" {
+		return fmt.Errorf("%q: only \"delete\" is supported (log compaction is not implemented)", v)
+	}
+	return nil
+}
+
+func timestampType(v string) error {
+	if v != "CreateTime" && v != "LogAppendTime" {
+		return fmt.Errorf("%q is not CreateTime or LogAppendTime", v)
+	}
+	return nil
+}
+
+func fsyncPolicy(v string) error {
+	_, err := storage.ParseFsyncPolicy(v)
+	return err
+}
+
+// ParseProperties parses key=value broker settings (e.g. from repeated
+// --config flags) and validates each against the settings table. Later
+// duplicates win. Unknown keys are an error.
+func ParseProperties(kv []string) (map[string]string, error) {
+	out := make(map[string]string, len(kv))
+	for _, entry := range kv {
+		key, value, ok := strings.Cut(entry, "=")
+		if !ok {
+			return nil, fmt.Errorf("broker setting %q: want key=value", entry)
+		}
+		if err := addProperty(out, strings.TrimSpace(key), strings.TrimSpace(value)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// LoadPropertiesFile reads broker settings in server.properties format:
+// key=value or key:value lines, blank lines and lines starting with # or !
+// ignored. Every key is validated as ParseProperties does.
+func LoadPropertiesFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load broker settings: %w", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	scanner := bufio.NewScanner(f)
+	for lineNumber := 1; scanner.Scan(); lineNumber++ {
+		line := strings.TrimSpace(scanner.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		cut := strings.IndexAny(line, "=:")
+		if cut < 0 {
+			return nil, fmt.Errorf("%s:%d: want key=value, got %q", path, lineNumber, line)
+		}
+		key, value := strings.TrimSpace(line[:cut]), strings.TrimSpace(line[cut+1:])
+		if err := addProperty(out, key, value); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, lineNumber, err)
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return out, nil
+}
+
+func addProperty(out map[string]string, key, value string) error {
+	s, ok := findBrokerSetting(key)
+	if !ok {
+		return fmt.Errorf("unknown broker setting %q (known: %s)", key, strings.Join(brokerSettingNames(), ", "))
+	}
+	if err := s.check(value); err != nil {
+		return fmt.Errorf("broker setting %w", err)
+	}
+	out[key] = value
+	return nil
+}
+
+func brokerSettingNames() []string {
+	names := make([]string, 0, len(brokerSettings))
+	for _, s := range brokerSettings {
+		names = append(names, s.name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// brokerConfig is the validated, immutable broker configuration.
+type brokerConfig struct {
+	// set holds the keys given explicitly (static broker config).
+	set map[string]string
+}
+
+func newBrokerConfig(properties map[string]string) (brokerConfig, error) {
+	cfg := brokerConfig{set: make(map[string]string, len(properties))}
+	for key, value := range properties {
+		if err := addProperty(cfg.set, key, value); err != nil {
+			return brokerConfig{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// lookup returns a broker setting's value and whether it was set
+// explicitly; null-default settings that are unset return ("", false).
+func (c brokerConfig) lookup(name string) (string, bool) {
+	if v, ok := c.set[name]; ok {
+		return v, true
+	}
+	s, ok := findBrokerSetting(name)
+	if !ok {
+		panic("broker: lookup of unknown setting " + name)
+	}
+	return s.defaultValue, false
+}
+
+func (c brokerConfig) int64Value(name string) int64 {
+	v, _ := c.lookup(name)
+	n, _ := strconv.ParseInt(v, 10, 64) // validated on the way in
+	return n
+}
+
+func (c brokerConfig) boolValue(name string) bool {
+	v, _ := c.lookup(name)
+	return v == "true"
+}
+
+// topicDefault is the value a topic setting takes when the topic does not
+// override it, and the broker key it came from ("" when it is the default).
+func (c brokerConfig) topicDefault(ts topicSetting) (value, fromKey string) {
+	switch ts.name {
+	case "retention.ms":
+		if v, ok := c.set["log.retention.ms"]; ok {
+			return v, "log.retention.ms"
+		}
+		if v, ok := c.set["log.retention.minutes"]; ok {
+			return scaleMillis(v, time.Minute), "log.retention.minutes"
+		}
+		v, ok := c.set["log.retention.hours"]
+		if !ok {
+			return scaleMillis("168", time.Hour), ""
+		}
+		return scaleMillis(v, time.Hour), "log.retention.hours"
+	case "segment.ms":
+		if v, ok := c.set["log.roll.ms"]; ok {
+			return v, "log.roll.ms"
+		}
+		v, ok := c.set["log.roll.hours"]
+		if !ok {
+			return scaleMillis("168", time.Hour), ""
+		}
+		return scaleMillis(v, time.Hour), "log.roll.hours"
+	}
+	key := ts.brokerSynonyms[0]
+	v, explicit := c.lookup(key)
+	if explicit {
+		return v, key
+	}
+	return v, ""
+}
+
+// scaleMillis turns a count of unit into milliseconds; negative counts
+// (-1, unlimited) stay as they are.
+func scaleMillis(v string, unit time.Duration) string {
+	n, _ := strconv.ParseInt(v, 10, 64)
+	if n < 0 {
+		return v
+	}
+	return strconv.FormatInt(n*unit.Milliseconds(), 10)
+}
+
+// topicConfig is a topic's effective configuration: an immutable snapshot,
+// replaced as a whole when the topic's configs are altered.
+type topicConfig struct {
+	// overrides are the topic's own (dynamic topic) configs.
+	overrides map[string]string
+
+	retentionMillis  int64
+	retentionBytes   int64
+	segmentBytes     int64
+	segmentMillis    int64
+	maxMessageBytes  int64
+	minInsyncReplica int64
+	logAppendTime    bool
+}
+
+// validateTopicConfigs checks topic-level overrides against the table.
+func validateTopicConfigs(overrides map[string]string) error {
+	for key, value := range overrides {
+		ts, ok := findTopicSetting(key)
+		if !ok {
+			return fmt.Errorf("unknown topic config %q", key)
+		}
+		if err := ts.check(value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newTopicConfig combines validated overrides with the broker defaults.
+func (c brokerConfig) newTopicConfig(overrides map[string]string) *topicConfig {
+	value := func(name string) string {
+		if v, ok := overrides[name]; ok {
+			return v
+		}
+		ts, _ := findTopicSetting(name)
+		v, _ := c.topicDefault(ts)
+		return v
+	}
+	number := func(name string) int64 {
+		n, _ := strconv.ParseInt(value(name), 10, 64)
+		return n
+	}
+	copied := make(map[string]string, len(overrides))
+	for k, v := range overrides {
+		copied[k] = v
+	}
+	return &topicConfig{
+		overrides:        copied,
+		retentionMillis:  number("retention.ms"),
+		retentionBytes:   number("retention.bytes"),
+		segmentBytes:     number("segment.bytes"),
+		segmentMillis:    number("segment.ms"),
+		maxMessageBytes:  number("max.message.bytes"),
+		minInsyncReplica: number("min.insync.replicas"),
+		logAppendTime:    value("message.timestamp.type") == "LogAppendTime",
+	}
+}
+
+// storageOptions are the storage.Log options for a partition of a topic
+// with configuration tc.
+func (c brokerConfig) storageOptions(tc *topicConfig) (storage.Options, error) {
+	fsyncValue, _ := c.lookup("log.fsync")
+	policy, err := storage.ParseFsyncPolicy(fsyncValue)
+	if err != nil {
+		return storage.Options{}, fmt.Errorf("log.fsync: %w", err)
+	}
+	retentionAge := time.Duration(-1)
+	if tc.retentionMillis >= 0 {
+		retentionAge = time.Duration(tc.retentionMillis) * time.Millisecond
+	}
+	return storage.Options{
+		SegmentBytes:       tc.segmentBytes,
+		SegmentAge:         time.Duration(tc.segmentMillis) * time.Millisecond,
+		RetentionBytes:     tc.retentionBytes,
+		RetentionAge:       retentionAge,
+		IndexIntervalBytes: int(c.int64Value("log.index.interval.bytes")),
+		Fsync:              policy,
+	}, nil
+}

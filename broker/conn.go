@@ -1,0 +1,362 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// maxInFlight bounds the responses a connection may owe: once this many are
+// pending, the reader stops reading until the writer catches up.
+const maxInFlight = 64
+
+// connection serves one client. Its reader goroutine (serve) reads frames
+// in order and runs handlers; its writer goroutine (writeLoop) sends the
+// responses in the order the requests arrived, whatever order the handlers
+// finish in.
+type connection struct {
+	broker  *Broker
+	netConn net.Conn
+	// rawConn is the socket for sendfile; nil when netConn is not TCP.
+	rawConn syscall.RawConn
+	logger  *slog.Logger
+
+	// ctx is cancelled when the connection dies: handlers waiting on its
+	// behalf stop waiting. Broker shutdown does not cancel it, so acks=all
+	// answers still wait for durability; long polls also watch the broker's
+	// context and answer at once on shutdown.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// queue holds one pending response per request still owed, in request
+	// order. The reader sends, the writer receives; the reader closes it.
+	queue chan *response
+
+	stopOnce sync.Once
+	// stopReader is set by closeWith; only the reader goroutine touches it.
+	stopReader bool
+}
+
+// response is one slot in a connection's ordered response queue. A handler
+// fills it exactly once, by calling one of the complete methods, from any
+// goroutine; the writer waits for done before sending.
+type response struct {
+	done chan struct{}
+	// frame is the complete response frame (size, header, body), or nil.
+	frame *bytebufferpool.ByteBuffer
+	// fetch is a zero-copy Fetch response, or nil.
+	fetch *fetchResponse
+	// closeConnection asks the writer to close the connection once the
+	// earlier responses are out (the protocol has no error for the case).
+	closeConnection bool
+}
+
+// request is one decoded request frame handed to a handler.
+type request struct {
+	header wire.RequestHeader
+	// body aliases buffer until release is called.
+	body   []byte
+	buffer *bytebufferpool.ByteBuffer
+	slot   *response
+}
+
+// release returns the frame buffer to the pool; body is invalid afterwards.
+func (r *request) release() {
+	if r.buffer != nil {
+		bytebufferpool.Put(r.buffer)
+		r.buffer, r.body = nil, nil
+	}
+}
+
+// handlerFunc serves one request. It runs in the connection's reader
+// goroutine and must complete req.slot, either before returning or from a
+// goroutine it starts; it must release req once it no longer reads the body.
+type handlerFunc func(c *connection, req *request)
+
+// apiHandler is a registered API: its version range and its handler.
+type apiHandler struct {
+	minVersion, maxVersion int16
+	handle                 handlerFunc
+}
+
+// handlers is indexed by API key; filled by register from init functions.
+var handlers = map[int16]apiHandler{}
+
+// register adds an API's handler and its version range; each handler file
+// calls it from init, and ApiVersions reports the registered ranges.
+func register(key, minVersion, maxVersion int16, handle handlerFunc) {
+	if _, dup := handlers[key]; dup {
+		panic("broker: API registered twice: " + wire.APIName(key))
+	}
+	handlers[key] = apiHandler{minVersion: minVersion, maxVersion: maxVersion, handle: handle}
+	versions.Add(key, minVersion, maxVersion)
+}
+
+func newConnection(b *Broker, netConn net.Conn) *connection {
+	c := &connection{
+		broker:  b,
+		netConn: netConn,
+		logger:  b.logger.With("remote", netConn.RemoteAddr().String()),
+		queue:   make(chan *response, maxInFlight),
+	}
+	if tcp, ok := netConn.(*net.TCPConn); ok {
+		if raw, err := tcp.SyscallConn(); err == nil {
+			c.rawConn = raw
+		}
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
+}
+
+// stopReading makes the reader stop after the request it is serving (the
+// broker is closing); queued responses still go out.
+func (c *connection) stopReading() {
+	c.stopOnce.Do(func() {
+		if tcp, ok := c.netConn.(*net.TCPConn); ok {
+			tcp.CloseRead()
+			return
+		}
+		c.netConn.Close()
+	})
+}
+
+// serve is the reader goroutine.
+func (c *connection) serve() {
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
+	defer func() {
+		if c.broker.ctx.Err() == nil {
+			// The client went away (or sent something we refuse): nobody
+			// will read the answers, so pending long polls and durability
+			// waits end now. On broker shutdown they finish normally.
+			c.cancel()
+		}
+		close(c.queue)
+		<-writerDone
+		c.cancel()
+		c.netConn.Close()
+		c.broker.forgetConnection(c)
+	}()
+	reader := wire.FrameReader{R: bufio.NewReaderSize(c.netConn, 64<<10), MaxSize: c.broker.maxFrameSize}
+	for c.ctx.Err() == nil {
+		buffer := bytebufferpool.Get()
+		frame, err := reader.Next(buffer.B[:0])
+		if err != nil {
+			bytebufferpool.Put(buffer)
+			c.logReadError(err)
+			return
+		}
+		buffer.B = frame
+		if !c.dispatch(buffer) {
+			return
+		}
+	}
+}
+
+func (c *connection) logReadError(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.logger.Debug("connection closed by client")
+	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameNegative):
+		c.logger.Warn("closing connection: bad frame size", "error", err)
+	default:
+		c.logger.Info("closing connection: read failed", "error", err)
+	}
+}
+
+// dispatch parses one frame's header and runs its handler. It reports
+// whether the reader should go on.
+func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer) bool {
+	header, body, err := wire.ParseRequestHeader(buffer.B)
+	if err != nil {
+		bytebufferpool.Put(buffer)
+		c.logger.Warn("closing connection: malformed request header", "error", err)
+		return false
+	}
+	req := &request{header: header, body: body, buffer: buffer, slot: &response{done: make(chan struct{})}}
+	handler, known := handlers[header.APIKey]
+	if header.APIKey == wire.APIVersions {
+		// ApiVersions answers even versions it does not know (with v0 and
+		// UNSUPPORTED_VERSION), so clients can discover ours.
+		known = true
+	} else if !known || header.APIVersion < handler.minVersion || header.APIVersion > handler.maxVersion {
+		req.release()
+		c.logger.Warn("closing connection: unsupported request (Kafka has no error response for it)",
+			"api", wire.APIName(header.APIKey), "version", header.APIVersion, "supported", known)
+		return false
+	}
+	select {
+	case c.queue <- req.slot:
+	case <-c.ctx.Done():
+		req.release()
+		return false
+	}
+	return c.runHandler(handler.handle, req)
+}
+
+// runHandler runs a handler, turning a panic into a closed connection: a
+// last line of defence, logged with its stack.
+func (c *connection) runHandler(handle handlerFunc, req *request) (ok bool) {
+	defer func() {
+		if recovered := recover(); recovered != nil {
+			c.logger.Error("handler panicked; closing connection", "api", wire.APIName(req.header.APIKey),
+				"version", req.header.APIVersion, "panic", recovered, "stack", string(debug.Stack()))
+			req.release()
+			req.slot.completeClose()
+			c.stopReader = true
+			ok = false
+		}
+	}()
+	handle(c, req)
+	return !c.stopReader
+}
+
+// goAsync runs fn on its own goroutine with the same panic protection.
+func (c *connection) goAsync(req *request, fn func()) {
+	go func() {
+		defer func() {
+			if recovered := recover(); recovered != nil {
+				c.logger.Error("handler panicked; closing connection", "api", wire.APIName(req.header.APIKey),
+					"panic", recovered, "stack", string(debug.Stack()))
+				req.slot.completeClose()
+				c.cancel()
+			}
+		}()
+		fn()
+	}()
+}
+
+// completeFrame fills the slot with a finished response frame.
+func (r *response) completeFrame(frame *bytebufferpool.ByteBuffer) {
+	r.frame = frame
+	close(r.done)
+}
+
+// completeFetch fills the slot with a zero-copy fetch response.
+func (r *response) completeFetch(fetch *fetchResponse) {
+	r.fetch = fetch
+	close(r.done)
+}
+
+// completeNone fills the slot with nothing to send (acks=0 produce).
+func (r *response) completeNone() { close(r.done) }
+
+// completeClose asks for the connection to be closed at this point.
+func (r *response) completeClose() {
+	select {
+	case <-r.done:
+		return // already completed; the panic came after
+	default:
+	}
+	r.closeConnection = true
+	close(r.done)
+}
+
+// release frees what a completed response holds.
+func (r *response) release() {
+	if r.frame != nil {
+		bytebufferpool.Put(r.frame)
+		r.frame = nil
+	}
+	if r.fetch != nil {
+		r.fetch.release()
+		r.fetch = nil
+	}
+}
+
+// writeLoop is the writer goroutine: it sends responses in request order.
+// After a write error it keeps draining the queue (waiting for each slot
+// so handlers' resources are released) without sending.
+func (c *connection) writeLoop() {
+	failed := false
+	for slot := range c.queue {
+		<-slot.done
+		if !failed && slot.closeConnection {
+			failed = true
+			c.cancel()
+			c.netConn.Close()
+		}
+		if !failed {
+			if err := c.write(slot); err != nil {
+				failed = true
+				c.logger.Info("closing connection: write failed", "error", err)
+				c.cancel()
+				c.netConn.Close()
+			}
+		}
+		slot.release()
+	}
+}
+
+func (c *connection) write(slot *response) error {
+	switch {
+	case slot.frame != nil:
+		_, err := c.netConn.Write(slot.frame.B)
+		return err
+	case slot.fetch != nil:
+		return slot.fetch.writeTo(c)
+	}
+	return nil // acks=0: nothing to send
+}
+
+// respond encodes a kmsg response (or any body appender) into a frame and
+// completes the slot.
+func (c *connection) respond(req *request, appendBody func([]byte) []byte) {
+	frame := bytebufferpool.Get()
+	b, sizeAt := wire.AppendFrameSize(frame.B[:0])
+	b = wire.AppendResponseHeader(b, req.header.CorrelationID,
+		wire.ResponseHeaderVersion(req.header.APIKey, req.header.APIVersion))
+	b = appendBody(b)
+	wire.PatchFrameSize(b, sizeAt)
+	frame.B = b
+	req.slot.completeFrame(frame)
+}
+
+// closeWith logs why the connection is closed and completes the slot so.
+func (c *connection) closeWith(req *request, err error) {
+	c.logger.Warn("closing connection: bad request", "api", wire.APIName(req.header.APIKey),
+		"version", req.header.APIVersion, "error", err)
+	req.release()
+	req.slot.completeClose()
+	c.stopReader = true
+}
+
+// kmsgHandler adapts a handler written over kmsg's request and response
+// types: it decodes the body (kmsg copies what it keeps, so the frame
+// buffer is released at once), calls serve in the reader goroutine and
+// encodes the response at the request's version. A body that does not
+// decode closes the connection.
+func kmsgHandler[R kmsg.Request](serve func(c *connection, req R) kmsg.Response) handlerFunc {
+	return func(c *connection, r *request) {
+		decoded := kmsg.RequestForKey(r.header.APIKey)
+		typed, ok := decoded.(R)
+		if !ok {
+			c.closeWith(r, fmt.Errorf("no kmsg request type for API key %d", r.header.APIKey))
+			return
+		}
+		typed.SetVersion(r.header.APIVersion)
+		if err := typed.ReadFrom(r.body); err != nil {
+			c.closeWith(r, fmt.Errorf("decode %s v%d: %w", wire.APIName(r.header.APIKey), r.header.APIVersion, err))
+			return
+		}
+		r.release()
+		resp := serve(c, typed)
+		resp.SetVersion(r.header.APIVersion)
+		c.respond(r, resp.AppendTo)
+	}
+}

@@ -1,0 +1,60 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// DeleteTopics v1–6 (v6 may name topics by id) removes topics from the
+// metadata, then closes and deletes their partition logs. In-flight fetches
+// of a deleted partition end with UNKNOWN_TOPIC_OR_PARTITION.
+func init() {
+	register(wire.APIDeleteTopics, 1, 6, kmsgHandler(handleDeleteTopics))
+}
+
+func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	b := c.broker
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	type target struct {
+		name *string
+		id   [16]byte
+	}
+	var targets []target
+	if req.Version >= 6 {
+		for _, rt := range req.Topics {
+			targets = append(targets, target{name: rt.Topic, id: rt.TopicID})
+		}
+	} else {
+		for _, name := range req.TopicNames {
+			targets = append(targets, target{name: &name})
+		}
+	}
+	for _, requested := range targets {
+		deleted := kmsg.NewDeleteTopicsResponseTopic()
+		var t *topic
+		var err error
+		if requested.name != nil {
+			name := *requested.name
+			deleted.Topic = &name
+			if t = b.topicByName(name); t == nil {
+				err = fmt.Errorf("%w: %s", errUnknownTopic, name)
+			}
+		} else if t = b.topicByID(requested.id); t == nil {
+			err = errUnknownTopicID
+		}
+		if err == nil {
+			name := t.name
+			deleted.Topic, deleted.TopicID = &name, t.id
+			err = b.deleteTopic(t)
+		}
+		deleted.ErrorCode = errorCode(err)
+		if req.Version >= 5 {
+			deleted.ErrorMessage = errorMessage(err)
+		}
+		resp.Topics = append(resp.Topics, deleted)
+	}
+	return resp
+}

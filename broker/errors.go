@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// Kafka errors are data in responses. Handlers produce Go errors (their own
+// sentinels below, or errors from storage and wire) and errorCode maps them
+// to Kafka error codes here, in one place.
+
+// Sentinel errors of the broker's handlers; each maps to one Kafka error.
+var (
+	errUnknownTopic        = errors.New("unknown topic or partition")
+	errUnknownTopicID      = errors.New("unknown topic id")
+	errInvalidTopic        = errors.New("invalid topic name")
+	errTopicExists         = errors.New("topic already exists")
+	errInvalidPartitions   = errors.New("invalid number of partitions")
+	errInvalidReplication  = errors.New("invalid replication factor")
+	errInvalidAssignment   = errors.New("invalid replica assignment")
+	errInvalidConfig       = errors.New("invalid config")
+	errMessageTooLarge     = errors.New("record batch larger than max.message.bytes")
+	errInvalidRecord       = errors.New("invalid record batch")
+	errInvalidRequiredAcks = errors.New("acks must be -1, 0 or 1")
+	errNotEnoughReplicas   = errors.New("fewer in-sync replicas than min.insync.replicas")
+	errOffsetOutOfRange    = errors.New("offset out of range")
+	errFencedLeaderEpoch   = errors.New("leader epoch older than the current one")
+	errUnknownLeaderEpoch  = errors.New("leader epoch newer than the current one")
+	errInvalidRequest      = errors.New("invalid request")
+	errShuttingDown        = errors.New("broker is shutting down")
+	errStorage             = errors.New("storage error")
+)
+
+// errorCode maps an error to the Kafka error code a response carries; nil
+// is 0 (NONE). Unrecognised errors are UNKNOWN_SERVER_ERROR.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, m := range errorCodes {
+		if errors.Is(err, m.err) {
+			return m.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+var errorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{errUnknownTopic, kerr.UnknownTopicOrPartition},
+	{errUnknownTopicID, kerr.UnknownTopicID},
+	{errInvalidTopic, kerr.InvalidTopicException},
+	{errTopicExists, kerr.TopicAlreadyExists},
+	{errInvalidPartitions, kerr.InvalidPartitions},
+	{errInvalidReplication, kerr.InvalidReplicationFactor},
+	{errInvalidAssignment, kerr.InvalidReplicaAssignment},
+	{errInvalidConfig, kerr.InvalidConfig},
+	{errMessageTooLarge, kerr.MessageTooLarge},
+	{errInvalidRecord, kerr.InvalidRecord},
+	{errInvalidRequiredAcks, kerr.InvalidRequiredAcks},
+	{errNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{errOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{errFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{errUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{errInvalidRequest, kerr.InvalidRequest},
+	{errShuttingDown, kerr.LeaderNotAvailable},
+	{errStorage, kerr.KafkaStorageError},
+	// A batch that fails structural or CRC checks is CORRUPT_MESSAGE.
+	{wire.ErrBatchCRC, kerr.CorruptMessage},
+	// Produce v3+ must carry magic 2; Kafka calls anything else INVALID_RECORD.
+	{wire.ErrBatchMagic, kerr.InvalidRecord},
+	{wire.ErrBatchTruncated, kerr.CorruptMessage},
+	{wire.ErrBatchLength, kerr.CorruptMessage},
+}
+
+// errorMessage is the optional error message a response may carry.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

@@ -1,0 +1,346 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// Fetch v4–18 (v13+ names topics by id) answers from the partition logs
+// without copying record bytes into user space: for each partition the
+// handler resolves [position, size) regions of segment files up to the
+// high watermark, and the connection's writer sends them with sendfile(2)
+// (sendfile.go) between the response's other fields.
+//
+// Long poll: when fewer than MinBytes are available and no partition has
+// an error, the fetch waits on its partitions' append notifications until
+// MinBytes, MaxWaitMillis or broker shutdown, on its own goroutine (the
+// connection keeps reading). MaxBytes bounds the response and
+// PartitionMaxBytes each partition, except that the first batch found is
+// returned whole even when larger (KIP-74).
+//
+// Incremental fetch sessions are declined: the response's session id is 0
+// and every response is full; a request naming a session gets
+// FETCH_SESSION_ID_NOT_FOUND. Without transactions read_committed is
+// read_uncommitted, with the last stable offset equal to the high
+// watermark.
+func init() {
+	register(wire.APIFetch, 4, 18, handleFetch)
+}
+
+// fetchTarget is one requested partition, resolved once per request.
+type fetchTarget struct {
+	topicIndex int // index into the response's topics
+	index      int32
+	partition  *partition // nil when err is set
+	err        error
+	offset     int64
+	maxBytes   int32
+}
+
+// fetchTopic is one topic of the response, in request order.
+type fetchTopic struct {
+	name    string
+	id      [16]byte
+	targets []int // indexes into the targets slice
+}
+
+// partitionRead is what one partition contributes to a response.
+type partitionRead struct {
+	err            error
+	highWatermark  int64
+	logStartOffset int64
+	result         storage.ReadResult
+	size           int64
+}
+
+func handleFetch(c *connection, r *request) {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(r.header.APIVersion)
+	if err := req.ReadFrom(r.body); err != nil {
+		c.closeWith(r, fmt.Errorf("decode Fetch v%d: %w", r.header.APIVersion, err))
+		return
+	}
+	r.release()
+	if req.SessionID != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		c.respond(r, resp.AppendTo)
+		return
+	}
+	topics, targets := c.broker.resolveFetch(req)
+	c.goAsync(r, func() { c.serveFetch(r, req, topics, targets) })
+}
+
+// resolveFetch looks up every requested partition.
+func (b *Broker) resolveFetch(req *kmsg.FetchRequest) ([]fetchTopic, []fetchTarget) {
+	var topics []fetchTopic
+	var targets []fetchTarget
+	for _, rt := range req.Topics {
+		var t *topic
+		topicErr := error(nil)
+		if req.Version >= 13 {
+			if t = b.topicByID(rt.TopicID); t == nil {
+				topicErr = errUnknownTopicID
+			}
+		} else if t = b.topicByName(rt.Topic); t == nil {
+			topicErr = fmt.Errorf("%w: %s", errUnknownTopic, rt.Topic)
+		}
+		ft := fetchTopic{name: rt.Topic, id: rt.TopicID}
+		for _, rp := range rt.Partitions {
+			target := fetchTarget{topicIndex: len(topics), index: rp.Partition, err: topicErr,
+				offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes}
+			if topicErr == nil {
+				target.partition, target.err = b.partitionOf(t, rp.Partition)
+			}
+			if target.err == nil {
+				target.err = checkLeaderEpoch(rp.CurrentLeaderEpoch)
+			}
+			ft.targets = append(ft.targets, len(targets))
+			targets = append(targets, target)
+		}
+		topics = append(topics, ft)
+	}
+	return topics, targets
+}
+
+// checkLeaderEpoch compares a client's idea of the leader epoch (-1: none)
+// with ours.
+func checkLeaderEpoch(epoch int32) error {
+	switch {
+	case epoch < 0 || epoch == leaderEpoch:
+		return nil
+	case epoch > leaderEpoch:
+		return fmt.Errorf("%w: %d, current %d", errUnknownLeaderEpoch, epoch, leaderEpoch)
+	}
+	return fmt.Errorf("%w: %d, current %d", errFencedLeaderEpoch, epoch, leaderEpoch)
+}
+
+// serveFetch runs on its own goroutine: read, and until MinBytes or the
+// deadline, wait for appends and read again.
+func (c *connection) serveFetch(r *request, req *kmsg.FetchRequest, topics []fetchTopic, targets []fetchTarget) {
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		// Take the notification channels before reading, so an append
+		// that lands after the read still wakes the wait below.
+		wake := c.notificationsOf(targets)
+		reads, total, anyError := c.broker.readFetch(req, targets)
+		done := total >= int64(req.MinBytes) || anyError || !time.Now().Before(deadline) ||
+			c.ctx.Err() != nil || c.broker.ctx.Err() != nil
+		if done {
+			r.slot.completeFetch(encodeFetch(r, req.Version, topics, targets, reads))
+			return
+		}
+		for i := range reads {
+			reads[i].result.Release()
+		}
+		c.waitForAppend(wake, deadline)
+	}
+}
+
+// notificationsOf returns the distinct append channels of the targets.
+func (c *connection) notificationsOf(targets []fetchTarget) []<-chan struct{} {
+	seen := map[*partition]bool{}
+	var channels []<-chan struct{}
+	for _, target := range targets {
+		if target.partition != nil && !seen[target.partition] {
+			seen[target.partition] = true
+			channels = append(channels, target.partition.waitChannel())
+		}
+	}
+	return channels
+}
+
+// waitForAppend blocks until one of the channels is closed, the deadline
+// passes, the connection ends or the broker closes.
+func (c *connection) waitForAppend(channels []<-chan struct{}, deadline time.Time) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	if len(channels) == 1 {
+		select {
+		case <-channels[0]:
+		case <-timer.C:
+		case <-c.ctx.Done():
+		case <-c.broker.ctx.Done():
+		}
+		return
+	}
+	cases := make([]reflect.SelectCase, 0, len(channels)+3)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.broker.ctx.Done())})
+	for _, ch := range channels {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	reflect.Select(cases)
+}
+
+// readFetch reads every target within the request's byte limits.
+func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget) ([]partitionRead, int64, bool) {
+	reads := make([]partitionRead, len(targets))
+	var total int64
+	anyError := false
+	for i, target := range targets {
+		read := &reads[i]
+		read.highWatermark, read.logStartOffset = -1, -1
+		if target.err != nil {
+			read.err, anyError = target.err, true
+			continue
+		}
+		limit := min(int64(target.maxBytes), int64(req.MaxBytes)-total)
+		minOneBatch := total == 0
+		if err := readPartition(target, read, limit, minOneBatch); err != nil {
+			read.err, anyError = err, true
+			continue
+		}
+		total += read.size
+	}
+	return reads, total, anyError
+}
+
+// readPartition resolves the regions to send for one partition.
+func readPartition(target fetchTarget, read *partitionRead, limit int64, minOneBatch bool) error {
+	p := target.partition
+	if p.closed.Load() {
+		return fmt.Errorf("%w: %s", errUnknownTopic, p.name())
+	}
+	read.highWatermark = p.highWatermark()
+	read.logStartOffset = p.log.LogStartOffset()
+	if target.offset < read.logStartOffset || target.offset > read.highWatermark {
+		return fmt.Errorf("%w: %s offset %d, log has [%d, %d)", errOffsetOutOfRange, p.name(),
+			target.offset, read.logStartOffset, read.highWatermark)
+	}
+	if target.offset == read.highWatermark || (limit <= 0 && !minOneBatch) {
+		return nil
+	}
+	result, err := p.log.Read(target.offset, read.highWatermark, int(max(limit, 0)), minOneBatch)
+	if err != nil {
+		if p.closed.Load() {
+			return fmt.Errorf("%w: %s", errUnknownTopic, p.name())
+		}
+		if errors.Is(err, storage.ErrOffsetOutOfRange) {
+			return fmt.Errorf("%w: %s: %w", errOffsetOutOfRange, p.name(), err)
+		}
+		return fmt.Errorf("%w: read %s: %w", errStorage, p.name(), err)
+	}
+	read.result = result
+	for _, region := range result.Regions {
+		read.size += region.Size
+	}
+	return nil
+}
+
+// encodeFetch lays out the response: every field but the records goes
+// into one pooled buffer, and each partition's records are file regions
+// spliced in by the writer. The frame size is known up front because
+// every region's size is.
+func encodeFetch(r *request, version int16, topics []fetchTopic, targets []fetchTarget, reads []partitionRead) *fetchResponse {
+	flexible := version >= 12
+	response := &fetchResponse{buffer: bytebufferpool.Get()}
+	b, sizeAt := wire.AppendFrameSize(response.buffer.B[:0])
+	b = wire.AppendResponseHeader(b, r.header.CorrelationID, wire.ResponseHeaderVersion(wire.APIFetch, version))
+	b = wire.AppendInt32(b, 0) // throttle_time_ms
+	if version >= 7 {
+		b = wire.AppendInt16(b, 0) // error_code
+		b = wire.AppendInt32(b, 0) // session_id: sessions declined
+	}
+	b = appendArrayLength(b, len(topics), flexible)
+	var regionBytes int64
+	for _, ft := range topics {
+		if version >= 13 {
+			b = append(b, ft.id[:]...)
+		} else {
+			b = appendKafkaString(b, ft.name, flexible)
+		}
+		b = appendArrayLength(b, len(ft.targets), flexible)
+		for _, ti := range ft.targets {
+			read := &reads[ti]
+			b = appendFetchPartitionHead(b, version, targets[ti].index, read)
+			b = appendBytesLength(b, read.size, flexible)
+			for _, region := range read.result.Regions {
+				response.pieces = append(response.pieces, fetchPiece{end: len(b)}, fetchPiece{region: region, isRegion: true})
+				regionBytes += region.Size
+			}
+			if flexible {
+				b = wire.AppendUvarint(b, 0) // partition tagged fields
+			}
+		}
+		if flexible {
+			b = wire.AppendUvarint(b, 0) // topic tagged fields
+		}
+	}
+	if flexible {
+		b = wire.AppendUvarint(b, 0) // response tagged fields
+	}
+	response.pieces = append(response.pieces, fetchPiece{end: len(b)})
+	// Pieces of the buffer run from the previous buffer piece's end.
+	start := 0
+	for i := range response.pieces {
+		if !response.pieces[i].isRegion {
+			response.pieces[i].start = start
+			start = response.pieces[i].end
+		}
+	}
+	frameSize := int64(len(b)-sizeAt-4) + regionBytes
+	binary.BigEndian.PutUint32(b[sizeAt:], uint32(frameSize))
+	response.buffer.B = b
+	for i := range reads {
+		response.reads = append(response.reads, reads[i].result)
+	}
+	return response
+}
+
+func appendFetchPartitionHead(b []byte, version int16, index int32, read *partitionRead) []byte {
+	b = wire.AppendInt32(b, index)
+	b = wire.AppendInt16(b, errorCode(read.err))
+	b = wire.AppendInt64(b, read.highWatermark)
+	b = wire.AppendInt64(b, read.highWatermark) // last_stable_offset: no transactions yet
+	if version >= 5 {
+		b = wire.AppendInt64(b, read.logStartOffset)
+	}
+	b = appendNullArray(b, version >= 12) // aborted_transactions: none
+	if version >= 11 {
+		b = wire.AppendInt32(b, -1) // preferred_read_replica
+	}
+	return b
+}
+
+// Encoding helpers for the classic and flexible (compact) forms.
+
+func appendArrayLength(b []byte, n int, flexible bool) []byte {
+	if flexible {
+		return wire.AppendUvarint(b, uint32(n)+1)
+	}
+	return wire.AppendInt32(b, int32(n))
+}
+
+func appendNullArray(b []byte, flexible bool) []byte {
+	if flexible {
+		return wire.AppendUvarint(b, 0)
+	}
+	return wire.AppendInt32(b, -1)
+}
+
+func appendBytesLength(b []byte, n int64, flexible bool) []byte {
+	if flexible {
+		return wire.AppendUvarint(b, uint32(n)+1)
+	}
+	return wire.AppendInt32(b, int32(n))
+}
+
+func appendKafkaString(b []byte, s string, flexible bool) []byte {
+	if flexible {
+		return wire.AppendCompactString(b, s)
+	}
+	return wire.AppendString(b, s)
+}

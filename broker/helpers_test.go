@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// startTestBroker starts a broker on 127.0.0.1:0 over dir and closes it
+// when the test ends.
+func startTestBroker(t *testing.T, dir string, properties map[string]string) *Broker {
+	t.Helper()
+	level := slog.LevelWarn
+	if os.Getenv("BROKER_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	b, err := Start(context.Background(), Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: dir, Properties: properties, Logger: logger})
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	return b
+}
+
+// newTestClient returns a franz-go client of the broker, closed at the end
+// of the test. Idempotent writes are off until the broker implements them.
+func newTestClient(t *testing.T, b *Broker, options ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	options = append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.DisableIdempotentWrite()}, options...)
+	client, err := kgo.NewClient(options...)
+	if err != nil {
+		t.Fatalf("new client: %v", err)
+	}
+	t.Cleanup(client.Close)
+	return client
+}
+
+// testContext is a context bounded to keep a stuck test from hanging.
+func testContext(t *testing.T, timeout time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// createTopic creates a topic through CreateTopics and fails the test on
+// any error.
+func createTopic(t *testing.T, client *kgo.Client, name string, partitions int32, configs map[string]string) kmsg.CreateTopicsResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+	for k, v := range configs {
+		config := kmsg.NewCreateTopicsRequestTopicConfig()
+		config.Name, config.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, config)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testContext(t, 10*time.Second), client)
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create topic %s: %v (%v)", name, err, resp.Topics[0].ErrorMessage)
+	}
+	return resp.Topics[0]
+}
+
+// consumeAll reads partitions of topic from the start until want records
+// arrived or the deadline passes.
+func consumeAll(t *testing.T, b *Broker, topic string, partitions int32, want int) map[int32][]*kgo.Record {
+	t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	for p := range partitions {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	client := newTestClient(t, b, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	ctx := testContext(t, 30*time.Second)
+	got := map[int32][]*kgo.Record{}
+	count := 0
+	for count < want {
+		fetches := client.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records before the deadline", count, want)
+		}
+		fetches.EachError(func(topic string, partition int32, err error) {
+			t.Fatalf("fetch %s-%d: %v", topic, partition, err)
+		})
+		fetches.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], r)
+			count++
+		})
+	}
+	client.Close()
+	if count != want {
+		t.Fatalf("consumed %d records, want %d", count, want)
+	}
+	return got
+}

@@ -1,0 +1,100 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// ListOffsets v1–10 answers, per partition: latest (-1, the high
+// watermark, which is also the last stable offset without transactions),
+// earliest (-2) and earliest-local (-4, the log start offset), max
+// timestamp (-3, v7+: the last offset of the first batch holding the
+// largest timestamp, found by scanning batch headers), and a timestamp ≥ 0
+// (the first batch whose max timestamp is at least it; offset -1 when
+// none). Offsets are batch-granular: batches are never decompressed.
+func init() {
+	register(wire.APIListOffsets, 1, 10, kmsgHandler(handleListOffsets))
+}
+
+// Special timestamps of ListOffsets.
+const (
+	listLatest        = -1
+	listEarliest      = -2
+	listMaxTimestamp  = -3
+	listEarliestLocal = -4
+)
+
+func handleListOffsets(c *connection, req *kmsg.ListOffsetsRequest) kmsg.Response {
+	b := c.broker
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		listed := kmsg.NewListOffsetsResponseTopic()
+		listed.Topic = rt.Topic
+		t := b.topicByName(rt.Topic)
+		for _, rp := range rt.Partitions {
+			result := kmsg.NewListOffsetsResponseTopicPartition()
+			result.Partition = rp.Partition
+			offset, timestamp, err := b.listOffset(t, rt.Topic, rp, req.Version)
+			result.ErrorCode = errorCode(err)
+			result.Offset, result.Timestamp, result.LeaderEpoch = -1, -1, -1
+			if err == nil {
+				result.Offset, result.Timestamp = offset, timestamp
+				if offset >= 0 {
+					result.LeaderEpoch = leaderEpoch
+				}
+			}
+			listed.Partitions = append(listed.Partitions, result)
+		}
+		resp.Topics = append(resp.Topics, listed)
+	}
+	return resp
+}
+
+func (b *Broker) listOffset(t *topic, name string, rp kmsg.ListOffsetsRequestTopicPartition, version int16) (offset, timestamp int64, err error) {
+	if t == nil {
+		return 0, 0, fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	p, err := b.partitionOf(t, rp.Partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+		return 0, 0, err
+	}
+	if p.closed.Load() {
+		return 0, 0, fmt.Errorf("%w: %s", errUnknownTopic, p.name())
+	}
+	switch {
+	case rp.Timestamp == listLatest:
+		return p.highWatermark(), -1, nil
+	case rp.Timestamp == listEarliest, rp.Timestamp == listEarliestLocal && version >= 8:
+		return p.log.LogStartOffset(), -1, nil
+	case rp.Timestamp == listMaxTimestamp && version >= 7:
+		return p.maxTimestampOffset()
+	case rp.Timestamp >= 0:
+		offset, timestamp, found := p.log.OffsetForTimestamp(rp.Timestamp)
+		if !found {
+			return -1, -1, nil
+		}
+		return offset, timestamp, nil
+	}
+	return 0, 0, fmt.Errorf("%w: timestamp %d at ListOffsets v%d", errInvalidRequest, rp.Timestamp, version)
+}
+
+// maxTimestampOffset scans the batch headers for the largest timestamp.
+func (p *partition) maxTimestampOffset() (offset, timestamp int64, err error) {
+	offset, timestamp = -1, -1
+	err = p.log.ScanHeaders(p.log.LogStartOffset(), func(batch wire.BatchView) error {
+		if batch.MaxTimestamp() > timestamp {
+			offset, timestamp = batch.LastOffset(), batch.MaxTimestamp()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: scan %s: %w", errStorage, p.name(), err)
+	}
+	return offset, timestamp, nil
+}

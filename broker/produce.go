@@ -1,0 +1,245 @@
+package broker
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// Produce v3–13 (record batch v2 only; v13 names topics by id) walks the
+// request as a zero-copy view over the frame buffer. Each partition's
+// batches are validated from their headers and CRC-32C (never decompressed)
+// and checked against max.message.bytes before any byte of that partition
+// is written; then their base offsets and leader epoch are patched in place
+// and the same bytes are appended to the log.
+//
+// Ordering: appends run here, in the connection's reader goroutine, so the
+// batches of one connection reach each partition in the order they arrived
+// (idempotent producers pipeline up to 5 requests and rely on it).
+//
+// acks: 0 sends no response at all; 1 answers once appended; -1 (all)
+// answers once the batches are durable under log.fsync (the wait runs on
+// its own goroutine so the reader goes on), and fails with
+// NOT_ENOUGH_REPLICAS when min.insync.replicas exceeds our single replica.
+func init() {
+	register(wire.APIProduce, 3, 13, handleProduce)
+}
+
+// produceWait is an appended partition whose acks=all answer waits for
+// durability.
+type produceWait struct {
+	partition  *partition
+	lastOffset int64
+}
+
+func handleProduce(c *connection, r *request) {
+	version := r.header.APIVersion
+	req, err := wire.ParseProduceRequest(r.body, version)
+	if err == nil {
+		err = checkProduceStructure(&req)
+	}
+	if err != nil {
+		c.closeWith(r, err)
+		return
+	}
+	acks := req.Acks
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = version
+	var waits []produceWait
+	topics := req.Topics()
+	for topics.Next() {
+		name, topicID, partitions := topics.Topic()
+		t, topicErr := c.broker.produceTopic(name, topicID, version)
+		responseTopic := kmsg.NewProduceResponseTopic()
+		responseTopic.Topic, responseTopic.TopicID = string(name), topicID
+		for partitions.Next() {
+			index, records := partitions.Partition()
+			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.NewProduceResponseTopicPartition())
+			rp := &responseTopic.Partitions[len(responseTopic.Partitions)-1]
+			rp.Partition = index
+			p, appendErr := c.broker.produceToPartition(t, topicErr, index, records, acks)
+			if appendErr != nil {
+				setProduceError(rp, appendErr, version)
+				continue
+			}
+			rp.BaseOffset, rp.LogStartOffset = p.baseOffset, p.partition.log.LogStartOffset()
+			rp.LogAppendTime = p.logAppendTime
+			if acks == -1 {
+				waits = append(waits, produceWait{partition: p.partition, lastOffset: p.lastOffset})
+			}
+		}
+		resp.Topics = append(resp.Topics, responseTopic)
+	}
+	r.release() // every batch is appended (copied into the log) by now
+	switch {
+	case acks == 0:
+		r.slot.completeNone()
+	case len(waits) == 0:
+		c.respond(r, resp.AppendTo)
+	default:
+		c.goAsync(r, func() { c.awaitDurable(r, resp, waits) })
+	}
+}
+
+// checkProduceStructure walks the whole request once, so a malformed
+// request is refused before any of its partitions is written.
+func checkProduceStructure(req *wire.ProduceRequest) error {
+	topics := req.Topics()
+	for topics.Next() {
+		_, _, partitions := topics.Topic()
+		for partitions.Next() {
+		}
+		if err := partitions.Err(); err != nil {
+			return err
+		}
+	}
+	return topics.Err()
+}
+
+// awaitDurable runs on its own goroutine for acks=all: it waits for every
+// appended partition to be durable, then answers.
+func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits []produceWait) {
+	for _, wait := range waits {
+		if err := wait.partition.waitDurable(c.ctx, wait.lastOffset); err != nil {
+			rp := findProducePartition(resp, wait.partition)
+			if rp != nil {
+				setProduceError(rp, err, resp.Version)
+			}
+		}
+	}
+	c.respond(r, resp.AppendTo)
+}
+
+func findProducePartition(resp *kmsg.ProduceResponse, p *partition) *kmsg.ProduceResponseTopicPartition {
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		if rt.Topic != p.topic.name && rt.TopicID != p.topic.id {
+			continue
+		}
+		for j := range rt.Partitions {
+			if rt.Partitions[j].Partition == p.index {
+				return &rt.Partitions[j]
+			}
+		}
+	}
+	return nil
+}
+
+func setProduceError(rp *kmsg.ProduceResponseTopicPartition, err error, version int16) {
+	rp.ErrorCode = errorCode(err)
+	rp.BaseOffset = -1
+	rp.LogAppendTime = -1
+	rp.LogStartOffset = -1
+	if version >= 8 {
+		rp.ErrorMessage = errorMessage(err)
+	}
+}
+
+// produceTopic resolves a Produce topic by name (creating it when allowed)
+// or, from v13, by id.
+func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16) (*topic, error) {
+	if version >= 13 {
+		if t := b.topicByID(topicID); t != nil {
+			return t, nil
+		}
+		return nil, errUnknownTopicID
+	}
+	topicName := string(name)
+	if err := validateTopicName(topicName); err != nil {
+		return nil, err
+	}
+	return b.autoCreateTopic(topicName, true)
+}
+
+// appended is the outcome of a successful partition append.
+type appended struct {
+	partition     *partition
+	baseOffset    int64
+	lastOffset    int64
+	logAppendTime int64
+}
+
+// produceToPartition validates the partition's batches and appends them.
+func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, records []byte, acks int16) (appended, error) {
+	if topicErr != nil {
+		return appended{}, topicErr
+	}
+	if acks != 0 && acks != 1 && acks != -1 {
+		return appended{}, errInvalidRequiredAcks
+	}
+	p, err := b.partitionOf(t, index)
+	if err != nil {
+		return appended{}, err
+	}
+	tc := t.config.Load()
+	if acks == -1 && tc.minInsyncReplica > 1 {
+		return appended{}, fmt.Errorf("%w: min.insync.replicas is %d, this broker has 1 replica", errNotEnoughReplicas, tc.minInsyncReplica)
+	}
+	if err := validateBatches(records, tc); err != nil {
+		return appended{}, fmt.Errorf("%s: %w", p.name(), err)
+	}
+	appendTime := int64(-1)
+	if tc.logAppendTime {
+		appendTime = time.Now().UnixMilli()
+	}
+	wire.ForEachBatch(records, func(batch wire.BatchView) error {
+		batch.SetPartitionLeaderEpoch(leaderEpoch)
+		if appendTime >= 0 {
+			stampLogAppendTime(batch, appendTime)
+		}
+		return nil
+	})
+	result, err := p.append(records)
+	if err != nil {
+		return appended{}, err
+	}
+	return appended{partition: p, baseOffset: result.FirstOffset, lastOffset: result.LastOffset, logAppendTime: appendTime}, nil
+}
+
+// validateBatches checks every batch of a partition: structure, magic 2,
+// CRC-32C, size within max.message.bytes, and a record count matching the
+// offset delta. Control batches are the broker's own and refused from
+// clients.
+func validateBatches(records []byte, tc *topicConfig) error {
+	if len(records) == 0 {
+		return fmt.Errorf("%w: no record batch", errInvalidRecord)
+	}
+	return wire.ForEachBatch(records, func(batch wire.BatchView) error {
+		if int64(batch.Size()) > tc.maxMessageBytes {
+			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", errMessageTooLarge, batch.Size(), tc.maxMessageBytes)
+		}
+		if err := batch.Validate(); err != nil {
+			return err
+		}
+		if batch.Control() {
+			return fmt.Errorf("%w: clients may not write control batches", errInvalidRecord)
+		}
+		if count := batch.RecordCount(); count <= 0 || int64(batch.LastOffsetDelta()) != int64(count)-1 {
+			return fmt.Errorf("%w: %d records with last offset delta %d", errInvalidRecord, count, batch.LastOffsetDelta())
+		}
+		return nil
+	})
+}
+
+// Byte offsets in a record batch v2 header of the fields LogAppendTime
+// rewrites (see wire/batch.go).
+const (
+	batchAttributesOffset   = 21
+	batchMaxTimestampOffset = 35
+)
+
+// stampLogAppendTime marks the batch's timestamps as the broker's append
+// time, as Kafka does for message.timestamp.type=LogAppendTime: the
+// timestamp-type attribute is set, max timestamp becomes the append time,
+// and the CRC (which covers both) is recomputed.
+func stampLogAppendTime(batch wire.BatchView, now int64) {
+	raw := batch.Bytes()
+	attributes := binary.BigEndian.Uint16(raw[batchAttributesOffset:])
+	binary.BigEndian.PutUint16(raw[batchAttributesOffset:], attributes|wire.AttrTimestampType)
+	binary.BigEndian.PutUint64(raw[batchMaxTimestampOffset:], uint64(now))
+	batch.UpdateCRC()
+}

@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+const (
+	testPartitions       = 6
+	recordsPerProduceRun = 100_000
+)
+
+// produceRun sends count records round-robin over the partitions, value
+// "<run>-<i>", and waits for every promise.
+func produceRun(t *testing.T, client *kgo.Client, topic, run string, count int) {
+	t.Helper()
+	ctx := testContext(t, 60*time.Second)
+	errs := make(chan error, 1)
+	for i := range count {
+		record := &kgo.Record{Topic: topic, Partition: int32(i % testPartitions),
+			Key: []byte(strconv.Itoa(i)), Value: fmt.Appendf(nil, "%s-%d", run, i)}
+		client.Produce(ctx, record, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := client.Flush(ctx); err != nil {
+		t.Fatalf("flush %s: %v", run, err)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("produce %s: %v", run, err)
+	default:
+	}
+}
+
+// checkRuns verifies each partition holds, in order, its share of every
+// run, with consecutive offsets from 0.
+func checkRuns(t *testing.T, got map[int32][]*kgo.Record, runs []string, count int) {
+	t.Helper()
+	for partition := range int32(testPartitions) {
+		records := got[partition]
+		next := 0
+		for _, run := range runs {
+			for i := int(partition); i < count; i += testPartitions {
+				if next >= len(records) {
+					t.Fatalf("partition %d: only %d records", partition, len(records))
+				}
+				r := records[next]
+				want := fmt.Sprintf("%s-%d", run, i)
+				if string(r.Value) != want || string(r.Key) != strconv.Itoa(i) || r.Offset != int64(next) {
+					t.Fatalf("partition %d record %d: offset %d key %q value %q, want offset %d key %d value %q",
+						partition, next, r.Offset, r.Key, r.Value, next, i, want)
+				}
+				next++
+			}
+		}
+		if next != len(records) {
+			t.Fatalf("partition %d: %d records, want %d", partition, len(records), next)
+		}
+	}
+}
+
+// TestProduceConsumeRestart: 100k records with acks=all and 100k with
+// acks=0 over 6 partitions come back complete and in order per partition,
+// through sendfile, and again after the broker restarts on its data.
+func TestProduceConsumeRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := startTestBroker(t, dir, nil)
+	admin := newTestClient(t, b)
+	createTopic(t, admin, "events", testPartitions, nil)
+
+	all := newTestClient(t, b, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceRun(t, all, "events", "all", recordsPerProduceRun)
+	none := newTestClient(t, b, kgo.RequiredAcks(kgo.NoAck()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceRun(t, none, "events", "none", recordsPerProduceRun)
+
+	sentBefore, copiedBefore := sendfileBytes.Load(), copiedRegionBytes.Load()
+	got := consumeAll(t, b, "events", testPartitions, 2*recordsPerProduceRun)
+	checkRuns(t, got, []string{"all", "none"}, recordsPerProduceRun)
+	var valueBytes int64
+	for _, records := range got {
+		for _, r := range records {
+			valueBytes += int64(len(r.Value))
+		}
+	}
+	sent := sendfileBytes.Load() - sentBefore
+	if sent < valueBytes {
+		t.Fatalf("sendfile sent %d bytes, less than the %d value bytes consumed", sent, valueBytes)
+	}
+	if copied := copiedRegionBytes.Load() - copiedBefore; copied != 0 {
+		t.Fatalf("%d record bytes were copied through user space", copied)
+	}
+	t.Logf("sendfile sent %d bytes for %d value bytes", sent, valueBytes)
+
+	if err := b.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	restarted := startTestBroker(t, dir, nil)
+	got = consumeAll(t, restarted, "events", testPartitions, 2*recordsPerProduceRun)
+	checkRuns(t, got, []string{"all", "none"}, recordsPerProduceRun)
+}
+
+// TestCompressionCodecs: batches compressed with every codec are stored as
+// sent and consumed back intact.
+func TestCompressionCodecs(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), nil)
+	wantCodec := map[string]wire.Compression{"gzip": wire.CompressionGzip, "snappy": wire.CompressionSnappy,
+		"lz4": wire.CompressionLZ4, "zstd": wire.CompressionZstd}
+	codecs := map[string]kgo.CompressionCodec{
+		"gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
+	}
+	for name, codec := range codecs {
+		t.Run(name, func(t *testing.T) {
+			topic := "compressed-" + name
+			client := newTestClient(t, b, kgo.ProducerBatchCompression(codec), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			createTopic(t, client, topic, testPartitions, nil)
+			const count = 6000
+			produceRun(t, client, topic, name, count)
+			got := consumeAll(t, b, topic, testPartitions, count)
+			checkRuns(t, got, []string{name}, count)
+			// The broker stored the producer's compressed batches as sent.
+			for _, p := range b.partitionsOf(b.topicByName(topic)) {
+				batches := 0
+				err := p.log.ScanHeaders(0, func(batch wire.BatchView) error {
+					batches++
+					if batch.Compression() != wantCodec[name] {
+						return fmt.Errorf("batch at %d has codec %v", batch.BaseOffset(), batch.Compression())
+					}
+					return nil
+				})
+				if err != nil || batches == 0 {
+					t.Fatalf("%s: %d batches, %v", p.name(), batches, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,117 @@
+package storage
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+func TestConcurrentReadsDuringAppends(t *testing.T) {
+	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 8000, IndexIntervalBytes: 500, RetentionBytes: 60000})
+	const appends = 1500
+	var done atomic.Bool
+	var group sync.WaitGroup
+	group.Go(func() {
+		defer done.Store(true)
+		random := rand.New(rand.NewPCG(41, 42))
+		for i := range appends {
+			if _, err := l.Append(testBatch(t, int32(i), 1+random.IntN(4), random.IntN(200), int64(i))); err != nil {
+				t.Errorf("append: %v", err)
+				return
+			}
+			if i%100 == 0 {
+				if _, err := l.ApplyRetention(); err != nil {
+					t.Errorf("retention: %v", err)
+					return
+				}
+			}
+		}
+	})
+	var reads atomic.Int64
+	for reader := range 4 {
+		group.Go(func() {
+			random := rand.New(rand.NewPCG(43, uint64(reader)))
+			for !done.Load() {
+				start, end := l.LogStartOffset(), l.LogEndOffset()
+				from := start + random.Int64N(end-start+1)
+				data, err := l.ReadBatches(from, end, 1+random.IntN(20000))
+				if errors.Is(err, ErrOffsetOutOfRange) {
+					continue // retention moved the log start meanwhile
+				}
+				if err != nil {
+					t.Errorf("read at %d: %v", from, err)
+					return
+				}
+				checkConcurrentRead(t, data, from, end)
+				reads.Add(1)
+			}
+		})
+	}
+	group.Wait()
+	if reads.Load() == 0 {
+		t.Fatal("no read completed during the appends")
+	}
+	if l.LogStartOffset() == 0 {
+		t.Fatal("retention never ran")
+	}
+}
+
+// checkConcurrentRead checks a read result: whole intact batches, the first
+// containing from, contiguous, all below end.
+func checkConcurrentRead(t *testing.T, data []byte, from, end int64) {
+	t.Helper()
+	next := int64(-1)
+	for len(data) > 0 {
+		view, err := wire.ParseBatch(data)
+		if err != nil {
+			t.Errorf("read at %d: %v", from, err)
+			return
+		}
+		checkBatchIntact(t, view)
+		if next < 0 && (view.BaseOffset() > from || view.LastOffset() < from) {
+			t.Errorf("read at %d started with batch %d..%d", from, view.BaseOffset(), view.LastOffset())
+		}
+		if next >= 0 && view.BaseOffset() != next {
+			t.Errorf("read at %d: batch at %d after %d", from, view.BaseOffset(), next)
+		}
+		if view.LastOffset() >= end {
+			t.Errorf("read at %d returned offset %d beyond the end %d", from, view.LastOffset(), end)
+		}
+		next = view.LastOffset() + 1
+		data = data[view.Size():]
+	}
+}
+
+func TestRegionOutlivesRetention(t *testing.T) {
+	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1000, RetentionBytes: 1})
+	random := rand.New(rand.NewPCG(45, 46))
+	appendRandom(t, l, random, 0, 30)
+	result, err := l.Read(0, l.LogEndOffset(), 500, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := l.ApplyRetention()
+	if err != nil || deleted == 0 {
+		t.Fatalf("retention deleted %d: %v", deleted, err)
+	}
+	if _, err := l.Read(0, l.LogEndOffset(), 500, true); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read of a deleted segment: %v", err)
+	}
+	region := result.Regions[0]
+	data := make([]byte, region.Size)
+	if _, err := region.ReadAt(data, 0); err != nil {
+		t.Fatalf("region of a deleted segment: %v", err)
+	}
+	if _, err := region.File.ReadAt(data[:1], region.Position); err != nil {
+		t.Fatalf("region file closed before release: %v", err)
+	}
+	checkConcurrentRead(t, data, 0, 1<<62)
+	result.Release()
+	if _, err := region.File.ReadAt(data[:1], region.Position); err == nil {
+		t.Fatal("file still open after the last release")
+	}
+}

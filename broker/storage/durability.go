@@ -1,0 +1,186 @@
+package storage
+
+import (
+	"context"
+	"sync"
+	"fmt"
+	"time"
+)
+
+// durability tracks what is synced, the sticky error and group commit.
+type durability struct {
+	mu sync.Mutex
+	// durableEnd: every offset below it is durable per the policy.
+	durableEnd int64
+	// err is sticky: once a write or sync failed, every later Append and
+	// WaitDurable returns it.
+	err error
+	// syncing: a goroutine is running a sync; others wait for its result
+	// instead of starting their own (group commit).
+	syncing bool
+	// epoch counts truncations; a sync captured before one must not mark
+	// offsets durable, since they may have been rewritten since.
+	epoch uint64
+	closed bool
+	// changed is closed and replaced whenever durableEnd, err or closed change.
+	changed chan struct{}
+}
+
+// broadcastLocked wakes every waiter (caller holds mu).
+func (d *durability) broadcastLocked() {
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// stickyError is the sticky write/sync error, or nil.
+func (l *Log) stickyError() error {
+	l.durability.mu.Lock()
+	defer l.durability.mu.Unlock()
+	return l.durability.err
+}
+
+// fail records err as the sticky error (the first one wins) and returns it.
+func (l *Log) fail(err error) error {
+	l.durability.mu.Lock()
+	defer l.durability.mu.Unlock()
+	if l.durability.err == nil {
+		l.durability.err = err
+		l.durability.broadcastLocked()
+	}
+	return l.durability.err
+}
+
+// advanceDurable marks offsets below end durable (caller synced them and
+// holds appendMu, so no truncation can race).
+func (l *Log) advanceDurable(end int64) {
+	l.durability.mu.Lock()
+	defer l.durability.mu.Unlock()
+	if end > l.durability.durableEnd {
+		l.durability.durableEnd = end
+		l.durability.broadcastLocked()
+	}
+}
+
+// WaitDurable returns when every offset up to and including offset is durable
+// per the fsync policy: never → at once; interval → after the next periodic
+// sync covering it; always → after an fdatasync covering it, shared by all
+// concurrent waiters (group commit). It fails with the sticky error after a
+// write or sync failure, with ErrNotWritten for an offset at or beyond the log
+// end, with ErrClosed after Close, or with ctx's error.
+func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
+	for {
+		logEnd := l.LogEndOffset()
+		l.durability.mu.Lock()
+		d := &l.durability
+		switch {
+		case d.err != nil:
+			err := d.err
+			d.mu.Unlock()
+			return err
+		case offset < d.durableEnd || (l.opts.Fsync.Mode == FsyncNever && offset < logEnd):
+			d.mu.Unlock()
+			return nil
+		case offset >= logEnd:
+			d.mu.Unlock()
+			return fmt.Errorf("wait durable %s: offset %d, log end %d: %w", l.dir, offset, logEnd, ErrNotWritten)
+		case d.closed:
+			d.mu.Unlock()
+			return ErrClosed
+		case l.opts.Fsync.Mode == FsyncAlways && !d.syncing:
+			d.syncing = true
+			d.mu.Unlock()
+			l.syncActive()
+			continue
+		}
+		changed := d.changed
+		d.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("wait durable %s: offset %d: %w", l.dir, offset, ctx.Err())
+		}
+	}
+}
+
+// syncActive runs one fdatasync of the active segment on behalf of every
+// waiter and marks what it covered durable. The caller set durability.syncing.
+//
+// Sequence: the file, the log end and the truncation epoch are captured
+// together under mu, after the appender published those offsets (so their
+// bytes were written); segments before the active one were synced when they
+// rolled. If a Truncate ran meanwhile (epoch changed) the result is dropped:
+// the captured offsets may have been rewritten after the sync started.
+func (l *Log) syncActive() {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		l.finishSync(0, 0, nil)
+		return
+	}
+	active := l.active()
+	active.log.acquire()
+	target := l.logEnd
+	l.durability.mu.Lock()
+	epoch := l.durability.epoch
+	l.durability.mu.Unlock()
+	l.mu.RUnlock()
+	err := active.log.file.Sync()
+	if releaseErr := active.log.release(); err == nil {
+		err = releaseErr
+	}
+	if err != nil {
+		err = fmt.Errorf("sync %s segment %d: %w", l.dir, active.base, err)
+	}
+	l.finishSync(target, epoch, err)
+}
+
+// finishSync publishes a sync's result and lets the next sync start.
+func (l *Log) finishSync(target int64, epoch uint64, err error) {
+	d := &l.durability
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncing = false
+	if err != nil && d.err == nil {
+		d.err = err
+	} else if err == nil && epoch == d.epoch && target > d.durableEnd {
+		d.durableEnd = target
+	}
+	d.broadcastLocked()
+}
+
+// runIntervalSync syncs the active segment every interval while there is
+// something unsynced (FsyncInterval). It owns no state: it goes through the
+// same single-syncer protocol as WaitDurable.
+func (l *Log) runIntervalSync(interval time.Duration) {
+	defer close(l.intervalDone)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-l.intervalStop:
+			return
+		case <-ticker.C:
+		}
+		logEnd := l.LogEndOffset()
+		d := &l.durability
+		d.mu.Lock()
+		start := d.err == nil && !d.syncing && d.durableEnd < logEnd
+		if start {
+			d.syncing = true
+		}
+		d.mu.Unlock()
+		if start {
+			l.syncActive()
+		}
+	}
+}
+
+// stopIntervalSync stops the interval goroutine, if any, and waits for it.
+func (l *Log) stopIntervalSync() {
+	if l.intervalStop == nil {
+		return
+	}
+	close(l.intervalStop)
+	<-l.intervalDone
+	l.intervalStop = nil
+}

@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// FS is the small file-system interface the log reaches the disk through, so
+// that tests can inject faults (see FaultFS). Names are full paths.
+type FS interface {
+	// OpenFile opens a file as os.OpenFile does.
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// Remove removes one file.
+	Remove(name string) error
+	// RemoveAll removes a directory tree.
+	RemoveAll(name string) error
+	// Rename renames a file atomically (on POSIX file systems).
+	Rename(oldName, newName string) error
+	// ReadDir lists a directory.
+	ReadDir(name string) ([]os.DirEntry, error)
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(name string, perm os.FileMode) error
+	// SyncDir makes the directory's entries (creations, renames, removals) durable.
+	SyncDir(name string) error
+}
+
+// File is an open file. The log uses positional reads and writes only
+// (ReadAt/WriteAt), never a shared file position, so one File may serve many
+// readers and one writer at once.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	// Sync makes the file's data durable (fdatasync(2) on Linux).
+	Sync() error
+	// Truncate changes the file's size.
+	Truncate(size int64) error
+	// Stat describes the file.
+	Stat() (os.FileInfo, error)
+	// Name is the path the file was opened with.
+	Name() string
+	// OSFile returns the *os.File behind this File, for sendfile(2), or nil
+	// when the file system is not backed by the OS.
+	OSFile() *os.File
+}
+
+// OSFS is the operating system's file system.
+type OSFS struct{}
+
+// osFile is a File backed by an *os.File.
+type osFile struct{ *os.File }
+
+// OpenFile opens a file with os.OpenFile.
+func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	file, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{file}, nil
+}
+
+// Remove removes a file with os.Remove.
+func (OSFS) Remove(name string) error { return os.Remove(name) }
+
+// RemoveAll removes a tree with os.RemoveAll.
+func (OSFS) RemoveAll(name string) error { return os.RemoveAll(name) }
+
+// Rename renames with os.Rename.
+func (OSFS) Rename(oldName, newName string) error { return os.Rename(oldName, newName) }
+
+// ReadDir lists a directory with os.ReadDir.
+func (OSFS) ReadDir(name string) ([]os.DirEntry, error) { return os.ReadDir(name) }
+
+// MkdirAll creates directories with os.MkdirAll.
+func (OSFS) MkdirAll(name string, perm os.FileMode) error { return os.MkdirAll(name, perm) }
+
+// SyncDir opens the directory and fsyncs it.
+func (OSFS) SyncDir(name string) error {
+	dir, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	syncErr := dir.Sync()
+	closeErr := dir.Close()
+	return errors.Join(syncErr, closeErr)
+}
+
+// Sync flushes the file's data with fdatasync(2) where the platform has it.
+func (f osFile) Sync() error { return datasync(f.File) }
+
+// OSFile returns the underlying *os.File.
+func (f osFile) OSFile() *os.File { return f.File }
+
+// writeFileAtomic writes data to name through a temporary file, fsync and
+// rename, then syncs the directory: after a crash the file holds either its
+// old or its new content, never a mix.
+func writeFileAtomic(fs FS, name string, data []byte) error {
+	temporary := name + ".tmp"
+	file, err := fs.OpenFile(temporary, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := file.WriteAt(data, 0); err != nil {
+		return errors.Join(err, file.Close())
+	}
+	if err := file.Sync(); err != nil {
+		return errors.Join(err, file.Close())
+	}
+	if err := file.Close(); err != nil {
+		return err
+	}
+	if err := fs.Rename(temporary, name); err != nil {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(name))
+}
+
+// readWholeFile reads a small file completely.
+func readWholeFile(fs FS, name string) ([]byte, error) {
+	file, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	info, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, info.Size())
+	if _, err := file.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return data, nil
+}

@@ -1,0 +1,268 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Truncate drops everything at and after offset, for replica divergence. The
+// batch containing offset is dropped whole, so the log end offset becomes
+// that batch's base offset (== offset when offset is a batch boundary). An
+// offset at or below the first segment's base empties the log and restarts
+// it at offset. Truncation is not atomic across a crash: the caller redoes it
+// after a restart (replication does, from leader epochs).
+func (l *Log) Truncate(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if offset >= l.logEnd {
+		return nil
+	}
+	if offset < 0 {
+		return fmt.Errorf("truncate %s to %d: negative offset", l.dir, offset)
+	}
+	if err := l.drainRollFlushes(); err != nil {
+		return err
+	}
+	if offset <= l.segments[0].base {
+		return l.truncateFully(offset)
+	}
+	index := l.segmentIndex(offset)
+	target := l.segments[index]
+	l.ensureLoaded(target)
+	position, newEnd, err := l.truncationPoint(target, offset)
+	if err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	if err := l.removeSegments(l.segments[index+1:]); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	if err := target.log.file.Truncate(position); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	if err := target.log.file.Sync(); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	l.mu.Lock()
+	l.segments = l.segments[:index+1]
+	target.cutAt(position, newEnd)
+	l.logEnd = newEnd
+	l.logStart = min(l.logStart, newEnd)
+	l.durability.mu.Lock()
+	l.durability.durableEnd = min(l.durability.durableEnd, newEnd)
+	l.durability.epoch++
+	l.durability.mu.Unlock()
+	l.mu.Unlock()
+	if err := l.finishTruncation(target); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	return nil
+}
+
+// truncationPoint finds the batch containing offset: its position and base.
+func (l *Log) truncationPoint(s *segment, offset int64) (position, base int64, err error) {
+	buffer := make([]byte, headerSize)
+	for position = s.positionAtOrBefore(offset); position < s.size; {
+		header, err := readHeader(s.log.file, position, buffer)
+		if err != nil {
+			return 0, 0, err
+		}
+		if header.last >= offset {
+			return position, header.base, nil
+		}
+		position += header.size
+	}
+	return s.size, s.end, nil
+}
+
+// cutAt shrinks the segment's published state to its first `position` bytes
+// ending at offset end (caller holds Log.mu for writing, indexes loaded).
+func (s *segment) cutAt(position, end int64) {
+	s.pruneIndexes(position, end)
+	kept := s.aborted[:0]
+	for _, t := range s.aborted {
+		if t.LastOffset < end {
+			kept = append(kept, t)
+		}
+	}
+	s.aborted = kept
+	s.size, s.end = position, end
+	s.checkpointPosition = min(s.checkpointPosition, position)
+	// Rebuild the running state from the last index entries; finishTruncation
+	// rescans the few batches after them.
+	s.maxTimestamp = s.lastTimestampEntry().timestamp
+	s.lastBatchBase = s.base
+	s.bytesSinceIndex = 0
+	if position == 0 {
+		s.firstTimestamp = -1
+	}
+}
+
+// finishTruncation rescans the segment's batches after its last index entry
+// to restore its running max timestamp, persists the indexes, the
+// transaction index and a checkpoint (caller holds appendMu).
+func (l *Log) finishTruncation(s *segment) error {
+	start := int64(0)
+	if len(s.offsets) > 0 {
+		start = int64(s.offsets[len(s.offsets)-1].position)
+	}
+	buffer := make([]byte, headerSize)
+	maxTimestamp, lastBase := s.maxTimestamp, s.base
+	for position := start; position < s.size; {
+		header, err := readHeader(s.log.file, position, buffer)
+		if err != nil {
+			return err
+		}
+		maxTimestamp, lastBase = max(maxTimestamp, header.maxTimestamp), header.base
+		position += header.size
+	}
+	l.mu.Lock()
+	s.maxTimestamp, s.lastBatchBase, s.bytesSinceIndex = maxTimestamp, lastBase, int(s.size-start)
+	l.mu.Unlock()
+	if err := s.persistIndexes(l.fs, l.dir); err != nil {
+		return err
+	}
+	if err := l.writeAbortedTxns(s, 0, encodeAbortedTxns(s.aborted)); err != nil {
+		return err
+	}
+	s.abortedPersisted = len(s.aborted)
+	return l.writeCheckpoint(s.base, s.size, s.end)
+}
+
+// encodeAbortedTxns lays out several entries back to back.
+func encodeAbortedTxns(entries []AbortedTxn) []byte {
+	var data []byte
+	for _, t := range entries {
+		data = append(data, t.encode()...)
+	}
+	return data
+}
+
+// truncateFully deletes every segment and restarts the log empty at offset.
+func (l *Log) truncateFully(offset int64) error {
+	fresh, err := l.createSegment(offset)
+	if err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	old := l.segments
+	l.mu.Lock()
+	l.segments = []*segment{fresh}
+	l.logStart, l.logEnd = offset, offset
+	l.durability.mu.Lock()
+	l.durability.durableEnd = min(l.durability.durableEnd, offset)
+	l.durability.epoch++
+	l.durability.mu.Unlock()
+	l.mu.Unlock()
+	var errs []error
+	for _, s := range old {
+		if s.base == offset {
+			errs = append(errs, s.log.release()) // its files were recreated by createSegment
+			continue
+		}
+		errs = append(errs, s.removeFiles(l.fs, l.dir), s.log.release())
+	}
+	errs = append(errs, l.fs.SyncDir(l.dir), l.writeCheckpoint(offset, 0, offset))
+	if err := errors.Join(errs...); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	return nil
+}
+
+// removeSegments unlinks the given segments' files and drops the log's
+// reference (regions still held keep the files readable). The caller removes
+// them from l.segments.
+func (l *Log) removeSegments(segments []*segment) error {
+	var errs []error
+	for _, s := range segments {
+		errs = append(errs, s.removeFiles(l.fs, l.dir), s.log.release())
+	}
+	if len(segments) > 0 {
+		errs = append(errs, l.fs.SyncDir(l.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// ApplyRetention deletes old segments by size (RetentionBytes) and age
+// (RetentionAge, measured from the segment's newest record timestamp, or its
+// file time if it has none), and segments wholly below the log start offset.
+// It never deletes the active segment; the log start offset moves to the
+// first remaining segment.
+func (l *Log) ApplyRetention() (deletedSegments int, err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
+	now := l.opts.Now()
+	total := int64(0)
+	for _, s := range l.segments {
+		total += s.size
+	}
+	for len(l.segments) > 1 && l.expired(l.segments[0], total, now) {
+		first := l.segments[0]
+		l.mu.Lock()
+		l.segments = l.segments[1:]
+		l.logStart = max(l.logStart, l.segments[0].base)
+		l.mu.Unlock()
+		total -= first.size
+		deletedSegments++
+		if err := l.removeSegments([]*segment{first}); err != nil {
+			return deletedSegments, fmt.Errorf("retention %s: segment %d: %w", l.dir, first.base, err)
+		}
+	}
+	if deletedSegments > 0 {
+		if err := l.rewriteCheckpoint(); err != nil {
+			return deletedSegments, l.fail(fmt.Errorf("retention %s: %w", l.dir, err))
+		}
+	}
+	return deletedSegments, nil
+}
+
+// expired says whether retention deletes the (non-active) segment s.
+func (l *Log) expired(s *segment, total int64, now time.Time) bool {
+	if s.end <= l.logStart {
+		return true
+	}
+	if l.opts.RetentionBytes > 0 && total-s.size >= l.opts.RetentionBytes {
+		return true
+	}
+	if l.opts.RetentionAge > 0 {
+		newest := s.created
+		if s.maxTimestamp >= 0 {
+			newest = time.UnixMilli(s.maxTimestamp)
+		}
+		return now.Sub(newest) > l.opts.RetentionAge
+	}
+	return false
+}
+
+// DeleteRecordsBefore advances the log start offset to offset (Kafka's
+// DeleteRecords) and deletes the segments wholly below it.
+func (l *Log) DeleteRecordsBefore(offset int64) error {
+	l.appendMu.Lock()
+	if err := l.usable(); err != nil {
+		l.appendMu.Unlock()
+		return err
+	}
+	if offset > l.logEnd {
+		l.appendMu.Unlock()
+		return fmt.Errorf("delete records %s before %d (log end %d): %w", l.dir, offset, l.logEnd, ErrOffsetOutOfRange)
+	}
+	if offset <= l.logStart {
+		l.appendMu.Unlock()
+		return nil
+	}
+	l.mu.Lock()
+	l.logStart = offset
+	l.mu.Unlock()
+	err := l.rewriteCheckpoint()
+	l.appendMu.Unlock()
+	if err != nil {
+		return l.fail(fmt.Errorf("delete records %s: %w", l.dir, err))
+	}
+	_, err = l.ApplyRetention()
+	return err
+}

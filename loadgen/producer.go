@@ -1,0 +1,237 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/verify"
+)
+
+// producer is one load-producing client. Its run method is called on one
+// goroutine, which owns every field except those noted; the promise runs on
+// kgo's callback goroutine and touches only log, metrics and txnErrors.
+type producer struct {
+	id         uint32
+	client     *kgo.Client
+	log        *verify.ProducerLog // shared with promise (it locks)
+	metrics    *runMetrics         // shared (atomics, locked)
+	runID      uint64
+	topic      string
+	recordSize int
+	keys       keyChooser
+	pacer      pacer
+	budget     uint64    // records this producer may send
+	deadline   time.Time // no send after this
+	next       uint64    // next sequence
+
+	// transactional settings (transactional mode only)
+	commitInterval time.Duration
+	commitRecords  int
+	abortShare     float64
+	random         *rand.Rand
+	// txnErrors counts promise errors in the open transaction; the
+	// producer goroutine resets it at each Begin.
+	txnErrors atomic.Int64
+}
+
+// running reports whether the producer may send another record.
+func (p *producer) running(ctx context.Context) bool {
+	return p.next < p.budget && ctx.Err() == nil && time.Now().Before(p.deadline) && !p.metrics.stopped.Load()
+}
+
+// send hands the next record to the client. Produce blocks while the
+// client's buffer is full, so a producer at maximum rate runs at the pace of
+// acknowledgements.
+func (p *producer) send(ctx context.Context, fate verify.Fate) error {
+	seq := p.next
+	p.next++
+	if err := p.log.RecordSent(seq, fate); err != nil {
+		return err
+	}
+	value := verify.NewValue(verify.Header{
+		RunID: p.runID, Producer: p.id, Sequence: seq, SendTime: time.Now().UnixNano(), Fate: fate,
+	}, p.recordSize)
+	p.client.Produce(ctx, &kgo.Record{Topic: p.topic, Key: p.keys.next(), Value: value}, p.promise)
+	return nil
+}
+
+// promise logs the outcome of one record.
+func (p *producer) promise(record *kgo.Record, err error) {
+	header, decodeErr := verify.DecodeHeader(record.Value)
+	if decodeErr != nil {
+		return // not ours: cannot happen, the producer wrote the value
+	}
+	if err != nil {
+		p.log.RecordErrored(header.Sequence)
+		p.metrics.recordError(err)
+		p.txnErrors.Add(1)
+		return
+	}
+	p.log.RecordAcknowledged(header.Sequence)
+	p.metrics.recordAck(time.Unix(0, header.SendTime), time.Now(), len(record.Value))
+}
+
+// runPlain sends records until the budget, the deadline or ctx ends, then
+// waits for every outcome.
+func (p *producer) runPlain(ctx context.Context) error {
+	for p.running(ctx) {
+		if err := p.pacer.wait(ctx); err != nil {
+			break
+		}
+		if err := p.send(ctx, verify.FateCommit); err != nil {
+			return err
+		}
+	}
+	return p.flush(ctx)
+}
+
+// flush waits for every buffered record's outcome. A flush cut short by ctx
+// leaves records without outcome; closing the client then fails them.
+func (p *producer) flush(ctx context.Context) error {
+	if err := p.client.Flush(ctx); err != nil {
+		return fmt.Errorf("producer %d flush: %w", p.id, err)
+	}
+	return nil
+}
+
+// runTransactional sends records in transactions of commitInterval (or
+// commitRecords), aborting a share of them, until the budget, the deadline
+// or ctx ends.
+func (p *producer) runTransactional(ctx context.Context) error {
+	for p.running(ctx) {
+		if err := p.client.BeginTransaction(); err != nil {
+			p.metrics.recordError(err)
+			return fmt.Errorf("producer %d begin transaction: %w", p.id, err)
+		}
+		p.txnErrors.Store(0)
+		fate := verify.FateCommit
+		if p.random.Float64() < p.abortShare {
+			fate = verify.FateAbort
+		}
+		first := p.next
+		ends := time.Now().Add(p.commitInterval)
+		for sent := 0; p.running(ctx) && time.Now().Before(ends) && (p.commitRecords == 0 || sent < p.commitRecords); sent++ {
+			if err := p.pacer.wait(ctx); err != nil {
+				break
+			}
+			if err := p.send(ctx, fate); err != nil {
+				return err
+			}
+		}
+		if err := p.endTransaction(ctx, first, fate); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endTransaction flushes the open transaction's records, then commits it if
+// fate says so and every record was acknowledged, else aborts it, and logs
+// the outcome for records [first, p.next).
+func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify.Fate) error {
+	flushErr := p.client.Flush(ctx)
+	commit := fate == verify.FateCommit && flushErr == nil && p.txnErrors.Load() == 0
+	// EndTransaction is not cancelled with ctx: a cancelled EndTxn leaves the
+	// outcome unknown. It is bounded by the client's request timeouts.
+	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	started := time.Now()
+	err := p.client.EndTransaction(endCtx, kgo.TransactionEndTry(commit))
+	took := time.Since(started)
+	if first == p.next && err == nil {
+		return flushErr // an empty transaction: nothing was added, nothing sent
+	}
+	switch {
+	case err != nil:
+		p.metrics.recordError(err)
+		p.metrics.recordTransactionEnd(false, false, took)
+		outcome := verify.TransactionUnknown
+		if !commit {
+			outcome = verify.TransactionAborted // an abort that errors is aborted on timeout
+		}
+		p.log.RecordTransactionEnd(first, p.next, outcome)
+		return fmt.Errorf("producer %d end transaction (commit=%v): %w", p.id, commit, err)
+	case commit:
+		p.log.RecordTransactionEnd(first, p.next, verify.TransactionCommitted)
+	default:
+		p.log.RecordTransactionEnd(first, p.next, verify.TransactionAborted)
+	}
+	p.metrics.recordTransactionEnd(commit, !commit, took)
+	if flushErr != nil {
+		return fmt.Errorf("producer %d flush: %w", p.id, flushErr)
+	}
+	return nil
+}
+
+// pacer spaces sends to a target rate. The zero pacer does not wait.
+type pacer struct {
+	interval time.Duration // 0: no pacing
+	next     time.Time
+}
+
+func newPacer(recordsPerSecond float64, start time.Time) pacer {
+	if recordsPerSecond <= 0 {
+		return pacer{}
+	}
+	return pacer{interval: time.Duration(float64(time.Second) / recordsPerSecond), next: start}
+}
+
+// wait returns when the next record is due. It sleeps only when at least a
+// millisecond ahead, so high rates are kept on average, not per record.
+func (p *pacer) wait(ctx context.Context) error {
+	if p.interval == 0 {
+		return nil
+	}
+	due := p.next
+	p.next = p.next.Add(p.interval)
+	ahead := time.Until(due)
+	if ahead < time.Millisecond {
+		return nil
+	}
+	timer := time.NewTimer(ahead)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// keyChooser draws record keys from the workload's distribution. It is
+// owned by one producer goroutine.
+type keyChooser struct {
+	distribution string
+	space        uint64
+	random       *rand.Rand
+	zipf         *rand.Zipf
+}
+
+func newKeyChooser(spec KeySpec, seed uint64) keyChooser {
+	random := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	chooser := keyChooser{distribution: spec.Distribution, space: uint64(max(spec.Space, 1)), random: random}
+	if spec.Distribution == "zipf" {
+		chooser.zipf = rand.NewZipf(random, 1.1, 1, chooser.space-1)
+	}
+	return chooser
+}
+
+// next returns a key, or nil for the "none" distribution.
+func (k *keyChooser) next() []byte {
+	var index uint64
+	switch k.distribution {
+	case "uniform":
+		index = k.random.Uint64N(k.space)
+	case "zipf":
+		index = k.zipf.Uint64()
+	default:
+		return nil
+	}
+	return strconv.AppendUint([]byte("key-"), index, 10)
+}

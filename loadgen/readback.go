@@ -1,0 +1,162 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/verify"
+)
+
+// readBack reads every partition of topic from its start to the end offset
+// that ListOffsets gives at the start of the read (the last stable offset
+// for read_committed), feeding each data record to checker in offset order.
+// Control records are kept (KeepControlRecords) so a partition whose tail is
+// a transaction marker is known to be read to its end. It returns whether
+// every partition was read to its end before ctx ended.
+func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic string, partitions int,
+	isolation verify.Isolation, checker *verify.Checker) (complete bool, err error) {
+	ends, err := endOffsets(ctx, admin, topic, partitions, isolation == verify.ReadCommitted)
+	if err != nil {
+		return false, err
+	}
+	assignment := make(map[int32]kgo.Offset)
+	for partition, end := range ends {
+		if end > 0 {
+			assignment[int32(partition)] = kgo.NewOffset().AtStart()
+		}
+	}
+	if len(assignment) == 0 {
+		return true, nil
+	}
+	level := kgo.ReadCommitted()
+	if isolation == verify.ReadUncommitted {
+		level = kgo.ReadUncommitted()
+	}
+	client, err := kgo.NewClient(
+		kgo.SeedBrokers(bootstrap...),
+		kgo.ClientID("exactly-loadgen-verify"),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assignment}),
+		kgo.FetchIsolationLevel(level),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	if err != nil {
+		return false, fmt.Errorf("verification reader: %w", err)
+	}
+	defer client.Close()
+
+	remaining := len(assignment)
+	for remaining > 0 {
+		fetches := client.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		for _, fetchErr := range fetches.Errors() {
+			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
+				return false, fmt.Errorf("read back %s[%d] %s: %w", topic, fetchErr.Partition, isolation, fetchErr.Err)
+			}
+		}
+		fetches.EachPartition(func(partition kgo.FetchTopicPartition) {
+			end := ends[partition.Partition]
+			for _, record := range partition.Records {
+				if record.Offset >= end {
+					continue // written after the read began: not part of this check
+				}
+				if !record.Attrs.IsControl() {
+					checker.Observe(partition.Partition, record.Value)
+				}
+				if record.Offset == end-1 {
+					remaining--
+				}
+			}
+		})
+	}
+	return true, nil
+}
+
+// liveConsumers read a run's final topic while it runs and record each
+// record's end-to-end latency (send → receipt). Each consumer goroutine owns
+// its client; received is shared (atomic), notify is signalled after each
+// poll that returned records.
+type liveConsumers struct {
+	received liveCounter
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// startLiveConsumers starts count consumers over the partitions of topic
+// (consumer i reads partitions i, i+count, ...), from the start.
+func startLiveConsumers(ctx context.Context, bootstrap []string, topic string, partitions, count int,
+	readCommitted bool, metrics *runMetrics) (*liveConsumers, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	consumers := &liveConsumers{received: newLiveCounter(), cancel: cancel, done: make(chan struct{})}
+	level := kgo.ReadUncommitted()
+	if readCommitted {
+		level = kgo.ReadCommitted()
+	}
+	var clients []*kgo.Client
+	for index := range min(count, partitions) {
+		assignment := make(map[int32]kgo.Offset)
+		for partition := index; partition < partitions; partition += count {
+			assignment[int32(partition)] = kgo.NewOffset().AtStart()
+		}
+		client, err := kgo.NewClient(
+			kgo.SeedBrokers(bootstrap...),
+			kgo.ClientID(fmt.Sprintf("exactly-loadgen-consumer-%d", index)),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assignment}),
+			kgo.FetchIsolationLevel(level),
+			kgo.FetchMaxWait(100*time.Millisecond),
+		)
+		if err != nil {
+			cancel()
+			for _, started := range clients {
+				started.Close()
+			}
+			return nil, fmt.Errorf("live consumer %d: %w", index, err)
+		}
+		clients = append(clients, client)
+	}
+	finished := make(chan struct{}, len(clients))
+	for _, client := range clients {
+		go func() {
+			defer func() { finished <- struct{}{} }()
+			defer client.Close()
+			consumeForLatency(ctx, client, metrics, &consumers.received)
+		}()
+	}
+	go func() {
+		for range clients {
+			<-finished
+		}
+		close(consumers.done)
+	}()
+	return consumers, nil
+}
+
+// consumeForLatency polls until ctx ends.
+func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetrics, received *liveCounter) {
+	for ctx.Err() == nil {
+		fetches := client.PollFetches(ctx)
+		now := time.Now()
+		count := 0
+		fetches.EachRecord(func(record *kgo.Record) {
+			if header, err := verify.DecodeHeader(record.Value); err == nil {
+				metrics.recordEndToEnd(time.Unix(0, header.SendTime), now)
+				count++
+			}
+		})
+		received.add(int64(count))
+	}
+}
+
+// stopAfter waits until the consumers received at least target records or
+// deadline passes, then stops them and waits for them to exit.
+func (c *liveConsumers) stopAfter(target int64, deadline time.Time) {
+	c.received.waitFor(target, deadline)
+	c.cancel()
+	<-c.done
+}

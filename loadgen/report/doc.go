@@ -1,0 +1,60 @@
+// Package report defines the results file of `exactly loadgen`, renders its
+// summary table, and writes it to disk.
+//
+// # Results file, schema_version 1
+//
+// One JSON object per `exactly loadgen` invocation, written to
+// results/loadgen-<started_at>-<run_id>.json (or the --out directory).
+// Readers must check schema_version; fields are only ever added within a
+// version. Durations are in milliseconds unless the name says otherwise;
+// times are RFC 3339 with nanoseconds.
+//
+//	{
+//	  "schema_version": 1,
+//	  "tool": "exactly loadgen",
+//	  "run_id": "9f3c…",                      // 16 hex digits, also in every record header
+//	  "started_at": "…", "finished_at": "…",
+//	  "target":  {"kind": "embedded|kfake|bootstrap", "bootstrap": ["127.0.0.1:9092"], "description": "…"},
+//	  "machine": {"goos", "goarch", "num_cpu", "go_version", "hostname"},
+//	  "workload": {…},                        // the workload as run, field names as in the YAML file
+//	  "passed": true,                         // every run met its expectation (unsupported runs do not fail)
+//	  "runs": [ Run, … ]
+//	}
+//
+// Run, one per delivery mode (and per commit interval of a transactional
+// sweep):
+//
+//	{
+//	  "name": "transactional@100ms", "mode": "transactional",
+//	  "status": "pass|fail|unsupported|error", "reason": "…",
+//	  "client_settings": {"acks": "all", "enable.idempotence": "true", "retries": "…",
+//	                      "max.in.flight.requests.per.connection": "5",
+//	                      "transactional.id": "…", "isolation.level": "read_committed", …},
+//	  "started_at", "finished_at", "measured_seconds",
+//	  "producers": {"sent", "acknowledged", "errored", "aborted", "uncertain"},
+//	  "transactions": {"committed", "aborted", "failed"},
+//	  "throughput": {"records_per_second", "megabytes_per_second", "ratio_to_baseline"},
+//	  "latency": {"produce_ack": Histogram, "end_to_end": Histogram, "transaction_commit": Histogram},
+//	  "time_series": [{"elapsed_seconds", "records_per_second", "megabytes_per_second", "p99_ms"}, …],
+//	  "errors_by_code": {"NOT_LEADER_FOR_PARTITION": 3, "client: context deadline exceeded": 1},
+//	  "retries": 0,                            // produce retries the client reported (from its log)
+//	  "faults_fired": 0,
+//	  "checks": [{"reader": "read_committed", "topic", "complete", "counts": Counts, "violations": ["…"]}, …]
+//	}
+//
+// throughput counts acknowledged records sent after the warm-up, over the
+// measured seconds (MB = 10^6 bytes of record value). ratio_to_baseline is
+// this run's records per second divided by that of the at-least-once run of
+// the same invocation (0 when there is none). Counts are those of
+// verify.Counts (read, foreign, unique, lost, duplicated, reordered,
+// aborted_visible, phantom, ambiguous_present, ambiguous_absent).
+//
+// Histogram, values in milliseconds:
+//
+//	{"count", "min_ms", "max_ms", "mean_ms",
+//	 "percentiles_ms": {"50": …, "90": …, "99": …, "99.9": …, "99.99": …, "100": …},
+//	 "hdr": "HISTFAAA…"}                       // HdrHistogram V2 compressed, base64, microsecond units
+//
+// The "hdr" field decodes with hdrhistogram.Decode (Go) or
+// HistogramLogReader (Java) to the full recorded distribution.
+package report

@@ -1,0 +1,160 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/exactly-eos/exactly/loadgen/verify"
+)
+
+// SchemaVersion is the version of the results file layout in doc.go.
+const SchemaVersion = 1
+
+// Run statuses.
+const (
+	// StatusPass: every check met its expectation.
+	StatusPass = "pass"
+	// StatusFail: a check found a violation the mode must not show.
+	StatusFail = "fail"
+	// StatusUnsupported: the target does not implement what the mode needs.
+	StatusUnsupported = "unsupported"
+	// StatusError: the run could not complete (target unreachable, timeout).
+	StatusError = "error"
+)
+
+// Results is the whole results file.
+type Results struct {
+	SchemaVersion int             `json:"schema_version"`
+	Tool          string          `json:"tool"`
+	RunID         string          `json:"run_id"`
+	StartedAt     time.Time       `json:"started_at"`
+	FinishedAt    time.Time       `json:"finished_at"`
+	Target        Target          `json:"target"`
+	Machine       Machine         `json:"machine"`
+	Workload      json.RawMessage `json:"workload"`
+	Passed        bool            `json:"passed"`
+	Runs          []*Run          `json:"runs"`
+}
+
+// Target describes the cluster a run spoke to.
+type Target struct {
+	Kind        string   `json:"kind"`
+	Bootstrap   []string `json:"bootstrap"`
+	Description string   `json:"description"`
+}
+
+// Machine describes where the load generator ran.
+type Machine struct {
+	GOOS      string `json:"goos"`
+	GOARCH    string `json:"goarch"`
+	NumCPU    int    `json:"num_cpu"`
+	GoVersion string `json:"go_version"`
+	Hostname  string `json:"hostname"`
+}
+
+// CurrentMachine describes this machine.
+func CurrentMachine() Machine {
+	hostname, err := os.Hostname()
+	if err != nil {
+		hostname = "unknown"
+	}
+	return Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Hostname: hostname}
+}
+
+// Run is the result of one delivery mode.
+type Run struct {
+	Name            string                `json:"name"`
+	Mode            string                `json:"mode"`
+	Status          string                `json:"status"`
+	Reason          string                `json:"reason,omitempty"`
+	ClientSettings  map[string]string     `json:"client_settings"`
+	StartedAt       time.Time             `json:"started_at"`
+	FinishedAt      time.Time             `json:"finished_at"`
+	MeasuredSeconds float64               `json:"measured_seconds"`
+	Producers       verify.LedgerTotals   `json:"producers"`
+	Transactions    Transactions          `json:"transactions"`
+	Throughput      Throughput            `json:"throughput"`
+	Latency         map[string]*Histogram `json:"latency"`
+	TimeSeries      []Sample              `json:"time_series"`
+	ErrorsByCode    map[string]int64      `json:"errors_by_code"`
+	Retries         int64                 `json:"retries"`
+	FaultsFired     int64                 `json:"faults_fired"`
+	Checks          []Check               `json:"checks"`
+}
+
+// Latency histogram names.
+const (
+	LatencyProduceAck        = "produce_ack"
+	LatencyEndToEnd          = "end_to_end"
+	LatencyTransactionCommit = "transaction_commit"
+)
+
+// Transactions counts how transactions ended.
+type Transactions struct {
+	Committed int64 `json:"committed"`
+	Aborted   int64 `json:"aborted"`
+	Failed    int64 `json:"failed"`
+}
+
+// Throughput is measured over the run's measured seconds.
+type Throughput struct {
+	RecordsPerSecond   float64 `json:"records_per_second"`
+	MegabytesPerSecond float64 `json:"megabytes_per_second"`
+	RatioToBaseline    float64 `json:"ratio_to_baseline"`
+}
+
+// Sample is one second of a run.
+type Sample struct {
+	ElapsedSeconds     float64 `json:"elapsed_seconds"`
+	RecordsPerSecond   float64 `json:"records_per_second"`
+	MegabytesPerSecond float64 `json:"megabytes_per_second"`
+	P99Milliseconds    float64 `json:"p99_ms"`
+}
+
+// Check is one read-back of a run's topic and the checker's verdict.
+type Check struct {
+	Reader     string        `json:"reader"`
+	Topic      string        `json:"topic"`
+	Complete   bool          `json:"complete"`
+	Counts     verify.Counts `json:"counts"`
+	Violations []string      `json:"violations"`
+}
+
+// Write stores results as indented JSON in dir (created if missing) and
+// returns the file's path.
+func Write(dir string, results *Results) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create results directory: %w", err)
+	}
+	stamp := strings.NewReplacer(":", "", "-", "").Replace(results.StartedAt.UTC().Format("2006-01-02T15:04:05"))
+	path := filepath.Join(dir, fmt.Sprintf("loadgen-%s-%s.json", stamp, results.RunID))
+	data, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode results: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write results: %w", err)
+	}
+	return path, nil
+}
+
+// Read loads a results file and checks its schema version.
+func Read(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	var results Results
+	if err := json.Unmarshal(data, &results); err != nil {
+		return nil, fmt.Errorf("decode results %s: %w", path, err)
+	}
+	if results.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("results %s: schema_version %d, this build reads %d", path, results.SchemaVersion, SchemaVersion)
+	}
+	return &results, nil
+}

@@ -1,0 +1,100 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteSummary prints one table row per run: throughput, ratio to the
+// at-least-once baseline, produce-ack and end-to-end latency percentiles,
+// and the checker's counts (see checkTotals), then one line per run with a
+// reason or transactions, then the verdict.
+func WriteSummary(w io.Writer, results *Results) error {
+	fmt.Fprintf(w, "exactly loadgen run %s against %s (%s)\n", results.RunID, results.Target.Kind, results.Target.Description)
+	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(table, "run\tstatus\trecords/s\tMB/s\tvs base\tack p50 ms\tp99\tp99.9\te2e p50 ms\tp99\tsent\tacked\tlost\tdup\treord\taborted-read\tambiguous\t")
+	for _, run := range results.Runs {
+		produce, endToEnd := run.Latency[LatencyProduceAck], run.Latency[LatencyEndToEnd]
+		lost, duplicated, reordered, abortedRead, ambiguous := checkTotals(run.Checks)
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t\n",
+			run.Name, run.Status,
+			number(run.Throughput.RecordsPerSecond, 0), number(run.Throughput.MegabytesPerSecond, 1),
+			ratio(run.Throughput.RatioToBaseline),
+			millis(produce.Percentile(50)), millis(produce.Percentile(99)), millis(produce.Percentile(99.9)),
+			millis(endToEnd.Percentile(50)), millis(endToEnd.Percentile(99)),
+			run.Producers.Sent, run.Producers.Acknowledged,
+			lost, duplicated, reordered, abortedRead, ambiguous)
+	}
+	if err := table.Flush(); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	for _, run := range results.Runs {
+		if run.Reason != "" {
+			fmt.Fprintf(w, "  %s: %s: %s\n", run.Name, run.Status, run.Reason)
+		}
+		if commit := run.Latency[LatencyTransactionCommit]; commit != nil {
+			fmt.Fprintf(w, "  %s: %d commits, %d aborts; commit latency p50 %s ms, p99 %s ms\n", run.Name,
+				run.Transactions.Committed, run.Transactions.Aborted, millis(commit.Percentile(50)), millis(commit.Percentile(99)))
+		}
+	}
+	verdict := "PASS: every run met its expectation"
+	if !results.Passed {
+		verdict = "FAIL: at least one run did not meet its expectation"
+	}
+	_, err := fmt.Fprintln(w, verdict)
+	return err
+}
+
+// checkTotals takes the worst count of loss, duplicates, reordering and
+// ambiguous-present records over the run's readers, and the aborted records
+// read under read_committed (a violation) with, in parentheses, those read
+// under read_uncommitted (expected).
+func checkTotals(checks []Check) (lost, duplicated, reordered uint64, abortedRead string, ambiguous uint64) {
+	var committed, uncommitted uint64
+	var sawCommitted, sawUncommitted bool
+	for _, check := range checks {
+		lost = max(lost, check.Counts.Lost)
+		duplicated = max(duplicated, check.Counts.Duplicated)
+		reordered = max(reordered, check.Counts.Reordered)
+		ambiguous = max(ambiguous, check.Counts.AmbiguousPresent)
+		if check.Reader == "read_committed" {
+			committed, sawCommitted = max(committed, check.Counts.AbortedVisible), true
+		} else {
+			uncommitted, sawUncommitted = max(uncommitted, check.Counts.AbortedVisible), true
+		}
+	}
+	var parts []string
+	if sawCommitted {
+		parts = append(parts, fmt.Sprint(committed))
+	}
+	if sawUncommitted {
+		parts = append(parts, fmt.Sprintf("(ru %d)", uncommitted))
+	}
+	if len(parts) == 0 {
+		return lost, duplicated, reordered, "-", ambiguous
+	}
+	return lost, duplicated, reordered, strings.Join(parts, " "), ambiguous
+}
+
+func number(value float64, decimals int) string {
+	if value <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", decimals, value)
+}
+
+func ratio(value float64) string {
+	if value <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f%%", (value-1)*100)
+}
+
+func millis(value float64) string {
+	if value < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", value)
+}

@@ -1,0 +1,75 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Target is a cluster the load generator speaks to.
+type Target interface {
+	// Kind is "embedded", "kfake" or "bootstrap".
+	Kind() string
+	// Bootstrap lists host:port seed brokers.
+	Bootstrap() []string
+	// Description says what the target is, for results.
+	Description() string
+	// Close stops the target if the load generator started it.
+	Close() error
+}
+
+// Target kinds accepted by StartTarget.
+const (
+	TargetEmbedded  = "embedded"
+	TargetKfake     = "kfake"
+	TargetBootstrap = "bootstrap"
+)
+
+// StartTarget starts (embedded, kfake) or names (bootstrap) the cluster to
+// run against. dataDir is where an embedded broker keeps its log.
+func StartTarget(ctx context.Context, kind string, bootstrap []string, dataDir string) (Target, error) {
+	switch kind {
+	case TargetEmbedded:
+		return startEmbedded(ctx, dataDir)
+	case TargetKfake:
+		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			return nil, fmt.Errorf("start kfake: %w", err)
+		}
+		return &kfakeTarget{cluster: cluster}, nil
+	case TargetBootstrap:
+		if len(bootstrap) == 0 {
+			return nil, errors.New("target bootstrap needs at least one host:port")
+		}
+		for _, address := range bootstrap {
+			if !strings.Contains(address, ":") {
+				return nil, fmt.Errorf("bootstrap address %q is not host:port", address)
+			}
+		}
+		return &bootstrapTarget{addresses: bootstrap}, nil
+	}
+	return nil, fmt.Errorf("unknown target %q: use embedded, kfake, or --bootstrap host:port", kind)
+}
+
+// kfakeTarget is franz-go's in-memory fake cluster, in process.
+type kfakeTarget struct{ cluster *kfake.Cluster }
+
+func (t *kfakeTarget) Kind() string        { return TargetKfake }
+func (t *kfakeTarget) Bootstrap() []string { return t.cluster.ListenAddrs() }
+func (t *kfakeTarget) Description() string {
+	return "kfake (franz-go in-memory Kafka), 1 broker, in process, " + strings.Join(t.cluster.ListenAddrs(), ",")
+}
+func (t *kfakeTarget) Close() error { t.cluster.Close(); return nil }
+
+// bootstrapTarget is an existing cluster the load generator does not own.
+type bootstrapTarget struct{ addresses []string }
+
+func (t *bootstrapTarget) Kind() string        { return TargetBootstrap }
+func (t *bootstrapTarget) Bootstrap() []string { return t.addresses }
+func (t *bootstrapTarget) Description() string {
+	return "existing cluster at " + strings.Join(t.addresses, ",")
+}
+func (t *bootstrapTarget) Close() error { return nil }

@@ -1,0 +1,244 @@
+// Package loadgen is the load generator of `exactly loadgen`: it runs
+// workloads in each delivery mode against a Kafka-compatible cluster through
+// franz-go, measures throughput and latency with HdrHistogram, and checks
+// every record it wrote with package verify.
+package loadgen
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/exactly-eos/exactly/loadgen/verify"
+)
+
+// Workload is one benchmark definition, as read from a YAML file of
+// loadgen/workloads (field names below are the YAML keys). Every load loop it
+// starts is bounded both by Records and by Warmup+Duration.
+type Workload struct {
+	// Name identifies the workload in results.
+	Name string `yaml:"name" json:"name"`
+	// Description says what the workload measures.
+	Description string `yaml:"description" json:"description"`
+	// Modes lists the delivery modes to run, in order (see Modes).
+	Modes []string `yaml:"modes" json:"modes"`
+	// Partitions and ReplicationFactor of every topic created.
+	Partitions        int `yaml:"partitions" json:"partitions"`
+	ReplicationFactor int `yaml:"replication_factor" json:"replication_factor"`
+	// RecordSize is the size of each record value in bytes (at least the
+	// 32-byte verification header).
+	RecordSize int `yaml:"record_size" json:"record_size"`
+	// Keys selects record keys (and so partitions).
+	Keys KeySpec `yaml:"keys" json:"keys"`
+	// Producers is the number of producer clients per mode.
+	Producers int `yaml:"producers" json:"producers"`
+	// Rate is the target total records per second of all producers; 0 means
+	// as fast as the cluster acknowledges.
+	Rate int `yaml:"rate" json:"rate"`
+	// Consumers is the number of live consumers per mode that measure
+	// end-to-end latency (0: none).
+	Consumers int `yaml:"consumers" json:"consumers"`
+	// Records caps the records sent per mode, over all producers.
+	Records int64 `yaml:"records" json:"records"`
+	// Duration caps the measured time per mode, after Warmup.
+	Duration Duration `yaml:"duration" json:"duration"`
+	// Warmup is sent and verified but not measured.
+	Warmup Duration `yaml:"warmup" json:"warmup"`
+	// Drain caps how long consumers and pipeline workers may take to catch
+	// up after producers stop, and how long each verification read may take.
+	Drain Duration `yaml:"drain" json:"drain"`
+	// Transaction configures the transactional mode.
+	Transaction TransactionSpec `yaml:"transaction" json:"transaction"`
+	// Pipeline configures the eos-pipeline mode.
+	Pipeline PipelineSpec `yaml:"pipeline" json:"pipeline"`
+}
+
+// KeySpec is the key distribution.
+type KeySpec struct {
+	// Distribution is "none" (no key: the client's sticky partitioner),
+	// "uniform" or "zipf" over Space distinct keys.
+	Distribution string `yaml:"distribution" json:"distribution"`
+	// Space is the number of distinct keys.
+	Space int `yaml:"space" json:"space"`
+}
+
+// TransactionSpec configures transactional producers.
+type TransactionSpec struct {
+	// CommitIntervals are the transaction lengths in time; one run per
+	// interval (a sweep). A transaction also ends after CommitRecords.
+	CommitIntervals []Duration `yaml:"commit_intervals" json:"commit_intervals"`
+	// CommitRecords ends a transaction after this many records (0: no cap).
+	CommitRecords int `yaml:"commit_records" json:"commit_records"`
+	// AbortShare is the fraction of transactions deliberately aborted.
+	AbortShare float64 `yaml:"abort_share" json:"abort_share"`
+	// Timeout is transaction.timeout.ms.
+	Timeout Duration `yaml:"timeout" json:"timeout"`
+}
+
+// PipelineSpec configures the consume-transform-produce pipeline.
+type PipelineSpec struct {
+	// Workers is the number of GroupTransactSession workers.
+	Workers int `yaml:"workers" json:"workers"`
+}
+
+// Duration is a time.Duration written as "10s" or "250ms" in YAML and JSON.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(node *yaml.Node) error {
+	parsed, err := time.ParseDuration(node.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration like 10s or 250ms", node.Line, node.Value)
+	}
+	*d = Duration(parsed)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// String formats the duration like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+//go:embed workloads/*.yaml
+var embeddedWorkloads embed.FS
+
+// WorkloadNames lists the workloads shipped in the binary.
+func WorkloadNames() []string {
+	entries, err := fs.ReadDir(embeddedWorkloads, "workloads")
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, entry := range entries {
+		names = append(names, strings.TrimSuffix(entry.Name(), ".yaml"))
+	}
+	return names
+}
+
+// LoadWorkload reads a workload from a file path, or else by the name of a
+// workload shipped in the binary ("standard", "standard.yaml").
+func LoadWorkload(nameOrPath string) (Workload, error) {
+	data, err := os.ReadFile(nameOrPath)
+	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(nameOrPath, os.PathSeparator) {
+		name := strings.TrimSuffix(nameOrPath, ".yaml") + ".yaml"
+		data, err = embeddedWorkloads.ReadFile(path.Join("workloads", name))
+		if err != nil {
+			return Workload{}, fmt.Errorf("workload %q: no such file, and not one of the shipped workloads %v", nameOrPath, WorkloadNames())
+		}
+	} else if err != nil {
+		return Workload{}, fmt.Errorf("read workload: %w", err)
+	}
+	workload, err := ParseWorkload(data)
+	if err != nil {
+		return Workload{}, fmt.Errorf("workload %s: %w", nameOrPath, err)
+	}
+	return workload, nil
+}
+
+// ParseWorkload decodes YAML (unknown keys are errors), fills defaults and
+// validates the result.
+func ParseWorkload(data []byte) (Workload, error) {
+	workload := DefaultWorkload()
+	decoder := yaml.NewDecoder(bytes.NewReader(data))
+	decoder.KnownFields(true)
+	if err := decoder.Decode(&workload); err != nil {
+		return Workload{}, fmt.Errorf("parse: %w", err)
+	}
+	if err := workload.Validate(); err != nil {
+		return Workload{}, err
+	}
+	return workload, nil
+}
+
+// DefaultWorkload is the base every workload file overrides.
+func DefaultWorkload() Workload {
+	return Workload{
+		Name:              "custom",
+		Modes:             slices.Clone(AllModes),
+		Partitions:        4,
+		ReplicationFactor: 1,
+		RecordSize:        1024,
+		Keys:              KeySpec{Distribution: "uniform", Space: 10_000},
+		Producers:         2,
+		Consumers:         1,
+		Records:           200_000,
+		Duration:          Duration(10 * time.Second),
+		Warmup:            Duration(2 * time.Second),
+		Drain:             Duration(20 * time.Second),
+		Transaction: TransactionSpec{
+			CommitIntervals: []Duration{Duration(100 * time.Millisecond)},
+			AbortShare:      0.1,
+			Timeout:         Duration(60 * time.Second),
+		},
+		Pipeline: PipelineSpec{Workers: 2},
+	}
+}
+
+// Validate reports the first setting that cannot be run.
+func (w Workload) Validate() error {
+	switch {
+	case len(w.Modes) == 0:
+		return errors.New("modes: at least one delivery mode is needed")
+	case w.Partitions < 1 || w.Partitions > 10_000:
+		return fmt.Errorf("partitions: %d is outside 1..10000", w.Partitions)
+	case w.ReplicationFactor < 1 || w.ReplicationFactor > 32:
+		return fmt.Errorf("replication_factor: %d is outside 1..32", w.ReplicationFactor)
+	case w.RecordSize < verify.HeaderSize || w.RecordSize > 1<<20:
+		return fmt.Errorf("record_size: %d is outside %d..%d bytes", w.RecordSize, verify.HeaderSize, 1<<20)
+	case w.Producers < 1 || w.Producers > 256:
+		return fmt.Errorf("producers: %d is outside 1..256", w.Producers)
+	case w.Consumers < 0 || w.Consumers > 256:
+		return fmt.Errorf("consumers: %d is outside 0..256", w.Consumers)
+	case w.Rate < 0:
+		return fmt.Errorf("rate: %d is negative", w.Rate)
+	case w.Records < 1:
+		return fmt.Errorf("records: %d: every run needs a record bound of at least 1", w.Records)
+	case w.Duration <= 0:
+		return fmt.Errorf("duration: %s: every run needs a positive time bound", w.Duration)
+	case w.Warmup < 0:
+		return fmt.Errorf("warmup: %s is negative", w.Warmup)
+	case w.Drain <= 0:
+		return fmt.Errorf("drain: %s must be positive", w.Drain)
+	case w.Transaction.AbortShare < 0 || w.Transaction.AbortShare > 1:
+		return fmt.Errorf("transaction.abort_share: %g is outside 0..1", w.Transaction.AbortShare)
+	case w.Transaction.CommitRecords < 0:
+		return fmt.Errorf("transaction.commit_records: %d is negative", w.Transaction.CommitRecords)
+	case len(w.Transaction.CommitIntervals) == 0:
+		return errors.New("transaction.commit_intervals: at least one interval is needed")
+	case w.Transaction.Timeout < Duration(time.Second):
+		return fmt.Errorf("transaction.timeout: %s is under 1s", w.Transaction.Timeout)
+	case w.Pipeline.Workers < 1 || w.Pipeline.Workers > 64:
+		return fmt.Errorf("pipeline.workers: %d is outside 1..64", w.Pipeline.Workers)
+	}
+	for _, interval := range w.Transaction.CommitIntervals {
+		if interval <= 0 {
+			return fmt.Errorf("transaction.commit_intervals: %s is not positive", interval)
+		}
+	}
+	switch w.Keys.Distribution {
+	case "none":
+	case "uniform", "zipf":
+		if w.Keys.Space < 1 {
+			return fmt.Errorf("keys.space: %d: a %s distribution needs at least one key", w.Keys.Space, w.Keys.Distribution)
+		}
+	default:
+		return fmt.Errorf("keys.distribution: %q is not none, uniform or zipf", w.Keys.Distribution)
+	}
+	for _, mode := range w.Modes {
+		if !slices.Contains(AllModes, mode) {
+			return fmt.Errorf("modes: %q is not one of %v", mode, AllModes)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package loadgen
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestShippedWorkloadsParse(t *testing.T) {
+	names := WorkloadNames()
+	for _, want := range []string{"standard", "latency", "transactional-sweep", "smoke"} {
+		found := false
+		for _, name := range names {
+			found = found || name == want
+		}
+		if !found {
+			t.Errorf("workload %s not shipped (have %v)", want, names)
+		}
+	}
+	for _, name := range names {
+		workload, err := LoadWorkload(name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if workload.Name != name || workload.Records < 1 || workload.Duration <= 0 {
+			t.Errorf("%s: name %q records %d duration %s", name, workload.Name, workload.Records, workload.Duration)
+		}
+	}
+	standard, _ := LoadWorkload("standard.yaml")
+	if strings.Join(standard.Modes, ",") != strings.Join(AllModes, ",") {
+		t.Errorf("standard suite modes = %v, want every mode", standard.Modes)
+	}
+}
+
+func TestParseWorkloadRejectsBadInput(t *testing.T) {
+	cases := map[string]string{
+		"unknown key":         "name: x\nrecrods: 5\n",
+		"tiny record":         "record_size: 8\n",
+		"no time bound":       "duration: 0s\n",
+		"no record bound":     "records: 0\n",
+		"bad duration":        "duration: ten\n",
+		"unknown mode":        "modes: [exactly-twice]\n",
+		"abort share":         "transaction: {abort_share: 1.5}\n",
+		"bad distribution":    "keys: {distribution: gaussian, space: 3}\n",
+		"zero interval":       "transaction: {commit_intervals: [0s]}\n",
+		"not yaml":            "::: [",
+		"negative rate":       "rate: -1\n",
+		"too many partitions": "partitions: 100000\n",
+	}
+	for name, text := range cases {
+		if _, err := ParseWorkload([]byte(text)); err == nil {
+			t.Errorf("%s: accepted %q", name, text)
+		}
+	}
+	workload, err := ParseWorkload([]byte("name: mine\nmodes: [idempotent]\nduration: 250ms\ntransaction: {commit_intervals: [1ms, 1s]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if workload.Duration != Duration(250*time.Millisecond) || len(workload.Transaction.CommitIntervals) != 2 || workload.Partitions != 4 {
+		t.Fatalf("parsed %+v", workload)
+	}
+	if _, err := LoadWorkload("no-such-workload"); err == nil || !strings.Contains(err.Error(), "standard") {
+		t.Fatalf("missing workload error = %v, want the list of shipped workloads", err)
+	}
+}
