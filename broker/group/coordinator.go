@@ -1,0 +1,227 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Coordinator is the group coordinator of one broker: it owns every group
+// whose __consumer_offsets partition this broker leads (on a single node,
+// all of them).
+//
+// Concurrency: handlers run on the callers' goroutines. mu guards the group
+// map, the transaction index and closed; each group has its own mutex that
+// serializes everything done to it (group.go). Timers do not run on their
+// own goroutines: Tick (called by the ticker goroutine, or by tests with
+// ManualTicks) takes each group's mutex in turn and fires what is due, so
+// all state changes happen under the owner's lock.
+type Coordinator struct {
+	cfg   Config
+	store OffsetStore
+
+	// appendOrder numbers store appends coordinator-wide (offsetEntry).
+	appendOrder atomic.Int64
+	// undelivered counts join and sync waiters that have not been sent
+	// their outcome yet (changed under the group's lock). Tests compare it
+	// with their requests in flight to know every request is parked.
+	undelivered atomic.Int64
+
+	mu     sync.Mutex
+	groups map[string]*group
+	// txnGroups indexes which groups hold pending transactional offsets of
+	// each producer id, so CompleteTxn finds them.
+	txnGroups map[int64]map[string]struct{}
+	closed    bool
+	// closing is closed by Close: parked handlers wake up and answer
+	// NOT_COORDINATOR.
+	closing chan struct{}
+
+	// tickMu serializes Tick; lastRetentionCheck is guarded by it.
+	tickMu             sync.Mutex
+	lastRetentionCheck time.Time
+
+	tickerDone chan struct{}
+}
+
+// NewCoordinator loads every group and committed offset from store and
+// returns a running coordinator. Unless cfg.ManualTicks, a goroutine calls
+// Tick every cfg.TickInterval until Close.
+func NewCoordinator(cfg Config, store OffsetStore) (*Coordinator, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("group coordinator config: %w", err)
+	}
+	if store == nil {
+		return nil, errors.New("group coordinator: nil offset store")
+	}
+	c := &Coordinator{
+		cfg:       cfg,
+		store:     store,
+		groups:    make(map[string]*group),
+		txnGroups: make(map[int64]map[string]struct{}),
+		closing:   make(chan struct{}),
+	}
+	c.lastRetentionCheck = cfg.Now()
+	if err := c.load(context.Background()); err != nil {
+		return nil, fmt.Errorf("load __consumer_offsets: %w", err)
+	}
+	if !cfg.ManualTicks {
+		c.tickerDone = make(chan struct{})
+		go c.runTicker()
+	}
+	return c, nil
+}
+
+func (c *Coordinator) runTicker() {
+	defer close(c.tickerDone)
+	ticker := time.NewTicker(c.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-c.closing:
+			return
+		case <-ticker.C:
+			c.Tick()
+		}
+	}
+}
+
+// Tick fires every due timer at the clock's current time: session
+// timeouts, KIP-394 pending member expiry, the initial rebalance delay,
+// rebalance timeouts, and (every offsets.retention.check.interval) offset
+// expiry.
+func (c *Coordinator) Tick() {
+	c.tickMu.Lock()
+	defer c.tickMu.Unlock()
+	ctx := context.Background()
+	now := c.cfg.Now()
+	for _, g := range c.snapshotGroups() {
+		g.mu.Lock()
+		g.tick(ctx, now)
+		g.mu.Unlock()
+	}
+	if now.Sub(c.lastRetentionCheck) >= c.cfg.OffsetsRetentionCheckInterval {
+		c.lastRetentionCheck = now
+		c.expireOffsets(ctx, now)
+	}
+}
+
+// Close stops the ticker and answers every parked JoinGroup and SyncGroup
+// with NOT_COORDINATOR. It closes the store.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	c.mu.Unlock()
+	if c.tickerDone != nil {
+		<-c.tickerDone
+	}
+	if err := c.store.Close(); err != nil {
+		return fmt.Errorf("close offset store: %w", err)
+	}
+	return nil
+}
+
+func (c *Coordinator) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+func (c *Coordinator) snapshotGroups() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// lockGroup returns the named group locked, creating it (Empty) if create
+// is set. It returns nil when the group does not exist (or the coordinator
+// is closed). A Dead group has already left the map, so the loop ends.
+func (c *Coordinator) lockGroup(id string, create bool) *group {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil
+		}
+		g, ok := c.groups[id]
+		if !ok {
+			if !create {
+				c.mu.Unlock()
+				return nil
+			}
+			g = newGroup(c, id, c.cfg.Now())
+			c.groups[id] = g
+		}
+		c.mu.Unlock()
+		g.mu.Lock()
+		if g.state != stateDead {
+			return g
+		}
+		g.mu.Unlock()
+	}
+}
+
+// removeGroup marks g Dead and drops it from the map. Called with g.mu held.
+func (c *Coordinator) removeGroup(g *group) {
+	g.state = stateDead
+	c.mu.Lock()
+	if c.groups[g.id] == g {
+		delete(c.groups, g.id)
+	}
+	c.mu.Unlock()
+}
+
+// appendRecords appends plain records to partition and waits until they are
+// durable.
+func (c *Coordinator) appendRecords(ctx context.Context, partition int32, now time.Time, records []StoreRecord) error {
+	batch := StoreBatch{ProducerID: -1, ProducerEpoch: -1, Records: records, TimestampMillis: now.UnixMilli()}
+	if err := c.store.Append(ctx, partition, batch); err != nil {
+		return fmt.Errorf("append to __consumer_offsets-%d: %w", partition, err)
+	}
+	return nil
+}
+
+// newMemberID returns clientID-<uuid v4>, Kafka's member id format.
+func newMemberID(clientID string) string {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails (Go 1.24+)
+	raw[6] = raw[6]&0x0f | 0x40
+	raw[8] = raw[8]&0x3f | 0x80
+	text := hex.EncodeToString(raw[:])
+	return clientID + "-" + text[0:8] + "-" + text[8:12] + "-" + text[12:16] + "-" + text[16:20] + "-" + text[20:]
+}
+
+type clientInfoKey struct{}
+
+// ClientInfo describes the connection a request came on; DescribeGroups
+// reports it per member and member ids start with the client id.
+type ClientInfo struct {
+	ClientID string
+	Host     string
+}
+
+// WithClientInfo returns ctx carrying the request's client id and host; the
+// broker's handlers set it before calling JoinGroup.
+func WithClientInfo(ctx context.Context, info ClientInfo) context.Context {
+	return context.WithValue(ctx, clientInfoKey{}, info)
+}
+
+func clientInfoFrom(ctx context.Context) ClientInfo {
+	info, _ := ctx.Value(clientInfoKey{}).(ClientInfo)
+	return info
+}

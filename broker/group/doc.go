@@ -1,0 +1,118 @@
+// Package group is the classic-protocol consumer group coordinator and the
+// committed-offset store of the broker.
+//
+// # API
+//
+// Coordinator's methods take kmsg request structs and return kmsg response
+// structs filled for the request's version, so each broker handler is a
+// thin call: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+// OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups and
+// TxnOffsetCommit. JoinGroup and SyncGroup block until the rebalance step
+// they wait for completes, their context ends, or Close. The broker should
+// put the connection's client id and host in the context (WithClientInfo):
+// member ids start with the client id and DescribeGroups reports both.
+// PartitionFor maps a group to its __consumer_offsets partition (for
+// FindCoordinator and for the store). CompleteTxn is for the transaction
+// coordinator: it ends a producer's transaction in every group holding its
+// TxnOffsetCommit offsets.
+//
+// # Ownership and time
+//
+// Each group has one mutex that serializes every operation on it
+// (handlers, timers, and the store append that persists an operation, so
+// the log order is the order of operations). The Coordinator's own mutex
+// guards only the group map and the transaction index; lock order is group
+// before coordinator. Timers (session timeouts, KIP-394 pending members,
+// group.initial.rebalance.delay, rebalance timeouts, offset retention) are
+// deadlines stored in the groups and fired by Tick, which takes each
+// group's mutex in turn: a background goroutine calls Tick every
+// TickInterval, or tests call it after moving their injected clock.
+// Parked JoinGroup/SyncGroup calls wait on a one-slot channel that the
+// group's owner fills exactly once, so delivering never blocks the owner.
+//
+// # State machine
+//
+// Empty → PreparingRebalance (a member joins) → CompletingRebalance (every
+// expected member joined, or the rebalance timeout passed: the generation
+// advances, a protocol is selected, the leader gets the member list) →
+// Stable (the leader's SyncGroup arrives with the assignment, which is
+// persisted). A join that changes anything, a leave, or an expired session
+// goes back to PreparingRebalance; when no member is left the group is
+// Empty again (generation advanced). Dead: deleted or expired; a Dead group
+// has left the map and is never reused.
+//
+// # __consumer_offsets record formats
+//
+// Store records use Kafka's own key and value schemas, so the log is the
+// same as Kafka's. All integers are big-endian; string is int16 length +
+// UTF-8 bytes; nullable string uses length -1 for null; bytes is int32
+// length + bytes. A record with a null value is a tombstone: it deletes
+// its key.
+//
+// Offset commit key (version 1; version 0 has the same layout):
+//
+//	int16  version = 1
+//	string group
+//	string topic
+//	int32  partition
+//
+// Offset commit value (version 3; version 1 is also read, its expire
+// timestamp ignored):
+//
+//	int16  version = 3
+//	int64  offset
+//	int32  leader epoch (-1: unknown)
+//	string metadata
+//	int64  commit timestamp (ms)
+//
+// Group metadata key (version 2):
+//
+//	int16  version = 2
+//	string group
+//
+// Group metadata value (version 3):
+//
+//	int16           version = 3
+//	string          protocol type
+//	int32           generation
+//	nullable string protocol
+//	nullable string leader
+//	int64           current state timestamp (ms)
+//	int32           member count, then per member:
+//	  string          member id
+//	  nullable string group instance id
+//	  string          client id
+//	  string          client host
+//	  int32           rebalance timeout (ms)
+//	  int32           session timeout (ms)
+//	  bytes           subscription (metadata of the selected protocol)
+//	  bytes           assignment
+//
+// Group metadata is written when a generation becomes Stable (the leader's
+// assignment), when a static member is replaced without a rebalance, and
+// when the group becomes Empty; a tombstone when it is deleted or expires.
+//
+// # Batches and transactions
+//
+// The LogStore writes each StoreBatch as one record batch v2 (magic 2,
+// uncompressed, CRC-32C) to partition PartitionFor(group) of
+// __consumer_offsets, in dir/__consumer_offsets-<n>, through broker/storage.
+// Plain commits: producer id -1. TxnOffsetCommit offsets: a transactional
+// batch (attribute bit 4) carrying the producer id and epoch. CompleteTxn
+// appends a control batch (bits 4 and 5) holding one transaction marker:
+// key = int16 version 0, int16 type (0 abort, 1 commit); value = int16
+// version 0, int32 coordinator epoch.
+//
+// # Recovery
+//
+// On NewCoordinator the store is replayed partition by partition in log
+// order: the latest value per key wins, tombstones delete, transactional
+// offsets are held per producer id until that producer's marker on the
+// same partition (commit applies them, abort drops them); offsets still
+// pending at the end stay pending, so a later CompleteTxn applies them. A
+// committed transactional offset replaces a plain one only if it was
+// appended later. Groups with members come back Stable in their persisted
+// generation with fresh session deadlines; the others come back Empty. A
+// record that does not decode fails the load with an error (the storage
+// layer has already truncated a torn tail).
+package group
