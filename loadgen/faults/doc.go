@@ -1,0 +1,59 @@
+// Package faults injects the failures the seed's §2 names, so the load
+// generator can show what each delivery guarantee does under them:
+//
+//  1. broker crash — Process: SIGKILL a broker the load generator launched
+//     and restart it on the same data dir (plan action kill-restart), or
+//     SIGSTOP/SIGCONT it (pause);
+//  2. producer→broker RPC lost — Proxy rules drop-request (the broker never
+//     sees the request) and drop-response (the broker wrote it, the ack is
+//     swallowed and the connection cut: "written but not acknowledged");
+//  3. producer crash / zombie — a client fault the runner performs
+//     (ClientAction zombie-producer);
+//  4. broker→consumer RPC lost, consumer crash — drop-response on Fetch or
+//     OffsetCommit, and ClientAction consumer-crash.
+//
+// # Proxy
+//
+// A Proxy listens on 127.0.0.1 once per upstream broker and forwards Kafka
+// frames both ways. It parses every request header (API key, version,
+// correlation id) and pairs responses with requests in order — Kafka
+// answers in request order on a connection, and acks=0 Produce gets no
+// answer. Metadata, FindCoordinator (v0–v3 single, v4+ batched) and
+// DescribeCluster responses are decoded with kmsg, their broker addresses
+// replaced by proxy listeners (created on demand for brokers seen for the
+// first time) and re-encoded, so a client seeded with one proxy address
+// reaches every broker through the proxy.
+//
+// Rules are data (Rule, usually from a Plan's YAML): match an API key and
+// optionally a broker address or node id, inside a time window from the
+// proxy's start; fire by probability, on every Nth or the first N matches,
+// or on every match; then drop the request, drop the response, delay
+// either, reset the connection, or blackhole the broker.
+//
+// # Determinism
+//
+// Probability is a hash of (seed, rule index, listener ordinal, connection
+// ordinal on the listener, request ordinal on the connection), not a shared
+// random stream: the same seed fires on the same requests as long as each
+// broker sees its connections opened in the same order and each connection
+// carries the same requests, whatever the interleaving between connections.
+// A single client connection per broker (or sequential reconnects, as in
+// the tests) is the exact case; with many concurrent connections the fault
+// rate is reproducible but which connection gets which ordinal is not.
+// Every/first counters are shared by all connections and deterministic only
+// when requests are consulted in a fixed order.
+//
+// # Events
+//
+// Every fired fault becomes an Event in an EventLog (concurrency-safe,
+// counted by Kind, with an optional callback for the progress line).
+// Response-phase faults are recorded when the response arrives, so a fault
+// whose connection died first is not counted.
+//
+// # Plans
+//
+// A Plan (YAML, see LoadPlan) names a seed, proxy rules, process actions
+// and client actions. The shipped plans are none, ack-loss, request-loss,
+// conn-reset, broker-restart, zombie-producer, consumer-crash and
+// fetch-loss.
+package faults

@@ -1,0 +1,331 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Plan is a named set of faults for one run, read from YAML:
+//
+//	name: ack-loss
+//	description: lose 5% of Produce acks
+//	seed: 1                 # makes probabilistic proxy rules reproducible
+//	rules: [...]            # proxy rules, see Rule
+//	processes: [...]        # faults on brokers the load generator launched, see ProcessAction
+//	clients: [...]          # faults the runner performs on its own clients, see ClientAction
+//
+// Unknown keys are errors.
+type Plan struct {
+	Name        string          `yaml:"name"`
+	Description string          `yaml:"description,omitempty"`
+	Seed        int64           `yaml:"seed"`
+	Rules       []Rule          `yaml:"rules,omitempty"`
+	Processes   []ProcessAction `yaml:"processes,omitempty"`
+	Clients     []ClientAction  `yaml:"clients,omitempty"`
+}
+
+// Schedule says when an action fires: first at After (from the start of
+// the measured run), then every Every, at most Count times. Every 0 means
+// once; Count 0 means no limit.
+type Schedule struct {
+	After Duration `yaml:"after,omitempty"`
+	Every Duration `yaml:"every,omitempty"`
+	Count int      `yaml:"count,omitempty"`
+}
+
+// Validate reports a schedule that cannot run.
+func (s Schedule) Validate() error {
+	switch {
+	case s.After < 0 || s.Every < 0:
+		return errors.New("after and every must not be negative")
+	case s.Count < 0:
+		return fmt.Errorf("count %d must not be negative", s.Count)
+	}
+	return nil
+}
+
+// Times lists the firing offsets before horizon.
+func (s Schedule) Times(horizon time.Duration) []time.Duration {
+	var out []time.Duration
+	for at := time.Duration(s.After); at < horizon; at += time.Duration(s.Every) {
+		if s.Count > 0 && len(out) == s.Count {
+			break
+		}
+		out = append(out, at)
+		if s.Every == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// ProcessActionKind is what a process action does to a broker.
+type ProcessActionKind string
+
+// Process action kinds.
+const (
+	// ProcessKillRestart sends SIGKILL, waits Down, starts the broker
+	// again on the same address and data dir (failure class 1).
+	ProcessKillRestart ProcessActionKind = "kill-restart"
+	// ProcessPause sends SIGSTOP, waits Down, sends SIGCONT: the broker
+	// holds its connections but answers nothing.
+	ProcessPause ProcessActionKind = "pause"
+)
+
+// ProcessAction is a fault on brokers the load generator launched as
+// subprocesses; it cannot run against an external cluster.
+//
+//	processes:
+//	  - action: kill-restart   # or pause
+//	    broker: 0              # index among launched brokers; omitted: round robin
+//	    after: 5s
+//	    every: 10s
+//	    count: 3
+//	    down: 1s               # time dead (kill-restart) or stopped (pause)
+type ProcessAction struct {
+	Action   ProcessActionKind `yaml:"action"`
+	Broker   *int              `yaml:"broker,omitempty"`
+	Schedule `yaml:",inline"`
+	Down     Duration `yaml:"down"`
+}
+
+// Validate reports an action that cannot run.
+func (a ProcessAction) Validate() error {
+	if a.Action != ProcessKillRestart && a.Action != ProcessPause {
+		return fmt.Errorf("action %q is not one of [%s %s]", a.Action, ProcessKillRestart, ProcessPause)
+	}
+	if a.Broker != nil && *a.Broker < 0 {
+		return fmt.Errorf("broker %d: want an index >= 0 among launched brokers", *a.Broker)
+	}
+	if a.Down <= 0 {
+		return fmt.Errorf("%s needs down > 0 (how long the broker stays dead or stopped)", a.Action)
+	}
+	return a.Schedule.Validate()
+}
+
+// ClientActionKind is a client fault the runner performs itself.
+type ClientActionKind string
+
+// Client action kinds (failure classes 3 and 4).
+const (
+	// ClientZombieProducer: the runner freezes one transactional producer
+	// (stops calling it, its in-flight requests stay pending), starts a new
+	// instance with the same transactional.id, which fences the old epoch,
+	// and after Pause lets the old one continue; its writes must be fenced.
+	ClientZombieProducer ClientActionKind = "zombie-producer"
+	// ClientConsumerCrash: the runner kills one consume-transform-produce
+	// worker mid-transaction (no commit, no abort, no leave-group) and
+	// starts a replacement after RestartAfter; every input record must
+	// still appear exactly once downstream.
+	ClientConsumerCrash ClientActionKind = "consumer-crash"
+)
+
+// ClientAction is a client fault; the runner reads it and performs it.
+//
+//	clients:
+//	  - action: zombie-producer  # or consumer-crash
+//	    after: 3s
+//	    every: 10s
+//	    count: 0
+//	    pause: 2s                # zombie-producer: how long the old instance stays frozen
+//	    restart_after: 500ms     # consumer-crash: delay before the replacement worker starts
+type ClientAction struct {
+	Action       ClientActionKind `yaml:"action"`
+	Schedule     `yaml:",inline"`
+	Pause        Duration `yaml:"pause,omitempty"`
+	RestartAfter Duration `yaml:"restart_after,omitempty"`
+}
+
+// Validate reports an action that cannot run.
+func (a ClientAction) Validate() error {
+	switch a.Action {
+	case ClientZombieProducer:
+		if a.Pause <= 0 {
+			return errors.New("zombie-producer needs pause > 0 (how long the old producer stays frozen)")
+		}
+		if a.RestartAfter != 0 {
+			return errors.New("restart_after applies to consumer-crash, not zombie-producer")
+		}
+	case ClientConsumerCrash:
+		if a.RestartAfter < 0 {
+			return errors.New("restart_after must not be negative")
+		}
+		if a.Pause != 0 {
+			return errors.New("pause applies to zombie-producer, not consumer-crash")
+		}
+	default:
+		return fmt.Errorf("action %q is not one of [%s %s]", a.Action, ClientZombieProducer, ClientConsumerCrash)
+	}
+	return a.Schedule.Validate()
+}
+
+// Validate reports the first problem in the plan, naming where it is.
+func (p Plan) Validate() error {
+	if strings.TrimSpace(p.Name) == "" {
+		return errors.New("name: a plan needs a name")
+	}
+	for i, rule := range p.Rules {
+		if err := rule.Validate(); err != nil {
+			return fmt.Errorf("rules[%d] (%s): %w", i, rule, err)
+		}
+	}
+	for i, action := range p.Processes {
+		if err := action.Validate(); err != nil {
+			return fmt.Errorf("processes[%d]: %w", i, err)
+		}
+	}
+	for i, action := range p.Clients {
+		if err := action.Validate(); err != nil {
+			return fmt.Errorf("clients[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// NeedsProxy reports whether the plan has proxy rules.
+func (p Plan) NeedsProxy() bool { return len(p.Rules) > 0 }
+
+// NeedsProcesses reports whether the plan acts on broker processes, which
+// only brokers the load generator launched allow.
+func (p Plan) NeedsProcesses() bool { return len(p.Processes) > 0 }
+
+//go:embed plans/*.yaml
+var embeddedPlans embed.FS
+
+// PlanNames lists the plans shipped in the binary.
+func PlanNames() []string {
+	entries, err := fs.ReadDir(embeddedPlans, "plans")
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LoadPlan reads a plan from a file, or one shipped in the binary by name
+// ("ack-loss" or "ack-loss.yaml").
+func LoadPlan(nameOrPath string) (Plan, error) {
+	data, err := os.ReadFile(nameOrPath)
+	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(nameOrPath, os.PathSeparator) {
+		name := strings.TrimSuffix(nameOrPath, ".yaml") + ".yaml"
+		data, err = embeddedPlans.ReadFile(path.Join("plans", name))
+		if err != nil {
+			return Plan{}, fmt.Errorf("fault plan %q: no such file, and not one of the shipped plans %v", nameOrPath, PlanNames())
+		}
+	} else if err != nil {
+		return Plan{}, fmt.Errorf("read fault plan: %w", err)
+	}
+	plan, err := ParsePlan(data)
+	if err != nil {
+		return Plan{}, fmt.Errorf("fault plan %s: %w", nameOrPath, err)
+	}
+	return plan, nil
+}
+
+// ParsePlan decodes YAML (unknown keys are errors) and validates it.
+func ParsePlan(data []byte) (Plan, error) {
+	var plan Plan
+	decoder := yaml.NewDecoder(bytes.NewReader(data))
+	decoder.KnownFields(true)
+	if err := decoder.Decode(&plan); err != nil {
+		return Plan{}, fmt.Errorf("parse: %w", err)
+	}
+	if err := plan.Validate(); err != nil {
+		return Plan{}, err
+	}
+	return plan, nil
+}
+
+// RunProcessActions runs every process action of a plan against the
+// launched brokers until each schedule is done or ctx ends (which is not an
+// error). Broker indexes are checked first.
+func RunProcessActions(ctx context.Context, actions []ProcessAction, processes []*Process) error {
+	for i, action := range actions {
+		if err := action.Validate(); err != nil {
+			return fmt.Errorf("processes[%d]: %w", i, err)
+		}
+		if len(processes) == 0 {
+			return fmt.Errorf("processes[%d]: %s needs brokers the load generator launched; there are none", i, action.Action)
+		}
+		if action.Broker != nil && *action.Broker >= len(processes) {
+			return fmt.Errorf("processes[%d]: broker %d, but only %d brokers were launched", i, *action.Broker, len(processes))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(actions))
+	for i, action := range actions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = runProcessAction(ctx, action, processes)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runProcessAction fires one action on its schedule, from now.
+func runProcessAction(ctx context.Context, action ProcessAction, processes []*Process) error {
+	start := time.Now()
+	for fired := 0; action.Count == 0 || fired < action.Count; fired++ {
+		at := time.Duration(action.After) + time.Duration(fired)*time.Duration(action.Every)
+		if fired > 0 && action.Every == 0 {
+			return nil
+		}
+		if !waitUntil(ctx, start.Add(at)) {
+			return nil
+		}
+		target := processes[fired%len(processes)]
+		if action.Broker != nil {
+			target = processes[*action.Broker]
+		}
+		if err := applyProcessAction(ctx, action, target); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%s %s: %w", action.Action, target.Name(), err)
+		}
+	}
+	return nil
+}
+
+func applyProcessAction(ctx context.Context, action ProcessAction, target *Process) error {
+	down := time.Duration(action.Down)
+	if action.Action == ProcessKillRestart {
+		return target.Restart(ctx, down)
+	}
+	if err := target.Pause(); err != nil {
+		return err
+	}
+	waitUntil(ctx, time.Now().Add(down))
+	// Resume even when ctx ended: never leave a broker stopped.
+	return target.Resume()
+}
+
+// waitUntil waits for the deadline; false means ctx ended first.
+func waitUntil(ctx context.Context, deadline time.Time) bool {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,169 @@
+package faults
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// Every shipped plan loads, validates and says what the brief asks of it.
+func TestStandardPlans(t *testing.T) {
+	want := []string{"ack-loss", "broker-restart", "conn-reset", "consumer-crash", "fetch-loss", "none", "request-loss", "zombie-producer"}
+	if got := PlanNames(); !slices.Equal(got, want) {
+		t.Fatalf("shipped plans %v, want %v", got, want)
+	}
+	check := map[string]func(Plan) bool{
+		"none": func(p Plan) bool { return !p.NeedsProxy() && !p.NeedsProcesses() && len(p.Clients) == 0 },
+		"ack-loss": func(p Plan) bool {
+			return oneRule(p, ActionDropResponse, wire.APIProduce, 0.05)
+		},
+		"request-loss": func(p Plan) bool {
+			return oneRule(p, ActionDropRequest, wire.APIProduce, 0.05)
+		},
+		"fetch-loss": func(p Plan) bool {
+			return oneRule(p, ActionDropResponse, wire.APIFetch, 0.05)
+		},
+		"conn-reset": func(p Plan) bool {
+			r := p.Rules
+			return len(r) == 1 && r[0].Action == ActionReset && len(r[0].APIs) == 0 && *r[0].Probability == 0.02
+		},
+		"broker-restart": func(p Plan) bool {
+			a := p.Processes
+			return len(a) == 1 && a[0].Action == ProcessKillRestart && a[0].Every == Duration(10*time.Second) &&
+				a[0].Down == Duration(time.Second) && p.NeedsProcesses() && !p.NeedsProxy()
+		},
+		"zombie-producer": func(p Plan) bool {
+			c := p.Clients
+			return len(c) == 1 && c[0].Action == ClientZombieProducer && c[0].Pause > 0
+		},
+		"consumer-crash": func(p Plan) bool {
+			c := p.Clients
+			return len(c) == 1 && c[0].Action == ClientConsumerCrash && c[0].Every > 0
+		},
+	}
+	for _, name := range want {
+		plan, err := LoadPlan(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if plan.Name != name || plan.Description == "" {
+			t.Errorf("%s: name %q, description %q", name, plan.Name, plan.Description)
+		}
+		if !check[name](plan) {
+			t.Errorf("%s: unexpected content %+v", name, plan)
+		}
+		// The .yaml suffix is accepted too.
+		if _, err := LoadPlan(name + ".yaml"); err != nil {
+			t.Errorf("%s.yaml: %v", name, err)
+		}
+	}
+}
+
+func oneRule(p Plan, action Action, api int16, share float64) bool {
+	r := p.Rules
+	return len(r) == 1 && r[0].Action == action && slices.Equal(r[0].APIs, []APIKey{APIKey(api)}) &&
+		r[0].Probability != nil && *r[0].Probability == share
+}
+
+// A plan from a file, with every field spelled out, round-trips.
+func TestLoadPlanFromFile(t *testing.T) {
+	text := `
+name: custom
+seed: 99
+rules:
+  - name: slow fetch
+    action: delay
+    apis: [fetch, 8]
+    node: 2
+    every: 3
+    after: 1s
+    until: 5s
+    phase: response
+    duration: 50ms
+  - action: blackhole
+    broker: 127.0.0.1:9092
+    after: 2s
+    duration: 1s
+processes:
+  - action: pause
+    broker: 1
+    after: 1s
+    count: 2
+    every: 3s
+    down: 500ms
+clients:
+  - action: consumer-crash
+    after: 2s
+`
+	file := filepath.Join(t.TempDir(), "custom.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := LoadPlan(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := plan.Rules[0]
+	if plan.Seed != 99 || slow.Name != "slow fetch" || !slices.Equal(slow.APIs, []APIKey{APIKey(wire.APIFetch), APIKey(wire.APIOffsetCommit)}) ||
+		*slow.Node != 2 || slow.Every != 3 || slow.Phase != PhaseResponse || slow.Duration != Duration(50*time.Millisecond) {
+		t.Fatalf("rule 0 decoded as %+v", slow)
+	}
+	if start, end := plan.Rules[1].window(); !plan.Rules[1].clockDriven() || start != 2*time.Second || end != 3*time.Second {
+		t.Fatalf("clock-driven blackhole window %v..%v, want 2s..3s", start, end)
+	}
+	pause := plan.Processes[0]
+	if got := pause.Times(time.Minute); !slices.Equal(got, []time.Duration{time.Second, 4 * time.Second}) {
+		t.Fatalf("pause fires at %v, want [1s 4s]", got)
+	}
+	if got := plan.Clients[0].Times(time.Minute); !slices.Equal(got, []time.Duration{2 * time.Second}) {
+		t.Fatalf("consumer-crash fires at %v, want once at 2s", got)
+	}
+}
+
+// Invalid plans are refused with an error that names the problem.
+func TestInvalidPlans(t *testing.T) {
+	cases := []struct{ name, yaml, want string }{
+		{"unknown action", "name: x\nrules: [{action: explode}]", `action "explode" is not one of`},
+		{"probability above 1", "name: x\nrules: [{action: drop-request, probability: 1.5}]", "probability 1.5 is outside [0, 1]"},
+		{"negative probability", "name: x\nrules: [{action: drop-request, probability: -0.1}]", "outside [0, 1]"},
+		{"two triggers", "name: x\nrules: [{action: reset, probability: 0.1, every: 3}]", "exclusive"},
+		{"unknown API", "name: x\nrules: [{action: reset, apis: [Produse]}]", `unknown API "Produse"`},
+		{"API number out of range", "name: x\nrules: [{action: reset, apis: [400]}]", "outside 0..94"},
+		{"delay without duration", "name: x\nrules: [{action: delay, apis: [Fetch]}]", "delay needs a duration"},
+		{"phase on drop", "name: x\nrules: [{action: drop-request, phase: response}]", "phase applies to delay and reset only"},
+		{"bad phase", "name: x\nrules: [{action: delay, phase: sideways, duration: 1s}]", `phase "sideways"`},
+		{"window backwards", "name: x\nrules: [{action: reset, after: 5s, until: 2s}]", "must be later than after"},
+		{"blackhole forever", "name: x\nrules: [{action: blackhole}]", "blackhole needs a duration"},
+		{"clock blackhole with apis", "name: x\nrules: [{action: blackhole, apis: [Fetch], duration: 1s}]", "apis does not apply"},
+		{"bad duration", "name: x\nrules: [{action: delay, duration: soon}]", `duration "soon"`},
+		{"unknown key", "name: x\nrules: [{action: reset, probabilty: 0.1}]", "probabilty"},
+		{"no name", "seed: 1", "a plan needs a name"},
+		{"process action", "name: x\nprocesses: [{action: nuke, down: 1s}]", `action "nuke"`},
+		{"process without down", "name: x\nprocesses: [{action: kill-restart}]", "needs down > 0"},
+		{"negative broker", "name: x\nprocesses: [{action: pause, broker: -1, down: 1s}]", "broker -1"},
+		{"client action", "name: x\nclients: [{action: panic}]", `action "panic"`},
+		{"zombie without pause", "name: x\nclients: [{action: zombie-producer}]", "needs pause"},
+		{"negative count", "name: x\nclients: [{action: consumer-crash, count: -1}]", "count -1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParsePlan([]byte(c.yaml))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+			t.Log(err)
+		})
+	}
+	if _, err := LoadPlan("no-such-plan"); err == nil || !strings.Contains(err.Error(), "not one of the shipped plans") {
+		t.Fatalf("unknown plan: %v", err)
+	}
+	if _, err := New(Config{Upstreams: []string{"127.0.0.1:1"}, Rules: []Rule{{Action: "explode"}}}); err == nil ||
+		!strings.Contains(err.Error(), "rule 0") {
+		t.Fatalf("proxy with an invalid rule: %v", err)
+	}
+}

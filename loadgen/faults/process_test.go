@@ -1,0 +1,280 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Environment variables that turn the re-executed test binary into a
+// helper process instead of running tests.
+const (
+	echoAddrEnv = "FAULTS_TEST_ECHO_ADDR" // listen there and echo every byte
+	exitEnv     = "FAULTS_TEST_EXIT"      // exit at once with status 3
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(exitEnv) != "" {
+		os.Exit(3)
+	}
+	if addr := os.Getenv(echoAddrEnv); addr != "" {
+		runEchoServer(addr)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// runEchoServer serves until killed.
+func runEchoServer(addr string) {
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(2)
+	}
+	for {
+		conn, err := listener.Accept()
+		if err != nil {
+			os.Exit(2)
+		}
+		go func() {
+			defer conn.Close()
+			io.Copy(conn, conn)
+		}()
+	}
+}
+
+// freeAddr returns a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := listener.Addr().String()
+	listener.Close()
+	return addr
+}
+
+func newEchoProcess(t *testing.T, log *EventLog) *Process {
+	t.Helper()
+	addr := freeAddr(t)
+	process, err := NewProcess(ProcessConfig{
+		Path:    os.Args[0],
+		Env:     []string{echoAddrEnv + "=" + addr},
+		DataDir: t.TempDir() + "/data",
+		Addr:    addr,
+		Stderr:  os.Stderr,
+		Log:     log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := process.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { process.Stop(5 * time.Second) })
+	return process
+}
+
+// echo sends a line and expects it back within timeout.
+func echo(conn net.Conn, line string, timeout time.Duration) error {
+	conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte(line)); err != nil {
+		return err
+	}
+	got := make([]byte, len(line))
+	if _, err := io.ReadFull(conn, got); err != nil {
+		return err
+	}
+	if string(got) != line {
+		return fmt.Errorf("echoed %q, want %q", got, line)
+	}
+	return nil
+}
+
+func dialEcho(t *testing.T, p *Process) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", p.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// SIGKILL ends the process (its port refuses connections); a restart on
+// the same address serves again under a new pid.
+func TestProcessKillRestart(t *testing.T) {
+	log := NewEventLog(nil)
+	process := newEchoProcess(t, log)
+	if err := echo(dialEcho(t, process), "before", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	firstPID := process.PID()
+	if err := process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if pid := process.PID(); pid != 0 {
+		t.Fatalf("PID %d after kill, want 0", pid)
+	}
+	if conn, err := net.Dial("tcp", process.Addr()); err == nil {
+		conn.Close()
+		t.Fatal("killed process still accepts connections")
+	}
+	if err := process.Kill(); err == nil {
+		t.Fatal("killing a dead process succeeded")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := process.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := process.Restart(ctx, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if pid := process.PID(); pid == 0 || pid == firstPID {
+		t.Fatalf("pid after restart %d, first %d", pid, firstPID)
+	}
+	if err := echo(dialEcho(t, process), "after", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// A cancelled context cuts the down time short but still restarts.
+	cancelled, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	if err := process.Restart(cancelled, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := echo(dialEcho(t, process), "again", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if counts := log.Counts(); counts[KindKill] != 3 || counts[KindRestart] != 2 {
+		t.Fatalf("counts %v, want 3 kills and 2 restarts", counts)
+	}
+}
+
+// processState reads the state letter from /proc/<pid>/stat.
+func processState(t *testing.T, pid int) byte {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ...: comm may hold spaces, so parse after the last ')'.
+	rest := data[bytes.LastIndexByte(data, ')')+1:]
+	return bytes.TrimSpace(rest)[0]
+}
+
+// waitState waits until the process's state letter satisfies want.
+func waitState(t *testing.T, pid int, what string, want func(byte) bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !want(processState(t, pid)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never became %s (state %c)", pid, what, processState(t, pid))
+		}
+		<-tick.C
+	}
+}
+
+// SIGSTOP freezes the process (state T, no echo); SIGCONT thaws it and the
+// held bytes are answered.
+func TestProcessPauseResume(t *testing.T) {
+	log := NewEventLog(nil)
+	process := newEchoProcess(t, log)
+	conn := dialEcho(t, process)
+	if err := echo(conn, "warm", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := process.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, process.PID(), "stopped", func(s byte) bool { return s == 'T' })
+	if err := process.Pause(); err == nil {
+		t.Fatal("pausing a paused process succeeded")
+	}
+	// A stopped process cannot answer: the deadline is the proof.
+	var netErr net.Error
+	if err := echo(conn, "held", 100*time.Millisecond); !errors.As(err, &netErr) || !netErr.Timeout() {
+		t.Fatalf("echo while stopped: %v, want a timeout", err)
+	}
+	if err := process.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "held" {
+		t.Fatalf("after resume read %q, %v; want the held bytes", got, err)
+	}
+	if counts := log.Counts(); counts[KindPause] != 1 || counts[KindResume] != 1 {
+		t.Fatalf("counts %v", counts)
+	}
+}
+
+// A process that exits before listening fails Start with its exit status.
+func TestProcessExitsEarly(t *testing.T) {
+	process, err := NewProcess(ProcessConfig{Path: os.Args[0], Env: []string{exitEnv + "=1"}, Addr: freeAddr(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = process.Start(ctx)
+	if err == nil || !strings.Contains(err.Error(), "exited before listening") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("got %v, want an early-exit error with status 3", err)
+	}
+	if _, err := NewProcess(ProcessConfig{Path: os.Args[0], Addr: "nonsense"}); err == nil {
+		t.Fatal("bad address accepted")
+	}
+}
+
+// A kill-restart schedule fires count times, round robin over brokers, and
+// leaves every broker running.
+func TestProcessScheduleKillRestart(t *testing.T) {
+	log := NewEventLog(nil)
+	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log)}
+	action := ProcessAction{
+		Action:   ProcessKillRestart,
+		Schedule: Schedule{After: Duration(10 * time.Millisecond), Every: Duration(50 * time.Millisecond), Count: 4},
+		Down:     Duration(10 * time.Millisecond),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := RunProcessActions(ctx, []ProcessAction{action}, processes); err != nil {
+		t.Fatal(err)
+	}
+	perProcess := map[string]int{}
+	for _, e := range log.Events() {
+		if e.Kind == KindRestart {
+			perProcess[e.Broker]++
+		}
+	}
+	if counts := log.Counts(); counts[KindKill] != 4 || counts[KindRestart] != 4 {
+		t.Fatalf("counts %v, want 4 kills and 4 restarts", counts)
+	}
+	for _, p := range processes {
+		if err := echo(dialEcho(t, p), "alive", 5*time.Second); err != nil {
+			t.Fatalf("%s after the schedule: %v", p.Addr(), err)
+		}
+	}
+	for _, p := range processes {
+		if perProcess[p.Name()] != 2 {
+			t.Fatalf("restarts per broker %v, want 2 each (round robin)", perProcess)
+		}
+	}
+	outOfRange := 2
+	action.Broker = &outOfRange
+	if err := RunProcessActions(ctx, []ProcessAction{action}, processes); err == nil || !strings.Contains(err.Error(), "only 2 brokers") {
+		t.Fatalf("broker index 2 of 2: got %v", err)
+	}
+}
