@@ -1,0 +1,340 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MarkerWriter writes transaction control markers. The broker implements it
+// through its WriteTxnMarkers (API 27) path.
+//
+// WriteMarkers returns nil once every partition has the marker, or no
+// longer exists (a deleted partition is skipped, as Kafka does). Any other
+// error makes the coordinator call again later; a *MarkerError names the
+// partitions still missing their marker, and only those are retried.
+// Writing the same marker twice to a partition is harmless to the
+// partition (the second finds no open transaction).
+type MarkerWriter interface {
+	WriteMarkers(ctx context.Context, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []TopicPartition) error
+}
+
+// MarkerError is a partial failure of WriteMarkers: Failed still need the
+// marker; the others have it.
+type MarkerError struct {
+	Failed []TopicPartition
+	Err    error
+}
+
+// Error describes the failure.
+func (e *MarkerError) Error() string {
+	return fmt.Sprintf("markers missing on %d partitions: %v", len(e.Failed), e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *MarkerError) Unwrap() error { return e.Err }
+
+// OffsetCommitter makes a transaction's committed offsets visible (commit)
+// or drops them (abort) in one consumer group. It must be idempotent: it is
+// called again after an error or a coordinator restart.
+type OffsetCommitter interface {
+	CompleteTxn(ctx context.Context, group string, producerID int64, producerEpoch int16, commit bool) error
+}
+
+// OffsetCommitterFunc adapts a function to OffsetCommitter (for a group
+// coordinator whose CompleteTxn finds the groups itself, ignore group).
+type OffsetCommitterFunc func(ctx context.Context, group string, producerID int64, producerEpoch int16, commit bool) error
+
+// CompleteTxn calls f.
+func (f OffsetCommitterFunc) CompleteTxn(ctx context.Context, group string, producerID int64, producerEpoch int16, commit bool) error {
+	return f(ctx, group, producerID, producerEpoch, commit)
+}
+
+// PIDSource allocates producer ids (*producers.IDAllocator is one).
+type PIDSource interface {
+	Next() (int64, error)
+}
+
+// Config configures a Coordinator. Zero fields take Kafka's defaults.
+type Config struct {
+	// MaxTimeout is transaction.max.timeout.ms (default 15 minutes).
+	MaxTimeout time.Duration
+	// IDExpiration is transactional.id.expiration.ms (default 7 days): an
+	// id with no transaction open and no update for this long is removed.
+	IDExpiration time.Duration
+	// CleanupInterval is
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms (default
+	// 10 s): how often the timer loop aborts timed-out transactions and
+	// expires ids. Negative disables the loop (tests call Tick).
+	CleanupInterval time.Duration
+	// CompletionWait bounds how long InitProducerId and EndTxn wait for
+	// markers and the Complete record before replying (default 5 s).
+	// InitProducerId answers CONCURRENT_TRANSACTIONS if the fenced
+	// transaction is not complete by then; EndTxn answers success anyway,
+	// since its decision is durable. Negative: EndTxn replies as soon as
+	// Prepare* is durable and InitProducerId answers
+	// CONCURRENT_TRANSACTIONS after starting the abort, as Kafka does.
+	CompletionWait time.Duration
+	// MarkerRetryBackoff is the pause between attempts to write markers
+	// or the Complete record (default 100 ms).
+	MarkerRetryBackoff time.Duration
+	// OffsetsTopicPartitions is offsets.topic.num.partitions (default 50):
+	// AddOffsetsToTxn adds the group's __consumer_offsets partition to the
+	// participants, as Kafka records it.
+	OffsetsTopicPartitions int
+	// CoordinatorEpoch is written into every marker.
+	CoordinatorEpoch int32
+	// TransactionVersion2 enables KIP-890 part 2 for EndTxn v5+: the epoch
+	// is bumped at every EndTxn and returned in the response.
+	TransactionVersion2 bool
+	// PartitionExists, if set, is asked for each partition added to a
+	// transaction; false answers UNKNOWN_TOPIC_OR_PARTITION.
+	PartitionExists func(topic string, partition int32) bool
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = 15 * time.Minute
+	}
+	if c.IDExpiration <= 0 {
+		c.IDExpiration = 7 * 24 * time.Hour
+	}
+	if c.CleanupInterval == 0 {
+		c.CleanupInterval = 10 * time.Second
+	}
+	if c.CompletionWait == 0 {
+		c.CompletionWait = 5 * time.Second
+	}
+	if c.MarkerRetryBackoff <= 0 {
+		c.MarkerRetryBackoff = 100 * time.Millisecond
+	}
+	if c.OffsetsTopicPartitions <= 0 {
+		c.OffsetsTopicPartitions = 50
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// offsetsTopic is Kafka's consumer offsets topic. Markers for its
+// partitions are not sent to the MarkerWriter: the OffsetCommitter
+// completes the groups' offsets instead.
+const offsetsTopic = "__consumer_offsets"
+
+// Coordinator is the transaction coordinator for every transactional id of
+// its log. See doc.go for its locking.
+type Coordinator struct {
+	cfg     Config
+	log     Log
+	ids     PIDSource
+	markers MarkerWriter
+	offsets OffsetCommitter
+
+	// mu guards entries and closed. Never acquire an entry's mu while
+	// holding it (entry.mu → c.mu is the order).
+	mu      sync.Mutex
+	entries map[string]*entry
+	closed  bool
+
+	// stop is canceled by Close; background work (completions, the timer
+	// loop) runs under it and is counted in background.
+	stop       context.Context
+	cancel     context.CancelFunc
+	background sync.WaitGroup
+}
+
+// entry is one transactional id.
+type entry struct {
+	// mu serializes the id's transitions: it is held from the decision
+	// until the new state is written to the log and published.
+	mu sync.Mutex
+	// meta is the current durable state (guarded by mu).
+	meta Metadata
+	// written is false while meta exists only in memory (a new id whose
+	// first InitProducerId has not been written yet); guarded by mu.
+	written bool
+	// completion is non-nil while meta.State is Prepare*: it is closed
+	// when Complete* is written. Guarded by mu.
+	completion chan struct{}
+	// removed is set (under mu) when the id expired and left the map; a
+	// request that locked it looks the id up again.
+	removed bool
+	// published is a copy of meta for lock-free readers (Describe, List,
+	// VerifyPartition); replaced after every durable transition. nil
+	// until the first write.
+	published atomic.Pointer[Metadata]
+}
+
+// NewCoordinator loads the log and returns a coordinator serving it.
+// Transactions found in PrepareCommit or PrepareAbort are driven to
+// completion in the background (markers re-sent, then Complete written).
+// offsets may be nil when no group coordinator is wired in.
+func NewCoordinator(cfg Config, log Log, ids PIDSource, markers MarkerWriter, offsets OffsetCommitter) (*Coordinator, error) {
+	if log == nil || ids == nil || markers == nil {
+		return nil, errors.New("new transaction coordinator: log, producer id source and marker writer are required")
+	}
+	cfg = cfg.withDefaults()
+	c := &Coordinator{cfg: cfg, log: log, ids: ids, markers: markers, offsets: offsets, entries: make(map[string]*entry)}
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	c.stop, c.cancel = context.WithCancel(context.Background())
+	for _, e := range c.entries {
+		if e.meta.State.preparing() {
+			c.startCompletion(e)
+		}
+	}
+	if cfg.CleanupInterval > 0 {
+		c.background.Add(1)
+		go c.runTimer()
+	}
+	return c, nil
+}
+
+// load replays the log, keeping the latest value per transactional id.
+func (c *Coordinator) load() error {
+	latest := make(map[string][]byte)
+	err := c.log.Load(func(key, value []byte) error {
+		id, err := decodeKey(key)
+		if err != nil {
+			return err
+		}
+		latest[id] = value
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load transaction log: %w", err)
+	}
+	for id, value := range latest {
+		if value == nil {
+			continue // tombstone
+		}
+		m, err := decodeValue(id, value)
+		if err != nil {
+			return fmt.Errorf("load transaction log: transactional id %q: %w", id, err)
+		}
+		e := &entry{meta: m, written: true}
+		published := m.clone()
+		e.published.Store(&published)
+		c.entries[id] = e
+	}
+	return nil
+}
+
+// Close stops the timer loop and pending completions and waits for them.
+// Transactions left in Prepare* are completed by the next coordinator
+// that loads the log.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.background.Wait()
+	return nil
+}
+
+// lockEntry returns the transactional id's entry locked, or nil when it is
+// unknown and create is nil. With create, an unknown id gets an entry
+// holding create's in-memory metadata (not yet written).
+func (c *Coordinator) lockEntry(transactionalID string, create func() (Metadata, error)) (*entry, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrCoordinatorClosed
+		}
+		e := c.entries[transactionalID]
+		if e == nil {
+			if create == nil {
+				c.mu.Unlock()
+				return nil, nil
+			}
+			// The id allocation happens under c.mu only for new ids;
+			// PIDSource blocks for at most one block reservation.
+			m, err := create()
+			if err != nil {
+				c.mu.Unlock()
+				return nil, err
+			}
+			e = &entry{meta: m}
+			c.entries[transactionalID] = e
+		}
+		c.mu.Unlock()
+		e.mu.Lock()
+		if !e.removed {
+			return e, nil
+		}
+		e.mu.Unlock()
+	}
+}
+
+// write makes next durable and then the entry's state; the caller holds
+// e.mu. On error the entry keeps its old state.
+func (c *Coordinator) write(ctx context.Context, e *entry, next Metadata) error {
+	if err := c.log.Append(ctx, encodeKey(next.TransactionalID), encodeValue(&next)); err != nil {
+		return fmt.Errorf("transactional id %q: write %s: %w: %w", next.TransactionalID, next.State, ErrCoordinatorNotAvailable, err)
+	}
+	c.publish(e, next)
+	return nil
+}
+
+// publish installs next as the entry's state (caller holds e.mu).
+func (c *Coordinator) publish(e *entry, next Metadata) {
+	e.meta = next
+	e.written = true
+	published := next.clone()
+	e.published.Store(&published)
+}
+
+// forgetUnwritten removes an entry whose first write failed, so the id is
+// unknown again (caller holds e.mu).
+func (c *Coordinator) forgetUnwritten(e *entry) {
+	if e.written {
+		return
+	}
+	e.removed = true
+	c.mu.Lock()
+	if c.entries[e.meta.TransactionalID] == e {
+		delete(c.entries, e.meta.TransactionalID)
+	}
+	c.mu.Unlock()
+}
+
+// snapshot returns the published state of a transactional id.
+func (c *Coordinator) snapshot(transactionalID string) *Metadata {
+	c.mu.Lock()
+	e := c.entries[transactionalID]
+	c.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	return e.published.Load()
+}
+
+// waitCompletion waits until done is closed, ctx ends, the coordinator
+// closes, or CompletionWait passes; it reports whether done closed.
+func (c *Coordinator) waitCompletion(ctx context.Context, done <-chan struct{}) bool {
+	if c.cfg.CompletionWait < 0 {
+		return false
+	}
+	timer := time.NewTimer(c.cfg.CompletionWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+	case <-c.stop.Done():
+	case <-timer.C:
+	}
+	return false
+}

@@ -1,0 +1,227 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// InitProducerId (key 22), versions 0–5. Without a transactional id it
+// hands out a new producer id at epoch 0 (the idempotent producer). With
+// one, it fences every older instance of the id: the epoch is bumped (a
+// new producer id when the epoch is exhausted) and an open transaction is
+// aborted first — fence epoch, PrepareAbort, markers, CompleteAbort — and
+// the reply waits for that (up to Config.CompletionWait; past it the
+// answer is CONCURRENT_TRANSACTIONS and the client retries). v3+ carries
+// the producer's current id and epoch (KIP-360) so a producer can bump its
+// own epoch to recover, and a retry of a bump that succeeded returns the
+// same id and epoch. v4+ gets PRODUCER_FENCED where older versions get
+// INVALID_PRODUCER_EPOCH.
+
+// producerAndEpoch is a KIP-360 expected producer id and epoch.
+type producerAndEpoch struct {
+	producerID int64
+	epoch      int16
+}
+
+// InitProducerID serves an InitProducerId request.
+func (c *Coordinator) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.Version = req.Version
+	resp.ProducerID, resp.ProducerEpoch = noProducerID, noProducerEpoch
+	var producerID int64
+	var epoch int16
+	var err error
+	if req.TransactionalID == nil {
+		producerID, err = c.ids.Next()
+		if err != nil {
+			err = fmt.Errorf("allocate producer id: %w: %w", ErrCoordinatorNotAvailable, err)
+		}
+	} else {
+		var expected *producerAndEpoch
+		if req.Version >= 3 && (req.ProducerID != noProducerID || req.ProducerEpoch != noProducerEpoch) {
+			expected = &producerAndEpoch{producerID: req.ProducerID, epoch: req.ProducerEpoch}
+		}
+		producerID, epoch, err = c.initTransactional(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, expected)
+	}
+	resp.ErrorCode = errorCode(err, req.Version, initProducerIDFencedVersion)
+	if err == nil {
+		resp.ProducerID, resp.ProducerEpoch = producerID, epoch
+	}
+	return resp
+}
+
+// initAction is what InitProducerId does in the id's current state.
+type initAction int
+
+const (
+	// initBump: no transaction is open; bump the epoch (or rotate the id).
+	initBump initAction = iota
+	// initRetry: a retry of a KIP-360 bump that was written; answer the
+	// current id and epoch.
+	initRetry
+	// initFence: a transaction is open; fence it and abort it first.
+	initFence
+	// initWait: the previous transaction is completing; wait for it.
+	initWait
+)
+
+// initDecision decides InitProducerId for m (pure; see initAction).
+func (m *Metadata) initDecision(expected *producerAndEpoch) (initAction, error) {
+	if expected != nil {
+		if (expected.producerID == noProducerID) != (expected.epoch == noProducerEpoch) {
+			return 0, fmt.Errorf("producer id %d with epoch %d: %w", expected.producerID, expected.epoch, ErrInvalidRequest)
+		}
+		valid := m.ProducerEpoch == noProducerEpoch || expected.producerID == m.ProducerID ||
+			(expected.producerID == m.PreviousProducerID && epochExhausted(expected.epoch))
+		if !valid {
+			return 0, fmt.Errorf("transactional id %q: producer id %d is not %d: %w", m.TransactionalID, expected.producerID, m.ProducerID, ErrProducerFenced)
+		}
+	}
+	switch m.State {
+	case StatePrepareCommit, StatePrepareAbort:
+		return initWait, nil
+	case StateOngoing:
+		return initFence, nil
+	case StateEmpty, StateCompleteCommit, StateCompleteAbort:
+		if expected == nil || m.ProducerEpoch == noProducerEpoch ||
+			(expected.producerID == m.ProducerID && expected.epoch == m.ProducerEpoch) {
+			return initBump, nil
+		}
+		retry := m.LastProducerEpoch != noProducerEpoch && expected.epoch == m.LastProducerEpoch &&
+			(expected.producerID == m.ProducerID || (expected.producerID == m.PreviousProducerID && m.ProducerEpoch == 0))
+		if retry {
+			return initRetry, nil
+		}
+		return 0, fmt.Errorf("transactional id %q: epoch %d is not the current %d: %w", m.TransactionalID, expected.epoch, m.ProducerEpoch, ErrProducerFenced)
+	}
+	return 0, fmt.Errorf("transactional id %q in state %s: %w", m.TransactionalID, m.State, ErrConcurrentTransactions)
+}
+
+// bumpForInit returns m moved to Empty with a new epoch, or with
+// newProducerID at epoch 0 when the epoch is exhausted (newProducerID is
+// only called then). A bump the same producer asked for (expected matches)
+// remembers the old epoch so a retry is recognized.
+func (m *Metadata) bumpForInit(now time.Time, timeoutMs int32, expected *producerAndEpoch, newProducerID func() (int64, error)) (Metadata, error) {
+	var rotateTo int64 = noProducerID
+	if m.ProducerEpoch != noProducerEpoch && epochExhausted(m.ProducerEpoch) {
+		id, err := newProducerID()
+		if err != nil {
+			return Metadata{}, fmt.Errorf("allocate producer id: %w: %w", ErrCoordinatorNotAvailable, err)
+		}
+		rotateTo = id
+	}
+	return m.transition(StateEmpty, now, func(next *Metadata) {
+		next.TimeoutMs = timeoutMs
+		next.TransactionVersion = 0
+		next.LastProducerEpoch = noProducerEpoch
+		if expected != nil && m.ProducerEpoch != noProducerEpoch {
+			next.LastProducerEpoch = m.ProducerEpoch
+		}
+		if rotateTo != noProducerID {
+			next.PreviousProducerID = m.ProducerID
+			next.ProducerID = rotateTo
+			next.ProducerEpoch = 0
+			return
+		}
+		next.ProducerEpoch = m.ProducerEpoch + 1
+	})
+}
+
+// fenceAndPrepareAbort returns m (Ongoing) with the epoch bumped to fence
+// the producer (PrepareEpochFence, kept in memory only) and then moved to
+// PrepareAbort, the state that is written. ownBump is set when the
+// producer itself asked (KIP-360 with its current epoch), so its retry
+// after the abort is recognized.
+func (m *Metadata) fenceAndPrepareAbort(now time.Time, ownBump bool) (Metadata, error) {
+	fenced, err := m.transition(StatePrepareEpochFence, now, func(next *Metadata) {
+		next.LastProducerEpoch = noProducerEpoch
+		if ownBump {
+			next.LastProducerEpoch = m.ProducerEpoch
+		}
+		// At the largest epoch there is nothing left to bump to; the
+		// abort still runs (Kafka refuses only past it).
+		if m.ProducerEpoch < maxProducerEpoch {
+			next.ProducerEpoch = m.ProducerEpoch + 1
+		}
+	})
+	if err != nil {
+		return Metadata{}, err
+	}
+	return fenced.transition(StatePrepareAbort, now, nil)
+}
+
+// initTransactional is InitProducerId with a transactional id.
+func (c *Coordinator) initTransactional(ctx context.Context, transactionalID string, timeoutMs int32, expected *producerAndEpoch) (int64, int16, error) {
+	if transactionalID == "" {
+		return 0, 0, fmt.Errorf("empty transactional id: %w", ErrInvalidRequest)
+	}
+	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.cfg.MaxTimeout {
+		return 0, 0, fmt.Errorf("timeout %d ms, maximum %v: %w", timeoutMs, c.cfg.MaxTimeout, ErrInvalidTransactionTimeout)
+	}
+	create := func() (Metadata, error) {
+		id, err := c.ids.Next()
+		if err != nil {
+			return Metadata{}, fmt.Errorf("allocate producer id: %w: %w", ErrCoordinatorNotAvailable, err)
+		}
+		return newMetadata(transactionalID, id, timeoutMs, c.cfg.Now()), nil
+	}
+	for {
+		e, err := c.lockEntry(transactionalID, create)
+		if err != nil {
+			return 0, 0, err
+		}
+		action, err := e.meta.initDecision(expected)
+		if err != nil {
+			e.mu.Unlock()
+			return 0, 0, err
+		}
+		switch action {
+		case initRetry:
+			producerID, epoch := e.meta.ProducerID, e.meta.ProducerEpoch
+			e.mu.Unlock()
+			return producerID, epoch, nil
+		case initBump:
+			next, err := e.meta.bumpForInit(c.cfg.Now(), timeoutMs, expected, c.ids.Next)
+			if err == nil {
+				err = c.write(ctx, e, next)
+			}
+			if err != nil {
+				c.forgetUnwritten(e)
+				e.mu.Unlock()
+				return 0, 0, err
+			}
+			e.mu.Unlock()
+			return next.ProducerID, next.ProducerEpoch, nil
+		case initFence:
+			ownBump := expected != nil && expected.producerID == e.meta.ProducerID && expected.epoch == e.meta.ProducerEpoch
+			if err := c.fence(ctx, e, ownBump); err != nil {
+				e.mu.Unlock()
+				return 0, 0, err
+			}
+		}
+		// initWait, or the fence just started the abort: wait for it
+		// to complete, then decide again.
+		done := e.completion
+		e.mu.Unlock()
+		if !c.waitCompletion(ctx, done) {
+			return 0, 0, fmt.Errorf("transactional id %q: previous transaction still completing: %w", transactionalID, ErrConcurrentTransactions)
+		}
+	}
+}
+
+// fence bumps the epoch of e's open transaction and aborts it: PrepareAbort
+// is written and completion starts. The caller holds e.mu.
+func (c *Coordinator) fence(ctx context.Context, e *entry, ownBump bool) error {
+	next, err := e.meta.fenceAndPrepareAbort(c.cfg.Now(), ownBump)
+	if err != nil {
+		return err
+	}
+	if err := c.write(ctx, e, next); err != nil {
+		return err
+	}
+	c.startCompletion(e)
+	return nil
+}
