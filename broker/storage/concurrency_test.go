@@ -12,7 +12,7 @@ import (
 
 func TestConcurrentReadsDuringAppends(t *testing.T) {
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 8000, IndexIntervalBytes: 500, RetentionBytes: 60000})
-	const appends = 1500
+	const appends = 800
 	var done atomic.Bool
 	var group sync.WaitGroup
 	group.Go(func() {

@@ -2,8 +2,9 @@ package storage
 
 import (
 	"context"
-	"sync"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,10 +21,12 @@ type durability struct {
 	syncing bool
 	// epoch counts truncations; a sync captured before one must not mark
 	// offsets durable, since they may have been rewritten since.
-	epoch uint64
+	epoch  uint64
 	closed bool
 	// changed is closed and replaced whenever durableEnd, err or closed change.
 	changed chan struct{}
+	// syncs counts the group-commit and interval syncs run (for benchmarks).
+	syncs atomic.Int64
 }
 
 // broadcastLocked wakes every waiter (caller holds mu).
@@ -125,6 +128,7 @@ func (l *Log) syncActive() {
 	l.durability.mu.Unlock()
 	l.mu.RUnlock()
 	err := active.log.file.Sync()
+	l.durability.syncs.Add(1)
 	if releaseErr := active.log.release(); err == nil {
 		err = releaseErr
 	}

@@ -17,7 +17,7 @@ import (
 const crashChildEnv = "EXACTLY_STORAGE_CRASH_CHILD"
 
 // crashChildOptions are the options of the child and of the parent's checks.
-var crashChildOptions = Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 1024, Fsync: FsyncPolicy{Mode: FsyncAlways}}
+var crashChildOptions = Options{SegmentBytes: 4 << 20, IndexIntervalBytes: 1024, Fsync: FsyncPolicy{Mode: FsyncAlways}}
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
@@ -31,7 +31,9 @@ func TestMain(m *testing.M) {
 }
 
 // runCrashChild appends batches from two goroutines until killed, printing
-// "ack <first> <last> <seq>" once each batch is durable (fsync always).
+// "ack <first> <last> <seq>" once each batch is durable (fsync always). One
+// writer appends single small batches, the other runs of up to 1 MiB in one
+// call: a SIGKILL can cut a write that large between pages, leaving a torn tail.
 func runCrashChild(dir string) error {
 	l, _, err := Open(dir, crashChildOptions)
 	if err != nil {
@@ -44,13 +46,12 @@ func runCrashChild(dir string) error {
 		group.Go(func() {
 			random := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(writer)))
 			for {
-				seq := random.Int32()
-				batch, err := buildTestBatch(seq, 1+random.IntN(8), random.IntN(2000), time.Now().UnixMilli())
+				run, acks, err := childBatches(random, writer == 1)
 				if err != nil {
 					errs <- err
 					return
 				}
-				result, err := l.Append(batch)
+				result, err := l.Append(run)
 				if err == nil {
 					err = l.WaitDurable(context.Background(), result.LastOffset)
 				}
@@ -59,13 +60,39 @@ func runCrashChild(dir string) error {
 					return
 				}
 				output.Lock()
-				fmt.Fprintf(os.Stdout, "ack %d %d %d\n", result.FirstOffset, result.LastOffset, seq)
+				for _, ack := range acks {
+					offset := result.FirstOffset + ack.first
+					fmt.Fprintf(os.Stdout, "ack %d %d %d\n", offset, offset+ack.last-ack.first, ack.seq)
+				}
 				output.Unlock()
 			}
 		})
 	}
 	group.Wait()
 	return <-errs
+}
+
+// childBatches builds one batch, or with large a run of up to 64 batches of
+// about 16 KiB; the acknowledgements' offsets are relative to the run's first.
+func childBatches(random *rand.Rand, large bool) ([]byte, []acknowledged, error) {
+	count, valueSize := 1, random.IntN(2000)
+	if large {
+		count, valueSize = 1+random.IntN(64), 2000
+	}
+	var run []byte
+	var acks []acknowledged
+	next := int64(0)
+	for range count {
+		seq, records := random.Int32(), 1+random.IntN(8)
+		batch, err := buildTestBatch(seq, records, valueSize, time.Now().UnixMilli())
+		if err != nil {
+			return nil, nil, err
+		}
+		run = append(run, batch...)
+		acks = append(acks, acknowledged{first: next, last: next + int64(records) - 1, seq: seq})
+		next += int64(records)
+	}
+	return run, acks, nil
 }
 
 // acknowledged is a batch the child reported durable.
@@ -84,7 +111,8 @@ func TestKilledProcessLosesNoAcknowledgedBatch(t *testing.T) {
 	var acks []acknowledged
 	truncations := 0
 	for iteration := range 50 {
-		newAcks := runAndKillChild(t, dir, 1+random.IntN(12))
+		delay := time.Duration(random.IntN(3000)) * time.Microsecond
+		newAcks := runAndKillChild(t, dir, 1+random.IntN(12), delay)
 		acks = append(acks, newAcks...)
 		l, report, err := Open(dir, crashChildOptions)
 		if err != nil {
@@ -119,9 +147,10 @@ func TestKilledProcessLosesNoAcknowledgedBatch(t *testing.T) {
 	t.Logf("%d acknowledged batches checked; %d recoveries truncated a torn tail", len(acks), truncations)
 }
 
-// runAndKillChild starts the child, SIGKILLs it after it acknowledged
-// `kill` batches, and returns every acknowledgement it printed.
-func runAndKillChild(t *testing.T, dir string, kill int) []acknowledged {
+// runAndKillChild starts the child, SIGKILLs it `delay` after it
+// acknowledged `kill` batches (a random point of its append loop), and
+// returns every acknowledgement it printed.
+func runAndKillChild(t *testing.T, dir string, kill int, delay time.Duration) []acknowledged {
 	t.Helper()
 	command := exec.Command(os.Args[0], "-test.run=^$")
 	command.Env = append(os.Environ(), crashChildEnv+"="+dir)
@@ -158,11 +187,13 @@ func runAndKillChild(t *testing.T, dir string, kill int) []acknowledged {
 			t.Fatalf("child acknowledged only %d batches in 20s", len(acks))
 		}
 	}
-	if err := command.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	for ack := range lines { // acknowledgements printed before the kill
+	killed := make(chan error, 1)
+	time.AfterFunc(delay, func() { killed <- command.Process.Kill() })
+	for ack := range lines { // until the kill closes stdout // acknowledgements printed before the kill
 		acks = append(acks, ack)
+	}
+	if err := <-killed; err != nil {
+		t.Fatal(err)
 	}
 	command.Wait()
 	return acks

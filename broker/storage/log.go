@@ -391,7 +391,11 @@ func (l *Log) abandon() {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.stopIntervalSync()
-	l.stopRollFlusher()
+	if l.flusher != nil { // stop without collecting: nothing more reaches the checkpoint
+		close(l.flusher.requests)
+		<-l.flusher.done
+		l.flusher = nil
+	}
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()

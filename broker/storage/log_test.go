@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -435,5 +437,23 @@ func TestScanHeaders(t *testing.T) {
 	calls := 0
 	if err := l.ScanHeaders(0, func(wire.BatchView) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("callback error: %v after %d calls", err, calls)
+	}
+}
+
+func TestDeleteRemovesTheDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "partition-0")
+	l, _, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, testBatch(t, 0, 1, 10, 1))
+	if err := l.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("directory after Delete: %v", err)
+	}
+	if _, err := l.Append(testBatch(t, 1, 1, 10, 1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after Delete: %v", err)
 	}
 }

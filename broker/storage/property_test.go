@@ -44,107 +44,136 @@ func (m *logModel) visible() []storedBatch {
 // syncs, log-start moves, clean reopens and crashes (dropping unsynced
 // writes, or keeping a torn prefix of them) and checks the log against the model.
 func TestLogAgainstModel(t *testing.T) {
-	for seed := range uint64(40) {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { runModel(t, seed, 60) })
+	for seed := range uint64(50) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { runModel(t, seed, 70) })
 	}
+}
+
+// modelRun is one random run: the log under test, its model and the history.
+type modelRun struct {
+	t       *testing.T
+	random  *rand.Rand
+	fs      *FaultFS
+	dir     string
+	options Options
+	log     *Log
+	model   *logModel
+	history []string
+	seq     int32
 }
 
 func runModel(t *testing.T, seed uint64, steps int) {
 	random := rand.New(rand.NewPCG(seed, 77))
-	fs := NewFaultFS()
-	dir := t.TempDir()
-	options := Options{FS: fs, SegmentBytes: int64(500 + random.IntN(3000)), IndexIntervalBytes: 64 + random.IntN(512), Fsync: FsyncPolicy{Mode: FsyncAlways}}
+	run := &modelRun{t: t, random: random, fs: NewFaultFS(), dir: t.TempDir(), model: &logModel{}}
+	run.options = Options{FS: run.fs, SegmentBytes: int64(500 + random.IntN(3000)), IndexIntervalBytes: 64 + random.IntN(512), Fsync: FsyncPolicy{Mode: FsyncAlways}}
 	if seed%2 == 1 {
-		options.Fsync.Mode = FsyncNever // WaitDurable promises nothing; only roll, flush and close sync
+		run.options.Fsync.Mode = FsyncNever // WaitDurable promises nothing; only flush, close (and truncate) sync
 	}
-	l, _ := openTestLog(t, dir, options)
-	model := &logModel{}
-	var history []string
-	seq := int32(0)
+	run.log, _ = openTestLog(t, run.dir, run.options)
 	for step := range steps {
-		switch choice := random.IntN(100); {
-		case choice < 45:
-			var data []byte
-			for range 1 + random.IntN(3) {
-				data = append(data, testBatch(t, seq, 1+random.IntN(4), random.IntN(300), int64(seq))...)
-				seq++
-			}
-			result := mustAppend(t, l, data)
-			for rest := data; len(rest) > 0; {
-				view, _ := wire.ParseBatch(rest)
-				model.batches = append(model.batches, storedBatch{base: view.BaseOffset(), last: view.LastOffset(), seq: view.BaseSequence(), size: view.Size()})
-				rest = rest[view.Size():]
-			}
-			model.logEnd = result.LastOffset + 1
-			history = append(history, fmt.Sprintf("append %d..%d", result.FirstOffset, result.LastOffset))
-		case choice < 55:
-			if model.logEnd > 0 {
-				if err := l.WaitDurable(context.Background(), model.logEnd-1); err != nil {
-					t.Fatal(err)
-				}
-				if options.Fsync.Mode == FsyncAlways {
-					model.durableEnd = model.logEnd
-				}
-			}
-			history = append(history, "wait durable")
-		case choice < 58:
-			if err := l.Flush(); err != nil {
+		run.step(seed*1000 + uint64(step))
+		checkAgainstModel(t, run.log, run.model, run.history)
+	}
+}
+
+// step runs one random operation on the log and the model.
+func (r *modelRun) step(crashSeed uint64) {
+	t, l, model := r.t, r.log, r.model
+	switch choice := r.random.IntN(100); {
+	case choice < 45:
+		r.append()
+	case choice < 55:
+		if model.logEnd > 0 {
+			if err := l.WaitDurable(context.Background(), model.logEnd-1); err != nil {
 				t.Fatal(err)
 			}
-			model.durableEnd = model.logEnd
-			history = append(history, "flush")
-		case choice < 62:
-			if err := l.Roll(); err != nil {
-				t.Fatal(err)
+			if r.options.Fsync.Mode == FsyncAlways {
+				model.durableEnd = model.logEnd
 			}
-			model.durableEnd = model.logEnd
-			history = append(history, "roll")
-		case choice < 72:
-			offset := model.logStart + random.Int64N(model.logEnd-model.logStart+1)
-			if err := l.Truncate(offset); err != nil {
-				t.Fatal(err)
-			}
-			if offset < model.logEnd {
-				model.cut(offset)
-			}
-			history = append(history, fmt.Sprintf("truncate %d", offset))
-		case choice < 77:
-			offset := model.logStart + random.Int64N(model.logEnd-model.logStart+1)
-			if err := l.DeleteRecordsBefore(offset); err != nil {
-				t.Fatal(err)
-			}
-			model.logStart = max(model.logStart, offset)
-			history = append(history, fmt.Sprintf("delete records before %d", offset))
-		case choice < 85:
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
-			l, _ = openTestLog(t, dir, options)
-			model.durableEnd = model.logEnd
-			history = append(history, "clean reopen")
-		default:
-			torn := random.IntN(2) == 0
-			if err := fs.Crash(seed*1000+uint64(step), torn); err != nil {
-				t.Fatal(err)
-			}
-			l.abandon()
-			var report RecoveryReport
-			l, report = openTestLog(t, dir, options)
-			history = append(history, fmt.Sprintf("crash (torn %v) → %+v", torn, report))
-			if l.LogEndOffset() < model.durableEnd || l.LogEndOffset() > max(model.logEnd, model.logStart) {
-				t.Fatalf("after crash: log end %d, durable %d, appended up to %d\n%v", l.LogEndOffset(), model.durableEnd, model.logEnd, history)
-			}
-			if l.LogEndOffset() <= model.logStart {
-				// The log start offset was persisted beyond what survived: the
-				// log restarts empty there, never reusing deleted offsets.
-				model.batches, model.logEnd = nil, model.logStart
-			} else {
-				model.cut(l.LogEndOffset())
-			}
+		}
+		r.history = append(r.history, "wait durable")
+	case choice < 58:
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		model.durableEnd = model.logEnd
+		r.history = append(r.history, "flush")
+	case choice < 62:
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		if r.options.Fsync.Mode != FsyncNever { // never: the rolled segment syncs in the background
 			model.durableEnd = model.logEnd
 		}
-		checkAgainstModel(t, l, model, history)
+		r.history = append(r.history, "roll")
+	case choice < 72:
+		offset := model.logStart + r.random.Int64N(model.logEnd-model.logStart+1)
+		if err := l.Truncate(offset); err != nil {
+			t.Fatal(err)
+		}
+		if offset < model.logEnd {
+			model.cut(offset)
+		}
+		r.history = append(r.history, fmt.Sprintf("truncate %d", offset))
+	case choice < 77:
+		offset := model.logStart + r.random.Int64N(model.logEnd-model.logStart+1)
+		if err := l.DeleteRecordsBefore(offset); err != nil {
+			t.Fatal(err)
+		}
+		model.logStart = max(model.logStart, offset)
+		r.history = append(r.history, fmt.Sprintf("delete records before %d", offset))
+	case choice < 85:
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r.log, _ = openTestLog(t, r.dir, r.options)
+		model.durableEnd = model.logEnd
+		r.history = append(r.history, "clean reopen")
+	default:
+		r.crash(crashSeed)
 	}
+}
+
+// append appends one to three batches in one call.
+func (r *modelRun) append() {
+	var data []byte
+	for range 1 + r.random.IntN(3) {
+		data = append(data, testBatch(r.t, r.seq, 1+r.random.IntN(4), r.random.IntN(300), int64(r.seq))...)
+		r.seq++
+	}
+	result := mustAppend(r.t, r.log, data)
+	for rest := data; len(rest) > 0; {
+		view, _ := wire.ParseBatch(rest)
+		r.model.batches = append(r.model.batches, storedBatch{base: view.BaseOffset(), last: view.LastOffset(), seq: view.BaseSequence(), size: view.Size()})
+		rest = rest[view.Size():]
+	}
+	r.model.logEnd = result.LastOffset + 1
+	r.history = append(r.history, fmt.Sprintf("append %d..%d", result.FirstOffset, result.LastOffset))
+}
+
+// crash drops unsynced writes (or keeps a torn prefix), reopens and checks
+// that what survived lies between the durable point and what was appended.
+func (r *modelRun) crash(seed uint64) {
+	torn := r.random.IntN(2) == 0
+	if err := r.fs.Crash(seed, torn); err != nil {
+		r.t.Fatal(err)
+	}
+	r.log.abandon()
+	var report RecoveryReport
+	r.log, report = openTestLog(r.t, r.dir, r.options)
+	r.history = append(r.history, fmt.Sprintf("crash (torn %v) → %+v", torn, report))
+	l, model := r.log, r.model
+	if l.LogEndOffset() < model.durableEnd || l.LogEndOffset() > max(model.logEnd, model.logStart) {
+		r.t.Fatalf("after crash: log end %d, durable %d, appended up to %d\n%v", l.LogEndOffset(), model.durableEnd, model.logEnd, r.history)
+	}
+	if l.LogEndOffset() <= model.logStart {
+		// The log start offset was persisted beyond what survived: the
+		// log restarts empty there, never reusing deleted offsets.
+		model.batches, model.logEnd = nil, model.logStart
+	} else {
+		model.cut(l.LogEndOffset())
+	}
+	model.durableEnd = model.logEnd
 }
 
 // checkAgainstModel compares offsets and every visible batch.

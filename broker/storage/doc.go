@@ -1,0 +1,168 @@
+// Package storage is the segmented partition log: record batches stored
+// exactly as the wire carries them, as in Kafka's log. It is a pure library —
+// no network — and reaches the disk through the FS interface, so tests can
+// fail the n-th write or sync and simulate a crash that loses unsynced writes
+// (FaultFS).
+//
+// # Concurrency
+//
+// One appender at a time (Append, Roll, Flush, Truncate, ApplyRetention,
+// DeleteRecordsBefore, AppendAbortedTxn, Close serialize on a mutex) and any
+// number of concurrent readers (Read, ReadBatches, ScanHeaders,
+// OffsetForTimestamp, AbortedTxns). The appender writes bytes with pwrite
+// beyond the published end of the active segment, then publishes the new end
+// under a short write lock; readers only look below the published end, so
+// they never see a partial batch. Regions returned by Read hold a reference
+// on their file, which stays open (and readable, even unlinked) until
+// Release.
+//
+// # Directory layout
+//
+//	<dir>/00000000000000000000.log        segment: raw batches back to back
+//	<dir>/00000000000000000000.index      sparse offset index of that segment
+//	<dir>/00000000000000000000.timeindex  sparse time index
+//	<dir>/00000000000000000000.txnindex   aborted transactions (optional)
+//	<dir>/checkpoint                      log start offset and recovery point
+//	<dir>/.clean-shutdown                 present only after a clean Close
+//
+// A segment is named by its base offset, 20 decimal digits: the offset of its
+// first batch. Segments are contiguous: each one's base offset is the offset
+// after the previous one's last batch. The newest segment is the active one.
+// A segment rolls when an append would make it exceed SegmentBytes, when it
+// is older than SegmentAge (counted from its first batch's max timestamp),
+// or when a relative offset would not fit 31 bits.
+//
+// All integers are big-endian.
+//
+// # .log
+//
+// Record batches v2 exactly as received, with the base offset patched by the
+// log (bytes 0..7 of each batch); see wire/batch.go:
+//
+//	offset  size  field
+//	     0     8  base offset            (assigned by Append; not covered by the CRC)
+//	     8     4  batch length           (bytes after this field)
+//	    12     4  partition leader epoch (not covered by the CRC)
+//	    16     1  magic = 2
+//	    17     4  CRC-32C (Castagnoli) of bytes [21, end)
+//	    21     2  attributes
+//	    23     4  last offset delta
+//	    27     8  base timestamp
+//	    35     8  max timestamp
+//	    43     8  producer id
+//	    51     2  producer epoch
+//	    53     4  base sequence
+//	    57     4  record count
+//	    61     …  records
+//
+// # .index
+//
+// Entries of 8 bytes, in increasing order of both fields:
+//
+//	0  4  relative offset: a batch's base offset minus the segment's base offset
+//	4  4  position: the byte position of that batch in the .log file
+//
+// One entry is added for the first batch that starts at least
+// IndexIntervalBytes after the previous entry's batch (the batch at position 0
+// has none: it is implicit). A lookup of offset o takes the last entry whose
+// relative offset <= o - base and scans batch headers forward from there. The
+// entries of the active segment are kept in memory and written at sync
+// points (roll, Flush, Close, and every 64 MiB with fsync interval/always);
+// sealed segments' entries are read lazily on first use.
+//
+// # .timeindex
+//
+// Entries of 12 bytes, timestamps strictly increasing:
+//
+//	0  8  timestamp: the largest batch max timestamp of the segment so far
+//	8  4  relative offset of the batch at which that maximum was reached
+//
+// An entry (T, r) means every batch up to and including the one at r has a
+// max timestamp <= T. Entries are added with offset index entries when the
+// maximum grew, plus one for the last batch when the segment is sealed (roll
+// or Close), so the last entry holds the segment's max timestamp, used by
+// time retention. OffsetForTimestamp(ts) skips to the batch of the last entry
+// with T < ts and scans headers for the first batch whose max timestamp >=
+// ts; it answers with that batch's base offset (payloads are not parsed).
+//
+// # .txnindex
+//
+// Aborted transactions whose abort marker is in this segment, 38 bytes each:
+//
+//	 0  2  version = 0
+//	 2  8  producer id
+//	10  8  first offset of the transaction's data
+//	18  8  last offset (the abort marker)
+//	26  8  last stable offset when it was aborted
+//	34  4  CRC-32C of bytes [0, 34)
+//
+// Written and synced by AppendAbortedTxn. On open the file is read whole; a
+// torn or corrupt entry and everything after it is dropped, as are entries
+// at or beyond the recovered log end. Truncation rewrites it.
+//
+// # checkpoint
+//
+// 42 bytes, written to "checkpoint.tmp", synced, renamed over "checkpoint",
+// directory synced — so it is either the old or the new one:
+//
+//	 0  4  magic "EXCK"
+//	 4  2  version = 1
+//	 6  8  log start offset
+//	14  8  recovery segment: base offset of the segment holding the recovery point
+//	22  8  recovery position: byte position of the recovery point in it
+//	30  8  recovery offset: the offset of the batch starting there
+//	38  4  CRC-32C of bytes [0, 38)
+//
+// The recovery point promises that every segment before the recovery
+// segment, and the recovery segment's first `position` bytes, were synced
+// together with their index files. It moves at roll (inline with fsync
+// interval/always; after the background sync of the rolled segment with
+// fsync never), Flush, Close, truncation, and every 64 MiB appended with
+// fsync interval/always. The log start offset moves with retention and
+// DeleteRecordsBefore; a recovered log start offset beyond the recovered end
+// restarts the log empty at the log start offset, so no deleted offset is
+// ever reused.
+//
+// # .clean-shutdown
+//
+// An empty file, created (atomically, synced) by Close after everything was
+// flushed and removed by Open before anything is written.
+//
+// # Recovery
+//
+// With the clean-shutdown marker, Open trusts every index: it reads the last
+// entry of each sealed segment's indexes (cheap sanity check) and the headers
+// after the active segment's last index entry, to find the log end. Nothing
+// is rescanned.
+//
+// Without it (a crash), Open rescans only from the recovery point: the
+// recovery segment from the recovery position (its index entries before it
+// are trusted) and every later segment whole. Earlier segments get the cheap
+// index check only. Each batch is validated in order — header complete,
+// batch length within the file, magic 2, CRC-32C, base offset equal to the
+// previous batch's last offset + 1 (the only check of the unprotected base
+// offset field) — and the log is truncated at the first batch that fails,
+// torn or corrupt: the segment file is cut at that batch and every later
+// segment deleted; RecoveryReport says where and why. A corrupt byte in the
+// partition leader epoch field, which nothing covers, goes unnoticed. The
+// indexes of the rescanned segments are rebuilt from the batches, and a new
+// recovery point is written at the recovered end.
+//
+// An index that fails the cheap check — missing, not a whole number of
+// entries, last entry outside the segment or not pointing at a batch with
+// the right base offset — is rebuilt from the segment's batch headers; a
+// sealed segment whose batches do not parse is reported as an error (it was
+// synced, so that is disk corruption, not a torn write). Indexes only speed
+// lookups up: an index loaded lazily that is not strictly increasing and
+// inside its segment is ignored, and lookups scan from the segment start.
+//
+// # Durability
+//
+// FsyncNever: the page cache; rolled segments are synced in the background
+// and WaitDurable returns at once. FsyncInterval: a goroutine syncs the
+// active segment every Interval; WaitDurable waits for the sync that covers
+// the offset. FsyncAlways: WaitDurable runs an fdatasync covering every
+// offset written so far, and concurrent waiters share it (group commit).
+// After a failed write or sync the error is sticky: every later Append,
+// WaitDurable, Roll, Flush, Truncate returns it; reads go on.
+package storage
