@@ -132,3 +132,26 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	return o, nil
 }
+
+// SetOptions changes the segment and retention settings of an open log:
+// SegmentBytes, SegmentAge, RetentionBytes, RetentionAge and
+// IndexIntervalBytes take effect from the next append or retention pass.
+// The fsync policy, file system and clock are fixed at Open; a different
+// fsync policy is refused.
+//
+// It takes appendMu: every reader of those settings (Append's roll check,
+// ApplyRetention) holds appendMu too.
+func (l *Log) SetOptions(opts Options) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if opts.Fsync != (FsyncPolicy{}) && opts.Fsync != l.opts.Fsync {
+		return fmt.Errorf("set options of %s: fsync policy is fixed at open (have %v, asked %v)", l.dir, l.opts.Fsync, opts.Fsync)
+	}
+	opts.Fsync, opts.FS, opts.Now = l.opts.Fsync, l.opts.FS, l.opts.Now
+	updated, err := opts.withDefaults()
+	if err != nil {
+		return fmt.Errorf("set options of %s: %w", l.dir, err)
+	}
+	l.opts = updated
+	return nil
+}
