@@ -1,20 +1,79 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
 func runDashboard(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("dashboard", `Renders one or more loadgen results JSON files into one self-contained HTML page:
-throughput and overhead per delivery mode (acks, enable.idempotence, transactional.id),
-latency percentiles, faults, and the checker's lost/duplicated/reordered counts,
-side by side with ratios.
+	fs := newFlagSet("dashboard", `Renders one or more loadgen results JSON files into one self-contained HTML page
+(inline CSS and SVG charts, nothing fetched at view time): throughput and the ratio to the
+at-least-once baseline per delivery mode, latency percentile spectra, throughput over time,
+the checker's lost/duplicated/reordered/aborted-read counts with violations in red, the
+transactional commit-interval sweep, and each run's target, machine, workload and client
+settings. Several files (e.g. our broker, kfake, a real Kafka) are compared side by side,
+with ratios to the first. Profiles whose names carry a file's run id, next to the JSON or
+the page (or under profiles/), are linked.
 
   exactly dashboard results/a.json [results/b.json ...] -o results/dashboard.html`, stderr)
-	fs.String("o", "results/dashboard.html", "output HTML file")
-	if err := fs.Parse(args); err != nil {
+	output := fs.String("o", "results/dashboard.html", "output HTML file")
+	title := fs.String("title", "", "page title (default: the targets compared)")
+	inputs, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(inputs) == 0 {
+		fmt.Fprintln(stderr, "no results files given")
+		fs.Usage()
 		return errUsage
 	}
-	return fmt.Errorf("%w: dashboards arrive with the dashboard issue; results JSON files are readable as they are", errNotYetAvailable)
+	results := make([]*report.Results, 0, len(inputs))
+	outputDir := filepath.Dir(*output)
+	options := report.DashboardOptions{Title: *title, Profiles: map[string][]string{}}
+	for _, input := range inputs {
+		loaded, err := report.LoadResults(input)
+		if err != nil {
+			return err
+		}
+		results = append(results, loaded)
+		inputDir := filepath.Dir(input)
+		profiles := report.FindProfiles(loaded.RunID, inputDir, filepath.Join(inputDir, "profiles"), outputDir, filepath.Join(outputDir, "profiles"))
+		options.Profiles[loaded.RunID] = append(options.Profiles[loaded.RunID], report.RelativeLinks(outputDir, profiles...)...)
+	}
+	options.Generated = time.Now()
+	if err := report.WriteDashboardWith(*output, options, results...); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dashboard: %s\n", *output)
+	return nil
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments (`a.json -o out.html b.json`), which the flag
+// package alone stops at, and returns the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
 }

@@ -1,0 +1,380 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// runRow is one run of one results file in the throughput and latency
+// table.
+type runRow struct {
+	File                                 *fileView
+	Name, Mode, Status, Reason           string
+	RecordsPerSecond, MegabytesPerSecond string
+	Ratio                                string
+	// Latencies are "p50 / p99 / p99.9" in milliseconds (commit and
+	// end-to-end: p50 / p99).
+	AckLatency, EndToEndLatency, CommitLatency string
+	Sent, Acknowledged, Errored, Retries       uint64
+	Committed, Aborted                         int64
+	// Errors is the total count of client errors; ErrorCodes lists them
+	// by code in the run's note.
+	Errors      int64
+	ErrorCodes  string
+	FaultsFired int64
+	FirstOfName bool
+	// NoteNumber numbers the run's reason in the notes under the table
+	// (0: no reason).
+	NoteNumber int
+}
+
+// runRows lists every run, grouped by run name so that files sit next to
+// each other.
+func runRows(files []*fileView, names []string) []runRow {
+	var rows []runRow
+	notes := 0
+	for _, name := range names {
+		first := true
+		for _, file := range files {
+			run := file.run(name)
+			if run == nil {
+				continue
+			}
+			ack, endToEnd, commit := run.Latency[LatencyProduceAck], run.Latency[LatencyEndToEnd], run.Latency[LatencyTransactionCommit]
+			rows = append(rows, runRow{File: file, Name: run.Name, Mode: run.Mode, Status: run.Status, Reason: run.Reason,
+				RecordsPerSecond: number(run.Throughput.RecordsPerSecond, 0), MegabytesPerSecond: number(run.Throughput.MegabytesPerSecond, 1),
+				Ratio:      times(run.Throughput.RatioToBaseline),
+				AckLatency: percentiles(ack, 50, 99, 99.9), EndToEndLatency: percentiles(endToEnd, 50, 99),
+				CommitLatency: percentiles(commit, 50, 99),
+				Sent:          run.Producers.Sent, Acknowledged: run.Producers.Acknowledged, Errored: run.Producers.Errored,
+				Retries: uint64(max(run.Retries, 0)), Committed: run.Transactions.Committed, Aborted: run.Transactions.Aborted,
+				Errors: errorTotal(run.ErrorsByCode), ErrorCodes: errorsText(run.ErrorsByCode), FaultsFired: run.FaultsFired, FirstOfName: first})
+			first = false
+			if run.Reason != "" || len(run.ErrorsByCode) > 0 {
+				rows[len(rows)-1].NoteNumber = notes + 1
+				notes++
+			}
+		}
+	}
+	return rows
+}
+
+// runNotes returns the rows that carry a reason, in note order.
+func runNotes(rows []runRow) []runRow {
+	var notes []runRow
+	for _, row := range rows {
+		if row.NoteNumber > 0 {
+			notes = append(notes, row)
+		}
+	}
+	return notes
+}
+
+// percentiles renders h's values at the given percentiles as
+// "1.23 / 45.6 / 789", or "-" when h is nil.
+func percentiles(h *Histogram, at ...float64) string {
+	if h == nil {
+		return "-"
+	}
+	parts := make([]string, len(at))
+	for index, percentile := range at {
+		parts[index] = shortMillis(h.Percentile(percentile))
+	}
+	return strings.Join(parts, " / ")
+}
+
+// shortMillis renders milliseconds with three or four significant digits.
+func shortMillis(value float64) string {
+	switch {
+	case value < 0:
+		return "-"
+	case value >= 100:
+		return fmt.Sprintf("%.0f", value)
+	case value >= 10:
+		return fmt.Sprintf("%.1f", value)
+	}
+	return fmt.Sprintf("%.2f", value)
+}
+
+// times renders a ratio as "×0.87", or "-" when there is none.
+func times(value float64) string {
+	if value <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("×%.2f", value)
+}
+
+func errorTotal(errors map[string]int64) int64 {
+	var total int64
+	for _, count := range errors {
+		total += count
+	}
+	return total
+}
+
+// errorsText lists error codes by decreasing count.
+func errorsText(errors map[string]int64) string {
+	codes := make([]string, 0, len(errors))
+	for code := range errors {
+		codes = append(codes, code)
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		if errors[codes[i]] != errors[codes[j]] {
+			return errors[codes[i]] > errors[codes[j]]
+		}
+		return codes[i] < codes[j]
+	})
+	parts := make([]string, len(codes))
+	for index, code := range codes {
+		parts[index] = fmt.Sprintf("%s ×%d", code, errors[code])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// comparisonView compares the runs of several results files (usually
+// different targets) with the first file.
+type comparisonView struct {
+	Reference *fileView
+	Others    []*fileView
+	Rows      []comparisonRow
+}
+
+type comparisonRow struct {
+	Name  string
+	Cells []comparisonCell // one per file, the reference first
+}
+
+// comparisonCell is one file's run against the reference file's run of the
+// same name. Class is "better", "worse" or "" for the ratio's colour.
+type comparisonCell struct {
+	RecordsPerSecond, Throughput, ThroughputClass string
+	AckP99, Latency, LatencyClass                 string
+}
+
+func compareFiles(files []*fileView, names []string) *comparisonView {
+	view := &comparisonView{Reference: files[0], Others: files[1:]}
+	for _, name := range names {
+		reference := files[0].run(name)
+		if !charted(reference) {
+			reference = nil
+		}
+		row := comparisonRow{Name: name}
+		for _, file := range files {
+			run := file.run(name)
+			if run == nil {
+				row.Cells = append(row.Cells, comparisonCell{RecordsPerSecond: "absent", AckP99: "-", Throughput: "-", Latency: "-"})
+				continue
+			}
+			if !charted(run) {
+				row.Cells = append(row.Cells, comparisonCell{RecordsPerSecond: run.Status, AckP99: "-", Throughput: "-", Latency: "-"})
+				continue
+			}
+			cell := comparisonCell{RecordsPerSecond: number(run.Throughput.RecordsPerSecond, 0), AckP99: millis(run.Latency[LatencyProduceAck].Percentile(99)),
+				Throughput: "-", Latency: "-"}
+			if reference != nil && file != files[0] {
+				if base := reference.Throughput.RecordsPerSecond; base > 0 && run.Throughput.RecordsPerSecond > 0 {
+					ratio := run.Throughput.RecordsPerSecond / base
+					cell.Throughput, cell.ThroughputClass = times(ratio), ratioClass(ratio, true)
+				}
+				base, value := reference.Latency[LatencyProduceAck].Percentile(99), run.Latency[LatencyProduceAck].Percentile(99)
+				if base > 0 && value > 0 {
+					cell.Latency, cell.LatencyClass = times(value/base), ratioClass(value/base, false)
+				}
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		view.Rows = append(view.Rows, row)
+	}
+	return view
+}
+
+// ratioClass marks a ratio more than 10% better or worse than 1.
+func ratioClass(ratio float64, higherIsBetter bool) string {
+	switch {
+	case ratio > 1.1 && higherIsBetter, ratio < 0.9 && !higherIsBetter:
+		return "better"
+	case ratio < 0.9 && higherIsBetter, ratio > 1.1 && !higherIsBetter:
+		return "worse"
+	}
+	return ""
+}
+
+// faultSummaryRow counts one kind of fault fired in one run.
+type faultSummaryRow struct {
+	File         *fileView
+	Run, Kind    string
+	Count        int
+	First, Last  string
+	WithoutTimes bool
+}
+
+// faultSummaryRows counts each run's fault events by kind, in order of
+// first appearance; a run that fired faults without recording events gets
+// one row saying so.
+func faultSummaryRows(file *fileView) []faultSummaryRow {
+	var rows []faultSummaryRow
+	for _, run := range file.Results.Runs {
+		events := runFaultEvents(run)
+		if len(events) == 0 && run.FaultsFired > 0 {
+			rows = append(rows, faultSummaryRow{File: file, Run: run.Name, Kind: "any", Count: int(run.FaultsFired), WithoutTimes: true})
+			continue
+		}
+		position := map[string]int{}
+		for _, event := range events {
+			at := fmt.Sprintf("%.3f s", event.ElapsedSeconds)
+			index, seen := position[event.Kind]
+			if !seen {
+				index = len(rows)
+				position[event.Kind] = index
+				rows = append(rows, faultSummaryRow{File: file, Run: run.Name, Kind: event.Kind, First: at})
+			}
+			rows[index].Count++
+			rows[index].Last = at
+		}
+	}
+	return rows
+}
+
+// faultRow is one fault event.
+type faultRow struct {
+	File                  *fileView
+	Run                   string
+	Elapsed, Kind, Broker string
+	Detail                string
+}
+
+func faultRows(file *fileView) []faultRow {
+	var rows []faultRow
+	for _, run := range file.Results.Runs {
+		events := runFaultEvents(run)
+		listed := events[:min(len(events), maxMarkedEvents)]
+		for _, event := range listed {
+			rows = append(rows, faultRow{File: file, Run: run.Name, Elapsed: fmt.Sprintf("%.3f s", event.ElapsedSeconds),
+				Kind: event.Kind, Broker: event.Broker, Detail: event.Detail})
+		}
+		if left := len(events) - len(listed); left > 0 {
+			rows = append(rows, faultRow{File: file, Run: run.Name, Elapsed: "…",
+				Kind: fmt.Sprintf("%d more events", left), Detail: "see fault_events in the results file"})
+		}
+	}
+	return rows
+}
+
+// checkRow is one verification read of one run: the checker's counts with
+// the ones that break the run's guarantee highlighted.
+type checkRow struct {
+	File                      *fileView
+	Run, Mode, Status, Reader string
+	Topic, FaultPlan          string
+	FaultsFired               int64
+	Complete                  bool
+	Counts                    []countCell
+	Violations                []string
+	// Note replaces the counts of a run that was not read back.
+	Note string
+}
+
+// countCell is one count; Violation marks a count the checker reported as
+// breaking the guarantee.
+type countCell struct {
+	Value     uint64
+	Violation bool
+}
+
+// checkColumns are the count columns of the checker table, in order.
+var checkColumns = []string{"read", "unique", "lost", "duplicated", "reordered", "aborted read", "phantom", "ambiguous present", "ambiguous absent"}
+
+func checkRows(file *fileView) []checkRow {
+	var rows []checkRow
+	for _, run := range file.Results.Runs {
+		base := checkRow{File: file, Run: run.Name, Mode: run.Mode, Status: run.Status, FaultsFired: run.FaultsFired, FaultPlan: run.FaultPlan}
+		if base.FaultPlan == "" {
+			base.FaultPlan = "none"
+		}
+		if len(run.Checks) == 0 {
+			base.Note = "not read back"
+			if run.Reason != "" {
+				base.Note += ": " + run.Reason
+			}
+			rows = append(rows, base)
+			continue
+		}
+		for _, check := range run.Checks {
+			row := base
+			row.Reader, row.Topic, row.Complete = check.Reader, check.Topic, check.Complete
+			row.Counts = countCells(run, check)
+			row.Violations = checkViolations(run, check, row.Counts)
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// countCells lays out a check's counts in checkColumns order, marking the
+// counts that break the run's bounds (see countBound).
+func countCells(run *Run, check Check) []countCell {
+	counts := check.Counts
+	committed := check.Reader == "read_committed"
+	broken := func(value uint64, bound string) bool { return value > 0 && !countBound(run, bound) }
+	return []countCell{
+		{counts.Read, false}, {counts.Unique, false},
+		{counts.Lost, broken(counts.Lost, "lost")}, {counts.Duplicated, broken(counts.Duplicated, "dup")},
+		{counts.Reordered, broken(counts.Reordered, "reord")}, {counts.AbortedVisible, committed && counts.AbortedVisible > 0},
+		{counts.Phantom, counts.Phantom > 0}, {counts.AmbiguousPresent, false}, {counts.AmbiguousAbsent, false},
+	}
+}
+
+// checkViolations is what the row lists and highlights: the checker's
+// violations without those the run's expectation allows, or all of them
+// when a count cell is broken.
+func checkViolations(run *Run, check Check, cells []countCell) []string {
+	if run.Expectation == nil {
+		return check.Violations
+	}
+	var kept []string
+	for _, violation := range check.Violations {
+		allowed := (strings.HasSuffix(violation, " duplicated") && countBound(run, "dup")) ||
+			(strings.HasSuffix(violation, " reordered") && countBound(run, "reord")) ||
+			(strings.HasSuffix(violation, " acknowledged-but-lost") && countBound(run, "lost"))
+		if !allowed {
+			kept = append(kept, violation)
+		}
+	}
+	for _, cell := range cells {
+		if cell.Violation && len(kept) == 0 {
+			return check.Violations
+		}
+	}
+	return kept
+}
+
+// expectationRow is one run of the fault matrix: the bounds, what it
+// showed and the verdict.
+type expectationRow struct {
+	File                       *fileView
+	Run, FaultPlan             string
+	FaultsFired                int64
+	Expected, Observed, Status string
+	Why                        string
+	Offenders                  []string
+}
+
+// expectationRows lists the runs that carry an expectation.
+func expectationRows(file *fileView) []expectationRow {
+	var rows []expectationRow
+	for _, run := range file.Results.Runs {
+		expectation := run.Expectation
+		if expectation == nil {
+			continue
+		}
+		row := expectationRow{File: file, Run: run.Name, FaultPlan: run.FaultPlan, FaultsFired: run.FaultsFired,
+			Expected: expectation.Expected, Observed: expectation.Observed, Status: expectation.Verdict, Why: expectation.Why}
+		row.Offenders = expectation.Offenders[:min(len(expectation.Offenders), 5)]
+		if row.Status == "" {
+			row.Status = run.Status
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
