@@ -153,17 +153,21 @@ func TestApiVersionsUnknownVersion(t *testing.T) {
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("error code %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
 	}
-	found := false
+	advertised := map[int16][2]int16{}
 	for _, k := range resp.ApiKeys {
-		if k.ApiKey == wire.APIVersions && k.MinVersion == 0 && k.MaxVersion == 4 {
-			found = true
-		}
-		if k.ApiKey == wire.APIInitProducerID {
-			t.Fatalf("InitProducerId advertised before idempotence exists")
+		advertised[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	for key, want := range map[int16][2]int16{wire.APIVersions: {0, 4}, wire.APIInitProducerID: {0, 5}, wire.APIDescribeProducers: {0, 0}} {
+		if got, ok := advertised[key]; !ok || got != want {
+			t.Fatalf("%s: advertised %v (%v), want %v", wire.APIName(key), got, ok, want)
 		}
 	}
-	if !found {
-		t.Fatalf("ApiVersions 0-4 not advertised: %+v", resp.ApiKeys)
+	// Until the transaction coordinator is wired in, clients must not
+	// believe transactions are available.
+	for _, key := range []int16{wire.APIAddPartitionsToTxn, wire.APIAddOffsetsToTxn, wire.APIEndTxn, wire.APITxnOffsetCommit} {
+		if _, ok := advertised[key]; ok {
+			t.Fatalf("%s advertised before transactions exist", wire.APIName(key))
+		}
 	}
 	// The same connection goes on with a version it now knows.
 	r.request(kmsg.NewPtrApiVersionsRequest(), 3)

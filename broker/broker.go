@@ -18,6 +18,10 @@
 //     is guarded by Broker.topicsMu; a topic's config is an immutable
 //     snapshot swapped atomically.
 //   - The retention goroutine applies retention to every partition.
+//   - Each partition's idempotent-producer state is guarded by its append
+//     lock (producer_state.go); the producer-expiry goroutine takes that
+//     lock to forget idle producers. Producer ids come from producerIDs,
+//     an allocator of durably reserved id blocks (safe for concurrent use).
 package broker
 
 import (
@@ -27,11 +31,22 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/wire"
+)
+
+// producerIDsFile is the file in the data directory that reserves producer
+// id blocks (producers.FileBlockReserver), so ids stay unique across
+// restarts; producerIDBlockSize ids are reserved at a time.
+const (
+	producerIDsFile     = "producer-ids"
+	producerIDBlockSize = 1000
 )
 
 // Config configures an embedded broker.
@@ -64,6 +79,15 @@ type Broker struct {
 	advertisedPort int32
 	maxFrameSize   int32
 
+	// producerIDs allocates producer ids for InitProducerId.
+	producerIDs *producers.IDAllocator
+	// producerOptions configure every partition's producer state.
+	producerOptions producers.Options
+
+	// groups is the group coordinator (groups.go), set by Start and closed
+	// by Close after the last connection.
+	groups *group.Coordinator
+
 	// ctx is cancelled by Close; long polls and durability waits end on it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -82,7 +106,7 @@ type Broker struct {
 	closing bool
 
 	connections sync.WaitGroup // one per connection (reader+writer)
-	background  sync.WaitGroup // accept loop, retention loop
+	background  sync.WaitGroup // accept loop, retention loop, producer expiry loop
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -113,6 +137,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		topics:       map[string]*topic{},
 		topicIDs:     map[[16]byte]*topic{},
 		conns:        map[*connection]struct{}{},
+		producerOptions: producers.Options{
+			ExpirationAge: time.Duration(config.int64Value("producer.id.expiration.ms")) * time.Millisecond,
+		},
+	}
+	b.producerIDs, err = producers.OpenIDAllocator(filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
+	if err != nil {
+		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}
 	if err := b.loadTopics(); err != nil {
 		b.closeLogs()
@@ -132,10 +163,16 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.closeLogs()
 		return nil, err
 	}
+	if err := b.openGroups(); err != nil {
+		b.listener.Close()
+		b.closeLogs()
+		return nil, err
+	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.background.Add(2)
+	b.background.Add(3)
 	go b.acceptLoop()
 	go b.retentionLoop()
+	go b.producerExpiryLoop()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -199,7 +236,7 @@ func (b *Broker) Close() error {
 			b.connections.Wait()
 		}
 		b.background.Wait()
-		b.closeErr = b.closeLogs()
+		b.closeErr = errors.Join(b.closeLogs(), b.closeGroups())
 		b.logger.Info("broker stopped", "node_id", b.nodeID)
 	})
 	return b.closeErr
@@ -275,6 +312,30 @@ func (b *Broker) applyRetention() {
 			b.logger.Error("retention failed", "partition", p.name(), "error", err)
 		} else if deleted > 0 {
 			b.logger.Info("retention deleted segments", "partition", p.name(), "segments", deleted)
+		}
+	}
+}
+
+// producerExpiryLoop forgets, every
+// producer.id.expiration.check.interval.ms, the producers idle for
+// producer.id.expiration.ms on every partition. It takes each partition's
+// append lock in turn (partition.expireProducers), so it never runs
+// concurrently with that partition's appends.
+func (b *Broker) producerExpiryLoop() {
+	defer b.background.Done()
+	interval := time.Duration(b.config.int64Value("producer.id.expiration.check.interval.ms")) * time.Millisecond
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-ticker.C:
+			for _, p := range b.allPartitions() {
+				if dropped := p.expireProducers(); dropped > 0 {
+					b.logger.Info("idle producers expired", "partition", p.name(), "producers", dropped)
+				}
+			}
 		}
 	}
 }

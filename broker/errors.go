@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -33,6 +34,8 @@ var (
 	errInvalidRequest      = errors.New("invalid request")
 	errShuttingDown        = errors.New("broker is shutting down")
 	errStorage             = errors.New("storage error")
+	errInvalidTxnState     = errors.New("invalid transaction state")
+	errNoCoordinator       = errors.New("coordinator not available")
 )
 
 // errorCode maps an error to the Kafka error code a response carries; nil
@@ -72,12 +75,38 @@ var errorCodes = []struct {
 	{errInvalidRequest, kerr.InvalidRequest},
 	{errShuttingDown, kerr.LeaderNotAvailable},
 	{errStorage, kerr.KafkaStorageError},
+	{errInvalidTxnState, kerr.InvalidTxnState},
+	{errNoCoordinator, kerr.CoordinatorNotAvailable},
+	// Idempotent producers (producers' doc has the table). A fenced
+	// (older-epoch) batch is INVALID_PRODUCER_EPOCH in every Produce
+	// version: Kafka 2.7 (KIP-588) moved PRODUCER_FENCED (90) to the
+	// coordinator APIs and answers Produce with INVALID_PRODUCER_EPOCH,
+	// which clients treat as abortable rather than fatal.
+	{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
+	{producers.ErrInvalidBatch, kerr.InvalidRecord},
+	{producers.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	// A batch that fails structural or CRC checks is CORRUPT_MESSAGE.
 	{wire.ErrBatchCRC, kerr.CorruptMessage},
 	// Produce v3+ must carry magic 2; Kafka calls anything else INVALID_RECORD.
 	{wire.ErrBatchMagic, kerr.InvalidRecord},
 	{wire.ErrBatchTruncated, kerr.CorruptMessage},
 	{wire.ErrBatchLength, kerr.CorruptMessage},
+}
+
+// produceErrorCode is errorCode for a Produce partition of the given
+// request version. UNKNOWN_PRODUCER_ID exists from Produce v5 (Kafka 1.0);
+// older versions get OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka 0.11 answered.
+// Clients treat both alike (franz-go's sink.go resets the producer id or
+// bumps the epoch when the log start moved past its last acknowledged
+// offset).
+func produceErrorCode(err error, version int16) int16 {
+	code := errorCode(err)
+	if code == kerr.UnknownProducerID.Code && version < 5 {
+		return kerr.OutOfOrderSequenceNumber.Code
+	}
+	return code
 }
 
 // errorMessage is the optional error message a response may carry.

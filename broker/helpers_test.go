@@ -34,7 +34,9 @@ func startTestBroker(t *testing.T, dir string, properties map[string]string) *Br
 }
 
 // newTestClient returns a franz-go client of the broker, closed at the end
-// of the test. Idempotent writes are off until the broker implements them.
+// of the test. Idempotent writes are off so that options such as acks=0
+// stay valid (franz-go's idempotence requires acks=all); the idempotence
+// tests build their own producers.
 func newTestClient(t *testing.T, b *Broker, options ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	options = append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.DisableIdempotentWrite()}, options...)

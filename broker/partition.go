@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
+	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
@@ -16,18 +18,34 @@ import (
 // broker: it leads from the start and never changes.
 const leaderEpoch int32 = 0
 
-// partition is one topic partition: its log and the notification that
-// wakes long-polling fetches.
+// partition is one topic partition: its log, its idempotent-producer state
+// and the notification that wakes long-polling fetches.
 type partition struct {
-	topic *topic
-	index int32
-	log   *storage.Log
+	topic  *topic
+	index  int32
+	log    *storage.Log
+	logger *slog.Logger
+	// producerOptions configure producers (expiration age); set at open.
+	producerOptions producers.Options
 
 	// appendMu serialises appends: storage.Log allows one appender at a
 	// time, and connections append from their own reader goroutines. It
 	// also guards the transition of closed to true, so no append runs on a
-	// closed log.
+	// closed log, and the producer state below (see producer_state.go).
 	appendMu sync.Mutex
+	// producers is the idempotent-producer state up to the log end
+	// (guarded by appendMu). Invariant: it reflects every batch in the log
+	// that was appended or replayed, in log order.
+	producers *producers.PartitionState
+	// producersDirty: producers changed since the last snapshot (appendMu).
+	producersDirty bool
+	// snapshotOffset is the offset of the newest snapshot written or
+	// loaded, -1 if none (appendMu).
+	snapshotOffset int64
+	// activeSegmentBase is the base offset of the segment the last append
+	// went to, -1 when not known yet; a change means the append rolled a
+	// segment (appendMu).
+	activeSegmentBase int64
 	// closed is set (under appendMu) when the log is closed or deleted;
 	// readers check it to report UNKNOWN_TOPIC_OR_PARTITION.
 	closed atomic.Bool
@@ -59,33 +77,24 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %w", errStorage, dir, err)
 	}
-	if !fresh {
-		b.logger.Info("partition loaded", "partition", partitionDirName(t.name, index),
-			"log_start_offset", log.LogStartOffset(), "log_end_offset", log.LogEndOffset(),
-			"recovery", fmt.Sprintf("%+v", report))
+	p := &partition{topic: t, index: index, log: log, logger: b.logger, producerOptions: b.producerOptions,
+		activeSegmentBase: -1, notify: make(chan struct{})}
+	replayed, err := p.loadProducerState(p.producerOptions)
+	if err != nil {
+		log.Close()
+		return nil, err
 	}
-	return &partition{topic: t, index: index, log: log, notify: make(chan struct{})}, nil
+	if !fresh {
+		b.logger.Info("partition loaded", "partition", p.name(),
+			"log_start_offset", log.LogStartOffset(), "log_end_offset", log.LogEndOffset(),
+			"recovery", fmt.Sprintf("%+v", report), "producers", p.producers.Len(),
+			"producer_snapshot_offset", p.snapshotOffset, "replayed_batches", replayed)
+	}
+	return p, nil
 }
 
 // name is "<topic>-<index>", for logs and errors.
 func (p *partition) name() string { return partitionDirName(p.topic.name, p.index) }
-
-// append writes validated batches (their base offsets are patched in
-// place) and wakes fetches waiting on the partition.
-func (p *partition) append(batches []byte) (storage.AppendResult, error) {
-	p.appendMu.Lock()
-	if p.closed.Load() {
-		p.appendMu.Unlock()
-		return storage.AppendResult{}, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
-	}
-	result, err := p.log.Append(batches)
-	p.appendMu.Unlock()
-	if err != nil {
-		return result, fmt.Errorf("%w: append to %s: %w", errStorage, p.name(), err)
-	}
-	p.wakeWaiters()
-	return result, nil
-}
 
 func (p *partition) wakeWaiters() {
 	p.notifyMu.Lock()
@@ -116,14 +125,21 @@ func (p *partition) waitDurable(ctx context.Context, offset int64) error {
 // replica every appended record is committed, so it is the log end.
 func (p *partition) highWatermark() int64 { return p.log.LogEndOffset() }
 
-// applyRetention deletes segments beyond the topic's retention.
+// applyRetention deletes segments beyond the topic's retention. The
+// producer state is kept (producers expire by idleness, not by retention);
+// when segments went, a snapshot at the log end keeps the producers whose
+// batches were all deleted across a restart.
 func (p *partition) applyRetention() (int, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.closed.Load() {
 		return 0, nil
 	}
-	return p.log.ApplyRetention()
+	deleted, err := p.log.ApplyRetention()
+	if deleted > 0 {
+		p.snapshotLocked(p.log.LogEndOffset())
+	}
+	return deleted, err
 }
 
 // optionsSetter is implemented by a storage.Log that can change its
@@ -156,6 +172,8 @@ func (p *partition) close() error {
 		return nil
 	}
 	p.wakeWaiters()
+	// A snapshot at the log end makes the next start replay nothing.
+	p.snapshotLocked(p.log.LogEndOffset())
 	if err := p.log.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", p.name(), err)
 	}

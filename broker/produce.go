@@ -21,6 +21,15 @@ import (
 // batches of one connection reach each partition in the order they arrived
 // (idempotent producers pipeline up to 5 requests and rely on it).
 //
+// Idempotence: a batch with a producer id is checked against the
+// partition's producer state and appended under the partition's append
+// lock (producer_state.go). A retry of one of the producer's 5 newest
+// batches is answered with the original offsets (and, for acks=all, after
+// the original is durable) and is not written again; a sequence gap is
+// OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, an
+// unknown producer not starting at sequence 0 UNKNOWN_PRODUCER_ID (see
+// errors.go for the per-version codes); nothing is written then.
+//
 // acks: 0 sends no response at all; 1 answers once appended; -1 (all)
 // answers once the batches are durable under log.fsync (the wait runs on
 // its own goroutine so the reader goes on), and fails with
@@ -64,6 +73,9 @@ func handleProduce(c *connection, r *request) {
 			p, appendErr := c.broker.produceToPartition(t, topicErr, index, records, acks)
 			if appendErr != nil {
 				setProduceError(rp, appendErr, version)
+				if p.partition != nil {
+					rp.LogStartOffset = p.partition.log.LogStartOffset()
+				}
 				continue
 			}
 			rp.BaseOffset, rp.LogStartOffset = p.baseOffset, p.partition.log.LogStartOffset()
@@ -130,7 +142,7 @@ func findProducePartition(resp *kmsg.ProduceResponse, p *partition) *kmsg.Produc
 }
 
 func setProduceError(rp *kmsg.ProduceResponseTopicPartition, err error, version int16) {
-	rp.ErrorCode = errorCode(err)
+	rp.ErrorCode = produceErrorCode(err, version)
 	rp.BaseOffset = -1
 	rp.LogAppendTime = -1
 	rp.LogStartOffset = -1
@@ -193,11 +205,18 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 		}
 		return nil
 	})
-	result, err := p.append(records)
+	result, err := p.appendProduced(records)
 	if err != nil {
-		return appended{}, err
+		// The partition goes back with the error: its log start offset
+		// tells an idempotent client whether UNKNOWN_PRODUCER_ID or
+		// OUT_OF_ORDER_SEQUENCE_NUMBER means lost data or only a producer
+		// whose batches retention deleted (franz-go's sink.go, KIP-360).
+		return appended{partition: p}, err
 	}
-	return appended{partition: p, baseOffset: result.FirstOffset, lastOffset: result.LastOffset, logAppendTime: appendTime}, nil
+	if result.duplicate && appendTime >= 0 {
+		appendTime = result.maxTimestamp // the original append's time
+	}
+	return appended{partition: p, baseOffset: result.firstOffset, lastOffset: result.lastOffset, logAppendTime: appendTime}, nil
 }
 
 // validateBatches checks every batch of a partition: structure, magic 2,

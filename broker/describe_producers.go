@@ -1,0 +1,63 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// DescribeProducers v0 (API 61) lists, for each requested partition, the
+// idempotent producers whose state the partition keeps: id, epoch, last
+// sequence and timestamp, coordinator epoch and the start offset of an open
+// transaction (-1 for none), as kafka-transactions.sh describe-producers
+// shows them. An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
+// for that partition.
+func init() {
+	register(wire.APIDescribeProducers, 0, 0, kmsgHandler(handleDescribeProducers))
+}
+
+func handleDescribeProducers(c *connection, req *kmsg.DescribeProducersRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, requested := range req.Topics {
+		rt := kmsg.NewDescribeProducersResponseTopic()
+		rt.Topic = requested.Topic
+		t := c.broker.topicByName(requested.Topic)
+		for _, index := range requested.Partitions {
+			rp := kmsg.NewDescribeProducersResponseTopicPartition()
+			rp.Partition = index
+			if err := describePartitionProducers(c.broker, t, index, &rp); err != nil {
+				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// describePartitionProducers fills rp with the producers of partition
+// index of t (nil when the topic does not exist).
+func describePartitionProducers(b *Broker, t *topic, index int32, rp *kmsg.DescribeProducersResponseTopicPartition) error {
+	if t == nil {
+		return errUnknownTopic
+	}
+	p, err := b.partitionOf(t, index)
+	if err != nil {
+		return err
+	}
+	infos, err := p.describeProducers()
+	if err != nil {
+		return err
+	}
+	for _, info := range infos {
+		producer := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+		producer.ProducerID = info.ProducerID
+		producer.ProducerEpoch = int32(info.ProducerEpoch)
+		producer.LastSequence = info.LastSequence
+		producer.LastTimestamp = info.LastTimestamp
+		producer.CoordinatorEpoch = info.CoordinatorEpoch
+		producer.CurrentTxnStartOffset = info.CurrentTxnStartOffset
+		rp.ActiveProducers = append(rp.ActiveProducers, producer)
+	}
+	return nil
+}

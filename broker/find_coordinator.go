@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// FindCoordinator v0–6 names this broker as the coordinator of every group
+// (a single node leads every __consumer_offsets partition). v0–3 ask for
+// one key, v4+ for a batch (KIP-699), each answered on its own. Key type 0
+// is a group; key type 1 is a transactional id, answered
+// COORDINATOR_NOT_AVAILABLE until the transaction coordinator is wired in;
+// any other type is INVALID_REQUEST.
+func init() {
+	register(wire.APIFindCoordinator, 0, 6, groupHandler(inReader, handleFindCoordinator))
+}
+
+// Coordinator key types of FindCoordinator.
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+// coordinatorAnswer is the answer for one key.
+type coordinatorAnswer struct {
+	nodeID    int32
+	host      string
+	port      int32
+	errorCode int16
+	message   *string
+}
+
+func handleFindCoordinator(_ context.Context, c *connection, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if req.Version < 4 {
+		answer := c.broker.findCoordinator(req.CoordinatorType)
+		resp.NodeID, resp.Host, resp.Port = answer.nodeID, answer.host, answer.port
+		resp.ErrorCode, resp.ErrorMessage = answer.errorCode, answer.message
+		return resp
+	}
+	for _, key := range req.CoordinatorKeys {
+		answer := c.broker.findCoordinator(req.CoordinatorType)
+		coordinator := kmsg.NewFindCoordinatorResponseCoordinator()
+		coordinator.Key = key
+		coordinator.NodeID, coordinator.Host, coordinator.Port = answer.nodeID, answer.host, answer.port
+		coordinator.ErrorCode, coordinator.ErrorMessage = answer.errorCode, answer.message
+		resp.Coordinators = append(resp.Coordinators, coordinator)
+	}
+	return resp
+}
+
+func (b *Broker) findCoordinator(keyType int8) coordinatorAnswer {
+	failed := func(err *kerr.Error, message string) coordinatorAnswer {
+		return coordinatorAnswer{nodeID: -1, port: -1, errorCode: err.Code, message: &message}
+	}
+	switch keyType {
+	case coordinatorGroup:
+		return coordinatorAnswer{nodeID: b.nodeID, host: b.advertisedHost, port: b.advertisedPort}
+	case coordinatorTransaction:
+		return failed(kerr.CoordinatorNotAvailable, "this broker has no transaction coordinator yet")
+	default:
+		return failed(kerr.InvalidRequest, "unknown coordinator key type")
+	}
+}

@@ -1,0 +1,456 @@
+package broker_test
+
+// The librdkafka end-to-end test: the `exactly` binary runs as a
+// subprocess and kcat (librdkafka) produces to it, consumes from it and
+// reads its metadata, with every codec librdkafka speaks. kcat is a hard
+// requirement: ci/test.sh installs it, and a missing kcat fails the test.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// kcatCodecs are the compression codecs kcat produces with, one per
+// partition of the codecs topic.
+var kcatCodecs = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+const (
+	kcatRecordsPerPartition = 400
+	kcatAutoRecords         = 600
+	kcatAutoKeys            = 20
+	kcatAutoPartitions      = 3
+)
+
+func TestKcatEndToEnd(t *testing.T) {
+	kcat := requireKcat(t)
+	binary := buildExactly(t)
+	dataDir := t.TempDir()
+	brokerArgs := []string{"--data-dir", dataDir, "--config", "num.partitions=" + strconv.Itoa(kcatAutoPartitions)}
+
+	server := startExactly(t, binary, brokerArgs...)
+	createKcatTopic(t, server.addr, "kcat-codecs", int32(len(kcatCodecs)))
+
+	// One partition per codec; each partition's records must come back
+	// in order, whole, with their keys and headers.
+	for partition, codec := range kcatCodecs {
+		input := codecRecords(partition)
+		runKcat(t, kcat, input, "-b", server.addr, "-P", "-t", "kcat-codecs",
+			"-p", strconv.Itoa(partition), "-K", ":", "-z", codec, "-H", "codec="+codec)
+	}
+	checkCodecTopic(t, consumeWithKcat(t, kcat, server.addr, "kcat-codecs"))
+
+	// A topic kcat's producer creates by naming it: num.partitions
+	// partitions, librdkafka's key hash picks one per key.
+	var input strings.Builder
+	for i := range kcatAutoRecords {
+		fmt.Fprintf(&input, "key-%d:auto-%d\n", i%kcatAutoKeys, i)
+	}
+	runKcat(t, kcat, input.String(), "-b", server.addr, "-P", "-t", "kcat-auto", "-K", ":")
+	checkAutoTopic(t, consumeWithKcat(t, kcat, server.addr, "kcat-auto"))
+
+	checkKcatMetadata(t, kcat, server.addr, map[string]int{
+		"kcat-codecs": len(kcatCodecs),
+		"kcat-auto":   kcatAutoPartitions,
+	})
+
+	server.stop(t)
+
+	// What was acknowledged survives a clean shutdown and a restart.
+	restarted := startExactly(t, binary, brokerArgs...)
+	checkCodecTopic(t, consumeWithKcat(t, kcat, restarted.addr, "kcat-codecs"))
+	checkAutoTopic(t, consumeWithKcat(t, kcat, restarted.addr, "kcat-auto"))
+	restarted.stop(t)
+}
+
+// kcatRecord is one record as kcat -C printed it.
+type kcatRecord struct {
+	partition int
+	offset    int64
+	key       string
+	value     string
+	headers   string
+}
+
+// codecRecords is the kcat -P input for one partition of the codecs topic:
+// "key:value" lines whose values repeat text so the codecs compress.
+func codecRecords(partition int) string {
+	var input strings.Builder
+	for i := range kcatRecordsPerPartition {
+		fmt.Fprintf(&input, "%s\n", codecLine(partition, i))
+	}
+	return input.String()
+}
+
+func codecLine(partition, i int) string {
+	return fmt.Sprintf("k%d-%d:v%d-%d-%s", partition, i, partition, i, strings.Repeat("abc", i%50))
+}
+
+func checkCodecTopic(t *testing.T, records []kcatRecord) {
+	t.Helper()
+	byPartition := groupByPartition(t, records)
+	if len(byPartition) != len(kcatCodecs) {
+		t.Fatalf("codecs topic: records in %d partitions, want %d", len(byPartition), len(kcatCodecs))
+	}
+	for partition, codec := range kcatCodecs {
+		got := byPartition[partition]
+		if len(got) != kcatRecordsPerPartition {
+			t.Fatalf("partition %d (%s): %d records, want %d", partition, codec, len(got), kcatRecordsPerPartition)
+		}
+		for i, r := range got {
+			if r.offset != int64(i) {
+				t.Fatalf("partition %d (%s): record %d has offset %d", partition, codec, i, r.offset)
+			}
+			if line := r.key + ":" + r.value; line != codecLine(partition, i) {
+				t.Fatalf("partition %d (%s) offset %d: got %q, want %q", partition, codec, i, line, codecLine(partition, i))
+			}
+			if r.headers != "codec="+codec {
+				t.Fatalf("partition %d offset %d: headers %q, want %q", partition, i, r.headers, "codec="+codec)
+			}
+		}
+	}
+}
+
+// checkAutoTopic checks that every record of the auto-created topic came
+// back once, that each key stayed in one partition, and that each
+// partition holds its records in production order at offsets 0, 1, ...
+func checkAutoTopic(t *testing.T, records []kcatRecord) {
+	t.Helper()
+	if len(records) != kcatAutoRecords {
+		t.Fatalf("auto topic: %d records, want %d", len(records), kcatAutoRecords)
+	}
+	keyPartition := map[string]int{}
+	seen := map[int]bool{}
+	for partition, got := range groupByPartition(t, records) {
+		if partition < 0 || partition >= kcatAutoPartitions {
+			t.Fatalf("auto topic: record in partition %d, topic has %d", partition, kcatAutoPartitions)
+		}
+		last := -1
+		for i, r := range got {
+			index, err := strconv.Atoi(strings.TrimPrefix(r.value, "auto-"))
+			if err != nil || r.key != fmt.Sprintf("key-%d", index%kcatAutoKeys) {
+				t.Fatalf("auto topic partition %d offset %d: unexpected record %q:%q", partition, r.offset, r.key, r.value)
+			}
+			if r.offset != int64(i) || index <= last {
+				t.Fatalf("auto topic partition %d: record %d is offset %d index %d after index %d", partition, i, r.offset, index, last)
+			}
+			if seen[index] {
+				t.Fatalf("auto topic: record %d read twice", index)
+			}
+			if p, ok := keyPartition[r.key]; ok && p != partition {
+				t.Fatalf("auto topic: key %s in partitions %d and %d", r.key, p, partition)
+			}
+			seen[index], keyPartition[r.key], last = true, partition, index
+		}
+	}
+}
+
+// groupByPartition groups records by partition, keeping their order.
+func groupByPartition(t *testing.T, records []kcatRecord) map[int][]kcatRecord {
+	t.Helper()
+	byPartition := map[int][]kcatRecord{}
+	for _, r := range records {
+		byPartition[r.partition] = append(byPartition[r.partition], r)
+	}
+	return byPartition
+}
+
+// consumeWithKcat reads a topic from the beginning to its end with kcat -C.
+func consumeWithKcat(t *testing.T, kcat, addr, topic string) []kcatRecord {
+	t.Helper()
+	// Fields are separated by a byte no key, value or header contains.
+	output := runKcat(t, kcat, "", "-b", addr, "-C", "-t", topic, "-e", "-q", "-o", "beginning",
+		"-f", "%p\x1f%o\x1f%k\x1f%s\x1f%h\n")
+	var records []kcatRecord
+	scanner := bufio.NewScanner(strings.NewReader(output))
+	scanner.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for scanner.Scan() {
+		fields := strings.Split(scanner.Text(), "\x1f")
+		if len(fields) != 5 {
+			t.Fatalf("kcat -C %s: unparsable line %q", topic, scanner.Text())
+		}
+		partition, err1 := strconv.Atoi(fields[0])
+		offset, err2 := strconv.ParseInt(fields[1], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatalf("kcat -C %s: line %q: %v", topic, scanner.Text(), err)
+		}
+		records = append(records, kcatRecord{partition, offset, fields[2], fields[3], fields[4]})
+	}
+	return records
+}
+
+// kcatMetadata is the part of `kcat -L -J` output the test checks.
+type kcatMetadata struct {
+	ControllerID int `json:"controllerid"`
+	Brokers      []struct {
+		ID   int    `json:"id"`
+		Name string `json:"name"`
+	} `json:"brokers"`
+	Topics []struct {
+		Topic      string `json:"topic"`
+		Error      string `json:"error"`
+		Partitions []struct {
+			Partition int `json:"partition"`
+			Leader    int `json:"leader"`
+			Replicas  []struct {
+				ID int `json:"id"`
+			} `json:"replicas"`
+			ISRs []struct {
+				ID int `json:"id"`
+			} `json:"isrs"`
+		} `json:"partitions"`
+	} `json:"topics"`
+}
+
+// checkKcatMetadata checks kcat -L: one broker (node 0, the controller,
+// at addr) leading every partition of the wanted topics.
+func checkKcatMetadata(t *testing.T, kcat, addr string, want map[string]int) {
+	t.Helper()
+	output := runKcat(t, kcat, "", "-b", addr, "-L", "-J")
+	var metadata kcatMetadata
+	if err := json.Unmarshal([]byte(output), &metadata); err != nil {
+		t.Fatalf("kcat -L -J: %v in %q", err, output)
+	}
+	if len(metadata.Brokers) != 1 || metadata.Brokers[0].ID != 0 || metadata.Brokers[0].Name != addr {
+		t.Fatalf("kcat -L brokers: %+v, want node 0 at %s", metadata.Brokers, addr)
+	}
+	if metadata.ControllerID != 0 {
+		t.Fatalf("kcat -L controller %d, want 0", metadata.ControllerID)
+	}
+	found := map[string]int{}
+	for _, topic := range metadata.Topics {
+		if topic.Error != "" {
+			t.Fatalf("kcat -L topic %s: error %s", topic.Topic, topic.Error)
+		}
+		for i, p := range topic.Partitions {
+			if p.Partition != i || p.Leader != 0 || len(p.Replicas) != 1 || p.Replicas[0].ID != 0 ||
+				len(p.ISRs) != 1 || p.ISRs[0].ID != 0 {
+				t.Fatalf("kcat -L topic %s partition %d: %+v", topic.Topic, i, p)
+			}
+		}
+		found[topic.Topic] = len(topic.Partitions)
+	}
+	for topic, partitions := range want {
+		if found[topic] != partitions {
+			t.Fatalf("kcat -L: topic %s has %d partitions, want %d (all: %v)", topic, found[topic], partitions, found)
+		}
+	}
+}
+
+// runKcat runs kcat with stdin and returns its stdout; it fails the test
+// if kcat fails, reports a delivery failure or runs over 30 s.
+func runKcat(t *testing.T, kcat, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	command := exec.CommandContext(ctx, kcat, args...)
+	command.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	command.Stdout, command.Stderr = &stdout, &stderr
+	if err := command.Run(); err != nil {
+		t.Fatalf("kcat %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	for _, failure := range []string{"Delivery failed", "ERROR"} {
+		if strings.Contains(stderr.String(), failure) {
+			t.Fatalf("kcat %s: %s\nstderr:\n%s", strings.Join(args, " "), failure, stderr.String())
+		}
+	}
+	return stdout.String()
+}
+
+// createKcatTopic creates a topic through CreateTopics with franz-go.
+func createKcatTopic(t *testing.T, addr, topic string, partitions int32) {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	defer client.Close()
+	request := kmsg.NewPtrCreateTopicsRequest()
+	requestTopic := kmsg.NewCreateTopicsRequestTopic()
+	requestTopic.Topic, requestTopic.NumPartitions, requestTopic.ReplicationFactor = topic, partitions, 1
+	request.Topics = append(request.Topics, requestTopic)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	response, err := request.RequestWith(ctx, client)
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	if err := kerr.ErrorForCode(response.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// requireKcat returns kcat's path, failing (not skipping) when it is
+// missing: the librdkafka end-to-end test is part of the suite.
+func requireKcat(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Fatalf("kcat (librdkafka's command-line client) is not installed, and the end-to-end test needs it: "+
+			"install it with `apt-get install kcat` (ci/test.sh does): %v", err)
+	}
+	return path
+}
+
+// buildExactly builds cmd/exactly into a temporary directory.
+func buildExactly(t *testing.T) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(t.TempDir(), "exactly")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	command := exec.CommandContext(ctx, "go", "build", "-o", binary, "./cmd/exactly")
+	command.Dir = root
+	if output, err := command.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/exactly: %v\n%s", err, output)
+	}
+	return binary
+}
+
+// moduleRoot finds the directory holding go.mod, from the working
+// directory upwards.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// exactlyProcess is a running `exactly broker` subprocess.
+type exactlyProcess struct {
+	command *exec.Cmd
+	addr    string
+	stderr  *lockedBuffer // written by the exec package's copying goroutine
+	exited  chan error    // receives Wait's result once
+	stopped bool          // stop saw the process exit
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu     sync.Mutex // guards buffer
+	buffer bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.String()
+}
+
+var listeningLine = regexp.MustCompile(`listening on (\S+) `)
+
+// startExactly starts `exactly broker --listen 127.0.0.1:0 args...`, reads
+// the address it prints, and waits until it accepts connections. The
+// process is killed at the end of the test if stop was not called.
+func startExactly(t *testing.T, binary string, args ...string) *exactlyProcess {
+	t.Helper()
+	command := exec.Command(binary, append([]string{"broker", "--listen", "127.0.0.1:0"}, args...)...)
+	stdout, err := command.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	process := &exactlyProcess{command: command, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	command.Stderr = process.stderr
+	if err := command.Start(); err != nil {
+		t.Fatalf("start %s: %v", binary, err)
+	}
+	t.Cleanup(func() {
+		if !process.stopped {
+			command.Process.Kill()
+			<-process.exited
+		}
+	})
+	addrs := make(chan string, 1)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			if match := listeningLine.FindStringSubmatch(scanner.Text()); match != nil {
+				addrs <- match[1]
+			}
+		}
+		process.exited <- command.Wait()
+	}()
+	select {
+	case process.addr = <-addrs:
+	case err := <-process.exited:
+		process.exited <- err
+		t.Fatalf("exactly broker exited before listening: %v\nstderr:\n%s", err, process.stderr)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("exactly broker printed no address within 15 s\nstderr:\n%s", process.stderr)
+	}
+	waitAccepting(t, process.addr, 10*time.Second)
+	return process
+}
+
+// waitAccepting polls addr until a TCP connection succeeds or the deadline
+// passes.
+func waitAccepting(t *testing.T, addr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker at %s does not accept connections: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+}
+
+// stop sends SIGTERM and checks that the broker exits 0 within 15 s.
+func (p *exactlyProcess) stop(t *testing.T) {
+	t.Helper()
+	if err := p.command.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case err := <-p.exited:
+		p.stopped = true
+		if err != nil {
+			t.Fatalf("exactly broker after SIGTERM: %v\nstderr:\n%s", err, p.stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("exactly broker still running 15 s after SIGTERM\nstderr:\n%s", p.stderr)
+	}
+}

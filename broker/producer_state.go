@@ -1,0 +1,297 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// Idempotent-producer state of a partition (seed §3.2.1), wired around
+// producers.PartitionState:
+//
+//   - Ownership: partition.producers is guarded by partition.appendMu. A
+//     Produce checks a batch, appends it and records it without releasing
+//     the lock (appendProduced), so no batch of the same producer can be
+//     checked against state that misses an earlier accepted one, whichever
+//     connection it came from. The expiry loop (Broker.producerExpiryLoop)
+//     takes the same lock, as do retention, truncation and close.
+//   - Snapshots live in <partition-dir>/producer-snapshots/, not next to the
+//     segments: storage deletes any "<20 digits>.*" file of the partition
+//     directory whose segment does not exist, and a snapshot taken at the
+//     log end at close is not at a segment base. One is written (under the
+//     lock) when an append rolls a segment, at the new segment's base offset,
+//     before the batch that rolled it is recorded; after retention deleted
+//     segments; and at close, at the log end. producers keeps the newest two.
+//   - Startup (loadProducerState): snapshots above the log end are removed
+//     (a crash can lose an unsynced tail), the newest remaining one is
+//     loaded, and the batch headers from its offset (or the log start, if
+//     later) to the log end are replayed through storage's ScanHeaders. After
+//     a clean close nothing is replayed; after a crash, normally only the
+//     active segment (from the snapshot taken when it was rolled; the whole
+//     log if no roll happened since the log start).
+//   - Truncation (partition.truncate) follows producers' doc: remove the
+//     snapshots above the new end, reload, replay.
+
+// producerSnapshotDirName is the subdirectory of a partition directory that
+// holds its producer-state snapshots.
+const producerSnapshotDirName = "producer-snapshots"
+
+// errIdempotentMultiBatch: an idempotent producer's partition data holds more
+// than one batch. Every client sends one batch per partition per request;
+// accepting several would make a duplicate in the middle ambiguous.
+var errIdempotentMultiBatch = fmt.Errorf("%w: a producer id's batches must come one per partition per request", errInvalidRecord)
+
+// snapshotDir is where the partition's producer snapshots live.
+func (p *partition) snapshotDir() string {
+	return filepath.Join(p.log.Dir(), producerSnapshotDirName)
+}
+
+// loadProducerState rebuilds the producer state up to the log end from the
+// newest usable snapshot plus a replay of the batch headers after it. The
+// caller owns the partition exclusively (open) or holds appendMu (truncate).
+func (p *partition) loadProducerState(options producers.Options) (replayed int, err error) {
+	dir := p.snapshotDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
+	}
+	logEnd := p.log.LogEndOffset()
+	if err := producers.RemoveSnapshotsAbove(dir, logEnd); err != nil {
+		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
+	}
+	state, load, err := producers.LoadLatestSnapshot(dir, logEnd, options)
+	if err != nil {
+		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
+	}
+	for _, skipped := range load.Skipped {
+		p.logger.Warn("producer snapshot skipped", "partition", p.name(), "snapshot", skipped.Path, "reason", skipped.Reason)
+	}
+	from := p.log.LogStartOffset()
+	p.snapshotOffset = -1
+	if load.Found {
+		from = max(from, load.Offset)
+		p.snapshotOffset = load.Offset
+	}
+	if from < logEnd {
+		err = p.log.ScanHeaders(from, func(batch wire.BatchView) error {
+			replayed++
+			return replayBatch(state, batch)
+		})
+		if err != nil {
+			return replayed, fmt.Errorf("%w: replay producer state of %s from %d: %w", errStorage, p.name(), from, err)
+		}
+	}
+	p.producers = state
+	p.producersDirty = replayed > 0
+	return replayed, nil
+}
+
+// replayBatch applies one batch header found in the log to the state: data
+// batches through Replay, transaction markers through ApplyMarker.
+func replayBatch(state *producers.PartitionState, batch wire.BatchView) error {
+	if batch.ProducerID() < 0 {
+		return nil
+	}
+	if !batch.Control() {
+		state.Replay(batchForState(batch, batch.BaseOffset(), batch.LastOffset()))
+		return nil
+	}
+	records, err := batch.RecordIterator()
+	if err != nil {
+		return fmt.Errorf("control batch at %d: %w", batch.BaseOffset(), err)
+	}
+	if !records.Next() {
+		return fmt.Errorf("control batch at %d has no record: %v", batch.BaseOffset(), records.Err())
+	}
+	record := records.Record()
+	control, err := wire.ParseControlRecord(record.Key, record.Value)
+	if err != nil {
+		return fmt.Errorf("control batch at %d: %w", batch.BaseOffset(), err)
+	}
+	if control.IsTransactionMarker() {
+		state.ApplyMarker(producers.Marker{
+			ProducerID:       batch.ProducerID(),
+			ProducerEpoch:    batch.ProducerEpoch(),
+			CoordinatorEpoch: control.CoordinatorEpoch,
+			Offset:           batch.BaseOffset(),
+			Commit:           control.Type == wire.ControlCommit,
+		})
+	}
+	return nil
+}
+
+// batchForState is what the state machine needs from a batch header that
+// is (or will be) at [first, last].
+func batchForState(batch wire.BatchView, first, last int64) producers.Batch {
+	return producers.Batch{
+		ProducerID:    batch.ProducerID(),
+		ProducerEpoch: batch.ProducerEpoch(),
+		BaseSequence:  batch.BaseSequence(),
+		LastSequence:  batch.LastSequence(),
+		FirstOffset:   first,
+		LastOffset:    last,
+		MaxTimestamp:  batch.MaxTimestamp(),
+		Transactional: batch.Transactional(),
+	}
+}
+
+// produced is the outcome of appendProduced.
+type produced struct {
+	firstOffset, lastOffset int64
+	// duplicate: the batch was written before; the offsets (and
+	// maxTimestamp) are the original's and nothing was written now.
+	duplicate    bool
+	maxTimestamp int64
+}
+
+// producerBatch returns the single batch of records when it carries a
+// producer id. Plain (non-idempotent) data may hold any number of batches;
+// idempotent data must be one batch (errIdempotentMultiBatch).
+func producerBatch(records []byte) (wire.BatchView, bool, error) {
+	first, err := wire.ParseBatch(records)
+	if err != nil {
+		return wire.BatchView{}, false, err
+	}
+	if first.Size() == len(records) {
+		return first, first.ProducerID() >= 0, nil
+	}
+	err = wire.ForEachBatch(records, func(batch wire.BatchView) error {
+		if batch.ProducerID() >= 0 {
+			return errIdempotentMultiBatch
+		}
+		return nil
+	})
+	return wire.BatchView{}, false, err
+}
+
+// appendProduced appends a Produce request's validated records for this
+// partition. An idempotent batch is checked against the producer state, then
+// appended and recorded, all under appendMu: a duplicate of one of the
+// producer's 5 newest batches is answered with the original offsets and not
+// written; an out-of-order, fenced or unknown-producer batch is refused with
+// nothing written.
+func (p *partition) appendProduced(records []byte) (produced, error) {
+	batch, idempotent, err := producerBatch(records)
+	if err != nil {
+		return produced{}, err
+	}
+	if idempotent && batch.Transactional() {
+		return produced{}, fmt.Errorf("%w: transactional batches need the transaction coordinator, which is not available yet", errInvalidTxnState)
+	}
+	p.appendMu.Lock()
+	result, err := p.appendProducedLocked(records, batch, idempotent)
+	p.appendMu.Unlock()
+	if err == nil && !result.duplicate {
+		p.wakeWaiters()
+	}
+	return result, err
+}
+
+// appendProducedLocked is appendProduced's critical section (caller holds appendMu).
+func (p *partition) appendProducedLocked(records []byte, batch wire.BatchView, idempotent bool) (produced, error) {
+	if p.closed.Load() {
+		return produced{}, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
+	}
+	var state producers.Batch
+	if idempotent {
+		state = batchForState(batch, -1, -1)
+		verdict, err := p.producers.Check(state)
+		if err != nil {
+			return produced{}, fmt.Errorf("%s: %w", p.name(), err)
+		}
+		if verdict.Duplicate {
+			return produced{firstOffset: verdict.FirstOffset, lastOffset: verdict.LastOffset,
+				duplicate: true, maxTimestamp: verdict.MaxTimestamp}, nil
+		}
+	}
+	result, err := p.log.Append(records)
+	if err != nil {
+		return produced{}, fmt.Errorf("%w: append to %s: %w", errStorage, p.name(), err)
+	}
+	if result.SegmentBase != p.activeSegmentBase {
+		// The append rolled a segment — or this is the first append since
+		// open or truncation, when the active segment's base is not known;
+		// it went to a fresh segment then if it starts it, past the log
+		// start. The state reflects exactly the batches below the new
+		// segment, since this batch is not recorded yet.
+		rolled := p.activeSegmentBase >= 0 ||
+			result.SegmentBase == result.FirstOffset && result.FirstOffset > p.log.LogStartOffset()
+		if rolled {
+			p.snapshotLocked(result.SegmentBase)
+		}
+		p.activeSegmentBase = result.SegmentBase
+	}
+	if idempotent {
+		state.FirstOffset, state.LastOffset = result.FirstOffset, result.LastOffset
+		p.producers.Update(state)
+		p.producersDirty = true
+	}
+	return produced{firstOffset: result.FirstOffset, lastOffset: result.LastOffset}, nil
+}
+
+// snapshotLocked writes the producer state as of offset (every batch below
+// it reflected, none at or above) unless nothing changed since the last
+// snapshot at that offset. A failure is logged, not returned: snapshots only
+// shorten the replay at startup, and the previous ones stay valid (caller
+// holds appendMu).
+func (p *partition) snapshotLocked(offset int64) {
+	if !p.producersDirty && offset == p.snapshotOffset {
+		return
+	}
+	if err := p.producers.WriteSnapshot(p.snapshotDir(), offset); err != nil {
+		p.logger.Error("producer snapshot failed", "partition", p.name(), "offset", offset, "error", err)
+		return
+	}
+	p.snapshotOffset = offset
+	p.producersDirty = false
+}
+
+// expireProducers forgets the producers idle for producer.id.expiration.ms
+// (called by the broker's expiry loop; takes appendMu).
+func (p *partition) expireProducers() int {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.closed.Load() {
+		return 0
+	}
+	dropped := p.producers.ExpireIdle()
+	if dropped > 0 {
+		p.producersDirty = true
+	}
+	return dropped
+}
+
+// describeProducers lists the partition's producers (DescribeProducers).
+func (p *partition) describeProducers() ([]producers.ProducerInfo, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.closed.Load() {
+		return nil, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
+	}
+	return p.producers.Producers(), nil
+}
+
+// truncate cuts the log to end at offset and rebuilds the producer state to
+// match, as producers' doc prescribes: the snapshots above offset describe
+// batches that are gone, and the in-memory state cannot be undone (it keeps
+// only each producer's 5 newest batches), so it is reloaded from the newest
+// snapshot at or below offset plus a replay. Nothing truncates yet on a
+// single broker; replication (the cluster issue) will.
+func (p *partition) truncate(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.closed.Load() {
+		return fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
+	}
+	if err := p.log.Truncate(offset); err != nil {
+		return fmt.Errorf("%w: truncate %s to %d: %w", errStorage, p.name(), offset, err)
+	}
+	p.activeSegmentBase = -1
+	if _, err := p.loadProducerState(p.producerOptions); err != nil {
+		return errors.Join(fmt.Errorf("truncate %s to %d", p.name(), offset), err)
+	}
+	return nil
+}
