@@ -32,13 +32,20 @@ func readersFor(plan runPlan) []readerSpec {
 	return []readerSpec{{plan.topic, verify.ReadCommitted, 0}}
 }
 
-// verifyRun reads back the run's topics and records each checker verdict.
-// Each read is bounded by the workload's drain time.
-func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, run *report.Run) {
+// verifyRun reads back the run's topics, records each checker verdict and
+// returns a few offending records per kind (see offenderSampler). Each read
+// is bounded by the workload's drain time.
+func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, run *report.Run) map[string][]string {
+	offenders := make(map[string][]string)
 	for _, reader := range readersFor(plan) {
 		readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
 		checker := verify.NewChecker(ledger, reader.isolation, reader.stage)
-		complete, err := readBack(readCtx, admin, plan.bootstrap, reader.topic, plan.workload.Partitions, reader.isolation, checker)
+		sampler := newOffenderSampler(logs, plan.runID, reader.stage, reader.isolation)
+		observe := func(partition int32, offset int64, value []byte) {
+			checker.Observe(partition, value)
+			sampler.observe(partition, offset, value)
+		}
+		complete, err := readBack(readCtx, admin, plan.bootstrap, reader.topic, plan.workload.Partitions, reader.isolation, observe)
 		cancel()
 		check := report.Check{Reader: reader.isolation.String(), Topic: reader.topic, Complete: complete, Counts: checker.Finish()}
 		check.Violations = check.Counts.Violations(reader.isolation)
@@ -51,31 +58,11 @@ func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ver
 			check.Violations = []string{}
 		}
 		run.Checks = append(run.Checks, check)
-	}
-}
-
-// judge sets the run's status. Without faults every mode must show no
-// loss, no duplicates, no reordering, no phantoms, and no aborted record
-// under read_committed; a run that acknowledged nothing, could not read
-// back, or whose load failed is an error rather than a pass.
-func judge(run *report.Run, runErr error) {
-	var violations []string
-	for _, check := range run.Checks {
-		for _, violation := range check.Violations {
-			violations = append(violations, fmt.Sprintf("%s %s: %s", check.Reader, check.Topic, violation))
+		for kind, examples := range sampler.finish() {
+			for _, example := range examples {
+				offenders[kind] = append(offenders[kind], check.Reader+" "+check.Topic+": "+example)
+			}
 		}
 	}
-	switch {
-	case len(violations) > 0:
-		run.Status, run.Reason = report.StatusFail, fmt.Sprint(violations)
-	case runErr != nil:
-		run.Status, run.Reason = report.StatusError, runErr.Error()
-	case run.Producers.Acknowledged == 0:
-		run.Status, run.Reason = report.StatusError, "no record was acknowledged"
-	default:
-		run.Status = report.StatusPass
-	}
-	if runErr != nil && run.Status == report.StatusFail {
-		run.Reason += "; load: " + runErr.Error()
-	}
+	return offenders
 }

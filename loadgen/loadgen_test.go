@@ -208,7 +208,11 @@ func TestPlanRunsExpandsTheCommitIntervalSweep(t *testing.T) {
 	}
 	var names []string
 	topics := map[string]bool{}
-	for _, plan := range planRuns(workload, 0xabc, nil) {
+	plans, err := planRuns(workload, 0xabc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, plan := range plans {
 		names = append(names, plan.name)
 		if topics[plan.topic] {
 			t.Errorf("topic %s planned twice", plan.topic)

@@ -23,32 +23,103 @@ type pipeline struct {
 	done      chan struct{}
 	// errs receives at most one error per worker; read after done closes.
 	errs chan error
+	// onBegin and onEnd, when set (in a worker subprocess), are called by
+	// the worker's goroutine when a transaction with records begins and
+	// when it ends, with the records it committed (0 if it did not).
+	onBegin func()
+	onEnd   func(committed int64)
 }
 
-// startPipeline starts the workers of plan.
-func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*pipeline, error) {
+// pipelineSessionSpec is one worker's session settings, in process or in a
+// worker subprocess.
+type pipelineSessionSpec struct {
+	options            []kgo.Opt // seed brokers and fault settings
+	clientID           string
+	transactionalID    string
+	transactionTimeout time.Duration
+	group, input       string
+	// instanceID, when set, makes the worker a static group member, so a
+	// replacement of a killed worker takes its place without waiting for
+	// its session to time out.
+	instanceID string
+	// shortSession sets a 6 s session timeout, so the group notices a
+	// killed worker quickly.
+	shortSession bool
+}
+
+// newPipelineSession creates one worker's GroupTransactSession.
+func newPipelineSession(spec pipelineSessionSpec, metrics *runMetrics) (*kgo.GroupTransactSession, error) {
+	options := append(append([]kgo.Opt(nil), spec.options...),
+		kgo.ClientID(spec.clientID),
+		kgo.TransactionalID(spec.transactionalID),
+		kgo.TransactionTimeout(spec.transactionTimeout),
+		kgo.ConsumerGroup(spec.group),
+		kgo.ConsumeTopics(spec.input),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.WithLogger(clientLogger{metrics: metrics}),
+	)
+	if spec.instanceID != "" {
+		options = append(options, kgo.InstanceID(spec.instanceID))
+	}
+	if spec.shortSession {
+		options = append(options, kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))
+	}
+	return kgo.NewGroupTransactSession(options...)
+}
+
+// sessionSpec is worker index's session settings in plan.
+func (plan runPlan) sessionSpec(index int) pipelineSessionSpec {
+	return pipelineSessionSpec{
+		options:            plan.clientOptions(),
+		clientID:           fmt.Sprintf("exactly-loadgen-pipeline-%d", index),
+		transactionalID:    fmt.Sprintf("exactly-%s-%s-w%d", plan.runIDText, plan.topicSuffix, index),
+		transactionTimeout: time.Duration(plan.workload.Transaction.Timeout),
+		group:              "exactly-" + plan.runIDText + "-" + plan.topicSuffix,
+		input:              plan.topic,
+	}
+}
+
+// newPipeline returns a pipeline of workers goroutines, not yet started.
+func newPipeline(ctx context.Context, workers int) (*pipeline, context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
+	return &pipeline{committed: newLiveCounter(), cancel: cancel, done: make(chan struct{}), errs: make(chan error, workers)}, ctx
+}
+
+// runWorkers runs work once per worker index on its own goroutine and
+// closes done and errs when all have returned.
+func (p *pipeline) runWorkers(workers int, work func(index int) error) {
+	finished := make(chan struct{}, workers)
+	for index := range workers {
+		go func() {
+			defer func() { finished <- struct{}{} }()
+			if err := work(index); err != nil {
+				p.errs <- fmt.Errorf("pipeline worker %d: %w", index, err)
+			}
+		}()
+	}
+	go func() {
+		for range workers {
+			<-finished
+		}
+		close(p.done)
+		close(p.errs)
+	}()
+}
+
+// startPipeline starts the in-process workers of plan.
+func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*pipeline, error) {
 	workers := plan.workload.Pipeline.Workers
-	p := &pipeline{committed: newLiveCounter(), cancel: cancel, done: make(chan struct{}), errs: make(chan error, workers)}
+	p, ctx := newPipeline(ctx, workers)
 	var sessions []*kgo.GroupTransactSession
 	for index := range workers {
-		session, err := kgo.NewGroupTransactSession(
-			kgo.SeedBrokers(plan.bootstrap...),
-			kgo.ClientID(fmt.Sprintf("exactly-loadgen-pipeline-%d", index)),
-			kgo.TransactionalID(fmt.Sprintf("exactly-%s-%s-w%d", plan.runIDText, plan.topicSuffix, index)),
-			kgo.TransactionTimeout(time.Duration(plan.workload.Transaction.Timeout)),
-			kgo.ConsumerGroup("exactly-"+plan.runIDText+"-"+plan.topicSuffix),
-			kgo.ConsumeTopics(plan.topic),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.RequireStableFetchOffsets(),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.ProducerBatchCompression(kgo.NoCompression()),
-			kgo.FetchMaxWait(100*time.Millisecond),
-			kgo.WithLogger(clientLogger{metrics: metrics}),
-		)
+		session, err := newPipelineSession(plan.sessionSpec(index), metrics)
 		if err != nil {
-			cancel()
+			p.cancel()
 			for _, started := range sessions {
 				started.Close()
 			}
@@ -56,22 +127,9 @@ func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*pip
 		}
 		sessions = append(sessions, session)
 	}
-	finished := make(chan struct{}, workers)
-	for index, session := range sessions {
-		go func() {
-			defer func() { finished <- struct{}{} }()
-			if err := p.work(ctx, session, plan.outputTopic, metrics); err != nil {
-				p.errs <- fmt.Errorf("pipeline worker %d: %w", index, err)
-			}
-		}()
-	}
-	go func() {
-		for range sessions {
-			<-finished
-		}
-		close(p.done)
-		close(p.errs)
-	}()
+	p.runWorkers(workers, func(index int) error {
+		return p.work(ctx, sessions[index], plan.outputTopic, metrics)
+	})
 	return p, nil
 }
 
@@ -110,6 +168,9 @@ func (p *pipeline) transform(ctx context.Context, session *kgo.GroupTransactSess
 		metrics.recordError(err)
 		return fmt.Errorf("begin: %w", err)
 	}
+	if p.onBegin != nil {
+		p.onBegin()
+	}
 	produced := int64(0)
 	var produceErr error
 	fetches.EachRecord(func(record *kgo.Record) {
@@ -137,8 +198,12 @@ func (p *pipeline) transform(ctx context.Context, session *kgo.GroupTransactSess
 		produceErr = fmt.Errorf("end transaction: %w", err)
 	}
 	metrics.recordTransactionEnd(committed, !committed && err == nil, took)
-	if committed {
-		p.committed.add(produced)
+	if !committed {
+		produced = 0
+	}
+	p.committed.add(produced)
+	if p.onEnd != nil {
+		p.onEnd(produced)
 	}
 	return produceErr
 }

@@ -19,8 +19,8 @@ import (
 type producer struct {
 	id         uint32
 	client     *kgo.Client
-	log        *verify.ProducerLog // shared with promise (it locks)
-	metrics    *runMetrics         // shared (atomics, locked)
+	log        recordLog   // shared with promise (it locks)
+	metrics    *runMetrics // shared (atomics, locked)
 	runID      uint64
 	topic      string
 	recordSize int
@@ -141,6 +141,7 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 	// outcome unknown. It is bounded by the client's request timeouts.
 	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	p.log.TransactionEnding(first, p.next)
 	started := time.Now()
 	err := p.client.EndTransaction(endCtx, kgo.TransactionEndTry(commit))
 	took := time.Since(started)
@@ -167,6 +168,20 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 		return fmt.Errorf("producer %d flush: %w", p.id, flushErr)
 	}
 	return nil
+}
+
+// recordLog is where a producer logs what it learns of each record: the
+// run's ledger (trackedLog) in process, the report stream of a producer
+// worker subprocess. Its methods are called from the producing goroutine
+// and from client callbacks at once.
+type recordLog interface {
+	RecordSent(seq uint64, fate verify.Fate) error
+	RecordAcknowledged(seq uint64)
+	RecordErrored(seq uint64)
+	// TransactionEnding is called just before EndTransaction for the
+	// transaction holding [first, end).
+	TransactionEnding(first, end uint64)
+	RecordTransactionEnd(first, end uint64, outcome verify.TransactionOutcome)
 }
 
 // pacer spaces sends to a target rate. The zero pacer does not wait.

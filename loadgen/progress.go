@@ -18,6 +18,7 @@ type progress struct {
 	start    time.Time
 	planned  time.Duration
 	metrics  *runMetrics
+	faults   func() int64 // faults fired so far (shared, safe to call)
 	series   []report.Sample
 }
 
@@ -53,12 +54,19 @@ func (p *progress) print(sample report.Sample) {
 	if p.out == nil {
 		return
 	}
-	line := fmt.Sprintf("[%s] %5.1fs/%.0fs  %9.0f rec/s  %7.1f MB/s  p99 %7.2f ms  errors %d  retries %d  faults 0",
+	line := fmt.Sprintf("[%s] %5.1fs/%.0fs  %9.0f rec/s  %7.1f MB/s  p99 %7.2f ms  errors %d  retries %d  faults %d",
 		p.name, sample.ElapsedSeconds, p.planned.Seconds(), sample.RecordsPerSecond, sample.MegabytesPerSecond,
-		sample.P99Milliseconds, p.metrics.errors.Load(), p.metrics.retries.Load())
+		sample.P99Milliseconds, p.metrics.errors.Load(), p.metrics.retries.Load(), p.faultCount())
 	if p.terminal {
 		fmt.Fprint(p.out, "\r\033[K"+line)
 		return
 	}
 	fmt.Fprintln(p.out, line)
+}
+
+func (p *progress) faultCount() int64 {
+	if p.faults == nil {
+		return 0
+	}
+	return p.faults()
 }

@@ -13,12 +13,12 @@ import (
 
 // readBack reads every partition of topic from its start to the end offset
 // that ListOffsets gives at the start of the read (the last stable offset
-// for read_committed), feeding each data record to checker in offset order.
+// for read_committed), feeding each data record to observe in offset order.
 // Control records are kept (KeepControlRecords) so a partition whose tail is
 // a transaction marker is known to be read to its end. It returns whether
 // every partition was read to its end before ctx ended.
 func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic string, partitions int,
-	isolation verify.Isolation, checker *verify.Checker) (complete bool, err error) {
+	isolation verify.Isolation, observe func(partition int32, offset int64, value []byte)) (complete bool, err error) {
 	ends, err := endOffsets(ctx, admin, topic, partitions, isolation == verify.ReadCommitted)
 	if err != nil {
 		return false, err
@@ -67,7 +67,7 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 					continue // written after the read began: not part of this check
 				}
 				if !record.Attrs.IsControl() {
-					checker.Observe(partition.Partition, record.Value)
+					observe(partition.Partition, record.Offset, record.Value)
 				}
 				if record.Offset == end-1 {
 					remaining--
@@ -90,8 +90,8 @@ type liveConsumers struct {
 
 // startLiveConsumers starts count consumers over the partitions of topic
 // (consumer i reads partitions i, i+count, ...), from the start.
-func startLiveConsumers(ctx context.Context, bootstrap []string, topic string, partitions, count int,
-	readCommitted bool, metrics *runMetrics) (*liveConsumers, error) {
+func startLiveConsumers(ctx context.Context, plan runPlan, topic string, readCommitted bool, metrics *runMetrics) (*liveConsumers, error) {
+	partitions, count := plan.workload.Partitions, plan.workload.Consumers
 	ctx, cancel := context.WithCancel(ctx)
 	consumers := &liveConsumers{received: newLiveCounter(), cancel: cancel, done: make(chan struct{})}
 	level := kgo.ReadUncommitted()
@@ -104,13 +104,12 @@ func startLiveConsumers(ctx context.Context, bootstrap []string, topic string, p
 		for partition := index; partition < partitions; partition += count {
 			assignment[int32(partition)] = kgo.NewOffset().AtStart()
 		}
-		client, err := kgo.NewClient(
-			kgo.SeedBrokers(bootstrap...),
+		client, err := kgo.NewClient(append(plan.clientOptions(),
 			kgo.ClientID(fmt.Sprintf("exactly-loadgen-consumer-%d", index)),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assignment}),
 			kgo.FetchIsolationLevel(level),
 			kgo.FetchMaxWait(100*time.Millisecond),
-		)
+		)...)
 		if err != nil {
 			cancel()
 			for _, started := range clients {

@@ -61,6 +61,9 @@ type Workload struct {
 	Transaction TransactionSpec `yaml:"transaction" json:"transaction"`
 	// Pipeline configures the eos-pipeline mode.
 	Pipeline PipelineSpec `yaml:"pipeline" json:"pipeline"`
+	// Faults is the fault matrix: each entry runs delivery modes under one
+	// fault plan. Empty: every mode of Modes, without faults.
+	Faults []MatrixEntry `yaml:"faults" json:"faults,omitempty"`
 }
 
 // KeySpec is the key distribution.
@@ -238,6 +241,11 @@ func (w Workload) Validate() error {
 	for _, mode := range w.Modes {
 		if !slices.Contains(AllModes, mode) {
 			return fmt.Errorf("modes: %q is not one of %v", mode, AllModes)
+		}
+	}
+	for i, entry := range w.Faults {
+		if err := entry.validate(); err != nil {
+			return fmt.Errorf("faults[%d] (%s): %w", i, entry.Plan, err)
 		}
 	}
 	return nil

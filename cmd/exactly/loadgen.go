@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/loadgen"
+	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
@@ -28,7 +29,8 @@ type loadgenFlags struct {
 	commitRecords                                    int
 	abortShare                                       float64
 	keys                                             string
-	quiet, listWorkloads                             bool
+	faultPlans                                       string
+	quiet, listWorkloads, listPlans, quick           bool
 }
 
 func (f *loadgenFlags) register(fs *flag.FlagSet) {
@@ -53,6 +55,9 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.commitRecords, "commit-records", -1, "end a transaction after this many records (0: no cap)")
 	fs.Float64Var(&f.abortShare, "abort-share", -1, "fraction of transactions aborted on purpose")
 	fs.StringVar(&f.keys, "keys", "", "key distribution: none, uniform or zipf")
+	fs.StringVar(&f.faultPlans, "faults", "", "comma-separated fault plans (shipped: "+strings.Join(faults.PlanNames(), ", ")+", or YAML files): run the modes under each, replacing the workload's fault matrix")
+	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix (the quick workload, about a minute)")
+	fs.BoolVar(&f.listPlans, "list-plans", false, "list the shipped fault plans and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
 	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads and exit")
 }
@@ -61,6 +66,15 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	if f.modes != "" {
 		w.Modes = strings.Split(f.modes, ",")
+		for i := range w.Faults {
+			w.Faults[i].Modes = nil // --mode applies to every plan of the matrix
+		}
+	}
+	if f.faultPlans != "" {
+		w.Faults = nil
+		for _, plan := range strings.Split(f.faultPlans, ",") {
+			w.Faults = append(w.Faults, loadgen.MatrixEntry{Plan: strings.TrimSpace(plan)})
+		}
 	}
 	setPositive(&w.Records, f.records)
 	setPositive(&w.Duration, loadgen.Duration(f.duration))
@@ -112,13 +126,28 @@ func setPositive[T int | int64 | loadgen.Duration](field *T, value T) {
 }
 
 func runLoadgen(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("loadgen", "Measures what each delivery guarantee costs and checks every record.\n"+
-		"With no flags: the standard suite (every mode, no faults) against the embedded broker;\n"+
-		"exit status 0 iff every run met its expectation (unsupported modes are listed, not failed).", stderr)
+	if len(args) > 0 && args[0] == "worker" {
+		// Hidden: a producer or pipeline worker the runner launched for a
+		// client fault (see loadgen.RunWorker).
+		return loadgen.RunWorker(args[1:], os.Stdin, stdout)
+	}
+	fs := newFlagSet("loadgen", "Measures what each delivery guarantee costs under faults and checks every record.\n"+
+		"With no flags: the standard suite (delivery modes x fault plans, about 3-4 minutes) against the\n"+
+		"embedded broker, with the expectations table; exit status 0 iff no run failed its expectation\n"+
+		"(unsupported, untestable and not-applicable runs are listed, not failed).", stderr)
 	var flags loadgenFlags
 	flags.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if flags.listPlans {
+		for _, name := range faults.PlanNames() {
+			fmt.Fprintln(stdout, name)
+		}
+		return nil
+	}
+	if flags.quick {
+		flags.workload = "quick"
 	}
 	if flags.listWorkloads {
 		for _, name := range loadgen.WorkloadNames() {
@@ -144,7 +173,11 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer target.Close()
-	options := loadgen.Options{Workload: workload, Target: target}
+	self, err := loadgen.DefaultSelfCommand()
+	if err != nil {
+		return err
+	}
+	options := loadgen.Options{Workload: workload, Target: target, Self: self}
 	if !flags.quiet {
 		options.Progress, options.Terminal = stderr, isTerminal(stderr)
 	}
@@ -155,16 +188,24 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if err := report.WriteSummary(stdout, results); err != nil {
 		return err
 	}
+	if err := loadgen.WriteMatrix(stdout, results); err != nil {
+		return err
+	}
 	path, err := report.Write(flags.out, results)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "results: %s\n", path)
+	page, err := report.WriteDashboardNextTo(path, results)
+	if err != nil {
+		return fmt.Errorf("write dashboard: %w", err)
+	}
+	fmt.Fprintf(stdout, "dashboard: %s\n", page)
 	switch {
 	case runErr != nil:
 		return fmt.Errorf("interrupted: %w", runErr)
 	case !results.Passed:
-		return errors.New("at least one run did not meet its expectation")
+		return errors.New("at least one run failed its expectation (FAIL or ERROR above)")
 	}
 	return nil
 }

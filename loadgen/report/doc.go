@@ -26,7 +26,7 @@
 //
 //	{
 //	  "name": "transactional@100ms", "mode": "transactional",
-//	  "status": "pass|fail|unsupported|error", "reason": "…",
+//	  "status": "pass|fail|unsupported|error|untestable|not-applicable", "reason": "…",
 //	  "client_settings": {"acks": "all", "enable.idempotence": "true", "retries": "…",
 //	                      "max.in.flight.requests.per.connection": "5",
 //	                      "transactional.id": "…", "isolation.level": "read_committed", …},
@@ -39,6 +39,10 @@
 //	  "errors_by_code": {"NOT_LEADER_FOR_PARTITION": 3, "client: context deadline exceeded": 1},
 //	  "retries": 0,                            // produce retries the client reported (from its log)
 //	  "faults_fired": 0,
+//	  "fault_plan": "ack-loss",                // added in v1, omitted when absent
+//	  "load_started_at": "…",                  // origin of every elapsed_seconds
+//	  "fault_events": [{"elapsed_seconds", "kind", "broker", "detail"}, …],
+//	  "expectation": {"expected", "observed", "verdict", "why", "offenders": ["…"]},
 //	  "checks": [{"reader": "read_committed", "topic", "complete", "counts": Counts, "violations": ["…"]}, …]
 //	}
 //

@@ -85,6 +85,9 @@ type Run struct {
 	Retries         int64                 `json:"retries"`
 	FaultsFired     int64                 `json:"faults_fired"`
 	Checks          []Check               `json:"checks"`
+	// FaultRunInfo: the fault plan, the fired faults and the expectation
+	// verdict (fields added within schema version 1, omitted when empty).
+	FaultRunInfo
 }
 
 // Latency histogram names.

@@ -1,0 +1,187 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
+)
+
+// pipelineSlot is one consume-transform-produce worker position under the
+// consumer-crash fault: a worker subprocess, replaced by a new one (same
+// transactional.id, so its InitProducerId aborts the killed worker's open
+// transaction) when the runner kills it. Workers are dynamic group members
+// with a 6 s session: static membership (a replacement taking the killed
+// member's place at once) stalled the partitions of the killed worker
+// against kfake. Its
+// supervisor goroutine starts and reaps processes; the crash scheduler
+// kills them; mu guards the fields they share.
+type pipelineSlot struct {
+	index int
+	spec  workerSpec
+
+	mu      sync.Mutex
+	process *workerProcess // nil while a replacement is pending
+	open    bool           // the worker reported a transaction with records not yet ended
+	killed  bool           // the scheduler killed process on purpose
+}
+
+// startWorkerPipeline runs the eos-pipeline workers as subprocesses and
+// kills one of them mid-transaction at each firing of action, starting a
+// replacement after its restart delay.
+func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAction) (*pipeline, error) {
+	plan := l.plan
+	workers := plan.workload.Pipeline.Workers
+	p, ctx := newPipeline(ctx, workers)
+	slots := make([]*pipelineSlot, workers)
+	for index := range slots {
+		session := plan.sessionSpec(index)
+		slots[index] = &pipelineSlot{index: index, spec: workerSpec{
+			Role: workerRolePipeline, Bootstrap: plan.clientBootstrap, FastRetries: hasFaults(plan.faults),
+			ClientID: session.clientID, TransactionalID: session.transactionalID,
+			TransactionTimeout: session.transactionTimeout, Group: session.group, Input: session.input,
+			Output: plan.outputTopic,
+		}}
+		if err := slots[index].launch(l, p); err != nil {
+			p.cancel()
+			for _, started := range slots[:index] {
+				started.current().stop(5 * time.Second)
+			}
+			return nil, err
+		}
+	}
+	p.runWorkers(workers, func(index int) error {
+		return slots[index].supervise(ctx, l, p, time.Duration(action.RestartAfter))
+	})
+	go scheduleCrashes(ctx, l, action, slots)
+	return p, nil
+}
+
+// launch starts the slot's worker process.
+func (s *pipelineSlot) launch(l *loadRun, p *pipeline) error {
+	process, err := startWorker(l.env.self, s.spec, func(event workerEvent) {
+		switch event.Event {
+		case "open":
+			s.setOpen(true)
+		case "committed":
+			p.committed.add(event.Count)
+			s.setOpen(false)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("pipeline worker %d: %w", s.index, err)
+	}
+	s.mu.Lock()
+	s.process, s.open, s.killed = process, false, false
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *pipelineSlot) setOpen(open bool) {
+	s.mu.Lock()
+	s.open = open
+	s.mu.Unlock()
+}
+
+func (s *pipelineSlot) current() *workerProcess {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.process
+}
+
+// supervise waits for the slot's worker to exit: a worker the scheduler
+// killed is replaced after restartAfter; at ctx's end the worker is asked
+// to finish; any other exit is the worker's error.
+func (s *pipelineSlot) supervise(ctx context.Context, l *loadRun, p *pipeline, restartAfter time.Duration) error {
+	for {
+		process := s.current()
+		select {
+		case <-ctx.Done():
+			process.stop(15 * time.Second)
+			return nil
+		case <-process.exited:
+		}
+		s.mu.Lock()
+		killed := s.killed
+		s.mu.Unlock()
+		if !killed {
+			failure := process.failure()
+			if reason := unsupportedReason(errors.New(failure)); reason != "" {
+				l.metrics.markUnsupported("pipeline worker: " + reason)
+			}
+			if failure == "" {
+				return nil
+			}
+			return errors.New(failure)
+		}
+		if !sleepUntil(ctx, time.Now().Add(restartAfter)) {
+			return nil
+		}
+		if err := s.launch(l, p); err != nil {
+			return err
+		}
+	}
+}
+
+// kill sends SIGKILL to the slot's worker (no commit, no abort, no leave
+// group) and says whether it had a transaction open.
+func (s *pipelineSlot) kill() (pid int, open bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.process == nil || s.killed {
+		return 0, false, errors.New("no worker running")
+	}
+	if err := s.process.signal(syscall.SIGKILL); err != nil {
+		return 0, false, err
+	}
+	s.killed = true
+	return s.process.pid(), s.open, nil
+}
+
+// scheduleCrashes kills a worker at each firing of action before the load's
+// deadline, round robin over the slots, preferring a moment when the
+// victim has a transaction open (it waits up to a second for one).
+func scheduleCrashes(ctx context.Context, l *loadRun, action faults.ClientAction, slots []*pipelineSlot) {
+	horizon := time.Duration(l.plan.workload.Warmup + l.plan.workload.Duration)
+	for fired, at := range action.Times(horizon) {
+		if !sleepUntil(ctx, l.start.Add(at)) {
+			return
+		}
+		slot := slots[fired%len(slots)]
+		waitOpen(ctx, slot, time.Now().Add(time.Second))
+		pid, open, err := slot.kill()
+		if err != nil {
+			l.env.note("consumer-crash at %s: worker %d: %v", at, slot.index, err)
+			continue
+		}
+		state := "with a transaction open"
+		if !open {
+			state = "between transactions"
+		}
+		l.env.log.Record(faults.Event{Broker: "client", Kind: faults.KindConsumerCrash, APIKey: faults.NoAPIKey,
+			Detail: fmt.Sprintf("SIGKILL pipeline worker %d pid %d %s; replacement in %s", slot.index, pid, state, action.RestartAfter)})
+	}
+}
+
+// waitOpen polls until the slot reports an open transaction or deadline.
+func waitOpen(ctx context.Context, slot *pipelineSlot, deadline time.Time) {
+	ticker := time.NewTicker(5 * time.Millisecond)
+	defer ticker.Stop()
+	for time.Now().Before(deadline) {
+		slot.mu.Lock()
+		open := slot.open
+		slot.mu.Unlock()
+		if open {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}

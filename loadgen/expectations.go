@@ -1,0 +1,288 @@
+package loadgen
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/report"
+)
+
+// bound is what a count may show.
+type bound uint8
+
+const (
+	mustBeZero bound = iota
+	mayBePositive
+)
+
+// sign is what a run must show for its fault to count as having acted;
+// without it the run is untestable, not a pass.
+type sign uint8
+
+const (
+	signNone          sign = iota // no faults: nothing to show
+	signFaultFired                // at least one fault fired
+	signDuplicates                // duplicates appeared (acks lost without idempotence)
+	signZombieWrites              // a fenced zombie producer tried to write
+	signConsumerCrash             // a pipeline worker was killed
+	signProcessFault              // a launched broker was killed or paused
+)
+
+// expectation is one cell of the expectations table: the bounds a delivery
+// mode must keep under a fault plan.
+type expectation struct {
+	lost, duplicated, reordered bound
+	sign                        sign
+}
+
+// expectationFor is the expectations table. Without faults every mode must
+// deliver each acknowledged record exactly once, in order. Under faults:
+// at-most-once may lose (records are not retried) but never duplicates;
+// at-least-once may duplicate and reorder (retries without idempotence) but
+// never loses an acknowledged record, and under lost Produce acks it must
+// show duplicates, or the fault did not act; idempotent, transactional and
+// the EOS pipeline must neither lose, duplicate nor reorder. Aborted or
+// fenced records read under read_committed, and records nobody sent, are
+// violations in every cell.
+func expectationFor(plan faults.Plan, mode string) expectation {
+	if !hasFaults(plan) {
+		return expectation{sign: signNone}
+	}
+	e := expectation{sign: signFaultFired}
+	switch mode {
+	case ModeAtMostOnce, ModeAtMostOnceAcks1:
+		e.lost, e.reordered = mayBePositive, mayBePositive
+	case ModeAtLeastOnce:
+		e.duplicated, e.reordered = mayBePositive, mayBePositive
+		if dropsProduceAcks(plan) {
+			e.sign = signDuplicates
+		}
+	}
+	switch {
+	case hasClient(plan, faults.ClientZombieProducer):
+		e.sign = signZombieWrites
+	case hasClient(plan, faults.ClientConsumerCrash):
+		e.sign = signConsumerCrash
+	case plan.NeedsProcesses() && !plan.NeedsProxy():
+		e.sign = signProcessFault
+	}
+	return e
+}
+
+// dropsProduceAcks reports whether the plan swallows Produce responses
+// after the broker wrote the batch.
+func dropsProduceAcks(plan faults.Plan) bool {
+	for _, rule := range plan.Rules {
+		if rule.Action == faults.ActionDropResponse && (len(rule.APIs) == 0 || slices.Contains(rule.APIs, faults.APIKey(0))) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasClient(plan faults.Plan, kind faults.ClientActionKind) bool {
+	_, ok := clientAction(plan, kind)
+	return ok
+}
+
+// describe states the expectation in words.
+func (e expectation) describe() string {
+	part := func(name string, b bound) string {
+		if b == mustBeZero {
+			return name + " = 0"
+		}
+		return name + " any"
+	}
+	text := strings.Join([]string{part("lost", e.lost), part("dup", e.duplicated), part("reord", e.reordered)}, ", ")
+	switch e.sign {
+	case signFaultFired:
+		text += "; faults must fire"
+	case signDuplicates:
+		text += "; dup > 0 shows the fault acted"
+	case signZombieWrites:
+		text += "; zombie's post-fence writes never visible (it must try some)"
+	case signConsumerCrash:
+		text += "; a worker must be killed"
+	case signProcessFault:
+		text += "; a broker must be killed or paused"
+	}
+	return text
+}
+
+// evidence is what a run showed besides the checker's counts.
+type evidence struct {
+	faultsFired       int64
+	faultCounts       map[faults.Kind]int64
+	zombieWrites      int64 // records or commits the zombie tried after it was fenced
+	offenders         map[string][]string
+	loadErr           error
+	notApplicableNote string
+}
+
+// observedCounts are the worst counts over a run's checks.
+type observedCounts struct {
+	lost, duplicated, reordered, abortedVisible, phantom, ambiguousPresent uint64
+	incomplete                                                             []string
+}
+
+func observe(run *report.Run) observedCounts {
+	var seen observedCounts
+	for _, check := range run.Checks {
+		counts := check.Counts
+		seen.lost = max(seen.lost, counts.Lost)
+		seen.duplicated = max(seen.duplicated, counts.Duplicated)
+		seen.reordered = max(seen.reordered, counts.Reordered)
+		seen.phantom = max(seen.phantom, counts.Phantom)
+		seen.ambiguousPresent = max(seen.ambiguousPresent, counts.AmbiguousPresent)
+		if check.Reader == "read_committed" {
+			seen.abortedVisible = max(seen.abortedVisible, counts.AbortedVisible)
+		}
+		for _, violation := range check.Violations {
+			if strings.HasPrefix(violation, "read back") {
+				seen.incomplete = append(seen.incomplete, check.Reader+" "+check.Topic+": "+violation)
+			}
+		}
+	}
+	return seen
+}
+
+// judgeRun sets the run's status, reason and expectation from its checks,
+// the plan's expectation and the evidence.
+func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
+	want := expectationFor(plan, run.Mode)
+	seen := observe(run)
+	expectation := &report.Expectation{Expected: want.describe(), Observed: describeObserved(seen, run, proof, plan)}
+	run.Expectation = expectation
+	defer func() { expectation.Verdict = run.Status }()
+	if run.Status == report.StatusUnsupported || run.Status == report.StatusNotApplicable {
+		expectation.Why = run.Reason
+		return
+	}
+	if len(seen.incomplete) > 0 {
+		run.Status, run.Reason = report.StatusError, strings.Join(seen.incomplete, "; ")
+		expectation.Why = run.Reason
+		return
+	}
+	var broken []string
+	check := func(name string, count uint64, b bound, kind string) {
+		if count > 0 && b == mustBeZero {
+			broken = append(broken, fmt.Sprintf("%d %s", count, name))
+			for _, example := range proof.offenders[kind] {
+				expectation.Offenders = append(expectation.Offenders, kind+": "+example)
+			}
+		}
+	}
+	check("acknowledged-but-lost", seen.lost, want.lost, "lost")
+	check("duplicated", seen.duplicated, want.duplicated, "duplicated")
+	check("reordered", seen.reordered, want.reordered, "reordered")
+	check("aborted-or-fenced-but-visible under read_committed", seen.abortedVisible, mustBeZero, "aborted-visible")
+	check("never-sent (phantom)", seen.phantom, mustBeZero, "phantom")
+	switch {
+	case len(broken) > 0 && stalledPipeline(run, proof):
+		// The output lacks records because the pipeline stopped making
+		// progress, not because a transaction lost them: a liveness error.
+		run.Status, run.Reason = report.StatusError, "pipeline did not catch up ("+strings.Join(broken, ", ")+" on its output): "+proof.loadErr.Error()
+	case len(broken) > 0:
+		run.Status, run.Reason = report.StatusFail, strings.Join(broken, ", ")
+		if proof.loadErr != nil {
+			run.Reason += "; load: " + proof.loadErr.Error()
+		}
+	case proof.loadErr != nil && !hasFaults(plan):
+		run.Status, run.Reason = report.StatusError, proof.loadErr.Error()
+	case run.Producers.Acknowledged == 0:
+		run.Status, run.Reason = report.StatusError, "no record was acknowledged"
+	default:
+		run.Status, run.Reason = report.StatusPass, ""
+		if why := missingSign(want.sign, seen, proof); why != "" {
+			run.Status, run.Reason = report.StatusUntestable, why
+		}
+		if proof.loadErr != nil && run.Status == report.StatusPass {
+			// Under faults a producer may give up (at-most-once has no
+			// retries); the bounds held over everything it sent.
+			run.Reason = "load error under faults (bounds held): " + proof.loadErr.Error()
+		}
+	}
+	expectation.Why = run.Reason
+}
+
+// stalledPipeline reports whether an eos-pipeline run's only broken bound is
+// output records missing because its workers did not catch up.
+func stalledPipeline(run *report.Run, proof evidence) bool {
+	if run.Mode != ModeEOSPipeline || proof.loadErr == nil || !strings.Contains(proof.loadErr.Error(), "pipeline committed") {
+		return false
+	}
+	seen := observe(run)
+	return seen.duplicated == 0 && seen.reordered == 0 && seen.abortedVisible == 0 && seen.phantom == 0
+}
+
+// missingSign returns why the fault cannot be shown to have acted, or "".
+func missingSign(want sign, seen observedCounts, proof evidence) string {
+	switch want {
+	case signNone:
+		return ""
+	case signFaultFired:
+		if proof.faultsFired == 0 {
+			return "no fault fired: the expectation could not be tested"
+		}
+	case signDuplicates:
+		if proof.faultsFired == 0 {
+			return "no fault fired: the expectation could not be tested"
+		}
+		if seen.duplicated == 0 {
+			return fmt.Sprintf("%d faults fired but 0 duplicates: the fault did not act on this mode", proof.faultsFired)
+		}
+	case signZombieWrites:
+		if proof.faultCounts[faults.KindZombieProducer] == 0 {
+			return "no zombie was made"
+		}
+		if proof.zombieWrites == 0 {
+			return "the zombie never tried to write after it was fenced"
+		}
+	case signConsumerCrash:
+		if proof.faultCounts[faults.KindConsumerCrash] == 0 {
+			return "no pipeline worker was killed"
+		}
+	case signProcessFault:
+		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 {
+			return "no broker was killed or paused"
+		}
+	}
+	return ""
+}
+
+// describeObserved states the counts a run showed.
+func describeObserved(seen observedCounts, run *report.Run, proof evidence, plan faults.Plan) string {
+	text := fmt.Sprintf("lost %d, dup %d, reord %d", seen.lost, seen.duplicated, seen.reordered)
+	if seen.abortedVisible > 0 {
+		text += fmt.Sprintf(", aborted-visible %d", seen.abortedVisible)
+	}
+	if seen.phantom > 0 {
+		text += fmt.Sprintf(", phantom %d", seen.phantom)
+	}
+	if seen.ambiguousPresent > 0 || run.Producers.Errored > 0 {
+		text += fmt.Sprintf(", errored %d (%d written)", run.Producers.Errored, seen.ambiguousPresent)
+	}
+	if hasFaults(plan) {
+		text += fmt.Sprintf("; faults %d%s", proof.faultsFired, kindCounts(proof.faultCounts))
+	}
+	if hasClient(plan, faults.ClientZombieProducer) {
+		text += fmt.Sprintf("; zombie post-fence writes %d", proof.zombieWrites)
+	}
+	return text
+}
+
+// kindCounts renders " (drop-response 12, kill 1)".
+func kindCounts(counts map[faults.Kind]int64) string {
+	if len(counts) == 0 {
+		return ""
+	}
+	var parts []string
+	for kind, n := range counts {
+		parts = append(parts, fmt.Sprintf("%s %d", kind, n))
+	}
+	sort.Strings(parts)
+	return " (" + strings.Join(parts, ", ") + ")"
+}

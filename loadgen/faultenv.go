@@ -1,0 +1,153 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// maxFaultEvents bounds the events kept in one run's results.
+const maxFaultEvents = 20_000
+
+// faultEnv is one run's fault machinery: the event log, the proxy between
+// the load's clients and the target (plans with rules), and the broker
+// subprocess (plans with process faults). The run's driving goroutine owns
+// it; the log is shared with the proxy, the process and the client faults.
+type faultEnv struct {
+	log    *faults.EventLog
+	proxy  *faults.Proxy   // nil without rules
+	broker *launchedBroker // nil without process faults
+	admin  *kgo.Client     // the launched broker's admin client, or nil
+	self   SelfCommand     // how to start workers
+	plan   faults.Plan     // the run's fault plan
+	onStop []func() error  // cleanups, run in reverse by close
+	mu     sync.Mutex      // guards notes
+	notes  []string        // diagnostics worth a line in the results
+}
+
+// canLaunch reports whether process faults can run against the target: only
+// when the load generator launches the brokers itself.
+func canLaunch(options Options) bool {
+	return options.Target.Kind() == TargetEmbedded && options.Self.Path != ""
+}
+
+// startFaultEnv sets up plan's faults and returns the plan with the
+// addresses its clients must use: a launched broker's for every client
+// (process faults), the proxy's for the load's clients (proxy rules). The
+// admin client and the verification readers never go through the proxy.
+func startFaultEnv(ctx context.Context, plan runPlan, options Options) (*faultEnv, runPlan, error) {
+	env := &faultEnv{log: faults.NewEventLog(nil), self: options.Self, plan: plan.faults}
+	if plan.faults.NeedsProcesses() {
+		broker, err := launchBroker(ctx, options.Self, env.log)
+		if err != nil {
+			return nil, plan, err
+		}
+		env.broker = broker
+		env.onStop = append(env.onStop, broker.close)
+		plan.bootstrap = []string{broker.process.Addr()}
+		plan.clientBootstrap = plan.bootstrap
+		admin, err := kgo.NewClient(kgo.SeedBrokers(plan.bootstrap...), kgo.ClientID("exactly-loadgen-admin"),
+			kgo.RetryBackoffFn(faultRetryBackoff), kgo.MetadataMinAge(faultMetadataMinAge))
+		if err != nil {
+			env.close()
+			return nil, plan, fmt.Errorf("admin client of the launched broker: %w", err)
+		}
+		env.admin = admin
+		env.onStop = append(env.onStop, func() error { admin.Close(); return nil })
+	}
+	if plan.faults.NeedsProxy() {
+		proxy, err := faults.New(faults.Config{Upstreams: plan.bootstrap, Rules: plan.faults.Rules,
+			Seed: plan.faults.Seed, Log: env.log, Logf: env.note})
+		if err != nil {
+			env.close()
+			return nil, plan, fmt.Errorf("fault proxy: %w", err)
+		}
+		env.proxy = proxy
+		env.onStop = append(env.onStop, proxy.Close)
+		plan.clientBootstrap = proxy.Addrs()
+	}
+	return env, plan, nil
+}
+
+// note keeps a proxy diagnostic (bounded).
+func (e *faultEnv) note(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.notes) < 20 {
+		e.notes = append(e.notes, fmt.Sprintf(format, args...))
+	}
+}
+
+// startProcessFaults runs the plan's process actions against the launched
+// broker from now until stop is called; stop returns once every action has
+// finished (a killed broker is running again, a paused one resumed).
+func (e *faultEnv) startProcessFaults(ctx context.Context) (stop func() error) {
+	if e.broker == nil || len(e.plan.Processes) == 0 {
+		return func() error { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- faults.RunProcessActions(ctx, e.plan.Processes, []*faults.Process{e.broker.process})
+	}()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// events converts the log to the results' form, on the run's time axis.
+func (e *faultEnv) events(start time.Time) []report.FaultEvent {
+	var out []report.FaultEvent
+	for _, event := range e.log.Events() {
+		if len(out) == maxFaultEvents {
+			break
+		}
+		detail := event.Detail
+		if event.APIKey != faults.NoAPIKey {
+			detail = fmt.Sprintf("%s (correlation %d) %s", wire.APIName(event.APIKey), event.CorrelationID, detail)
+		}
+		out = append(out, report.FaultEvent{ElapsedSeconds: event.Time.Sub(start).Seconds(), Kind: string(event.Kind),
+			Broker: event.Broker, Detail: detail})
+	}
+	return out
+}
+
+// close tears the machinery down.
+func (e *faultEnv) close() error {
+	var errs []error
+	for i := len(e.onStop) - 1; i >= 0; i-- {
+		errs = append(errs, e.onStop[i]())
+	}
+	e.onStop = nil
+	return errors.Join(errs...)
+}
+
+// Client settings under faults. kgo waits MetadataMinAge (5 s by default)
+// before refreshing metadata after a cut connection, and backs off up to a
+// second between retries: under a fault every few hundred requests that
+// would stall the run instead of measuring it.
+const faultMetadataMinAge = 100 * time.Millisecond
+
+func faultRetryBackoff(tries int) time.Duration {
+	return min(10*time.Millisecond<<min(tries, 5), 250*time.Millisecond)
+}
+
+// clientOptions are the options every load client of plan gets: its seed
+// brokers (the proxy's under proxy rules) and, under faults, fast
+// reconnects.
+func (plan runPlan) clientOptions() []kgo.Opt {
+	options := []kgo.Opt{kgo.SeedBrokers(plan.clientBootstrap...)}
+	if hasFaults(plan.faults) {
+		options = append(options, kgo.MetadataMinAge(faultMetadataMinAge), kgo.RetryBackoffFn(faultRetryBackoff))
+	}
+	return options
+}

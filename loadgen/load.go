@@ -1,0 +1,222 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/verify"
+)
+
+// loadRun is one run's load: producers, the pipeline, live consumers and
+// the client faults. The run's driving goroutine owns it; zombieWrites is
+// shared with the goroutines reading zombie workers (atomic).
+type loadRun struct {
+	plan            runPlan
+	ledger          *verify.Ledger
+	logs            []*trackedLog
+	metrics         *runMetrics
+	env             *faultEnv
+	start, deadline time.Time
+	// zombieWrites counts records a fenced zombie producer sent, and
+	// commits it began, after it was resumed.
+	zombieWrites atomic.Int64
+}
+
+// newTrackedLedger returns the run's ledger with a tracked log per slot:
+// the workload's producers, then one slot per generation of the zombie
+// producer chain (zombie-producer plans).
+func newTrackedLedger(plan runPlan) (*verify.Ledger, []*trackedLog) {
+	slots := plan.workload.Producers + zombieSlots(plan)
+	ledger := verify.NewLedger(plan.runID, slots)
+	logs := make([]*trackedLog, slots)
+	for i := range logs {
+		logs[i] = newTrackedLog(ledger.Producer(uint32(i)))
+	}
+	return ledger, logs
+}
+
+// zombieSlots is the number of producer generations a zombie-producer plan
+// makes in plan's run: the first worker and one replacement per firing.
+func zombieSlots(plan runPlan) int {
+	action, ok := clientAction(plan.faults, faults.ClientZombieProducer)
+	if !ok || plan.mode != ModeTransactional {
+		return 0
+	}
+	horizon := time.Duration(plan.workload.Warmup + plan.workload.Duration)
+	return 1 + len(action.Times(horizon))
+}
+
+// drive runs the producers (and the pipeline and live consumers) until the
+// record budget or the deadline, ends the process faults, then lets
+// consumers drain.
+func (l *loadRun) drive(ctx context.Context, stopFaults func() error) error {
+	plan, workload, metrics := l.plan, l.plan.workload, l.metrics
+	drain := time.Duration(workload.Drain)
+	finalTopic, readCommitted := plan.topic, plan.mode == ModeTransactional
+	var workers *pipeline
+	if plan.mode == ModeEOSPipeline {
+		finalTopic, readCommitted = plan.outputTopic, true
+		var err error
+		if action, crash := clientAction(plan.faults, faults.ClientConsumerCrash); crash {
+			workers, err = startWorkerPipeline(ctx, l, action)
+		} else {
+			workers, err = startPipeline(ctx, plan, metrics)
+		}
+		if err != nil {
+			return errors.Join(err, stopFaults())
+		}
+	}
+	var consumers *liveConsumers
+	if workload.Consumers > 0 {
+		var err error
+		consumers, err = startLiveConsumers(ctx, plan, finalTopic, readCommitted, metrics)
+		if err != nil {
+			if workers != nil {
+				_ = workers.stop()
+			}
+			return errors.Join(err, stopFaults())
+		}
+	}
+	produceErr := l.runProducers(ctx)
+	// Process faults end with the load: a killed broker is up again and a
+	// paused one resumed before the drain and the verification reads.
+	faultErr := stopFaults()
+	metrics.producersDone = time.Now()
+	totals := l.ledger.Totals()
+	visible := int64(totals.Acknowledged) - int64(totals.Aborted) - int64(totals.Uncertain)
+	drainDeadline := time.Now().Add(drain)
+	if metrics.stopped.Load() {
+		drainDeadline = time.Now() // unsupported: nothing more will arrive
+	}
+	var pipelineErr error
+	if workers != nil {
+		// The pipeline's measured time ends when its output caught up.
+		caughtUp := workers.committed.waitFor(int64(totals.Acknowledged), drainDeadline)
+		metrics.producersDone = time.Now()
+		pipelineErr = workers.stop()
+		if !caughtUp {
+			pipelineErr = errors.Join(pipelineErr, fmt.Errorf("pipeline committed %d of %d input records within the drain time %s",
+				workers.committed.load(), totals.Acknowledged, drain))
+		}
+	}
+	if consumers != nil {
+		consumers.stopAfter(visible, drainDeadline)
+	}
+	return errors.Join(produceErr, faultErr, pipelineErr)
+}
+
+// runProducers runs the plan's producers (and the zombie producer chain) to
+// completion and closes them.
+func (l *loadRun) runProducers(ctx context.Context) error {
+	plan, workload := l.plan, l.plan.workload
+	// Producers stop sending at deadline; flushing and ending the last
+	// transaction may take up to the drain time more.
+	produceCtx, cancel := context.WithDeadline(ctx, l.deadline.Add(time.Duration(workload.Drain)))
+	defer cancel()
+	var wait sync.WaitGroup
+	errs := make([]error, workload.Producers+1)
+	for index := range workload.Producers {
+		p, err := newProducer(plan, uint32(index), l.logs[index], l.metrics, producerBudget(workload, index), l.deadline, l.start)
+		if err != nil {
+			errs[index] = err
+			continue
+		}
+		wait.Add(1)
+		go func() {
+			defer wait.Done()
+			defer p.client.Close()
+			if plan.mode == ModeTransactional {
+				errs[index] = p.runTransactional(produceCtx)
+			} else {
+				errs[index] = p.runPlain(produceCtx)
+			}
+		}()
+	}
+	if action, ok := clientAction(plan.faults, faults.ClientZombieProducer); ok && zombieSlots(plan) > 0 {
+		wait.Add(1)
+		go func() {
+			defer wait.Done()
+			errs[workload.Producers] = l.runZombieChain(produceCtx, action)
+		}()
+	}
+	wait.Wait()
+	return errors.Join(errs...)
+}
+
+// producerBudget is producer index's share of the workload's records.
+func producerBudget(workload Workload, index int) uint64 {
+	budget := uint64(workload.Records / int64(workload.Producers))
+	if int64(index) < workload.Records%int64(workload.Producers) {
+		budget++
+	}
+	return budget
+}
+
+// newProducer builds producer index of plan with its client.
+func newProducer(plan runPlan, index uint32, log recordLog, metrics *runMetrics, budget uint64, deadline, start time.Time) (*producer, error) {
+	workload := plan.workload
+	transactionalID := fmt.Sprintf("exactly-%s-%s-p%d", plan.runIDText, plan.topicSuffix, index)
+	return buildProducer(producerSpec{
+		options: plan.clientOptions(), clientID: fmt.Sprintf("exactly-loadgen-%s-%d", plan.topicSuffix, index),
+		mode: plan.mode, transactionalID: transactionalID, transactionTimeout: time.Duration(workload.Transaction.Timeout),
+		index: index, runID: plan.runID, topic: plan.topic, recordSize: workload.RecordSize, keys: workload.Keys,
+		rate: float64(workload.Rate) / float64(workload.Producers), budget: budget, deadline: deadline, start: start,
+		commitInterval: plan.commitInterval, commitRecords: workload.Transaction.CommitRecords,
+		abortShare: workload.Transaction.AbortShare,
+	}, log, metrics)
+}
+
+// producerSpec is everything a producer needs, in process or in a worker.
+type producerSpec struct {
+	options            []kgo.Opt
+	clientID           string
+	mode               string
+	transactionalID    string
+	transactionTimeout time.Duration
+	index              uint32
+	runID              uint64
+	topic              string
+	recordSize         int
+	keys               KeySpec
+	rate               float64 // records/s of this producer; 0: unpaced
+	budget             uint64
+	deadline, start    time.Time
+	commitInterval     time.Duration
+	commitRecords      int
+	abortShare         float64
+}
+
+// buildProducer creates the producer's client.
+func buildProducer(spec producerSpec, log recordLog, metrics *runMetrics) (*producer, error) {
+	modeOptions, err := producerOptions(spec.mode, spec.transactionalID, spec.transactionTimeout)
+	if err != nil {
+		return nil, err
+	}
+	options := append(append([]kgo.Opt{
+		kgo.ClientID(spec.clientID),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.WithLogger(clientLogger{metrics: metrics}),
+	}, spec.options...), modeOptions...)
+	client, err := kgo.NewClient(options...)
+	if err != nil {
+		return nil, fmt.Errorf("producer %d client: %w", spec.index, err)
+	}
+	seed := spec.runID ^ uint64(spec.index)<<32
+	return &producer{
+		id: spec.index, client: client, log: log, metrics: metrics,
+		runID: spec.runID, topic: spec.topic, recordSize: spec.recordSize,
+		keys:   newKeyChooser(spec.keys, seed),
+		pacer:  newPacer(spec.rate, spec.start),
+		budget: spec.budget, deadline: spec.deadline,
+		commitInterval: spec.commitInterval, commitRecords: spec.commitRecords,
+		abortShare: spec.abortShare, random: rand.New(rand.NewPCG(seed, 1)),
+	}, nil
+}

@@ -1,0 +1,153 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
+)
+
+// MatrixEntry is one row of a workload's fault matrix: delivery modes run
+// under one fault plan.
+//
+//	faults:
+//	  - plan: ack-loss               # a shipped plan name or a plan file
+//	    modes: [at-least-once, idempotent]   # omitted: the workload's modes
+//	    duration: 12s                # omitted: the workload's duration
+type MatrixEntry struct {
+	// Plan names a shipped fault plan (see faults.PlanNames) or a plan file.
+	Plan string `yaml:"plan" json:"plan"`
+	// Modes run under the plan; empty means the workload's Modes.
+	Modes []string `yaml:"modes" json:"modes,omitempty"`
+	// Duration, when set, replaces the workload's duration for these runs
+	// (a plan whose first fault fires after 10 s needs a longer run).
+	Duration Duration `yaml:"duration" json:"duration,omitempty"`
+}
+
+func (e MatrixEntry) validate() error {
+	if strings.TrimSpace(e.Plan) == "" {
+		return errors.New("plan: a matrix entry needs a fault plan")
+	}
+	if _, err := faults.LoadPlan(e.Plan); err != nil {
+		return err
+	}
+	if e.Duration < 0 {
+		return fmt.Errorf("duration: %s is negative", e.Duration)
+	}
+	for _, mode := range e.Modes {
+		if !slices.Contains(AllModes, mode) {
+			return fmt.Errorf("modes: %q is not one of %v", mode, AllModes)
+		}
+	}
+	return nil
+}
+
+// matrixOf returns the workload's fault matrix with its plans loaded: its
+// Faults entries, or every mode without faults when there are none.
+func matrixOf(workload Workload) ([]MatrixEntry, []faults.Plan, error) {
+	entries := workload.Faults
+	if len(entries) == 0 {
+		entries = []MatrixEntry{{Plan: "none"}}
+	}
+	plans := make([]faults.Plan, len(entries))
+	for i, entry := range entries {
+		plan, err := faults.LoadPlan(entry.Plan)
+		if err != nil {
+			return nil, nil, fmt.Errorf("faults[%d]: %w", i, err)
+		}
+		plans[i] = plan
+	}
+	return entries, plans, nil
+}
+
+// planRuns expands a workload into runs: for each matrix entry (or once,
+// without faults), one per mode, and one per commit interval for the
+// transactional mode. Runs of a workload without a fault matrix keep bare
+// mode names; matrix runs are named "<mode>:<plan>".
+func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, error) {
+	entries, plans, err := matrixOf(workload)
+	if err != nil {
+		return nil, err
+	}
+	runIDText := fmt.Sprintf("%016x", runID)
+	var runs []runPlan
+	for i, entry := range entries {
+		cellWorkload := workload
+		if entry.Duration > 0 {
+			cellWorkload.Duration = entry.Duration
+		}
+		modes := entry.Modes
+		if len(modes) == 0 {
+			modes = workload.Modes
+		}
+		for _, mode := range modes {
+			for _, interval := range commitIntervals(mode, workload) {
+				run := runPlan{name: mode, mode: mode, workload: cellWorkload, commitInterval: interval,
+					runID: runID, runIDText: runIDText, bootstrap: bootstrap, clientBootstrap: bootstrap, faults: plans[i]}
+				if mode == ModeTransactional {
+					run.name = fmt.Sprintf("%s@%s", mode, interval)
+				}
+				if len(workload.Faults) > 0 {
+					run.name += ":" + plans[i].Name
+				}
+				run.topicSuffix = strings.NewReplacer("@", "-", ".", "_", ":", ".").Replace(run.name)
+				run.topic = "exactly." + runIDText + "." + run.topicSuffix
+				if mode == ModeEOSPipeline {
+					run.topic += ".in"
+					run.outputTopic = "exactly." + runIDText + "." + run.topicSuffix + ".out"
+				}
+				runs = append(runs, run)
+			}
+		}
+	}
+	return runs, nil
+}
+
+// commitIntervals lists the runs of one mode: one per commit interval for
+// the transactional mode, one (interval 0) otherwise.
+func commitIntervals(mode string, workload Workload) []time.Duration {
+	if mode != ModeTransactional {
+		return []time.Duration{0}
+	}
+	var intervals []time.Duration
+	for _, interval := range workload.Transaction.CommitIntervals {
+		intervals = append(intervals, time.Duration(interval))
+	}
+	return intervals
+}
+
+// hasFaults reports whether a plan does anything.
+func hasFaults(plan faults.Plan) bool {
+	return len(plan.Rules) > 0 || len(plan.Processes) > 0 || len(plan.Clients) > 0
+}
+
+// clientAction returns the plan's first client action of kind, if any.
+func clientAction(plan faults.Plan, kind faults.ClientActionKind) (faults.ClientAction, bool) {
+	for _, action := range plan.Clients {
+		if action.Action == kind {
+			return action, true
+		}
+	}
+	return faults.ClientAction{}, false
+}
+
+// notApplicable says why a plan cannot run in a mode against a target, or
+// "" when it can. launched reports whether the target's brokers are
+// processes the load generator launched (or can launch).
+func notApplicable(plan faults.Plan, mode string, launched bool) string {
+	if plan.NeedsProcesses() && !launched {
+		return "not-applicable (needs a broker loadgen launched)"
+	}
+	for _, action := range plan.Clients {
+		switch {
+		case action.Action == faults.ClientZombieProducer && mode != ModeTransactional:
+			return "not-applicable (zombie-producer needs the transactional mode)"
+		case action.Action == faults.ClientConsumerCrash && mode != ModeEOSPipeline:
+			return "not-applicable (consumer-crash needs the eos-pipeline mode)"
+		}
+	}
+	return ""
+}
