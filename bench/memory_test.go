@@ -1,17 +1,16 @@
 package bench
 
 // Issue 4's memory target: the exactly broker stays below 512 MiB resident
-// while it stores 4 GiB (kfake keeps everything in RAM). Heavy, so it runs
-// only when asked:
+// while it stores 4 GiB (kfake keeps everything in RAM). It stores
+// gigabytes, so it is a benchmark (never part of `go test ./...`) run once:
 //
-//	EXACTLY_BENCH_RSS=1 go test -run TestServerResidentMemory -v -timeout 60m ./bench/
+//	go test -run '^$' -bench ServerResidentMemory -benchtime 1x -timeout 60m ./bench/
 //
 // EXACTLY_BENCH_RSS_MB sets the volume stored in exactly (default 4096) and
 // EXACTLY_BENCH_RSS_KFAKE_MB the volume stored in kfake (default 4096).
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 )
@@ -19,30 +18,37 @@ import (
 // residentLimit is issue 4's bound on the broker's resident memory.
 const residentLimit = 512 << 20
 
-func TestServerResidentMemory(t *testing.T) {
-	if os.Getenv("EXACTLY_BENCH_RSS") != "1" {
-		t.Skip("stores gigabytes: set EXACTLY_BENCH_RSS=1 to run it")
-	}
+// BenchmarkServerResidentMemory reports each server's peak resident memory
+// (peak-rss-MiB) after storing and serving the volume; b.N is ignored.
+func BenchmarkServerResidentMemory(b *testing.B) {
 	exactlyMiB, err := megabytesFromEnv("EXACTLY_BENCH_RSS_MB", 4096)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	kfakeMiB, err := megabytesFromEnv("EXACTLY_BENCH_RSS_KFAKE_MB", 4096)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	exactlyPeak := storeAndMeasure(t, serverExactly, exactlyMiB)
-	storeAndMeasure(t, serverKfake, kfakeMiB)
-	if exactlyPeak >= residentLimit {
-		t.Errorf("exactly broker peak resident memory %d MiB storing %d MiB; want below %d MiB",
-			exactlyPeak>>20, exactlyMiB, residentLimit>>20)
+	for _, server := range []struct {
+		kind string
+		mib  int
+	}{{serverExactly, exactlyMiB}, {serverKfake, kfakeMiB}} {
+		b.Run("server="+server.kind, func(b *testing.B) {
+			peak := storeAndMeasure(b, server.kind, server.mib)
+			b.ReportMetric(float64(peak>>20), "peak-rss-MiB")
+			b.ReportMetric(float64(server.mib), "stored-MiB")
+			if server.kind == serverExactly && peak >= residentLimit {
+				b.Errorf("exactly broker peak resident memory %d MiB storing %d MiB; want below %d MiB",
+					peak>>20, server.mib, residentLimit>>20)
+			}
+		})
 	}
 }
 
 // storeAndMeasure produces volumeMiB of 1 KiB records into a fresh server,
 // logs its resident memory after the produce and after one full consume,
 // and returns its peak resident memory.
-func storeAndMeasure(t *testing.T, kind string, volumeMiB int) int64 {
+func storeAndMeasure(t testing.TB, kind string, volumeMiB int) int64 {
 	t.Helper()
 	server, err := startTarget(kind, t.Name())
 	if err != nil {
