@@ -11,8 +11,11 @@ import (
 // package (the version table is built from the handlers' register calls).
 // A version we do not know is answered, as Kafka does, with a v0 response
 // carrying UNSUPPORTED_VERSION and our ranges, so the client can retry with
-// a version both sides speak. No features (e.g. transaction.version) are
-// advertised yet.
+// a version both sides speak. v3+ carry the features: transaction.version
+// is supported from 0 to 2 and finalized at the broker's
+// transaction.version setting (transactions.go); clients switch to KIP-890
+// part 2 when it is finalized at 2. A level of 0 is not listed as
+// finalized, as Kafka omits features at level 0.
 func init() {
 	register(wire.APIVersions, 0, 4, handleAPIVersions)
 }
@@ -40,8 +43,27 @@ func handleAPIVersions(c *connection, r *request) {
 	}
 	r.release()
 	appendVersionRanges(resp)
+	if version >= 3 {
+		appendFeatures(resp, c.broker.transactionVersion)
+	}
 	resp.SetVersion(version)
 	c.respond(r, resp.AppendTo)
+}
+
+// transactionVersionFeature is the feature KIP-890 part 2 is finalized by.
+const transactionVersionFeature = "transaction.version"
+
+// appendFeatures lists the supported and finalized features.
+func appendFeatures(resp *kmsg.ApiVersionsResponse, transactionVersion int16) {
+	supported := kmsg.NewApiVersionsResponseSupportedFeature()
+	supported.Name, supported.MinVersion, supported.MaxVersion = transactionVersionFeature, 0, 2
+	resp.SupportedFeatures = append(resp.SupportedFeatures, supported)
+	resp.FinalizedFeaturesEpoch = 1
+	if transactionVersion > 0 {
+		finalized := kmsg.NewApiVersionsResponseFinalizedFeature()
+		finalized.Name, finalized.MinVersionLevel, finalized.MaxVersionLevel = transactionVersionFeature, transactionVersion, transactionVersion
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, finalized)
+	}
 }
 
 func appendVersionRanges(resp *kmsg.ApiVersionsResponse) {

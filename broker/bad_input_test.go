@@ -162,11 +162,13 @@ func TestApiVersionsUnknownVersion(t *testing.T) {
 			t.Fatalf("%s: advertised %v (%v), want %v", wire.APIName(key), got, ok, want)
 		}
 	}
-	// Until the transaction coordinator is wired in, clients must not
-	// believe transactions are available.
-	for _, key := range []int16{wire.APIAddPartitionsToTxn, wire.APIAddOffsetsToTxn, wire.APIEndTxn, wire.APITxnOffsetCommit} {
-		if _, ok := advertised[key]; ok {
-			t.Fatalf("%s advertised before transactions exist", wire.APIName(key))
+	// The transaction APIs, with the versions clients send
+	// (KAFKA-VERSIONS.md).
+	for key, want := range map[int16][2]int16{wire.APIAddPartitionsToTxn: {0, 5}, wire.APIAddOffsetsToTxn: {0, 4},
+		wire.APIEndTxn: {0, 5}, wire.APITxnOffsetCommit: {0, 6}, wire.APIWriteTxnMarkers: {0, 1},
+		wire.APIDescribeTransactions: {0, 0}, wire.APIListTransactions: {0, 1}} {
+		if got, ok := advertised[key]; !ok || got != want {
+			t.Fatalf("%s: advertised %v (%v), want %v", wire.APIName(key), got, ok, want)
 		}
 	}
 	// The same connection goes on with a version it now knows.

@@ -1,7 +1,9 @@
 // Package broker is a single-node Kafka broker: a TCP listener speaking the
 // Kafka protocol, one file per Kafka API (produce.go, fetch.go, ...), topics
-// whose partitions are storage.Log segmented logs, and the broker settings
-// table (config.go).
+// whose partitions are storage.Log segmented logs, the group coordinator
+// (groups.go), the transaction coordinator (transactions.go; partitions'
+// side of transactions — last stable offset, KIP-890 verification, markers
+// — in partition_txn.go), and the broker settings table (config.go).
 //
 // Goroutines and ownership:
 //
@@ -18,6 +20,9 @@
 //     is guarded by Broker.topicsMu; a topic's config is an immutable
 //     snapshot swapped atomically.
 //   - The retention goroutine applies retention to every partition.
+//   - The transaction coordinator (transactions.go) runs a timer
+//     goroutine and one completion goroutine per ending transaction;
+//     completions write markers into partitions under their append lock.
 //   - Each partition's idempotent-producer state is guarded by its append
 //     lock (producer_state.go); the producer-expiry goroutine takes that
 //     lock to forget idle producers. Producer ids come from producerIDs,
@@ -38,6 +43,7 @@ import (
 
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -66,6 +72,12 @@ type Config struct {
 	Properties map[string]string
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
+
+	// beforeMarkers, if set, runs before every marker write of the
+	// transaction coordinator; an error makes the coordinator retry. Tests
+	// only (it lets a test kill the broker between PrepareCommit and the
+	// markers).
+	beforeMarkers func(ctx context.Context) error
 }
 
 // Broker is a running single-node Kafka broker.
@@ -87,6 +99,16 @@ type Broker struct {
 	// groups is the group coordinator (groups.go), set by Start and closed
 	// by Close after the last connection.
 	groups *group.Coordinator
+
+	// transactions is the transaction coordinator (transactions.go) over
+	// txnLog; set by Start, closed by Close before the partition logs.
+	transactions *txn.Coordinator
+	txnLog       *txn.StorageLog
+	// transactionVersion is the transaction.version setting (0–2); 2 is
+	// KIP-890 part 2.
+	transactionVersion int16
+	// beforeMarkers is Config.beforeMarkers (tests only).
+	beforeMarkers func(ctx context.Context) error
 
 	// ctx is cancelled by Close; long polls and durability waits end on it.
 	ctx    context.Context
@@ -129,14 +151,15 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Broker{
-		nodeID:       cfg.NodeID,
-		dataDir:      cfg.DataDir,
-		config:       config,
-		logger:       logger,
-		maxFrameSize: int32(config.int64Value("socket.request.max.bytes")),
-		topics:       map[string]*topic{},
-		topicIDs:     map[[16]byte]*topic{},
-		conns:        map[*connection]struct{}{},
+		nodeID:        cfg.NodeID,
+		dataDir:       cfg.DataDir,
+		config:        config,
+		logger:        logger,
+		maxFrameSize:  int32(config.int64Value("socket.request.max.bytes")),
+		topics:        map[string]*topic{},
+		topicIDs:      map[[16]byte]*topic{},
+		conns:         map[*connection]struct{}{},
+		beforeMarkers: cfg.beforeMarkers,
 		producerOptions: producers.Options{
 			ExpirationAge: time.Duration(config.int64Value("producer.id.expiration.ms")) * time.Millisecond,
 		},
@@ -166,6 +189,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := b.openGroups(); err != nil {
 		b.listener.Close()
 		b.closeLogs()
+		return nil, err
+	}
+	if err := b.openTransactions(); err != nil {
+		b.listener.Close()
+		b.closeLogs()
+		b.closeGroups()
 		return nil, err
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -236,7 +265,9 @@ func (b *Broker) Close() error {
 			b.connections.Wait()
 		}
 		b.background.Wait()
-		b.closeErr = errors.Join(b.closeLogs(), b.closeGroups())
+		// The transaction coordinator goes first: its completions write
+		// markers into partitions and complete groups' offsets.
+		b.closeErr = errors.Join(b.closeTransactions(), b.closeLogs(), b.closeGroups())
 		b.logger.Info("broker stopped", "node_id", b.nodeID)
 	})
 	return b.closeErr

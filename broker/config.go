@@ -96,6 +96,18 @@ var brokerSettings = []setting{
 		doc: "How long a partition keeps an idle idempotent producer's state (its epoch and last 5 batches) after its last write."},
 	{name: "producer.id.expiration.check.interval.ms", defaultValue: "600000", kind: kindInt, validate: atLeast(1),
 		doc: "How often partitions look for producers idle for producer.id.expiration.ms."},
+	{name: "transaction.max.timeout.ms", defaultValue: "900000", kind: kindInt, validate: atLeast(1),
+		doc: "Largest transaction.timeout.ms a transactional producer may ask for at InitProducerId (INVALID_TRANSACTION_TIMEOUT above it)."},
+	{name: "transactional.id.expiration.ms", defaultValue: "604800000", kind: kindInt, validate: atLeast(1),
+		doc: "How long a transactional id with no transaction open and no update is kept before the coordinator forgets it."},
+	{name: "transaction.state.log.num.partitions", defaultValue: "50", kind: kindInt, validate: atLeast(1),
+		doc: "Partitions of __transaction_state; transactional ids map to them by a hash of the id, so it is fixed when the data directory is first used."},
+	{name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", defaultValue: "10000", kind: kindInt, validate: atLeast(1),
+		doc: "How often the transaction coordinator aborts transactions open longer than their timeout (and, here, also expires idle transactional ids)."},
+	{name: "transaction.remove.expired.transaction.cleanup.interval.ms", defaultValue: "3600000", kind: kindInt, validate: atLeast(1),
+		doc: "Accepted for compatibility; idle transactional ids are expired on the abort-cleanup tick (transaction.abort.timed.out.transaction.cleanup.interval.ms)."},
+	{name: "transaction.version", defaultValue: "2", kind: kindShort, validate: transactionVersion,
+		doc: "Our extension (Kafka finalizes it as a cluster feature): 2 enables KIP-890 part 2 (epoch bump at every EndTxn v5, partitions added implicitly by Produce v12+ and TxnOffsetCommit v5+) and advertises the finalized feature transaction.version=2 in ApiVersions; 0 or 1 keep the classic protocol (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn v4) and advertise level 0 or 1."},
 	{name: "log.fsync", defaultValue: "never", kind: kindString, validate: fsyncPolicy,
 		doc: "Our extension (Kafka uses log.flush.interval.*): never (page cache, like Kafka's default), interval:<duration> (group commit) or always (fsync before acks=all is answered)."},
 }
@@ -195,6 +207,15 @@ func exactly(want int64) func(string) error {
 		}
 		return nil
 	}
+}
+
+// transactionVersion accepts the transaction.version levels: 0, 1, 2.
+func transactionVersion(v string) error {
+	level, err := strconv.ParseInt(v, 10, 16)
+	if err != nil || level < 0 || level > 2 {
+		return fmt.Errorf("must be 0, 1 or 2, got %q", v)
+	}
+	return nil
 }
 
 func cleanupPolicy(v string) error {

@@ -35,6 +35,12 @@ import (
 // (broker properties) for a child broker process.
 const childBrokerEnv = "EXACTLY_BROKER_TEST_CHILD"
 
+// childHangMarkersEnv, set to 1 in a child broker's environment, makes its
+// transaction coordinator stop before writing any marker: it prints
+// "markers-pending" once and waits forever (until killed), so a test can
+// kill the broker between PrepareCommit and the markers.
+const childHangMarkersEnv = "EXACTLY_BROKER_TEST_HANG_MARKERS"
+
 func init() {
 	if spec := os.Getenv(childBrokerEnv); spec != "" {
 		os.Exit(runChildBroker(spec))
@@ -56,7 +62,16 @@ func runChildBroker(spec string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	b, err := Start(ctx, Config{NodeID: 1, Listen: fields[0], DataDir: fields[1], Properties: properties})
+	config := Config{NodeID: 1, Listen: fields[0], DataDir: fields[1], Properties: properties}
+	if os.Getenv(childHangMarkersEnv) == "1" {
+		var once sync.Once
+		config.beforeMarkers = func(ctx context.Context) error {
+			once.Do(func() { fmt.Println("markers-pending") })
+			<-ctx.Done()
+			return ctx.Err()
+		}
+	}
+	b, err := Start(ctx, config)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start broker: %v\n", err)
 		return 1
@@ -76,16 +91,27 @@ type childBroker struct {
 	addr   string
 	stderr *bytes.Buffer
 	exited chan struct{}
+	// lines receives the stdout lines after "listening" (test hooks
+	// report on them); lines beyond its buffer are dropped.
+	lines chan string
 }
 
 // startChildBroker starts a broker process on listen over dir and waits
 // until it accepts connections. The process is killed when the test ends.
 func startChildBroker(t *testing.T, listen, dir string, properties ...string) *childBroker {
 	t.Helper()
+	return startChildBrokerEnv(t, nil, listen, dir, properties...)
+}
+
+// startChildBrokerEnv is startChildBroker with extra environment variables
+// (test hooks such as childHangMarkersEnv).
+func startChildBrokerEnv(t *testing.T, env []string, listen, dir string, properties ...string) *childBroker {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childBrokerEnv+"="+strings.Join(append([]string{listen, dir}, properties...), " "))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	child := &childBroker{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	child := &childBroker{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{}), lines: make(chan string, 16)}
 	cmd.Stderr = child.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -103,6 +129,10 @@ func startChildBroker(t *testing.T, listen, dir string, properties ...string) *c
 		}
 		close(lines)
 		for scanner.Scan() {
+			select {
+			case child.lines <- scanner.Text():
+			default:
+			}
 		}
 		cmd.Wait() // reaps the process; stdout is drained first
 		close(child.exited)

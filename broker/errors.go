@@ -38,11 +38,26 @@ var (
 	errNoCoordinator       = errors.New("coordinator not available")
 )
 
+// kafkaError carries a Kafka error code decided elsewhere — by the
+// transaction coordinator's own mapping (broker/txn) — through the broker's
+// Go errors; errorCode answers its code.
+type kafkaError struct {
+	code int16
+	err  error
+}
+
+func (e *kafkaError) Error() string { return e.err.Error() }
+func (e *kafkaError) Unwrap() error { return e.err }
+
 // errorCode maps an error to the Kafka error code a response carries; nil
 // is 0 (NONE). Unrecognised errors are UNKNOWN_SERVER_ERROR.
 func errorCode(err error) int16 {
 	if err == nil {
 		return 0
+	}
+	var coded *kafkaError
+	if errors.As(err, &coded) {
+		return coded.code
 	}
 	for _, m := range errorCodes {
 		if errors.Is(err, m.err) {

@@ -30,12 +30,21 @@ import (
 //
 // Incremental fetch sessions are declined: the response's session id is 0
 // and every response is full; a request naming a session gets
-// FETCH_SESSION_ID_NOT_FOUND. Without transactions read_committed is
-// read_uncommitted, with the last stable offset equal to the high
-// watermark.
+// FETCH_SESSION_ID_NOT_FOUND.
+//
+// Isolation: read_uncommitted reads up to the high watermark;
+// read_committed (KIP-98) up to the last stable offset (the first offset
+// of the oldest open transaction, partition_txn.go) and gets, per
+// partition, the aborted transactions overlapping the returned range from
+// the aborted-transaction index, so the client drops aborted records.
+// Every response carries the LSO.
 func init() {
 	register(wire.APIFetch, 4, 18, handleFetch)
 }
+
+// isolationReadCommitted is the read_committed isolation level of Fetch
+// and ListOffsets.
+const isolationReadCommitted = 1
 
 // fetchTarget is one requested partition, resolved once per request.
 type fetchTarget struct {
@@ -56,8 +65,12 @@ type fetchTopic struct {
 
 // partitionRead is what one partition contributes to a response.
 type partitionRead struct {
-	err            error
-	highWatermark  int64
+	err           error
+	highWatermark int64
+	lastStable    int64
+	// aborted lists the aborted transactions of the read range; nil for
+	// read_uncommitted.
+	aborted        []storage.AbortedTxn
 	logStartOffset int64
 	result         storage.ReadResult
 	size           int64
@@ -192,14 +205,14 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget) ([]par
 	anyError := false
 	for i, target := range targets {
 		read := &reads[i]
-		read.highWatermark, read.logStartOffset = -1, -1
+		read.highWatermark, read.lastStable, read.logStartOffset = -1, -1, -1
 		if target.err != nil {
 			read.err, anyError = target.err, true
 			continue
 		}
 		limit := min(int64(target.maxBytes), int64(req.MaxBytes)-total)
 		minOneBatch := total == 0
-		if err := readPartition(target, read, limit, minOneBatch); err != nil {
+		if err := readPartition(target, read, limit, minOneBatch, req.IsolationLevel == isolationReadCommitted); err != nil {
 			read.err, anyError = err, true
 			continue
 		}
@@ -208,22 +221,31 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget) ([]par
 	return reads, total, anyError
 }
 
-// readPartition resolves the regions to send for one partition.
-func readPartition(target fetchTarget, read *partitionRead, limit int64, minOneBatch bool) error {
+// readPartition resolves the regions to send for one partition: up to the
+// high watermark, or the last stable offset for read_committed.
+func readPartition(target fetchTarget, read *partitionRead, limit int64, minOneBatch, readCommitted bool) error {
 	p := target.partition
 	if p.closed.Load() {
 		return fmt.Errorf("%w: %s", errUnknownTopic, p.name())
 	}
+	// The LSO first: it never exceeds the log end at any instant, so
+	// read before the high watermark it stays at or below it.
+	read.lastStable = p.lastStableOffset()
 	read.highWatermark = p.highWatermark()
+	bound := read.highWatermark
+	if readCommitted {
+		bound = read.lastStable
+		read.aborted = []storage.AbortedTxn{}
+	}
 	read.logStartOffset = p.log.LogStartOffset()
 	if target.offset < read.logStartOffset || target.offset > read.highWatermark {
 		return fmt.Errorf("%w: %s offset %d, log has [%d, %d)", errOffsetOutOfRange, p.name(),
 			target.offset, read.logStartOffset, read.highWatermark)
 	}
-	if target.offset == read.highWatermark || (limit <= 0 && !minOneBatch) {
+	if target.offset >= bound || (limit <= 0 && !minOneBatch) {
 		return nil
 	}
-	result, err := p.log.Read(target.offset, read.highWatermark, int(max(limit, 0)), minOneBatch)
+	result, err := p.log.Read(target.offset, bound, int(max(limit, 0)), minOneBatch)
 	if err != nil {
 		if p.closed.Load() {
 			return fmt.Errorf("%w: %s", errUnknownTopic, p.name())
@@ -236,6 +258,9 @@ func readPartition(target fetchTarget, read *partitionRead, limit int64, minOneB
 	read.result = result
 	for _, region := range result.Regions {
 		read.size += region.Size
+	}
+	if readCommitted && read.size > 0 {
+		read.aborted = p.log.AbortedTxns(target.offset, bound)
 	}
 	return nil
 }
@@ -304,13 +329,30 @@ func appendFetchPartitionHead(b []byte, version int16, index int32, read *partit
 	b = wire.AppendInt32(b, index)
 	b = wire.AppendInt16(b, errorCode(read.err))
 	b = wire.AppendInt64(b, read.highWatermark)
-	b = wire.AppendInt64(b, read.highWatermark) // last_stable_offset: no transactions yet
+	b = wire.AppendInt64(b, read.lastStable)
 	if version >= 5 {
 		b = wire.AppendInt64(b, read.logStartOffset)
 	}
-	b = appendNullArray(b, version >= 12) // aborted_transactions: none
+	b = appendAbortedTransactions(b, read.aborted, version >= 12)
 	if version >= 11 {
 		b = wire.AppendInt32(b, -1) // preferred_read_replica
+	}
+	return b
+}
+
+// appendAbortedTransactions encodes the aborted_transactions array (null
+// for read_uncommitted).
+func appendAbortedTransactions(b []byte, aborted []storage.AbortedTxn, flexible bool) []byte {
+	if aborted == nil {
+		return appendNullArray(b, flexible)
+	}
+	b = appendArrayLength(b, len(aborted), flexible)
+	for _, t := range aborted {
+		b = wire.AppendInt64(b, t.ProducerID)
+		b = wire.AppendInt64(b, t.FirstOffset)
+		if flexible {
+			b = wire.AppendUvarint(b, 0) // tagged fields
+		}
 	}
 	return b
 }

@@ -12,9 +12,10 @@ import (
 // FindCoordinator v0–6 names this broker as the coordinator of every group
 // (a single node leads every __consumer_offsets partition). v0–3 ask for
 // one key, v4+ for a batch (KIP-699), each answered on its own. Key type 0
-// is a group; key type 1 is a transactional id, answered
-// COORDINATOR_NOT_AVAILABLE until the transaction coordinator is wired in;
-// any other type is INVALID_REQUEST.
+// is a group; key type 1 is a transactional id, whose coordinator is the
+// leader of its __transaction_state partition (txn.PartitionFor over
+// transaction.state.log.num.partitions) — this broker, which leads them
+// all; any other type is INVALID_REQUEST.
 func init() {
 	register(wire.APIFindCoordinator, 0, 6, groupHandler(inReader, handleFindCoordinator))
 }
@@ -58,10 +59,8 @@ func (b *Broker) findCoordinator(keyType int8) coordinatorAnswer {
 		return coordinatorAnswer{nodeID: -1, port: -1, errorCode: err.Code, message: &message}
 	}
 	switch keyType {
-	case coordinatorGroup:
+	case coordinatorGroup, coordinatorTransaction:
 		return coordinatorAnswer{nodeID: b.nodeID, host: b.advertisedHost, port: b.advertisedPort}
-	case coordinatorTransaction:
-		return failed(kerr.CoordinatorNotAvailable, "this broker has no transaction coordinator yet")
 	default:
 		return failed(kerr.InvalidRequest, "unknown coordinator key type")
 	}

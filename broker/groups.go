@@ -105,10 +105,18 @@ func (b *Broker) millisSetting(name string) time.Duration {
 // checkOffsetsPartitions compares the configured partition count with the
 // one recorded in dir, recording it when dir is new.
 func checkOffsetsPartitions(dir string, partitions int) error {
+	return checkInternalPartitions(dir, offsetsTopicFile, "offsets.topic.num.partitions", group.OffsetsTopic, partitions)
+}
+
+// checkInternalPartitions compares an internal topic's configured
+// partition count (setting) with the one recorded in dir/file, recording
+// it when dir is new: keys map to partitions by this count, so a later
+// start with another count is refused rather than silently remapping.
+func checkInternalPartitions(dir, file, setting, topicName string, partitions int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, offsetsTopicFile)
+	path := filepath.Join(dir, file)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		data, err := json.Marshal(offsetsTopicFormat{Partitions: partitions})
@@ -125,8 +133,8 @@ func checkOffsetsPartitions(dir string, partitions int) error {
 		return fmt.Errorf("parse %s: %w", path, err)
 	}
 	if recorded.Partitions != partitions {
-		return fmt.Errorf("offsets.topic.num.partitions is %d but %s was created with %d partitions (groups map to partitions by this count; it cannot change)",
-			partitions, group.OffsetsTopic, recorded.Partitions)
+		return fmt.Errorf("%s is %d but %s was created with %d partitions (keys map to partitions by this count; it cannot change)",
+			setting, partitions, topicName, recorded.Partitions)
 	}
 	return nil
 }

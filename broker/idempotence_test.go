@@ -195,8 +195,8 @@ func TestIdempotentProduceRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.produceRaw("refused", 0, transactional, 9); got.ErrorCode != kerr.InvalidTxnState.Code {
-		t.Fatalf("transactional batch without a coordinator: error %d, want INVALID_TXN_STATE", got.ErrorCode)
+	if got := r.produceRaw("refused", 0, transactional, 9); got.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("transactional batch in a request without a transactional id: error %d, want INVALID_RECORD", got.ErrorCode)
 	}
 	p, err := b.partitionOf(b.topicByName("refused"), 0)
 	if err != nil {
@@ -213,7 +213,8 @@ func TestIdempotentProduceRefusals(t *testing.T) {
 }
 
 // TestInitProducerID: every version answers a fresh id at epoch 0; ids stay
-// unique across a restart; transactional ids wait for the coordinator.
+// unique across a restart; a transactional id gets a fresh id at epoch 0,
+// then the same id at the next epoch; an empty one is INVALID_REQUEST.
 func TestInitProducerID(t *testing.T) {
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, nil)
@@ -229,15 +230,30 @@ func TestInitProducerID(t *testing.T) {
 	for _, tc := range []struct {
 		transactionalID string
 		want            *kerr.Error
-	}{{"orders", kerr.CoordinatorNotAvailable}, {"", kerr.InvalidRequest}} {
+		epoch           int16
+	}{{"orders", nil, 0}, {"orders", nil, 1}, {"", kerr.InvalidRequest, -1}} {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID = kmsg.StringPtr(tc.transactionalID)
 		req.TransactionTimeoutMillis = 60000
 		r.request(req, 4)
 		resp := kmsg.NewPtrInitProducerIDResponse()
 		r.response(resp, 4)
-		if resp.ErrorCode != tc.want.Code || resp.ProducerID != -1 {
-			t.Fatalf("transactional id %q: error %d id %d, want %v", tc.transactionalID, resp.ErrorCode, resp.ProducerID, tc.want)
+		if tc.want != nil {
+			if resp.ErrorCode != tc.want.Code || resp.ProducerID != -1 {
+				t.Fatalf("transactional id %q: error %d id %d, want %v", tc.transactionalID, resp.ErrorCode, resp.ProducerID, tc.want)
+			}
+			continue
+		}
+		if resp.ErrorCode != 0 || resp.ProducerEpoch != tc.epoch {
+			t.Fatalf("transactional id %q: error %d epoch %d, want epoch %d", tc.transactionalID, resp.ErrorCode, resp.ProducerEpoch, tc.epoch)
+		}
+		if tc.epoch == 0 {
+			if seen[resp.ProducerID] {
+				t.Fatalf("transactional id %q: id %d handed out twice", tc.transactionalID, resp.ProducerID)
+			}
+			seen[resp.ProducerID] = true
+		} else if !seen[resp.ProducerID] {
+			t.Fatalf("transactional id %q: epoch bump changed the producer id to %d", tc.transactionalID, resp.ProducerID)
 		}
 	}
 	if err := b.Close(); err != nil {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,15 +16,20 @@ import (
 // (KIP-360) are ignored without a transactional id; Kafka also answers a
 // fresh id then, and the client restarts its sequences at 0.
 //
-// With a transactional id the request belongs to the transaction
-// coordinator, which is not wired in yet: COORDINATOR_NOT_AVAILABLE (and
-// the transaction APIs are not advertised). An empty, non-null
+// With a transactional id the transaction coordinator answers (broker/txn):
+// the first call gets a new producer id at epoch 0; a later one bumps the
+// epoch, which fences the older instance, and aborts its open transaction
+// first (the reply waits for the abort's markers, or answers
+// CONCURRENT_TRANSACTIONS after 5 s and the client retries); an exhausted
+// epoch moves to a new producer id; transaction.timeout.ms above
+// transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT. The handler
+// runs on its own goroutine, since it may wait. An empty, non-null
 // transactional id is INVALID_REQUEST, as in Kafka.
 func init() {
-	register(wire.APIInitProducerID, 0, 5, kmsgHandler(handleInitProducerID))
+	register(wire.APIInitProducerID, 0, 5, groupHandler(parks, handleInitProducerID))
 }
 
-func handleInitProducerID(c *connection, req *kmsg.InitProducerIDRequest) kmsg.Response {
+func handleInitProducerID(ctx context.Context, c *connection, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
@@ -31,8 +37,7 @@ func handleInitProducerID(c *connection, req *kmsg.InitProducerIDRequest) kmsg.R
 		resp.ErrorCode = errorCode(fmt.Errorf("%w: empty transactional id", errInvalidRequest))
 		return resp
 	case req.TransactionalID != nil:
-		resp.ErrorCode = errorCode(fmt.Errorf("%w: transactional id %q: no transaction coordinator yet", errNoCoordinator, *req.TransactionalID))
-		return resp
+		return c.broker.transactions.InitProducerID(ctx, req)
 	}
 	id, err := c.broker.producerIDs.Next()
 	if err != nil {

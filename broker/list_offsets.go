@@ -8,8 +8,9 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// ListOffsets v1–10 answers, per partition: latest (-1, the high
-// watermark, which is also the last stable offset without transactions),
+// ListOffsets v1–10 answers, per partition: latest (-1: the high
+// watermark, or under isolation level read_committed (v2+) the last stable
+// offset),
 // earliest (-2) and earliest-local (-4, the log start offset), max
 // timestamp (-3, v7+: the last offset of the first batch holding the
 // largest timestamp, found by scanning batch headers), and a timestamp ≥ 0
@@ -37,7 +38,7 @@ func handleListOffsets(c *connection, req *kmsg.ListOffsetsRequest) kmsg.Respons
 		for _, rp := range rt.Partitions {
 			result := kmsg.NewListOffsetsResponseTopicPartition()
 			result.Partition = rp.Partition
-			offset, timestamp, err := b.listOffset(t, rt.Topic, rp, req.Version)
+			offset, timestamp, err := b.listOffset(t, rt.Topic, rp, req.Version, req.IsolationLevel == isolationReadCommitted)
 			result.ErrorCode = errorCode(err)
 			result.Offset, result.Timestamp, result.LeaderEpoch = -1, -1, -1
 			if err == nil {
@@ -53,7 +54,7 @@ func handleListOffsets(c *connection, req *kmsg.ListOffsetsRequest) kmsg.Respons
 	return resp
 }
 
-func (b *Broker) listOffset(t *topic, name string, rp kmsg.ListOffsetsRequestTopicPartition, version int16) (offset, timestamp int64, err error) {
+func (b *Broker) listOffset(t *topic, name string, rp kmsg.ListOffsetsRequestTopicPartition, version int16, readCommitted bool) (offset, timestamp int64, err error) {
 	if t == nil {
 		return 0, 0, fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
@@ -68,6 +69,8 @@ func (b *Broker) listOffset(t *topic, name string, rp kmsg.ListOffsetsRequestTop
 		return 0, 0, fmt.Errorf("%w: %s", errUnknownTopic, p.name())
 	}
 	switch {
+	case rp.Timestamp == listLatest && readCommitted:
+		return p.lastStableOffset(), -1, nil
 	case rp.Timestamp == listLatest:
 		return p.highWatermark(), -1, nil
 	case rp.Timestamp == listEarliest, rp.Timestamp == listEarliestLocal && version >= 8:

@@ -46,6 +46,21 @@ type partition struct {
 	// went to, -1 when not known yet; a change means the append rolled a
 	// segment (appendMu).
 	activeSegmentBase int64
+	// unstableOffset is the first offset of the oldest open transaction on
+	// the partition, -1 when none is open (appendMu). Invariant: it is
+	// producers.FirstUnstableOffset().
+	unstableOffset int64
+	// lastStable is the last stable offset: unstableOffset when a
+	// transaction is open, else the log end. Written under appendMu after
+	// every append and marker, read without locks by read_committed
+	// fetches and ListOffsets; never above the log end at any instant.
+	lastStable atomic.Int64
+	// verifications holds, per producer id, the guard of a KIP-890
+	// verification in progress or done for the producer's open transaction
+	// (appendMu). A marker for the producer removes it, so a batch whose
+	// verification raced with the end of its transaction finds its guard
+	// gone and is refused instead of opening a hanging transaction.
+	verifications map[int64]*verificationGuard
 	// closed is set (under appendMu) when the log is closed or deleted;
 	// readers check it to report UNKNOWN_TOPIC_OR_PARTITION.
 	closed atomic.Bool
@@ -78,12 +93,13 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 		return nil, fmt.Errorf("%w: open %s: %w", errStorage, dir, err)
 	}
 	p := &partition{topic: t, index: index, log: log, logger: b.logger, producerOptions: b.producerOptions,
-		activeSegmentBase: -1, notify: make(chan struct{})}
+		activeSegmentBase: -1, notify: make(chan struct{}), verifications: map[int64]*verificationGuard{}}
 	replayed, err := p.loadProducerState(p.producerOptions)
 	if err != nil {
 		log.Close()
 		return nil, err
 	}
+	p.refreshUnstable()
 	if !fresh {
 		b.logger.Info("partition loaded", "partition", p.name(),
 			"log_start_offset", log.LogStartOffset(), "log_end_offset", log.LogEndOffset(),

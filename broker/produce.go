@@ -30,6 +30,14 @@ import (
 // unknown producer not starting at sequence 0 UNKNOWN_PRODUCER_ID (see
 // errors.go for the per-version codes); nothing is written then.
 //
+// Transactions: a transactional batch must come with the request's
+// transactional id and pass the coordinator's KIP-890 verification
+// (partition_txn.go): INVALID_TXN_STATE when its partition is not in the
+// producer's open transaction, INVALID_PRODUCER_EPOCH when the producer
+// was fenced, INVALID_PRODUCER_ID_MAPPING for an unknown id. Under
+// transaction.version 2, Produce v12+ adds the partition to the
+// transaction instead (KIP-890 part 2).
+//
 // acks: 0 sends no response at all; 1 answers once appended; -1 (all)
 // answers once the batches are durable under log.fsync (the wait runs on
 // its own goroutine so the reader goes on), and fails with
@@ -56,6 +64,7 @@ func handleProduce(c *connection, r *request) {
 		return
 	}
 	acks := req.Acks
+	tx := produceTxn{broker: c.broker, transactionalID: req.TransactionalID, version: version, ctx: c.ctx}
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = version
 	var waits []produceWait
@@ -70,7 +79,7 @@ func handleProduce(c *connection, r *request) {
 			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.NewProduceResponseTopicPartition())
 			rp := &responseTopic.Partitions[len(responseTopic.Partitions)-1]
 			rp.Partition = index
-			p, appendErr := c.broker.produceToPartition(t, topicErr, index, records, acks)
+			p, appendErr := c.broker.produceToPartition(t, topicErr, index, records, acks, tx)
 			if appendErr != nil {
 				setProduceError(rp, appendErr, version)
 				if p.partition != nil {
@@ -176,7 +185,7 @@ type appended struct {
 }
 
 // produceToPartition validates the partition's batches and appends them.
-func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, records []byte, acks int16) (appended, error) {
+func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, records []byte, acks int16, tx produceTxn) (appended, error) {
 	if topicErr != nil {
 		return appended{}, topicErr
 	}
@@ -205,7 +214,7 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 		}
 		return nil
 	})
-	result, err := p.appendProduced(records)
+	result, err := p.appendProduced(records, tx)
 	if err != nil {
 		// The partition goes back with the error: its log start offset
 		// tells an idempotent client whether UNKNOWN_PRODUCER_ID or

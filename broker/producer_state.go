@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -173,21 +174,43 @@ func producerBatch(records []byte) (wire.BatchView, bool, error) {
 // producer's 5 newest batches is answered with the original offsets and not
 // written; an out-of-order, fenced or unknown-producer batch is refused with
 // nothing written.
-func (p *partition) appendProduced(records []byte) (produced, error) {
+func (p *partition) appendProduced(records []byte, tx produceTxn) (produced, error) {
 	batch, idempotent, err := producerBatch(records)
 	if err != nil {
 		return produced{}, err
 	}
+	var guard *verificationGuard
 	if idempotent && batch.Transactional() {
-		return produced{}, fmt.Errorf("%w: transactional batches need the transaction coordinator, which is not available yet", errInvalidTxnState)
+		if guard, err = p.verifyTransactional(tx, batch); err != nil {
+			return produced{}, err
+		}
+	} else if err := checkNotTransactional(records); err != nil {
+		return produced{}, err
 	}
 	p.appendMu.Lock()
-	result, err := p.appendProducedLocked(records, batch, idempotent)
+	var result produced
+	if guard != nil {
+		err = p.checkGuard(batch.ProducerID(), guard)
+	}
+	if err == nil {
+		result, err = p.appendProducedLocked(records, batch, idempotent)
+	}
 	p.appendMu.Unlock()
 	if err == nil && !result.duplicate {
 		p.wakeWaiters()
 	}
 	return result, err
+}
+
+// checkNotTransactional refuses transactional batches without a producer
+// id (a transaction needs one) in plain data.
+func checkNotTransactional(records []byte) error {
+	return wire.ForEachBatch(records, func(batch wire.BatchView) error {
+		if batch.Transactional() {
+			return fmt.Errorf("%w: transactional batch without a producer id", errInvalidRecord)
+		}
+		return nil
+	})
 }
 
 // appendProducedLocked is appendProduced's critical section (caller holds appendMu).
@@ -211,25 +234,36 @@ func (p *partition) appendProducedLocked(records []byte, batch wire.BatchView, i
 	if err != nil {
 		return produced{}, fmt.Errorf("%w: append to %s: %w", errStorage, p.name(), err)
 	}
-	if result.SegmentBase != p.activeSegmentBase {
-		// The append rolled a segment — or this is the first append since
-		// open or truncation, when the active segment's base is not known;
-		// it went to a fresh segment then if it starts it, past the log
-		// start. The state reflects exactly the batches below the new
-		// segment, since this batch is not recorded yet.
-		rolled := p.activeSegmentBase >= 0 ||
-			result.SegmentBase == result.FirstOffset && result.FirstOffset > p.log.LogStartOffset()
-		if rolled {
-			p.snapshotLocked(result.SegmentBase)
-		}
-		p.activeSegmentBase = result.SegmentBase
-	}
+	p.noteAppend(result)
 	if idempotent {
 		state.FirstOffset, state.LastOffset = result.FirstOffset, result.LastOffset
 		p.producers.Update(state)
 		p.producersDirty = true
+		if state.Transactional && p.unstableOffset < 0 {
+			p.unstableOffset = state.FirstOffset
+		}
 	}
+	p.publishLastStable()
 	return produced{firstOffset: result.FirstOffset, lastOffset: result.LastOffset}, nil
+}
+
+// noteAppend takes a snapshot when an append rolled a segment (caller
+// holds appendMu).
+func (p *partition) noteAppend(result storage.AppendResult) {
+	if result.SegmentBase == p.activeSegmentBase {
+		return
+	}
+	// The append rolled a segment — or this is the first append since
+	// open or truncation, when the active segment's base is not known;
+	// it went to a fresh segment then if it starts it, past the log
+	// start. The state reflects exactly the batches below the new
+	// segment, since this batch is not recorded yet.
+	rolled := p.activeSegmentBase >= 0 ||
+		result.SegmentBase == result.FirstOffset && result.FirstOffset > p.log.LogStartOffset()
+	if rolled {
+		p.snapshotLocked(result.SegmentBase)
+	}
+	p.activeSegmentBase = result.SegmentBase
 }
 
 // snapshotLocked writes the producer state as of offset (every batch below
@@ -293,5 +327,6 @@ func (p *partition) truncate(offset int64) error {
 	if _, err := p.loadProducerState(p.producerOptions); err != nil {
 		return errors.Join(fmt.Errorf("truncate %s to %d", p.name(), offset), err)
 	}
+	p.refreshUnstable()
 	return nil
 }

@@ -63,7 +63,7 @@ func BenchmarkAppendProduced(b *testing.B) {
 					binary.BigEndian.PutUint32(batch[batchBaseSequenceOffset:], uint32(i))
 				}
 				view.UpdateCRC() // both modes pay for it alike
-				result, err := p.appendProduced(batch)
+				result, err := p.appendProduced(batch, produceTxn{})
 				if err != nil || result.duplicate || result.firstOffset != int64(i) {
 					b.Fatalf("append %d: %+v %v", i, result, err)
 				}

@@ -1,0 +1,24 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// AddOffsetsToTxn v0–4 adds a consumer group to a producer's transaction,
+// so TxnOffsetCommit may stage the group's offsets in it; the coordinator
+// records the group's __consumer_offsets partition (as Kafka does) and the
+// group id, and at the transaction's end completes the group's offsets
+// through the group coordinator. v2+ get PRODUCER_FENCED where older
+// versions get INVALID_PRODUCER_EPOCH. Runs on its own goroutine (it waits
+// for the log append).
+func init() {
+	register(wire.APIAddOffsetsToTxn, 0, 4, groupHandler(parks, handleAddOffsetsToTxn))
+}
+
+func handleAddOffsetsToTxn(ctx context.Context, c *connection, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
+	return c.broker.transactions.AddOffsetsToTxn(ctx, req)
+}

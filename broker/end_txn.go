@@ -1,0 +1,28 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// EndTxn v0–5 commits or aborts a producer's transaction: the coordinator
+// writes PrepareCommit or PrepareAbort (the decision is final once
+// durable), then markers go to every participant partition through the
+// WriteTxnMarkers path and the groups' offsets are completed, then
+// CompleteCommit or CompleteAbort is written. The answer comes once the
+// transaction completed (or after 5 s with the decision durable). A fenced
+// producer gets PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2) in every
+// state. v5 under transaction.version 2 is KIP-890 part 2: the epoch is
+// bumped at every end and the response carries the producer id and epoch
+// to continue with; with transaction.version below 2 the broker does not
+// advertise the feature and v5 behaves as v4. Runs on its own goroutine.
+func init() {
+	register(wire.APIEndTxn, 0, 5, groupHandler(parks, handleEndTxn))
+}
+
+func handleEndTxn(ctx context.Context, c *connection, req *kmsg.EndTxnRequest) kmsg.Response {
+	return c.broker.transactions.EndTxn(ctx, req)
+}

@@ -1,0 +1,210 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/broker/txn"
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// Transactions on a partition (seed §3.2.2, KIP-98, KIP-890):
+//
+//   - Open transactions: a transactional batch opens its producer's
+//     transaction on the partition at its first offset (producers'
+//     currentTxnFirstOffset); a COMMIT or ABORT marker closes it. The last
+//     stable offset (LSO) is the first offset of the oldest open
+//     transaction, or the high watermark when none is open; read_committed
+//     fetches and ListOffsets read up to it (partition.lastStable).
+//   - Verification (KIP-890 part 1): a transactional batch is accepted only
+//     if the coordinator says its producer id and epoch are current and the
+//     partition is in the open transaction (under transaction version 2 and
+//     Produce v12+, the partition is added then). The check runs outside
+//     the append lock; a guard registered before it and removed by any
+//     marker for the producer makes the append refuse a batch whose
+//     transaction ended while it was being verified — the hanging
+//     transaction Jepsen found in Kafka (a late batch opening a transaction
+//     no marker will ever close).
+//   - Markers (appendMarker, the WriteTxnMarkers path): checked against the
+//     producer state (a marker older than the producer's epoch is stale and
+//     skipped; one from an older coordinator epoch is refused), appended as
+//     a control batch, applied to the producer state; an ABORT records
+//     (producer id, first offset, marker offset, LSO) in the segment's
+//     aborted-transaction index, which read_committed fetches return.
+//   - Restart: the producer state (snapshot + replay, markers included)
+//     restores the open transactions, hence the LSO; the aborted index is
+//     storage's own file, recovered with the segments.
+
+// verificationGuard marks one producer's verified (or verifying)
+// transaction on a partition; compared by identity.
+type verificationGuard struct{ _ byte }
+
+// produceTxn is what the produce path knows about a request's transaction.
+type produceTxn struct {
+	broker *Broker
+	// transactionalID is the request's transactional id; nil when null.
+	transactionalID []byte
+	version         int16
+	ctx             context.Context
+}
+
+// refreshUnstable recomputes the oldest open transaction from the
+// producer state and publishes the LSO (caller holds appendMu or owns the
+// partition exclusively).
+func (p *partition) refreshUnstable() {
+	p.unstableOffset = -1
+	if offset, ok := p.producers.FirstUnstableOffset(); ok {
+		p.unstableOffset = offset
+	}
+	p.publishLastStable()
+}
+
+// publishLastStable stores the LSO for lock-free readers (caller holds appendMu).
+func (p *partition) publishLastStable() {
+	if p.unstableOffset >= 0 {
+		p.lastStable.Store(p.unstableOffset)
+		return
+	}
+	p.lastStable.Store(p.log.LogEndOffset())
+}
+
+// lastStableOffset is the partition's LSO, never above the high watermark.
+func (p *partition) lastStableOffset() int64 {
+	return min(p.lastStable.Load(), p.highWatermark())
+}
+
+// verifyTransactional checks a transactional batch with the transaction
+// coordinator before it is appended (KIP-890) and returns the guard the
+// append must still find in place.
+func (p *partition) verifyTransactional(tx produceTxn, batch wire.BatchView) (*verificationGuard, error) {
+	if tx.transactionalID == nil {
+		return nil, fmt.Errorf("%w: transactional batch in a request without a transactional id", errInvalidRecord)
+	}
+	if tx.broker == nil || tx.broker.transactions == nil {
+		return nil, fmt.Errorf("%w: no transaction coordinator", errNoCoordinator)
+	}
+	producerID := batch.ProducerID()
+	p.appendMu.Lock()
+	guard := p.verifications[producerID]
+	if guard == nil {
+		guard = &verificationGuard{}
+		p.verifications[producerID] = guard
+	}
+	p.appendMu.Unlock()
+	err := tx.broker.verifyTransactionalBatch(tx, producerID, batch.ProducerEpoch(), p.topic.name, p.index)
+	if err != nil {
+		p.appendMu.Lock()
+		if p.verifications[producerID] == guard {
+			delete(p.verifications, producerID)
+		}
+		p.appendMu.Unlock()
+		return nil, fmt.Errorf("%s: %w", p.name(), err)
+	}
+	return guard, nil
+}
+
+// checkGuard fails when the producer's transaction ended (a marker
+// removed the guard) since the batch was verified (caller holds appendMu).
+func (p *partition) checkGuard(producerID int64, guard *verificationGuard) error {
+	if p.verifications[producerID] != guard {
+		return fmt.Errorf("%w: %s: the transaction of producer %d ended while its batch was verified", errInvalidTxnState, p.name(), producerID)
+	}
+	return nil
+}
+
+// verifyTransactionalBatch asks the coordinator whether the producer's
+// open transaction includes the partition; under transaction version 2 a
+// Produce v12+ adds it (KIP-890 part 2) when it is not in yet.
+func (b *Broker) verifyTransactionalBatch(tx produceTxn, producerID int64, epoch int16, topicName string, index int32) error {
+	transactionalID := string(tx.transactionalID)
+	err := b.transactions.VerifyPartition(transactionalID, producerID, epoch, topicName, index)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, txn.ErrInvalidTxnState) || tx.version < 12 || b.transactionVersion < 2 {
+		return &kafkaError{code: txn.ProduceErrorCode(err), err: err}
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 5
+	transaction := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	transaction.TransactionalID, transaction.ProducerID, transaction.ProducerEpoch = transactionalID, producerID, epoch
+	topic := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	topic.Topic, topic.Partitions = topicName, []int32{index}
+	transaction.Topics = append(transaction.Topics, topic)
+	req.Transactions = append(req.Transactions, transaction)
+	resp := b.transactions.AddPartitionsToTxn(tx.ctx, req)
+	code := kerr.UnknownServerError.Code
+	if len(resp.Transactions) == 1 && len(resp.Transactions[0].Topics) == 1 && len(resp.Transactions[0].Topics[0].Partitions) == 1 {
+		code = resp.Transactions[0].Topics[0].Partitions[0].ErrorCode
+	}
+	if code == 0 {
+		return nil
+	}
+	if code == kerr.ProducerFenced.Code {
+		code = kerr.InvalidProducerEpoch.Code // Produce never answers PRODUCER_FENCED (see txn.ProduceErrorCode)
+	}
+	return &kafkaError{code: code, err: fmt.Errorf("add %s-%d to transaction %q: %w", topicName, index, transactionalID, kerr.ErrorForCode(code))}
+}
+
+// markerResult is the outcome of appendMarker.
+type markerResult struct {
+	// offset is the marker's offset; -1 when nothing was written.
+	offset int64
+}
+
+// appendMarker writes a COMMIT or ABORT control batch for the producer and
+// closes its open transaction on the partition. A marker whose producer
+// epoch is older than the partition's is stale (the transaction it ends
+// was superseded) and is skipped without writing.
+func (p *partition) appendMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) (markerResult, error) {
+	p.appendMu.Lock()
+	result, err := p.appendMarkerLocked(producerID, producerEpoch, coordinatorEpoch, commit)
+	p.appendMu.Unlock()
+	if err == nil && result.offset >= 0 {
+		p.wakeWaiters()
+	}
+	return result, err
+}
+
+func (p *partition) appendMarkerLocked(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) (markerResult, error) {
+	if p.closed.Load() {
+		return markerResult{offset: -1}, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
+	}
+	marker := producers.Marker{ProducerID: producerID, ProducerEpoch: producerEpoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit}
+	if err := p.producers.CheckMarker(marker); err != nil {
+		if errors.Is(err, producers.ErrInvalidProducerEpoch) {
+			p.logger.Warn("stale transaction marker skipped", "partition", p.name(), "error", err)
+			return markerResult{offset: -1}, nil
+		}
+		return markerResult{offset: -1}, fmt.Errorf("%s: %w", p.name(), err)
+	}
+	batch := wire.BuildControlBatch(producerID, producerEpoch, commit, coordinatorEpoch, time.Now().UnixMilli())
+	if view, err := wire.ParseBatch(batch); err == nil {
+		view.SetPartitionLeaderEpoch(leaderEpoch)
+	}
+	appendResult, err := p.log.Append(batch)
+	if err != nil {
+		return markerResult{offset: -1}, fmt.Errorf("%w: append marker to %s: %w", errStorage, p.name(), err)
+	}
+	p.noteAppend(appendResult)
+	marker.Offset = appendResult.FirstOffset
+	completed := p.producers.ApplyMarker(marker)
+	p.producersDirty = true
+	delete(p.verifications, producerID)
+	p.refreshUnstable()
+	if completed.Aborted {
+		aborted := storage.AbortedTxn{ProducerID: producerID, FirstOffset: completed.FirstOffset,
+			LastOffset: completed.LastOffset, LastStableOffset: p.lastStable.Load()}
+		if err := p.log.AppendAbortedTxn(aborted); err != nil {
+			return markerResult{offset: -1}, fmt.Errorf("%w: aborted transaction index of %s: %w", errStorage, p.name(), err)
+		}
+	}
+	return markerResult{offset: appendResult.LastOffset}, nil
+}

@@ -1,0 +1,172 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/broker/txn"
+)
+
+// This file wires the transaction coordinator (broker/txn) into the broker:
+// opening it over the __transaction_state logs, closing it, and the two
+// adapters it calls back through — the MarkerWriter (markers go through
+// the WriteTxnMarkers handler's own function, writeTxnMarkers, exactly as
+// a request from a remote coordinator would) and the OffsetCommitter (the
+// group coordinator's CompleteTxn).
+//
+// Storage: partition p of __transaction_state is a storage log in
+// <data-dir>/__transaction_state/__transaction_state-<p> (the extra level
+// keeps it apart from user topics, as for __consumer_offsets); the
+// partition count (transaction.state.log.num.partitions) is recorded in
+// transaction-state-topic.json there on first start and may not change.
+// Retention is off: the coordinator replays the whole log at startup.
+//
+// Goroutines: the coordinator runs its own timer goroutine (timeouts,
+// expiry) and one completion goroutine per transaction in PrepareCommit or
+// PrepareAbort; completions write markers into partitions (taking each
+// partition's append lock) and call the group coordinator. Close stops
+// them before the partition logs and the group coordinator are closed.
+//
+// Transaction version: transaction.version (our broker property, default
+// 2) selects KIP-890 part 2. At 2 the broker advertises the finalized
+// feature transaction.version=2 (api_versions.go), EndTxn v5 bumps the
+// epoch, and Produce v12+ / TxnOffsetCommit v5+ add their partition or
+// group to the transaction implicitly. Below 2 clients use the classic
+// protocol; EndTxn v5 then behaves as v4, and Produce and TxnOffsetCommit
+// only verify.
+
+// transactionsDirName is the directory under the data directory holding
+// the __transaction_state partition logs.
+const transactionsDirName = txn.TransactionStateTopic
+
+// transactionsTopicFile records the partition count the log was created with.
+const transactionsTopicFile = "transaction-state-topic.json"
+
+// transactionsSegmentBytes is Kafka's transaction.state.log.segment.bytes default.
+const transactionsSegmentBytes = 100 << 20
+
+// openTransactions opens the transaction log and starts the coordinator,
+// which replays it and resumes the completion of every transaction found
+// in PrepareCommit or PrepareAbort. Start calls it after the topics and
+// the group coordinator are open (completions write markers to both).
+func (b *Broker) openTransactions() error {
+	partitions := int(b.config.int64Value("transaction.state.log.num.partitions"))
+	dir := filepath.Join(b.dataDir, transactionsDirName)
+	if err := checkInternalPartitions(dir, transactionsTopicFile, "transaction.state.log.num.partitions", txn.TransactionStateTopic, partitions); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	options, err := b.config.storageOptions(b.config.newTopicConfig(nil))
+	if err != nil {
+		return fmt.Errorf("broker: %s storage options: %w", txn.TransactionStateTopic, err)
+	}
+	options.RetentionAge, options.RetentionBytes = -1, -1
+	options.SegmentBytes = transactionsSegmentBytes
+	log, err := txn.OpenStorageLog(dir, partitions, options)
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	b.transactionVersion = int16(b.config.int64Value("transaction.version"))
+	config := txn.Config{
+		MaxTimeout:             b.millisSetting("transaction.max.timeout.ms"),
+		IDExpiration:           b.millisSetting("transactional.id.expiration.ms"),
+		CleanupInterval:        b.millisSetting("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+		OffsetsTopicPartitions: int(b.config.int64Value("offsets.topic.num.partitions")),
+		TransactionVersion2:    b.transactionVersion >= 2,
+		PartitionExists:        b.partitionExists,
+	}
+	committer := txn.OffsetCommitterFunc(func(ctx context.Context, _ string, producerID int64, producerEpoch int16, commit bool) error {
+		// The group coordinator finds the groups holding the producer's
+		// pending offsets itself; a second call for another group of the
+		// same transaction finds nothing left and does nothing.
+		return b.groups.CompleteTxn(ctx, producerID, producerEpoch, commit)
+	})
+	coordinator, err := txn.NewCoordinator(config, log, b.producerIDs, markerWriter{broker: b}, committer)
+	if err != nil {
+		return errors.Join(fmt.Errorf("broker: %w", err), log.Close())
+	}
+	b.txnLog, b.transactions = log, coordinator
+	return nil
+}
+
+// closeTransactions stops the coordinator (pending completions resume at
+// the next start) and closes its log. Close calls it after every
+// connection finished and before the partitions and groups are closed.
+func (b *Broker) closeTransactions() error {
+	if b.transactions == nil {
+		return nil
+	}
+	err := b.transactions.Close()
+	if closeErr := b.txnLog.Close(); closeErr != nil {
+		err = errors.Join(err, fmt.Errorf("close transaction log: %w", closeErr))
+	}
+	return err
+}
+
+// partitionExists tells the coordinator whether a partition added to a
+// transaction exists.
+func (b *Broker) partitionExists(topicName string, index int32) bool {
+	t := b.topicByName(topicName)
+	if t == nil {
+		return false
+	}
+	_, err := b.partitionOf(t, index)
+	return err == nil
+}
+
+// markerWriter is the coordinator's MarkerWriter: it builds the
+// WriteTxnMarkers request a remote coordinator would send and serves it
+// with the handler's own function.
+type markerWriter struct{ broker *Broker }
+
+// WriteMarkers writes one marker to every partition; partitions that no
+// longer exist count as done (their data is gone with them).
+func (w markerWriter) WriteMarkers(ctx context.Context, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []txn.TopicPartition) error {
+	if hook := w.broker.beforeMarkers; hook != nil {
+		if err := hook(ctx); err != nil {
+			return err
+		}
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = 1
+	marker := kmsg.NewWriteTxnMarkersRequestMarker()
+	marker.ProducerID, marker.ProducerEpoch, marker.Committed, marker.CoordinatorEpoch = producerID, producerEpoch, commit, coordinatorEpoch
+	topicAt := map[string]int{}
+	for _, tp := range partitions {
+		at, ok := topicAt[tp.Topic]
+		if !ok {
+			at = len(marker.Topics)
+			topicAt[tp.Topic] = at
+			topic := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			topic.Topic = tp.Topic
+			marker.Topics = append(marker.Topics, topic)
+		}
+		marker.Topics[at].Partitions = append(marker.Topics[at].Partitions, tp.Partition)
+	}
+	req.Markers = append(req.Markers, marker)
+	resp := w.broker.writeTxnMarkers(ctx, req)
+	var failed []txn.TopicPartition
+	var firstErr error
+	for _, result := range resp.Markers {
+		for _, topic := range result.Topics {
+			for _, partition := range topic.Partitions {
+				code := partition.ErrorCode
+				if code == 0 || code == kerr.UnknownTopicOrPartition.Code {
+					continue
+				}
+				failed = append(failed, txn.TopicPartition{Topic: topic.Topic, Partition: partition.Partition})
+				if firstErr == nil {
+					firstErr = fmt.Errorf("marker for producer %d on %s-%d: %w", producerID, topic.Topic, partition.Partition, kerr.ErrorForCode(code))
+				}
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return &txn.MarkerError{Failed: failed, Err: firstErr}
+	}
+	return nil
+}

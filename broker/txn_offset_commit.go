@@ -1,0 +1,89 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/broker/txn"
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// TxnOffsetCommit v0–6 commits a consumer group's offsets inside a
+// transaction (KIP-98, KIP-447). The transaction coordinator is asked
+// first: the producer id and epoch must be current (PRODUCER_FENCED from
+// v3, INVALID_PRODUCER_EPOCH before; INVALID_PRODUCER_ID_MAPPING for an
+// unknown id) and the group must be in the open transaction
+// (AddOffsetsToTxn; INVALID_TXN_STATE otherwise) — under transaction.version
+// 2, v5+ adds the group itself (KIP-890 part 2). Then the group
+// coordinator checks the member (generation, member id, instance id:
+// KIP-447 fencing for consume-transform-produce) and stages the offsets
+// under the producer id in __consumer_offsets; they become visible when
+// the transaction's COMMIT completes the group (transactions.go), and are
+// dropped by an ABORT. OffsetFetch with RequireStable answers
+// UNSTABLE_OFFSET_COMMIT for partitions with staged offsets (group's
+// OffsetFetch). Runs in the reader goroutine; the frame buffer is released
+// after the response is encoded (metadata strings are copied, but the
+// group handler adapter keeps the rule for every decoded request).
+func init() {
+	register(wire.APITxnOffsetCommit, 0, 6, groupHandler(inReader, handleTxnOffsetCommit))
+}
+
+// txnOffsetCommitFencedVersion is the first TxnOffsetCommit version
+// answered PRODUCER_FENCED rather than INVALID_PRODUCER_EPOCH.
+const txnOffsetCommitFencedVersion = 3
+
+func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
+	if code := c.broker.checkTxnOffsetCommit(ctx, req); code != 0 {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, topic := range req.Topics {
+			responseTopic := kmsg.NewTxnOffsetCommitResponseTopic()
+			responseTopic.Topic, responseTopic.TopicID = topic.Topic, topic.TopicID
+			for _, partition := range topic.Partitions {
+				responsePartition := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				responsePartition.Partition, responsePartition.ErrorCode = partition.Partition, code
+				responseTopic.Partitions = append(responseTopic.Partitions, responsePartition)
+			}
+			resp.Topics = append(resp.Topics, responseTopic)
+		}
+		return resp
+	}
+	return c.broker.groups.TxnOffsetCommit(ctx, req)
+}
+
+// checkTxnOffsetCommit asks the transaction coordinator whether the
+// producer may commit the group's offsets in its open transaction, adding
+// the group under KIP-890 part 2. It returns the error code for every
+// partition, 0 when the commit may go on.
+func (b *Broker) checkTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
+	if req.Group == "" || req.TransactionalID == "" {
+		return kerr.InvalidRequest.Code
+	}
+	offsets := b.transactions.OffsetsPartition(req.Group)
+	err := b.transactions.VerifyPartition(req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsets.Topic, offsets.Partition)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, txn.ErrInvalidTxnState) && req.Version >= 5 && b.transactionVersion >= 2 {
+		add := kmsg.NewPtrAddOffsetsToTxnRequest()
+		add.Version = 4
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group
+		code := b.transactions.AddOffsetsToTxn(ctx, add).ErrorCode
+		if code == kerr.ProducerFenced.Code && req.Version < txnOffsetCommitFencedVersion {
+			code = kerr.InvalidProducerEpoch.Code
+		}
+		return code
+	}
+	code := txn.ProduceErrorCode(err) // INVALID_PRODUCER_EPOCH for a fenced producer
+	if code == kerr.InvalidProducerEpoch.Code && req.Version >= txnOffsetCommitFencedVersion {
+		code = kerr.ProducerFenced.Code
+	}
+	if code != 0 {
+		b.logger.Debug("transactional offset commit refused", "group", req.Group,
+			"transactional_id", req.TransactionalID, "error", fmt.Sprint(err))
+	}
+	return code
+}

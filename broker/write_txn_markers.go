@@ -1,0 +1,83 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// WriteTxnMarkers v0–1 is how a transaction coordinator tells a partition
+// leader to end a producer's transaction there: for each marker and each
+// of its partitions, a COMMIT or ABORT control batch carrying the
+// coordinator epoch is appended (partition_txn.go: appendMarker closes the
+// producer's open transaction, moves the last stable offset, and records
+// an ABORT in the aborted-transaction index), and the answer waits until
+// the marker is durable under log.fsync. The coordinator of this broker
+// writes its markers through the same function (transactions.go:
+// markerWriter), so a remote coordinator's request and the local one take
+// one path.
+//
+// Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION for a partition that
+// does not exist (the coordinator then stops retrying it: the partition
+// was deleted), TRANSACTION_COORDINATOR_FENCED for a marker from an older
+// coordinator epoch, KAFKA_STORAGE_ERROR for a failed write. A marker
+// older than the producer's epoch on the partition is stale and answered
+// with success without being written. Markers for __consumer_offsets are
+// not served here: this broker's coordinator completes group offsets
+// through the group coordinator directly, so they get
+// UNKNOWN_TOPIC_OR_PARTITION like any partition this broker does not hold.
+func init() {
+	register(wire.APIWriteTxnMarkers, 0, 1, kmsgHandler(handleWriteTxnMarkers))
+}
+
+func handleWriteTxnMarkers(c *connection, req *kmsg.WriteTxnMarkersRequest) kmsg.Response {
+	return c.broker.writeTxnMarkers(c.ctx, req)
+}
+
+// writeTxnMarkers serves a WriteTxnMarkers request: it writes every marker
+// and waits for each written one to be durable.
+func (b *Broker) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, marker := range req.Markers {
+		result := kmsg.NewWriteTxnMarkersResponseMarker()
+		result.ProducerID = marker.ProducerID
+		for _, topic := range marker.Topics {
+			resultTopic := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			resultTopic.Topic = topic.Topic
+			for _, index := range topic.Partitions {
+				err := b.writeMarker(ctx, topic.Topic, index, marker)
+				resultPartition := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				resultPartition.Partition, resultPartition.ErrorCode = index, errorCode(err)
+				if err != nil && ctx.Err() == nil {
+					b.logger.Warn("transaction marker not written", "topic", topic.Topic, "partition", index,
+						"producer_id", marker.ProducerID, "commit", marker.Committed, "error", err)
+				}
+				resultTopic.Partitions = append(resultTopic.Partitions, resultPartition)
+			}
+			result.Topics = append(result.Topics, resultTopic)
+		}
+		resp.Markers = append(resp.Markers, result)
+	}
+	return resp
+}
+
+// writeMarker appends one marker to one partition and waits for it to be
+// durable.
+func (b *Broker) writeMarker(ctx context.Context, topicName string, index int32, marker kmsg.WriteTxnMarkersRequestMarker) error {
+	t := b.topicByName(topicName)
+	if t == nil {
+		return fmt.Errorf("%w: %s", errUnknownTopic, topicName)
+	}
+	p, err := b.partitionOf(t, index)
+	if err != nil {
+		return err
+	}
+	result, err := p.appendMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Committed)
+	if err != nil || result.offset < 0 {
+		return err
+	}
+	return p.waitDurable(ctx, result.offset)
+}
