@@ -337,10 +337,11 @@ func (c *connection) closeWith(req *request, err error) {
 }
 
 // kmsgHandler adapts a handler written over kmsg's request and response
-// types: it decodes the body (kmsg copies what it keeps, so the frame
-// buffer is released at once), calls serve in the reader goroutine and
-// encodes the response at the request's version. A body that does not
-// decode closes the connection.
+// types: it decodes the body, calls serve in the reader goroutine and
+// encodes the response at the request's version. kmsg copies strings but
+// its []byte fields alias the frame, so the frame buffer is released only
+// after serve returns (serve must copy any []byte it keeps beyond that).
+// A body that does not decode closes the connection.
 func kmsgHandler[R kmsg.Request](serve func(c *connection, req R) kmsg.Response) handlerFunc {
 	return func(c *connection, r *request) {
 		decoded := kmsg.RequestForKey(r.header.APIKey)
@@ -354,8 +355,8 @@ func kmsgHandler[R kmsg.Request](serve func(c *connection, req R) kmsg.Response)
 			c.closeWith(r, fmt.Errorf("decode %s v%d: %w", wire.APIName(r.header.APIKey), r.header.APIVersion, err))
 			return
 		}
-		r.release()
 		resp := serve(c, typed)
+		r.release()
 		resp.SetVersion(r.header.APIVersion)
 		c.respond(r, resp.AppendTo)
 	}
