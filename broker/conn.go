@@ -104,6 +104,12 @@ func register(key, minVersion, maxVersion int16, handle handlerFunc) {
 	versions.Add(key, minVersion, maxVersion)
 }
 
+// socketSendBufferBytes is the send buffer asked for each client socket
+// (Kafka's socket.send.buffer.bytes): a large one lets one sendfile(2) call
+// move a whole fetch response's file region instead of waking up per
+// default-sized buffer.
+const socketSendBufferBytes = 4 << 20
+
 func newConnection(b *Broker, netConn net.Conn) *connection {
 	c := &connection{
 		broker:  b,
@@ -112,6 +118,7 @@ func newConnection(b *Broker, netConn net.Conn) *connection {
 		queue:   make(chan *response, maxInFlight),
 	}
 	if tcp, ok := netConn.(*net.TCPConn); ok {
+		tcp.SetWriteBuffer(socketSendBufferBytes)
 		if raw, err := tcp.SyscallConn(); err == nil {
 			c.rawConn = raw
 		}
