@@ -200,8 +200,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.background.Add(3)
 	go b.acceptLoop()
-	go b.retentionLoop()
-	go b.producerExpiryLoop()
+	go b.every("log.retention.check.interval.ms", b.applyRetention)
+	go b.every("producer.id.expiration.check.interval.ms", b.expireProducers)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -319,11 +319,12 @@ func (b *Broker) forgetConnection(c *connection) {
 	b.connections.Done()
 }
 
-// retentionLoop applies retention to every partition every
-// log.retention.check.interval.ms.
-func (b *Broker) retentionLoop() {
+// every runs task on a ticker whose period is the millisecond setting
+// named, until the broker closes. It runs in its own goroutine, counted in
+// b.background.
+func (b *Broker) every(setting string, task func()) {
 	defer b.background.Done()
-	interval := time.Duration(b.config.int64Value("log.retention.check.interval.ms")) * time.Millisecond
+	interval := time.Duration(b.config.int64Value(setting)) * time.Millisecond
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -331,11 +332,13 @@ func (b *Broker) retentionLoop() {
 		case <-b.ctx.Done():
 			return
 		case <-ticker.C:
-			b.applyRetention()
+			task()
 		}
 	}
 }
 
+// applyRetention applies retention to every partition; it runs every
+// log.retention.check.interval.ms.
 func (b *Broker) applyRetention() {
 	for _, p := range b.allPartitions() {
 		deleted, err := p.applyRetention()
@@ -347,26 +350,14 @@ func (b *Broker) applyRetention() {
 	}
 }
 
-// producerExpiryLoop forgets, every
-// producer.id.expiration.check.interval.ms, the producers idle for
-// producer.id.expiration.ms on every partition. It takes each partition's
-// append lock in turn (partition.expireProducers), so it never runs
-// concurrently with that partition's appends.
-func (b *Broker) producerExpiryLoop() {
-	defer b.background.Done()
-	interval := time.Duration(b.config.int64Value("producer.id.expiration.check.interval.ms")) * time.Millisecond
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-ticker.C:
-			for _, p := range b.allPartitions() {
-				if dropped := p.expireProducers(); dropped > 0 {
-					b.logger.Info("idle producers expired", "partition", p.name(), "producers", dropped)
-				}
-			}
+// expireProducers forgets the producers idle for producer.id.expiration.ms
+// on every partition; it runs every producer.id.expiration.check.interval.ms.
+// It takes each partition's append lock in turn (partition.expireProducers),
+// so it never runs concurrently with that partition's appends.
+func (b *Broker) expireProducers() {
+	for _, p := range b.allPartitions() {
+		if dropped := p.expireProducers(); dropped > 0 {
+			b.logger.Info("idle producers expired", "partition", p.name(), "producers", dropped)
 		}
 	}
 }
