@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ci/test.sh: what CI runs on a clean clone. It installs what the tests need
-# (kcat for the librdkafka end-to-end test), then runs the README's test
-# command, go vet and a gofmt check.
+# (kcat for the librdkafka end-to-end test, PostgreSQL for the --db
+# postgres:// path of loadgen), then runs the README's test command, go vet
+# and a gofmt check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,13 @@ fi
 
 echo "== go vet ./..."
 go vet ./...
+
+# The PostgreSQL path's tests read EXACTLY_TEST_POSTGRES_URL; EXACTLY_CI
+# makes them fail rather than skip when it is missing.
+export EXACTLY_CI=1
+source ci/postgres.sh
+trap exactly_postgres_stop EXIT
+exactly_postgres_start
 
 echo "== go test ./...  (the README's test command)"
 go test ./...

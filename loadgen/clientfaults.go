@@ -30,6 +30,22 @@ type workerProcess struct {
 	mu     sync.Mutex // guards fatal and stderr
 	fatal  string
 	stderr strings.Builder // the worker's stderr, first 4 KiB
+
+	stdinMu     sync.Mutex // guards writes to stdin and stdinClosed
+	stdinClosed bool
+}
+
+// command writes one command line to the worker's stdin.
+func (w *workerProcess) command(text string) error {
+	w.stdinMu.Lock()
+	defer w.stdinMu.Unlock()
+	if w.stdinClosed {
+		return fmt.Errorf("worker pid %d is stopping", w.pid())
+	}
+	if _, err := io.WriteString(w.stdin, text+"\n"); err != nil {
+		return fmt.Errorf("command %q to worker pid %d: %w", text, w.pid(), err)
+	}
+	return nil
 }
 
 // startWorker launches `exactly loadgen worker` with spec.
@@ -141,7 +157,10 @@ func (w *workerProcess) waitReady(ctx context.Context, timeout time.Duration) er
 // for it to exit, then kills it. It always resumes a stopped worker first.
 func (w *workerProcess) stop(grace time.Duration) {
 	_ = w.cmd.Process.Signal(syscall.SIGCONT)
+	w.stdinMu.Lock()
+	w.stdinClosed = true
 	w.stdin.Close()
+	w.stdinMu.Unlock()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {

@@ -36,6 +36,8 @@ const (
 type expectation struct {
 	lost, duplicated, reordered bound
 	sign                        sign
+	// note adds what the bounds do not say (consumer-dedup's window).
+	note string
 }
 
 // expectationFor is the expectations table. Without faults every mode must
@@ -47,11 +49,23 @@ type expectation struct {
 // the EOS pipeline must neither lose, duplicate nor reorder. Aborted or
 // fenced records read under read_committed, and records nobody sent, are
 // violations in every cell.
+//
+// The application-level modes: single-writer-check must neither lose nor
+// duplicate, but may reorder (a resent record lands after records sent
+// later); consumer-dedup's table must hold every acknowledged record, and
+// no copy within its window (copies beyond it are counted as unprotected,
+// not bounded), and may reorder as its at-least-once input does;
+// external-offsets' table must hold every input record exactly once, in
+// order.
 func expectationFor(plan faults.Plan, mode string) expectation {
-	if !hasFaults(plan) {
-		return expectation{sign: signNone}
+	e := expectation{sign: signNone}
+	if mode == ModeConsumerDedup {
+		e.note = "copies beyond the dedup window counted as unprotected"
 	}
-	e := expectation{sign: signFaultFired}
+	if !hasFaults(plan) {
+		return e
+	}
+	e.sign = signFaultFired
 	switch mode {
 	case ModeAtMostOnce, ModeAtMostOnceAcks1:
 		e.lost, e.reordered = mayBePositive, mayBePositive
@@ -60,6 +74,8 @@ func expectationFor(plan faults.Plan, mode string) expectation {
 		if dropsProduceAcks(plan) {
 			e.sign = signDuplicates
 		}
+	case ModeSingleWriterCheck, ModeConsumerDedup:
+		e.reordered = mayBePositive
 	}
 	switch {
 	case hasClient(plan, faults.ClientZombieProducer):
@@ -97,6 +113,9 @@ func (e expectation) describe() string {
 		return name + " any"
 	}
 	text := strings.Join([]string{part("lost", e.lost), part("dup", e.duplicated), part("reord", e.reordered)}, ", ")
+	if e.note != "" {
+		text += " (" + e.note + ")"
+	}
 	switch e.sign {
 	case signFaultFired:
 		text += "; faults must fire"
@@ -105,7 +124,7 @@ func (e expectation) describe() string {
 	case signZombieWrites:
 		text += "; zombie's post-fence writes never visible (it must try some)"
 	case signConsumerCrash:
-		text += "; a worker must be killed"
+		text += "; a consume worker must be killed"
 	case signProcessFault:
 		text += "; a broker must be killed or paused"
 	}
@@ -125,6 +144,7 @@ type evidence struct {
 // observedCounts are the worst counts over a run's checks.
 type observedCounts struct {
 	lost, duplicated, reordered, abortedVisible, phantom, ambiguousPresent uint64
+	unprotected                                                            uint64
 	incomplete                                                             []string
 }
 
@@ -137,7 +157,8 @@ func observe(run *report.Run) observedCounts {
 		seen.reordered = max(seen.reordered, counts.Reordered)
 		seen.phantom = max(seen.phantom, counts.Phantom)
 		seen.ambiguousPresent = max(seen.ambiguousPresent, counts.AmbiguousPresent)
-		if check.Reader == "read_committed" {
+		seen.unprotected = max(seen.unprotected, counts.Unprotected)
+		if check.Reader == "read_committed" || check.Reader == TableReader {
 			seen.abortedVisible = max(seen.abortedVisible, counts.AbortedVisible)
 		}
 		for _, violation := range check.Violations {
@@ -208,10 +229,11 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 	expectation.Why = run.Reason
 }
 
-// stalledPipeline reports whether an eos-pipeline run's only broken bound is
-// output records missing because its workers did not catch up.
+// stalledPipeline reports whether a consume stage's (eos-pipeline,
+// consumer-dedup, external-offsets) only broken bound is output records
+// missing because its workers did not catch up.
 func stalledPipeline(run *report.Run, proof evidence) bool {
-	if run.Mode != ModeEOSPipeline || proof.loadErr == nil || !strings.Contains(proof.loadErr.Error(), "pipeline committed") {
+	if !hasConsumeStage(run.Mode) || proof.loadErr == nil || !strings.Contains(proof.loadErr.Error(), "pipeline committed") {
 		return false
 	}
 	seen := observe(run)
@@ -243,7 +265,7 @@ func missingSign(want sign, seen observedCounts, proof evidence) string {
 		}
 	case signConsumerCrash:
 		if proof.faultCounts[faults.KindConsumerCrash] == 0 {
-			return "no pipeline worker was killed"
+			return "no consume worker was killed"
 		}
 	case signProcessFault:
 		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 {
@@ -271,7 +293,25 @@ func describeObserved(seen observedCounts, run *report.Run, proof evidence, plan
 	if hasClient(plan, faults.ClientZombieProducer) {
 		text += fmt.Sprintf("; zombie post-fence writes %d", proof.zombieWrites)
 	}
-	return text
+	return text + describeApplication(run.Application, seen)
+}
+
+// describeApplication states what the application-level machinery did.
+func describeApplication(application *report.ApplicationRun, seen observedCounts) string {
+	switch {
+	case application == nil:
+		return ""
+	case application.Recoveries > 0 || application.Resent > 0:
+		return fmt.Sprintf("; writer recoveries %d (found written %d, resent %d)",
+			application.Recoveries, application.FoundWritten, application.Resent)
+	case application.DedupWindowOffsets > 0:
+		return fmt.Sprintf("; input copies %d, dropped %d, unprotected %d (window %d offsets)",
+			application.InputDuplicates, application.DroppedDuplicates, seen.unprotected, application.DedupWindowOffsets)
+	case application.DatabaseCommits > 0:
+		return fmt.Sprintf("; db commits %d, seeks %d, offset conflicts %d",
+			application.DatabaseCommits, application.Seeks, application.OffsetConflicts)
+	}
+	return ""
 }
 
 // kindCounts renders " (drop-response 12, kill 1)".

@@ -28,6 +28,9 @@ type loadRun struct {
 	// zombieWrites counts records a fenced zombie producer sent, and
 	// commits it began, after it was resumed.
 	zombieWrites atomic.Int64
+	// stats counts what the application-level machinery did (shared,
+	// atomics).
+	stats *applicationStats
 }
 
 // newTrackedLedger returns the run's ledger with a tracked log per slot:
@@ -35,6 +38,9 @@ type loadRun struct {
 // producer chain (zombie-producer plans).
 func newTrackedLedger(plan runPlan) (*verify.Ledger, []*trackedLog) {
 	slots := plan.workload.Producers + zombieSlots(plan)
+	if plan.mode == ModeSingleWriterCheck {
+		slots = plan.workload.Partitions // one writer per partition
+	}
 	ledger := verify.NewLedger(plan.runID, slots)
 	logs := make([]*trackedLog, slots)
 	for i := range logs {
@@ -54,28 +60,56 @@ func zombieSlots(plan runPlan) int {
 	return 1 + len(action.Times(horizon))
 }
 
-// drive runs the producers (and the pipeline and live consumers) until the
-// record budget or the deadline, ends the process faults, then lets
-// consumers drain.
-func (l *loadRun) drive(ctx context.Context, stopFaults func() error) error {
+// stageSettleTimeout bounds the wait for a consume stage's group to
+// settle before the load starts anyway.
+const stageSettleTimeout = 20 * time.Second
+
+// startStage starts the plan's consume stage, if it has one (the
+// eos-pipeline workers, or the database stage of consumer-dedup and
+// external-offsets, as subprocesses under consumer-crash), and waits until
+// its group has assigned every input partition.
+func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
+	plan := l.plan
+	if !hasConsumeStage(plan.mode) {
+		return nil, nil
+	}
+	var workers *pipeline
+	var err error
+	action, crash := clientAction(plan.faults, faults.ClientConsumerCrash)
+	switch {
+	case crash:
+		workers, err = startWorkerPipeline(ctx, l, action)
+	case plan.mode == ModeEOSPipeline:
+		workers, err = startPipeline(ctx, plan, l.metrics)
+	default:
+		workers, err = startDBStage(ctx, l)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !workers.watch.waitSettled(ctx, plan.workload.Partitions, time.Now().Add(stageSettleTimeout)) {
+		l.env.note("the consume group did not assign all %d partitions within %s; the load started anyway",
+			plan.workload.Partitions, stageSettleTimeout)
+	}
+	return workers, nil
+}
+
+// drive runs the producers (and live consumers, beside the consume stage
+// started by startStage) until the record budget or the deadline, ends the
+// process faults, then lets the stage and consumers drain.
+func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *pipeline) error {
 	plan, workload, metrics := l.plan, l.plan.workload, l.metrics
 	drain := time.Duration(workload.Drain)
 	finalTopic, readCommitted := plan.topic, plan.mode == ModeTransactional
-	var workers *pipeline
 	if plan.mode == ModeEOSPipeline {
 		finalTopic, readCommitted = plan.outputTopic, true
-		var err error
-		if action, crash := clientAction(plan.faults, faults.ClientConsumerCrash); crash {
-			workers, err = startWorkerPipeline(ctx, l, action)
-		} else {
-			workers, err = startPipeline(ctx, plan, metrics)
-		}
-		if err != nil {
-			return errors.Join(err, stopFaults())
-		}
+	}
+	if workers != nil && workers.crashes != nil {
+		go workers.crashes()
 	}
 	var consumers *liveConsumers
-	if workload.Consumers > 0 {
+	// The database stages measure end-to-end latency at their commits.
+	if workload.Consumers > 0 && !usesDatabase(plan.mode) {
 		var err error
 		consumers, err = startLiveConsumers(ctx, plan, finalTopic, readCommitted, metrics)
 		if err != nil {
@@ -121,6 +155,9 @@ func (l *loadRun) runProducers(ctx context.Context) error {
 	// transaction may take up to the drain time more.
 	produceCtx, cancel := context.WithDeadline(ctx, l.deadline.Add(time.Duration(workload.Drain)))
 	defer cancel()
+	if plan.mode == ModeSingleWriterCheck {
+		return l.runSingleWriters(produceCtx)
+	}
 	var wait sync.WaitGroup
 	errs := make([]error, workload.Producers+1)
 	for index := range workload.Producers {
@@ -153,11 +190,7 @@ func (l *loadRun) runProducers(ctx context.Context) error {
 
 // producerBudget is producer index's share of the workload's records.
 func producerBudget(workload Workload, index int) uint64 {
-	budget := uint64(workload.Records / int64(workload.Producers))
-	if int64(index) < workload.Records%int64(workload.Producers) {
-		budget++
-	}
-	return budget
+	return splitBudget(workload.Records, workload.Producers, index)
 }
 
 // newProducer builds producer index of plan with its client.
@@ -170,7 +203,7 @@ func newProducer(plan runPlan, index uint32, log recordLog, metrics *runMetrics,
 		index: index, runID: plan.runID, topic: plan.topic, recordSize: workload.RecordSize, keys: workload.Keys,
 		rate: float64(workload.Rate) / float64(workload.Producers), budget: budget, deadline: deadline, start: start,
 		commitInterval: plan.commitInterval, commitRecords: workload.Transaction.CommitRecords,
-		abortShare: workload.Transaction.AbortShare,
+		abortShare: workload.Transaction.AbortShare, uniqueKeys: plan.mode == ModeConsumerDedup,
 	}, log, metrics)
 }
 
@@ -192,6 +225,9 @@ type producerSpec struct {
 	commitInterval     time.Duration
 	commitRecords      int
 	abortShare         float64
+	// uniqueKeys gives every record its own key, p<producer>-<sequence>
+	// (consumer-dedup), instead of one drawn from keys.
+	uniqueKeys bool
 }
 
 // buildProducer creates the producer's client.
@@ -217,6 +253,6 @@ func buildProducer(spec producerSpec, log recordLog, metrics *runMetrics) (*prod
 		pacer:  newPacer(spec.rate, spec.start),
 		budget: spec.budget, deadline: spec.deadline,
 		commitInterval: spec.commitInterval, commitRecords: spec.commitRecords,
-		abortShare: spec.abortShare, random: rand.New(rand.NewPCG(seed, 1)),
+		abortShare: spec.abortShare, random: rand.New(rand.NewPCG(seed, 1)), uniqueKeys: spec.uniqueKeys,
 	}, nil
 }

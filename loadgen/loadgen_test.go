@@ -116,14 +116,7 @@ func assertRunVerdict(t *testing.T, run *report.Run) {
 // modes it does not support yet must be reported unsupported with a reason.
 // The plain modes (no producer id needed) must be supported.
 func TestSuiteAgainstEmbeddedBroker(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	target, err := StartTarget(ctx, TargetEmbedded, nil, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = target.Close() })
-	results := runSuite(t, target, smokeWorkload(t))
+	results := runSuite(t, newQuickGroupsEmbedded(t), smokeWorkload(t))
 	for _, run := range results.Runs {
 		switch {
 		case run.Status == report.StatusPass:

@@ -145,8 +145,8 @@ func notApplicable(plan faults.Plan, mode string, launched bool) string {
 		switch {
 		case action.Action == faults.ClientZombieProducer && mode != ModeTransactional:
 			return "not-applicable (zombie-producer needs the transactional mode)"
-		case action.Action == faults.ClientConsumerCrash && mode != ModeEOSPipeline:
-			return "not-applicable (consumer-crash needs the eos-pipeline mode)"
+		case action.Action == faults.ClientConsumerCrash && !hasConsumeStage(mode):
+			return "not-applicable (consumer-crash needs a consume stage: eos-pipeline, consumer-dedup or external-offsets)"
 		}
 	}
 	return ""

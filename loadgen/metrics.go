@@ -26,9 +26,10 @@ type hdrHistogram = hdrhistogram.Histogram
 // the client logger), producers, consumers and the progress goroutine all
 // write to it: counters are atomics, everything else is guarded by mu.
 type runMetrics struct {
-	// warmupEnd is fixed at creation: records sent before it are verified
-	// but not measured.
-	warmupEnd time.Time
+	// warmupEnd (Unix nanoseconds) is set before the load's first record
+	// (a consume stage may start before the clock does): records sent
+	// before it are verified but not measured.
+	warmupEnd atomic.Int64
 
 	ackedAll      atomic.Int64 // records acknowledged, warm-up included
 	ackedAllBytes atomic.Int64
@@ -54,15 +55,28 @@ type runMetrics struct {
 }
 
 func newRunMetrics(warmupEnd time.Time) *runMetrics {
-	return &runMetrics{
-		warmupEnd:    warmupEnd,
+	metrics := &runMetrics{
 		produceAck:   report.NewLatencyHistogram(),
 		endToEnd:     report.NewLatencyHistogram(),
 		commit:       report.NewLatencyHistogram(),
 		window:       report.NewLatencyHistogram(),
 		errorsByCode: make(map[string]int64),
 	}
+	metrics.setWarmupEnd(warmupEnd)
+	return metrics
 }
+
+// setWarmupEnd moves the end of the warm-up; call it before the first
+// record is sent.
+func (m *runMetrics) setWarmupEnd(warmupEnd time.Time) { m.warmupEnd.Store(warmupEnd.UnixNano()) }
+
+// measured reports whether a record sent at sendTime is measured.
+func (m *runMetrics) measured(sendTime time.Time) bool {
+	return sendTime.UnixNano() >= m.warmupEnd.Load()
+}
+
+// warmupEndTime returns the end of the warm-up.
+func (m *runMetrics) warmupEndTime() time.Time { return time.Unix(0, m.warmupEnd.Load()) }
 
 // recordAck notes an acknowledged record of size bytes sent at sendTime.
 func (m *runMetrics) recordAck(sendTime, now time.Time, size int) {
@@ -71,11 +85,12 @@ func (m *runMetrics) recordAck(sendTime, now time.Time, size int) {
 	latency := now.Sub(sendTime).Microseconds()
 	m.mu.Lock()
 	_ = m.window.RecordValue(max(latency, 1))
-	if !sendTime.Before(m.warmupEnd) {
+	measured := m.measured(sendTime)
+	if measured {
 		_ = m.produceAck.RecordValue(max(latency, 1))
 	}
 	m.mu.Unlock()
-	if !sendTime.Before(m.warmupEnd) {
+	if measured {
 		m.ackedMeasured.Add(1)
 		m.ackedBytes.Add(int64(size))
 	}
@@ -83,7 +98,7 @@ func (m *runMetrics) recordAck(sendTime, now time.Time, size int) {
 
 // recordEndToEnd notes a record a live consumer received.
 func (m *runMetrics) recordEndToEnd(sendTime, now time.Time) {
-	if sendTime.Before(m.warmupEnd) {
+	if !m.measured(sendTime) {
 		return
 	}
 	m.mu.Lock()

@@ -28,6 +28,11 @@ type pipeline struct {
 	// when it ends, with the records it committed (0 if it did not).
 	onBegin func()
 	onEnd   func(committed int64)
+	// watch follows the workers' partition assignments (startStage waits
+	// for it to settle); crashes, when set, runs the consumer-crash
+	// schedule once the load's clock has started.
+	watch   *assignmentWatch
+	crashes func()
 }
 
 // pipelineSessionSpec is one worker's session settings, in process or in a
@@ -45,6 +50,9 @@ type pipelineSessionSpec struct {
 	// shortSession sets a 6 s session timeout, so the group notices a
 	// killed worker quickly.
 	shortSession bool
+	// onAssignment, when set, is told how many input partitions the
+	// worker holds after each change.
+	onAssignment func(count int)
 }
 
 // newPipelineSession creates one worker's GroupTransactSession.
@@ -63,6 +71,7 @@ func newPipelineSession(spec pipelineSessionSpec, metrics *runMetrics) (*kgo.Gro
 		kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.WithLogger(clientLogger{metrics: metrics}),
 	)
+	options = append(options, assignmentOptions(spec.input, false, spec.onAssignment)...)
 	if spec.instanceID != "" {
 		options = append(options, kgo.InstanceID(spec.instanceID))
 	}
@@ -87,7 +96,8 @@ func (plan runPlan) sessionSpec(index int) pipelineSessionSpec {
 // newPipeline returns a pipeline of workers goroutines, not yet started.
 func newPipeline(ctx context.Context, workers int) (*pipeline, context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	return &pipeline{committed: newLiveCounter(), cancel: cancel, done: make(chan struct{}), errs: make(chan error, workers)}, ctx
+	return &pipeline{committed: newLiveCounter(), cancel: cancel, done: make(chan struct{}), errs: make(chan error, workers),
+		watch: newAssignmentWatch(workers)}, ctx
 }
 
 // runWorkers runs work once per worker index on its own goroutine and
@@ -117,7 +127,9 @@ func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*pip
 	p, ctx := newPipeline(ctx, workers)
 	var sessions []*kgo.GroupTransactSession
 	for index := range workers {
-		session, err := newPipelineSession(plan.sessionSpec(index), metrics)
+		spec := plan.sessionSpec(index)
+		spec.onAssignment = func(count int) { p.watch.set(index, count) }
+		session, err := newPipelineSession(spec, metrics)
 		if err != nil {
 			p.cancel()
 			for _, started := range sessions {

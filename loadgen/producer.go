@@ -38,6 +38,8 @@ type producer struct {
 	// txnErrors counts promise errors in the open transaction; the
 	// producer goroutine resets it at each Begin.
 	txnErrors atomic.Int64
+	// uniqueKeys: every record's key is p<id>-<sequence> (consumer-dedup).
+	uniqueKeys bool
 }
 
 // running reports whether the producer may send another record.
@@ -57,7 +59,11 @@ func (p *producer) send(ctx context.Context, fate verify.Fate) error {
 	value := verify.NewValue(verify.Header{
 		RunID: p.runID, Producer: p.id, Sequence: seq, SendTime: time.Now().UnixNano(), Fate: fate,
 	}, p.recordSize)
-	p.client.Produce(ctx, &kgo.Record{Topic: p.topic, Key: p.keys.next(), Value: value}, p.promise)
+	key := p.keys.next()
+	if p.uniqueKeys {
+		key = uniqueKey(p.id, seq)
+	}
+	p.client.Produce(ctx, &kgo.Record{Topic: p.topic, Key: key, Value: value}, p.promise)
 	return nil
 }
 
@@ -249,4 +255,10 @@ func (k *keyChooser) next() []byte {
 		return nil
 	}
 	return strconv.AppendUint([]byte("key-"), index, 10)
+}
+
+// uniqueKey is the key of record seq of producer id in consumer-dedup:
+// unique per record, so a consumer can recognise a copy by its key.
+func uniqueKey(id uint32, seq uint64) []byte {
+	return fmt.Appendf(nil, "p%d-%d", id, seq)
 }

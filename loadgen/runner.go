@@ -3,9 +3,12 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,6 +31,13 @@ type Options struct {
 	// subprocess) and client faults (producer and pipeline workers). Empty:
 	// those runs are not applicable.
 	Self SelfCommand
+	// Database is the application database of consumer-dedup and
+	// external-offsets: a postgres:// URL or an SQLite file path. Empty:
+	// an SQLite file in a temporary directory, removed afterwards.
+	Database string
+	// RunID, when not 0, is the invocation's run id (else a random one),
+	// so a caller can name files after it before the run (profiles).
+	RunID uint64
 }
 
 // runPlan is one run of a suite: a mode (and commit interval) under a fault
@@ -53,6 +63,12 @@ type runPlan struct {
 	// output (empty for other modes).
 	topic       string
 	outputTopic string
+	// appDB is the application database (consumer-dedup,
+	// external-offsets; nil otherwise), databaseDSN where worker
+	// subprocesses connect to it and database its description.
+	appDB       *appDB
+	databaseDSN string
+	database    string
 }
 
 // Run runs every mode of the workload against the target and returns the
@@ -62,7 +78,10 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	if err := options.Workload.Validate(); err != nil {
 		return nil, err
 	}
-	runID := rand.Uint64()
+	runID := options.RunID
+	if runID == 0 {
+		runID = rand.Uint64()
+	}
 	workloadJSON, err := json.Marshal(options.Workload)
 	if err != nil {
 		return nil, fmt.Errorf("encode workload: %w", err)
@@ -86,6 +105,11 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	closeDatabase, err := attachDatabase(ctx, plans, options.Database)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDatabase()
 	for _, plan := range plans {
 		if ctx.Err() != nil {
 			break
@@ -150,6 +174,9 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 		defer cancel()
 		// Best effort: a target without DeleteTopics keeps the topics.
 		_ = deleteTopics(cleanupCtx, admin, plan.topic, plan.outputTopic)
+		if plan.appDB != nil {
+			_ = plan.appDB.deleteRun(cleanupCtx, plan.topic)
+		}
 	}()
 	proof := loadAndVerify(ctx, admin, plan, options, env, run)
 	judgeRun(run, plan.faults, proof)
@@ -162,10 +189,15 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, env *faultEnv, run *report.Run) (proof evidence) {
 	workload := plan.workload
 	ledger, logs := newTrackedLedger(plan)
+	metrics := newRunMetrics(time.Now())
+	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &applicationStats{}}
+	// A consume stage starts first and the clock once its group settled.
+	workers, stageErr := load.startStage(ctx)
 	start := time.Now()
 	warmupEnd := start.Add(time.Duration(workload.Warmup))
 	deadline := warmupEnd.Add(time.Duration(workload.Duration))
-	metrics := newRunMetrics(warmupEnd)
+	metrics.setWarmupEnd(warmupEnd)
+	load.start, load.deadline = start, deadline
 
 	stopProgress, progressDone := make(chan struct{}), make(chan struct{})
 	live := &progress{out: options.Progress, terminal: options.Terminal, name: plan.name, start: start,
@@ -173,8 +205,12 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	go func() { defer close(progressDone); live.run(stopProgress) }()
 
 	stopFaults := env.startProcessFaults(ctx)
-	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, start: start, deadline: deadline}
-	runErr := load.drive(ctx, stopFaults)
+	var runErr error
+	if stageErr != nil {
+		runErr = errors.Join(stageErr, stopFaults())
+	} else {
+		runErr = load.drive(ctx, stopFaults, workers)
+	}
 	close(stopProgress)
 	<-progressDone
 	run.TimeSeries = live.series
@@ -193,6 +229,9 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 		return proof
 	}
 	proof.offenders = verifyRun(ctx, admin, plan, ledger, logs, run)
+	if run.Application != nil {
+		load.stats.fill(run.Application)
+	}
 	return proof
 }
 
@@ -221,7 +260,7 @@ func createRunTopics(ctx context.Context, admin *kgo.Client, plan runPlan) error
 
 // summarizeMetrics fills throughput, latency and error counts.
 func summarizeMetrics(run *report.Run, metrics *runMetrics, measuredEnd time.Time) {
-	seconds := measuredEnd.Sub(metrics.warmupEnd).Seconds()
+	seconds := measuredEnd.Sub(metrics.warmupEndTime()).Seconds()
 	if seconds > 0 {
 		run.MeasuredSeconds = seconds
 		run.Throughput.RecordsPerSecond = float64(metrics.ackedMeasured.Load()) / seconds
@@ -241,4 +280,48 @@ func summarizeMetrics(run *report.Run, metrics *runMetrics, measuredEnd time.Tim
 		run.ErrorsByCode[name] = count
 	}
 	run.Transactions = metrics.transactions
+}
+
+// attachDatabase opens the application database when a plan needs it
+// (creating its tables) and gives it to those plans. The returned function
+// closes it and removes a temporary SQLite directory.
+func attachDatabase(ctx context.Context, plans []runPlan, dsn string) (closeDatabase func(), err error) {
+	needed := false
+	for _, plan := range plans {
+		needed = needed || usesDatabase(plan.mode)
+	}
+	if !needed {
+		return func() {}, nil
+	}
+	temporary := ""
+	if dsn == "" {
+		if temporary, err = os.MkdirTemp("", "exactly-loadgen-db-*"); err != nil {
+			return nil, fmt.Errorf("application database directory: %w", err)
+		}
+		dsn = filepath.Join(temporary, "application.db")
+	}
+	database, err := openAppDB(ctx, dsn)
+	if err == nil {
+		err = database.createSchema(ctx)
+		if err != nil {
+			database.Close()
+		}
+	}
+	if err != nil {
+		if temporary != "" {
+			os.RemoveAll(temporary)
+		}
+		return nil, err
+	}
+	for i := range plans {
+		if usesDatabase(plans[i].mode) {
+			plans[i].appDB, plans[i].databaseDSN, plans[i].database = database, dsn, database.describe
+		}
+	}
+	return func() {
+		database.Close()
+		if temporary != "" {
+			os.RemoveAll(temporary)
+		}
+	}, nil
 }

@@ -19,6 +19,13 @@ type embeddedTarget struct {
 // startEmbedded starts the broker. An empty dataDir means a fresh temporary
 // directory, removed on Close.
 func startEmbedded(ctx context.Context, dataDir string) (Target, error) {
+	return startEmbeddedWith(ctx, dataDir, nil)
+}
+
+// startEmbeddedWith starts the broker with server.properties settings
+// (tests set group.initial.rebalance.delay.ms=0, so consume stages do not
+// wait for Kafka's initial rebalance delay before each run).
+func startEmbeddedWith(ctx context.Context, dataDir string, properties map[string]string) (Target, error) {
 	owned := dataDir == ""
 	if owned {
 		dir, err := os.MkdirTemp("", "exactly-loadgen-*")
@@ -27,7 +34,7 @@ func startEmbedded(ctx context.Context, dataDir string) (Target, error) {
 		}
 		dataDir = dir
 	}
-	b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir})
+	b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir, Properties: properties})
 	if err != nil {
 		if owned {
 			os.RemoveAll(dataDir)

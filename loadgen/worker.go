@@ -8,7 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -23,6 +26,20 @@ const (
 	// workerRolePipeline is a consume-transform-produce worker
 	// (consumer-crash).
 	workerRolePipeline = "pipeline"
+	// workerRoleDBStage is a consumer-dedup or external-offsets consume
+	// worker writing to the application database (consumer-crash).
+	workerRoleDBStage = "db-stage"
+)
+
+// Commands the runner writes to a worker's stdin, one per line; closing
+// stdin asks the worker to finish.
+const (
+	// workerCommandCrashAfterCommit: kill yourself right after your next
+	// database commit, before the next poll.
+	workerCommandCrashAfterCommit = "crash-after-commit"
+	// workerCommandCrashInTransaction: kill yourself inside your next
+	// database transaction, before it commits.
+	workerCommandCrashInTransaction = "crash-in-transaction"
 )
 
 // workerSpec is what a worker subprocess is told, as JSON in its --spec
@@ -50,6 +67,12 @@ type workerSpec struct {
 	InstanceID string `json:"instance_id,omitempty"`
 	Input      string `json:"input,omitempty"`
 	Output     string `json:"output,omitempty"`
+	// Database stage role (also Group, Input).
+	Mode     string `json:"mode,omitempty"`
+	Database string `json:"database,omitempty"` // where the worker connects: an SQLite path or a postgres:// URL
+	Run      string `json:"run,omitempty"`
+	Worker   string `json:"worker,omitempty"`
+	Window   int64  `json:"window,omitempty"`
 }
 
 // clientOptions are the worker's seed brokers and fault settings.
@@ -63,8 +86,9 @@ func (s workerSpec) clientOptions() []kgo.Opt {
 
 // workerEvent is one line a worker writes to stdout, as JSON.
 type workerEvent struct {
-	// Event is ready, sent, ack, err, ending, end (producer), open,
-	// committed (pipeline) or fatal.
+	// Event is ready, sent, ack, err, ending, end (producer), assigned,
+	// open, committed (pipeline, database stage), crashing (database
+	// stage) or fatal.
 	Event   string `json:"e"`
 	Seq     uint64 `json:"s,omitempty"`
 	First   uint64 `json:"first,omitempty"`
@@ -73,6 +97,13 @@ type workerEvent struct {
 	Time    int64  `json:"t,omitempty"` // Unix nanoseconds
 	Count   int64  `json:"n,omitempty"`
 	Message string `json:"m,omitempty"`
+	// Database stage commits: the send times of the rows delivered, how
+	// long the commit took (ns), and what happened since the last report.
+	SendTimes []int64 `json:"st,omitempty"`
+	Took      int64   `json:"took,omitempty"`
+	Dropped   int64   `json:"d,omitempty"`
+	Conflicts int64   `json:"c,omitempty"`
+	Seeks     int64   `json:"k,omitempty"`
 }
 
 // workerReporter writes events, one line each, flushed at once so the
@@ -92,6 +123,11 @@ func (r *workerReporter) emit(event workerEvent) {
 	defer r.mu.Unlock()
 	r.out.Write(append(line, '\n'))
 	r.out.Flush()
+}
+
+// assigned reports how many input partitions a consume worker holds.
+func (r *workerReporter) assigned(count int) {
+	r.emit(workerEvent{Event: "assigned", Count: int64(count)})
 }
 
 // The reporter is a producer's recordLog: every outcome goes to stdout.
@@ -126,9 +162,11 @@ func RunWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The runner closes stdin to stop the worker (and so does its death).
+	// The runner closes stdin to stop the worker (and so does its death);
+	// lines before that are commands.
+	var crash atomic.Int32
 	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
+		readCommands(stdin, &crash)
 		cancel()
 	}()
 	reporter := &workerReporter{out: bufio.NewWriter(stdout)}
@@ -138,8 +176,10 @@ func RunWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 		err = runProducerWorker(ctx, spec, reporter)
 	case workerRolePipeline:
 		err = runPipelineWorker(ctx, spec, reporter)
+	case workerRoleDBStage:
+		err = runDBStageWorker(ctx, spec, reporter, &crash)
 	default:
-		err = fmt.Errorf("worker role %q is not %s or %s", spec.Role, workerRoleProducer, workerRolePipeline)
+		err = fmt.Errorf("worker role %q is not %s, %s or %s", spec.Role, workerRoleProducer, workerRolePipeline, workerRoleDBStage)
 	}
 	if err != nil {
 		reporter.emit(workerEvent{Event: "fatal", Message: err.Error()})
@@ -185,7 +225,7 @@ func runPipelineWorker(ctx context.Context, spec workerSpec, reporter *workerRep
 	session, err := newPipelineSession(pipelineSessionSpec{
 		options: spec.clientOptions(), clientID: spec.ClientID, transactionalID: spec.TransactionalID,
 		transactionTimeout: spec.TransactionTimeout, group: spec.Group, input: spec.Input, instanceID: spec.InstanceID,
-		shortSession: true,
+		shortSession: true, onAssignment: reporter.assigned,
 	}, metrics)
 	if err != nil {
 		return err
@@ -196,4 +236,60 @@ func runPipelineWorker(ctx context.Context, spec workerSpec, reporter *workerRep
 		onEnd:   func(committed int64) { reporter.emit(workerEvent{Event: "committed", Count: committed}) },
 	}
 	return p.work(ctx, session, spec.Output, metrics)
+}
+
+// readCommands reads the runner's command lines until stdin ends, noting a
+// requested crash point in crash.
+func readCommands(stdin io.Reader, crash *atomic.Int32) {
+	scanner := bufio.NewScanner(stdin)
+	for scanner.Scan() {
+		switch scanner.Text() {
+		case workerCommandCrashAfterCommit:
+			crash.Store(crashAfterCommit)
+		case workerCommandCrashInTransaction:
+			crash.Store(crashInTransaction)
+		}
+	}
+}
+
+// runDBStageWorker runs one consumer-dedup or external-offsets consume
+// worker, reporting each database commit, and kills itself at the crash
+// point the runner asks for.
+func runDBStageWorker(ctx context.Context, spec workerSpec, reporter *workerReporter, crash *atomic.Int32) error {
+	metrics := newRunMetrics(time.Now())
+	db, err := openAppDB(ctx, spec.Database)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	stats := &applicationStats{}
+	stage, err := newDBStage(dbStageSpec{mode: spec.Mode, options: spec.clientOptions(), clientID: spec.ClientID,
+		group: spec.Group, input: spec.Input, run: spec.Run, worker: spec.Worker, window: spec.Window, shortSession: true,
+		onAssignment: reporter.assigned},
+		db, metrics, stats)
+	if err != nil {
+		return err
+	}
+	var reported struct{ dropped, conflicts, seeks int64 }
+	stage.onOpen = func() { reporter.emit(workerEvent{Event: "open"}) }
+	stage.onCommit = func(rows int64, sendTimes []int64, took time.Duration) {
+		dropped, conflicts, seeks := stats.dropped.Load(), stats.conflicts.Load(), stats.seeks.Load()
+		reporter.emit(workerEvent{Event: "committed", Count: rows, SendTimes: sendTimes, Took: max(took.Nanoseconds(), 1),
+			Dropped: dropped - reported.dropped, Conflicts: conflicts - reported.conflicts, Seeks: seeks - reported.seeks})
+		reported.dropped, reported.conflicts, reported.seeks = dropped, conflicts, seeks
+	}
+	stage.crashAt = func(point int, rows int) bool {
+		if crash.Load() != int32(point) {
+			return false
+		}
+		where := fmt.Sprintf("killed itself (SIGKILL, pid %d) right after committing %d rows to the database, before its next poll", os.Getpid(), rows)
+		if point == crashInTransaction {
+			where = fmt.Sprintf("killed itself (SIGKILL, pid %d) inside an open database transaction holding %d rows", os.Getpid(), rows)
+		}
+		reporter.emit(workerEvent{Event: "crashing", Message: where})
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+	reporter.emit(workerEvent{Event: "ready"})
+	return stage.work(ctx)
 }

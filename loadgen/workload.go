@@ -59,8 +59,11 @@ type Workload struct {
 	Drain Duration `yaml:"drain" json:"drain"`
 	// Transaction configures the transactional mode.
 	Transaction TransactionSpec `yaml:"transaction" json:"transaction"`
-	// Pipeline configures the eos-pipeline mode.
+	// Pipeline configures the eos-pipeline mode, and the consume workers
+	// of consumer-dedup and external-offsets.
 	Pipeline PipelineSpec `yaml:"pipeline" json:"pipeline"`
+	// Application configures the application-level modes (seed §3.1).
+	Application ApplicationSpec `yaml:"application" json:"application"`
 	// Faults is the fault matrix: each entry runs delivery modes under one
 	// fault plan. Empty: every mode of Modes, without faults.
 	Faults []MatrixEntry `yaml:"faults" json:"faults,omitempty"`
@@ -92,6 +95,14 @@ type TransactionSpec struct {
 type PipelineSpec struct {
 	// Workers is the number of GroupTransactSession workers.
 	Workers int `yaml:"workers" json:"workers"`
+}
+
+// ApplicationSpec configures the application-level modes.
+type ApplicationSpec struct {
+	// DedupWindow is consumer-dedup's window: the keys of the last
+	// DedupWindow offsets of each partition are remembered; a copy that
+	// arrives later than that after the first is not detected.
+	DedupWindow int64 `yaml:"dedup_window" json:"dedup_window"`
 }
 
 // Duration is a time.Duration written as "10s" or "250ms" in YAML and JSON.
@@ -184,7 +195,8 @@ func DefaultWorkload() Workload {
 			AbortShare:      0.1,
 			Timeout:         Duration(60 * time.Second),
 		},
-		Pipeline: PipelineSpec{Workers: 2},
+		Pipeline:    PipelineSpec{Workers: 2},
+		Application: ApplicationSpec{DedupWindow: 20_000},
 	}
 }
 
@@ -223,6 +235,8 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("transaction.timeout: %s is under 1s", w.Transaction.Timeout)
 	case w.Pipeline.Workers < 1 || w.Pipeline.Workers > 64:
 		return fmt.Errorf("pipeline.workers: %d is outside 1..64", w.Pipeline.Workers)
+	case w.Application.DedupWindow < 1:
+		return fmt.Errorf("application.dedup_window: %d: the window needs at least one offset", w.Application.DedupWindow)
 	}
 	for _, interval := range w.Transaction.CommitIntervals {
 		if interval <= 0 {

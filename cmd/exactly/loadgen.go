@@ -6,11 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pkg/profile"
 
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/faults"
@@ -30,6 +34,8 @@ type loadgenFlags struct {
 	abortShare                                       float64
 	keys                                             string
 	faultPlans                                       string
+	database, profile                                string
+	dedupWindow                                      int64
 	quiet, listWorkloads, listPlans, quick           bool
 }
 
@@ -56,7 +62,10 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.abortShare, "abort-share", -1, "fraction of transactions aborted on purpose")
 	fs.StringVar(&f.keys, "keys", "", "key distribution: none, uniform or zipf")
 	fs.StringVar(&f.faultPlans, "faults", "", "comma-separated fault plans (shipped: "+strings.Join(faults.PlanNames(), ", ")+", or YAML files): run the modes under each, replacing the workload's fault matrix")
-	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix (the quick workload, about a minute)")
+	fs.StringVar(&f.database, "db", "", "application database of consumer-dedup and external-offsets: postgres://… URL or an SQLite file (default: an SQLite file in a temporary directory)")
+	fs.Int64Var(&f.dedupWindow, "dedup-window", 0, "consumer-dedup window: keys of the last N offsets of each partition are remembered")
+	fs.StringVar(&f.profile, "profile", "", "profile the load generator into profiles/loadgen-<run id>/: cpu, mem, block, mutex or trace")
+	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix (the quick workload, about two minutes)")
 	fs.BoolVar(&f.listPlans, "list-plans", false, "list the shipped fault plans and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
 	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads and exit")
@@ -87,6 +96,7 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	setPositive(&w.ReplicationFactor, f.replication)
 	setPositive(&w.Producers, f.producers)
 	setPositive(&w.Pipeline.Workers, f.workers)
+	setPositive(&w.Application.DedupWindow, f.dedupWindow)
 	if f.consumers >= 0 {
 		w.Consumers = f.consumers
 	}
@@ -132,7 +142,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return loadgen.RunWorker(args[1:], os.Stdin, stdout)
 	}
 	fs := newFlagSet("loadgen", "Measures what each delivery guarantee costs under faults and checks every record.\n"+
-		"With no flags: the standard suite (delivery modes x fault plans, about 3-4 minutes) against the\n"+
+		"With no flags: the standard suite (delivery modes x fault plans, broker-level and application-level\n"+
+		"exactly-once side by side, about 4-5 minutes) against the\n"+
 		"embedded broker, with the expectations table; exit status 0 iff no run failed its expectation\n"+
 		"(unsupported, untestable and not-applicable runs are listed, not failed).", stderr)
 	var flags loadgenFlags
@@ -177,30 +188,23 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	options := loadgen.Options{Workload: workload, Target: target, Self: self}
+	options := loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database, RunID: rand.Uint64()}
 	if !flags.quiet {
 		options.Progress, options.Terminal = stderr, isTerminal(stderr)
 	}
+	profileDir := filepath.Join("profiles", fmt.Sprintf("loadgen-%016x", options.RunID))
+	stopProfile, err := startProfileIn(flags.profile, profileDir)
+	if err != nil {
+		return err
+	}
 	results, runErr := loadgen.Run(ctx, options)
+	stopProfile() // before the dashboard, which links the profile's files
 	if results == nil {
 		return runErr
 	}
-	if err := report.WriteSummary(stdout, results); err != nil {
+	if err := writeLoadgenOutputs(stdout, flags.out, results); err != nil {
 		return err
 	}
-	if err := loadgen.WriteMatrix(stdout, results); err != nil {
-		return err
-	}
-	path, err := report.Write(flags.out, results)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "results: %s\n", path)
-	page, err := report.WriteDashboardNextTo(path, results)
-	if err != nil {
-		return fmt.Errorf("write dashboard: %w", err)
-	}
-	fmt.Fprintf(stdout, "dashboard: %s\n", page)
 	switch {
 	case runErr != nil:
 		return fmt.Errorf("interrupted: %w", runErr)
@@ -218,4 +222,65 @@ func isTerminal(w io.Writer) bool {
 	}
 	info, err := file.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// writeLoadgenOutputs prints the summary and the expectations table, and
+// writes the results file and its dashboard into dir.
+func writeLoadgenOutputs(stdout io.Writer, dir string, results *report.Results) error {
+	if err := report.WriteSummary(stdout, results); err != nil {
+		return err
+	}
+	if err := loadgen.WriteMatrix(stdout, results); err != nil {
+		return err
+	}
+	path, err := report.Write(dir, results)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "results: %s\n", path)
+	page, err := writeLoadgenDashboard(path, results)
+	if err != nil {
+		return fmt.Errorf("write dashboard: %w", err)
+	}
+	fmt.Fprintf(stdout, "dashboard: %s\n", page)
+	return nil
+}
+
+// writeLoadgenDashboard writes the dashboard next to the results file,
+// linking the profiles of this run found next to it or under profiles/.
+func writeLoadgenDashboard(resultsPath string, results *report.Results) (string, error) {
+	page := strings.TrimSuffix(resultsPath, filepath.Ext(resultsPath)) + ".html"
+	dir := filepath.Dir(page)
+	found := report.FindProfiles(results.RunID, dir, filepath.Join(dir, "profiles"), "profiles")
+	options := report.DashboardOptions{Generated: time.Now(),
+		Profiles: map[string][]string{results.RunID: report.RelativeLinks(dir, found...)}}
+	if err := report.WriteDashboardWith(page, options, results); err != nil {
+		return "", err
+	}
+	return page, nil
+}
+
+// startProfileIn starts pkg/profile writing into dir (named after the run
+// id, so the dashboard's FindProfiles links its files), or nothing when
+// kind is empty.
+func startProfileIn(kind, dir string) (stop func(), err error) {
+	var mode func(*profile.Profile)
+	switch kind {
+	case "":
+		return func() {}, nil
+	case "cpu":
+		mode = profile.CPUProfile
+	case "mem":
+		mode = profile.MemProfile
+	case "block":
+		mode = profile.BlockProfile
+	case "mutex":
+		mode = profile.MutexProfile
+	case "trace":
+		mode = profile.TraceProfile
+	default:
+		return nil, fmt.Errorf("--profile %q: want cpu, mem, block, mutex or trace", kind)
+	}
+	p := profile.Start(mode, profile.ProfilePath(dir), profile.NoShutdownHook)
+	return p.Stop, nil
 }

@@ -43,15 +43,25 @@
 //	  "load_started_at": "…",                  // origin of every elapsed_seconds
 //	  "fault_events": [{"elapsed_seconds", "kind", "broker", "detail"}, …],
 //	  "expectation": {"expected", "observed", "verdict", "why", "offenders": ["…"]},
-//	  "checks": [{"reader": "read_committed", "topic", "complete", "counts": Counts, "violations": ["…"]}, …]
+//	  "checks": [{"reader": "read_committed|read_uncommitted|table", "topic", "complete", "counts": Counts, "violations": ["…"]}, …],
+//	  "application": {"database", "table", "dedup_window_offsets", "input_duplicates", "dropped_duplicates",
+//	                  "unprotected", "database_commits", "seeks", "offset_conflicts",
+//	                  "recoveries", "found_written", "resent", "writer_copies"}   // added in v1; §3.1 modes only
 //	}
+//
+// A "table" check reads the output table of consumer-dedup or
+// external-offsets from the application database (its topic field names
+// the table and the run's rows); its counts are those of the rows, keyed
+// by the input record each row came from.
 //
 // throughput counts acknowledged records sent after the warm-up, over the
 // measured seconds (MB = 10^6 bytes of record value). ratio_to_baseline is
 // this run's records per second divided by that of the at-least-once run of
 // the same invocation (0 when there is none). Counts are those of
 // verify.Counts (read, foreign, unique, lost, duplicated, reordered,
-// aborted_visible, phantom, ambiguous_present, ambiguous_absent).
+// aborted_visible, phantom, ambiguous_present, ambiguous_absent, and, for
+// a consumer-dedup table, unprotected: copies beyond the dedup window,
+// counted there instead of in duplicated).
 //
 // Histogram, values in milliseconds:
 //

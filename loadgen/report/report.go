@@ -88,6 +88,9 @@ type Run struct {
 	// FaultRunInfo: the fault plan, the fired faults and the expectation
 	// verdict (fields added within schema version 1, omitted when empty).
 	FaultRunInfo
+	// Application is what the application-level machinery did (added
+	// within schema version 1; omitted for the broker-level modes).
+	Application *ApplicationRun `json:"application,omitempty"`
 }
 
 // Latency histogram names.

@@ -35,8 +35,15 @@ func WriteSummary(w io.Writer, results *Results) error {
 			fmt.Fprintf(w, "  %s: %s: %s\n", run.Name, run.Status, run.Reason)
 		}
 		if commit := run.Latency[LatencyTransactionCommit]; commit != nil {
-			fmt.Fprintf(w, "  %s: %d commits, %d aborts; commit latency p50 %s ms, p99 %s ms\n", run.Name,
-				run.Transactions.Committed, run.Transactions.Aborted, millis(commit.Percentile(50)), millis(commit.Percentile(99)))
+			what := "commits"
+			if run.Application != nil {
+				what = "database commits"
+			}
+			fmt.Fprintf(w, "  %s: %d %s, %d aborts; commit latency p50 %s ms, p99 %s ms\n", run.Name,
+				run.Transactions.Committed, what, run.Transactions.Aborted, millis(commit.Percentile(50)), millis(commit.Percentile(99)))
+		}
+		if application := run.Application; application != nil {
+			fmt.Fprintf(w, "  %s: %s\n", run.Name, application.Describe())
 		}
 	}
 	verdict := "PASS: every run met its expectation"
@@ -59,7 +66,7 @@ func checkTotals(checks []Check) (lost, duplicated, reordered uint64, abortedRea
 		duplicated = max(duplicated, check.Counts.Duplicated)
 		reordered = max(reordered, check.Counts.Reordered)
 		ambiguous = max(ambiguous, check.Counts.AmbiguousPresent)
-		if check.Reader == "read_committed" {
+		if check.Reader == "read_committed" || check.Reader == "table" {
 			committed, sawCommitted = max(committed, check.Counts.AbortedVisible), true
 		} else {
 			uncommitted, sawUncommitted = max(uncommitted, check.Counts.AbortedVisible), true

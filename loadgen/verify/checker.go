@@ -47,6 +47,11 @@ type Counts struct {
 	// AmbiguousAbsent counts errored or unanswered records that were not
 	// read.
 	AmbiguousAbsent uint64 `json:"ambiguous_absent"`
+	// Unprotected counts, in a deduplicating consumer's output, extra
+	// copies whose first copy had left the consumer's window when they
+	// arrived: the window does not promise to catch them, so they are
+	// counted here and not in Duplicated.
+	Unprotected uint64 `json:"unprotected,omitempty"`
 }
 
 // Violations lists what in c breaks exactly-once delivery for a reader with
