@@ -11,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/pkg/profile"
-
 	"github.com/exactly-eos/exactly/broker"
 )
 
@@ -98,25 +96,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 
 // startProfile starts pkg/profile writing into profiles/, or nothing.
 func startProfile(kind string) (stop func(), err error) {
-	var mode func(*profile.Profile)
-	switch kind {
-	case "":
-		return func() {}, nil
-	case "cpu":
-		mode = profile.CPUProfile
-	case "mem":
-		mode = profile.MemProfile
-	case "block":
-		mode = profile.BlockProfile
-	case "mutex":
-		mode = profile.MutexProfile
-	case "trace":
-		mode = profile.TraceProfile
-	default:
-		return nil, fmt.Errorf("--profile %q: want cpu, mem, block, mutex or trace", kind)
-	}
-	p := profile.Start(mode, profile.ProfilePath("profiles"), profile.NoShutdownHook)
-	return p.Stop, nil
+	return startProfileIn(kind, "profiles")
 }
 
 var _ flag.Value = (*repeatedFlag)(nil)

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pkg/profile"
-
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/report"
@@ -258,29 +256,4 @@ func writeLoadgenDashboard(resultsPath string, results *report.Results) (string,
 		return "", err
 	}
 	return page, nil
-}
-
-// startProfileIn starts pkg/profile writing into dir (named after the run
-// id, so the dashboard's FindProfiles links its files), or nothing when
-// kind is empty.
-func startProfileIn(kind, dir string) (stop func(), err error) {
-	var mode func(*profile.Profile)
-	switch kind {
-	case "":
-		return func() {}, nil
-	case "cpu":
-		mode = profile.CPUProfile
-	case "mem":
-		mode = profile.MemProfile
-	case "block":
-		mode = profile.BlockProfile
-	case "mutex":
-		mode = profile.MutexProfile
-	case "trace":
-		mode = profile.TraceProfile
-	default:
-		return nil, fmt.Errorf("--profile %q: want cpu, mem, block, mutex or trace", kind)
-	}
-	p := profile.Start(mode, profile.ProfilePath(dir), profile.NoShutdownHook)
-	return p.Stop, nil
 }
