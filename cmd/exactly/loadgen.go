@@ -143,7 +143,17 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		"With no flags: the standard suite (delivery modes x fault plans, broker-level and application-level\n"+
 		"exactly-once side by side, about 4-5 minutes) against the\n"+
 		"embedded broker, with the expectations table; exit status 0 iff no run failed its expectation\n"+
-		"(unsupported, untestable and not-applicable runs are listed, not failed).", stderr)
+		"(unsupported, untestable and not-applicable runs are listed, not failed).\n\n"+
+		"Delivery modes, in Kafka's client settings:\n"+
+		"  at-most-once         acks=0, enable.idempotence=false\n"+
+		"  at-most-once-acks1   acks=1, retries=0, enable.idempotence=false\n"+
+		"  at-least-once        acks=all, retries, enable.idempotence=false, max.in.flight.requests.per.connection=5\n"+
+		"  idempotent           acks=all, enable.idempotence=true\n"+
+		"  transactional        transactional.id per producer, commit every --commit-interval, isolation.level=read_committed readers\n"+
+		"  eos-pipeline         consume-transform-produce in one transaction (GroupTransactSession), isolation.level=read_committed\n"+
+		"  single-writer-check  acks=all, enable.idempotence=false, one writer per partition that reads back the tail after an error\n"+
+		"  consumer-dedup       at-least-once producer with unique keys; the consumer drops keys seen within --dedup-window\n"+
+		"  external-offsets     enable.auto.commit=false; results and offsets in one database transaction, seek() on assignment", stderr)
 	var flags loadgenFlags
 	flags.register(fs)
 	if err := parseFlags(fs, args); err != nil {
