@@ -54,7 +54,7 @@ screenshot() {
 	scale=$4
 	profile=$(mktemp -d)
 	log=$(mktemp)
-	trap 'rm -rf "$profile" "$log"' RETURN
+	trap 'rm -rf "$profile" "$log"; trap - RETURN' RETURN
 	if ! timeout 120 "$(find_chromium)" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 		--disable-background-networking --disable-component-update --disable-sync --hide-scrollbars \
 		--user-data-dir="$profile" --window-size="$size" --force-device-scale-factor="$scale" --screenshot="$png" "file://$page" >"$log" 2>&1; then
@@ -74,7 +74,7 @@ screenshot() {
 example() {
 	local dir=$1 work bin
 	work=$(mktemp -d)
-	trap 'rm -rf "$work"' RETURN
+	trap 'rm -rf "$work"; trap - RETURN' RETURN
 	bin="$work/exactly"
 	go build -o "$bin" ./cmd/exactly
 	# The quick fault matrix (ack loss, connection resets, a zombie
