@@ -75,3 +75,13 @@ func TestHarnessRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// roundShare is round's share of n records split over rounds interleaved
+// rounds: n/rounds each, the first n%rounds rounds one more.
+func roundShare(n, rounds, round int) int {
+	count := n / rounds
+	if round < n%rounds {
+		count++
+	}
+	return count
+}

@@ -122,10 +122,7 @@ func BenchmarkIdempotence(b *testing.B) {
 	var roundRatios []float64
 	b.ResetTimer()
 	for round := range idempotenceBenchRounds {
-		count := b.N / idempotenceBenchRounds
-		if round < b.N%idempotenceBenchRounds {
-			count++
-		}
+		count := roundShare(b.N, idempotenceBenchRounds, round)
 		if count == 0 {
 			continue
 		}

@@ -292,10 +292,7 @@ func runDeliveryModeRounds(ctx context.Context, b *testing.B, tested, baseline *
 	rounds := min(b.N, deliveryModeRounds)
 	ratios := make([]float64, 0, rounds)
 	for round := range rounds {
-		count := b.N / rounds
-		if round < b.N%rounds {
-			count++
-		}
+		count := roundShare(b.N, rounds, round)
 		final := round == rounds-1
 		testedBefore, baselineBefore := tested.elapsed, baseline.elapsed
 		if round%2 == 1 { // alternate who goes first

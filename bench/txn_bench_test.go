@@ -171,10 +171,7 @@ func BenchmarkTransactions(b *testing.B) {
 	var txnRatios []float64
 	b.ResetTimer()
 	for round := range txnBenchRounds {
-		count := b.N / txnBenchRounds
-		if round < b.N%txnBenchRounds {
-			count++
-		}
+		count := roundShare(b.N, txnBenchRounds, round)
 		if count == 0 {
 			continue
 		}
