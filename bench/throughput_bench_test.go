@@ -75,6 +75,12 @@ func BenchmarkProduce(b *testing.B) {
 func benchmarkProduceRound(b *testing.B, t *target) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	timeRound(b, t, "produce", func() error { return t.produce(ctx, b.N) })
+}
+
+// timeRound times operation (which moves b.N records of 1 KiB) and reports
+// it with the server's and client's CPU spent during it.
+func timeRound(b *testing.B, t *target, what string, operation func() error) {
 	b.SetBytes(recordBytes)
 	serverBefore, err := t.server.cpuSeconds()
 	if err != nil {
@@ -84,12 +90,12 @@ func benchmarkProduceRound(b *testing.B, t *target) {
 	b.ResetTimer()
 	b.StartTimer()
 	start := time.Now()
-	if err := t.produce(ctx, b.N); err != nil {
+	if err := operation(); err != nil {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	reportRound(b, "produce", t, b.N, elapsed, serverBefore, clientBefore)
+	reportRound(b, what, t, b.N, elapsed, serverBefore, clientBefore)
 }
 
 // BenchmarkConsume times a fresh consumer reading b.N records of 1 KiB
@@ -107,21 +113,7 @@ func benchmarkConsumeRound(b *testing.B, t *target) {
 	if err := t.produce(ctx, b.N); err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(recordBytes)
-	serverBefore, err := t.server.cpuSeconds()
-	if err != nil {
-		b.Fatal(err)
-	}
-	clientBefore := selfCPUSeconds()
-	b.ResetTimer()
-	b.StartTimer()
-	start := time.Now()
-	if err := t.consumeAll(ctx, b.N); err != nil {
-		b.Fatal(err)
-	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	reportRound(b, "consume", t, b.N, elapsed, serverBefore, clientBefore)
+	timeRound(b, t, "consume", func() error { return t.consumeAll(ctx, b.N) })
 }
 
 // reportRound reports records/s, the server's and the client's CPU
