@@ -46,6 +46,10 @@ type partition struct {
 	// went to, -1 when not known yet; a change means the append rolled a
 	// segment (appendMu).
 	activeSegmentBase int64
+	// abortIndexBehind is set when an ABORT marker was appended but its
+	// aborted-index entry could not be written; snapshots stop so that a
+	// restart replays the marker and restores the entry (appendMu).
+	abortIndexBehind bool
 	// unstableOffset is the first offset of the oldest open transaction on
 	// the partition, -1 when none is open (appendMu). Invariant: it is
 	// producers.FirstUnstableOffset().

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +65,22 @@ func (p *partition) refreshUnstable() {
 		p.unstableOffset = offset
 	}
 	p.publishLastStable()
+}
+
+// beforeAbortedIndexAppend, set only by tests, runs between an ABORT
+// marker's append and its aborted-index entry (appendMu held) with the
+// partition's name; an error it returns stands for a failed index write.
+// It lets tests act inside the window between the two steps.
+var beforeAbortedIndexAppend atomic.Pointer[func(partition string) error]
+
+// nextLastStable is the LSO the producer state implies now, before it is
+// published: the oldest open transaction's first offset, or the log end
+// when none is open (caller holds appendMu).
+func (p *partition) nextLastStable() int64 {
+	if offset, ok := p.producers.FirstUnstableOffset(); ok {
+		return offset
+	}
+	return p.log.LogEndOffset()
 }
 
 // publishLastStable stores the LSO for lock-free readers (caller holds appendMu).
@@ -177,6 +194,9 @@ func (p *partition) appendMarkerLocked(producerID int64, producerEpoch int16, co
 	if p.closed.Load() {
 		return markerResult{offset: -1}, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
 	}
+	if p.abortIndexBehind {
+		return markerResult{offset: -1}, fmt.Errorf("%w: %s: an aborted transaction is missing from the index until restart", errStorage, p.name())
+	}
 	marker := producers.Marker{ProducerID: producerID, ProducerEpoch: producerEpoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit}
 	if err := p.producers.CheckMarker(marker); err != nil {
 		if errors.Is(err, producers.ErrInvalidProducerEpoch) {
@@ -198,13 +218,34 @@ func (p *partition) appendMarkerLocked(producerID int64, producerEpoch int16, co
 	completed := p.producers.ApplyMarker(marker)
 	p.producersDirty = true
 	delete(p.verifications, producerID)
-	p.refreshUnstable()
+	// Invariant: an aborted transaction is in the aborted index before the
+	// LSO moves past its marker. A read_committed fetch reads the LSO
+	// first and the index after it (readPartition), and returns every
+	// record below the LSO that the index does not name; publishing the
+	// LSO first would open a window (the index append syncs a file) in
+	// which a fetch reads the aborted records as committed. Consumers
+	// that fetched in that window lost nothing visible: they processed
+	// the aborted records, and an exactly-once pipeline copied them into
+	// its committed output.
 	if completed.Aborted {
 		aborted := storage.AbortedTxn{ProducerID: producerID, FirstOffset: completed.FirstOffset,
-			LastOffset: completed.LastOffset, LastStableOffset: p.lastStable.Load()}
-		if err := p.log.AppendAbortedTxn(aborted); err != nil {
+			LastOffset: completed.LastOffset, LastStableOffset: p.nextLastStable()}
+		err := error(nil)
+		if hook := beforeAbortedIndexAppend.Load(); hook != nil {
+			err = (*hook)(p.name())
+		}
+		if err == nil {
+			err = p.log.AppendAbortedTxn(aborted)
+		}
+		if err != nil {
+			// The LSO stays below the aborted records: the log has
+			// failed and refuses further appends, so nothing moves it;
+			// and no snapshot is taken, so the next start replays the
+			// marker and restores its entry.
+			p.abortIndexBehind = true
 			return markerResult{offset: -1}, fmt.Errorf("%w: aborted transaction index of %s: %w", errStorage, p.name(), err)
 		}
 	}
+	p.refreshUnstable()
 	return markerResult{offset: appendResult.LastOffset}, nil
 }

@@ -76,52 +76,95 @@ func (p *partition) loadProducerState(options producers.Options) (replayed int, 
 		from = max(from, load.Offset)
 		p.snapshotOffset = load.Offset
 	}
+	var aborted []storage.AbortedTxn
 	if from < logEnd {
 		err = p.log.ScanHeaders(from, func(batch wire.BatchView) error {
 			replayed++
-			return replayBatch(state, batch)
+			completed, err := replayBatch(state, batch)
+			if completed.Aborted {
+				lastStable := batch.LastOffset() + 1
+				if offset, ok := state.FirstUnstableOffset(); ok {
+					lastStable = offset
+				}
+				aborted = append(aborted, storage.AbortedTxn{ProducerID: completed.ProducerID,
+					FirstOffset: completed.FirstOffset, LastOffset: completed.LastOffset, LastStableOffset: lastStable})
+			}
+			return err
 		})
 		if err != nil {
 			return replayed, fmt.Errorf("%w: replay producer state of %s from %d: %w", errStorage, p.name(), from, err)
 		}
+	}
+	if err := p.restoreAbortedIndex(aborted); err != nil {
+		return replayed, err
 	}
 	p.producers = state
 	p.producersDirty = replayed > 0
 	return replayed, nil
 }
 
+// restoreAbortedIndex puts back the aborted-index entries of replayed ABORT
+// markers that the index lacks. The marker is appended to the log before
+// its entry is written (appendMarkerLocked), so a crash between the two
+// leaves a marker without an entry; without this, read_committed fetches
+// would return that transaction's records as committed after a restart.
+// Replay starts at the latest snapshot, which is taken only after every
+// earlier marker's entry was written, so every marker that can lack an
+// entry is replayed.
+func (p *partition) restoreAbortedIndex(replayed []storage.AbortedTxn) error {
+	for _, txn := range replayed {
+		present := false
+		for _, entry := range p.log.AbortedTxns(txn.LastOffset, txn.LastOffset+1) {
+			if entry.ProducerID == txn.ProducerID && entry.LastOffset == txn.LastOffset {
+				present = true
+				break
+			}
+		}
+		if present {
+			continue
+		}
+		if err := p.log.AppendAbortedTxn(txn); err != nil {
+			return fmt.Errorf("%w: restore aborted transaction index of %s: %w", errStorage, p.name(), err)
+		}
+		p.logger.Warn("aborted transaction index entry restored", "partition", p.name(),
+			"producer_id", txn.ProducerID, "first_offset", txn.FirstOffset, "marker_offset", txn.LastOffset)
+	}
+	return nil
+}
+
 // replayBatch applies one batch header found in the log to the state: data
-// batches through Replay, transaction markers through ApplyMarker.
-func replayBatch(state *producers.PartitionState, batch wire.BatchView) error {
+// batches through Replay, transaction markers through ApplyMarker. It
+// returns the transaction a marker completed (zero for other batches).
+func replayBatch(state *producers.PartitionState, batch wire.BatchView) (producers.CompletedTransaction, error) {
 	if batch.ProducerID() < 0 {
-		return nil
+		return producers.CompletedTransaction{}, nil
 	}
 	if !batch.Control() {
 		state.Replay(batchForState(batch, batch.BaseOffset(), batch.LastOffset()))
-		return nil
+		return producers.CompletedTransaction{}, nil
 	}
 	records, err := batch.RecordIterator()
 	if err != nil {
-		return fmt.Errorf("control batch at %d: %w", batch.BaseOffset(), err)
+		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d: %w", batch.BaseOffset(), err)
 	}
 	if !records.Next() {
-		return fmt.Errorf("control batch at %d has no record: %v", batch.BaseOffset(), records.Err())
+		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d has no record: %v", batch.BaseOffset(), records.Err())
 	}
 	record := records.Record()
 	control, err := wire.ParseControlRecord(record.Key, record.Value)
 	if err != nil {
-		return fmt.Errorf("control batch at %d: %w", batch.BaseOffset(), err)
+		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d: %w", batch.BaseOffset(), err)
 	}
-	if control.IsTransactionMarker() {
-		state.ApplyMarker(producers.Marker{
-			ProducerID:       batch.ProducerID(),
-			ProducerEpoch:    batch.ProducerEpoch(),
-			CoordinatorEpoch: control.CoordinatorEpoch,
-			Offset:           batch.BaseOffset(),
-			Commit:           control.Type == wire.ControlCommit,
-		})
+	if !control.IsTransactionMarker() {
+		return producers.CompletedTransaction{}, nil
 	}
-	return nil
+	return state.ApplyMarker(producers.Marker{
+		ProducerID:       batch.ProducerID(),
+		ProducerEpoch:    batch.ProducerEpoch(),
+		CoordinatorEpoch: control.CoordinatorEpoch,
+		Offset:           batch.BaseOffset(),
+		Commit:           control.Type == wire.ControlCommit,
+	}), nil
 }
 
 // batchForState is what the state machine needs from a batch header that
@@ -218,6 +261,9 @@ func (p *partition) appendProducedLocked(records []byte, batch wire.BatchView, i
 	if p.closed.Load() {
 		return produced{}, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
 	}
+	if p.abortIndexBehind {
+		return produced{}, fmt.Errorf("%w: %s: an aborted transaction is missing from the index until restart", errStorage, p.name())
+	}
 	var state producers.Batch
 	if idempotent {
 		state = batchForState(batch, -1, -1)
@@ -273,6 +319,12 @@ func (p *partition) noteAppend(result storage.AppendResult) {
 // holds appendMu).
 func (p *partition) snapshotLocked(offset int64) {
 	if !p.producersDirty && offset == p.snapshotOffset {
+		return
+	}
+	if p.abortIndexBehind {
+		// A marker is in the log and the state without its aborted-index
+		// entry: the next start must replay it (restoreAbortedIndex), so
+		// no snapshot may be taken past it.
 		return
 	}
 	if err := p.producers.WriteSnapshot(p.snapshotDir(), offset); err != nil {
