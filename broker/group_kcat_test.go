@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/testenv"
 )
 
 // kcat (librdkafka) in balanced consumer mode (-G): it joins a group with
@@ -14,10 +16,7 @@ import (
 // OffsetCommit v7, ...), consumes everything, commits on close, and a
 // second run in the same group resumes where the first committed.
 func TestGroupKcatBalancedConsumer(t *testing.T) {
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Fatalf("kcat is required (ci/test.sh installs it): %v", err)
-	}
+	kcat := testenv.Program(t, "kcat", "librdkafka's command-line client: apt-get install kcat; ci/test.sh installs it")
 	const partitions = 3
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	admin := newTestClient(t, b)
