@@ -114,6 +114,10 @@ type Broker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// internalTopics describes __consumer_offsets and __transaction_state
+	// to clients (internal_topics.go); set by loadTopics, then read-only.
+	internalTopics []internalTopic
+
 	// topicsMu guards clusterID, topics, topicIDs and every topic's
 	// partitions slice (which is replaced, never modified in place). It is
 	// held for writing while topic metadata is changed and persisted.

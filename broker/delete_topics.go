@@ -10,7 +10,8 @@ import (
 
 // DeleteTopics v1–6 (v6 may name topics by id) removes topics from the
 // metadata, then closes and deletes their partition logs. In-flight fetches
-// of a deleted partition end with UNKNOWN_TOPIC_OR_PARTITION.
+// of a deleted partition end with UNKNOWN_TOPIC_OR_PARTITION. The internal
+// topics are refused with INVALID_TOPIC_EXCEPTION (internal_topics.go).
 func init() {
 	register(wire.APIDeleteTopics, 1, 6, kmsgHandler(handleDeleteTopics))
 }
@@ -39,9 +40,15 @@ func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Respo
 		if requested.name != nil {
 			name := *requested.name
 			deleted.Topic = &name
-			if t = b.topicByName(name); t == nil {
+			if it := b.internalTopicByName(name); it != nil {
+				err = it.refuse("delete")
+			} else if t = b.topicByName(name); t == nil {
 				err = fmt.Errorf("%w: %s", errUnknownTopic, name)
 			}
+		} else if it := b.internalTopicByID(requested.id); it != nil {
+			name := it.name
+			deleted.Topic, deleted.TopicID = &name, it.id
+			err = it.refuse("delete")
 		} else if t = b.topicByID(requested.id); t == nil {
 			err = errUnknownTopicID
 		}

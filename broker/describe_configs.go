@@ -15,7 +15,8 @@ import (
 // DEFAULT_CONFIG otherwise) and the broker resource (every broker setting,
 // STATIC_BROKER_CONFIG or DEFAULT_CONFIG, read-only). Synonyms list, most
 // specific first, every key that could supply the value; documentation and
-// types are included from v3.
+// types are included from v3. An internal topic is described with the
+// settings its coordinator opens the logs with (internal_topics.go).
 func init() {
 	register(wire.APIDescribeConfigs, 1, 4, kmsgHandler(handleDescribeConfigs))
 }
@@ -40,9 +41,9 @@ func handleDescribeConfigs(c *connection, req *kmsg.DescribeConfigsRequest) kmsg
 		var err error
 		switch resource.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			var t *topic
-			if t, err = c.broker.configTopic(resource.ResourceName); err == nil {
-				described.Configs = c.broker.describeTopicConfigs(t.config.Load(), wanted, req.IncludeSynonyms, req.IncludeDocumentation)
+			var config *topicConfig
+			if config, err = c.broker.describableTopicConfig(resource.ResourceName); err == nil {
+				described.Configs = c.broker.describeTopicConfigs(config, wanted, req.IncludeSynonyms, req.IncludeDocumentation)
 			}
 		case kmsg.ConfigResourceTypeBroker:
 			if err = c.broker.checkBrokerResource(resource.ResourceName); err == nil {
@@ -57,8 +58,25 @@ func handleDescribeConfigs(c *connection, req *kmsg.DescribeConfigsRequest) kmsg
 	return resp
 }
 
-// configTopic resolves a topic named in a config resource.
+// describableTopicConfig resolves the config of a topic named in a
+// DescribeConfigs resource; internal topics are described too.
+func (b *Broker) describableTopicConfig(name string) (*topicConfig, error) {
+	if it := b.internalTopicByName(name); it != nil {
+		return it.config, nil
+	}
+	t, err := b.configTopic(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.config.Load(), nil
+}
+
+// configTopic resolves a topic whose configs or partitions a request
+// changes; the internal topics are refused (internal_topics.go).
 func (b *Broker) configTopic(name string) (*topic, error) {
+	if it := b.internalTopicByName(name); it != nil {
+		return nil, it.refuse("change")
+	}
 	if err := validateTopicName(name); err != nil {
 		return nil, err
 	}

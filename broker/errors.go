@@ -19,6 +19,7 @@ var (
 	errUnknownTopic        = errors.New("unknown topic or partition")
 	errUnknownTopicID      = errors.New("unknown topic id")
 	errInvalidTopic        = errors.New("invalid topic name")
+	errInternalTopic       = errors.New("internal topic")
 	errTopicExists         = errors.New("topic already exists")
 	errInvalidPartitions   = errors.New("invalid number of partitions")
 	errInvalidReplication  = errors.New("invalid replication factor")
@@ -74,6 +75,9 @@ var errorCodes = []struct {
 	{errUnknownTopic, kerr.UnknownTopicOrPartition},
 	{errUnknownTopicID, kerr.UnknownTopicID},
 	{errInvalidTopic, kerr.InvalidTopicException},
+	// Kafka refuses client writes to internal topics with
+	// INVALID_TOPIC_EXCEPTION; internal_topics.go lists what else is refused.
+	{errInternalTopic, kerr.InvalidTopicException},
 	{errTopicExists, kerr.TopicAlreadyExists},
 	{errInvalidPartitions, kerr.InvalidPartitions},
 	{errInvalidReplication, kerr.InvalidReplicationFactor},

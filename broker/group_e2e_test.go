@@ -525,9 +525,10 @@ func TestGroupParkedJoinAnsweredOnShutdown(t *testing.T) {
 }
 
 // Offsets live in <data-dir>/__consumer_offsets/__consumer_offsets-<n>,
-// n = PartitionFor(group); the internal topic is not a user topic in
-// Metadata; and the partition count cannot change once the data directory
-// has been used, since groups map to partitions by it.
+// n = PartitionFor(group); Metadata lists the internal topic as internal,
+// with offsets.topic.num.partitions partitions, and not as a user topic;
+// and the partition count cannot change once the data directory has been
+// used, since groups map to partitions by it.
 func TestGroupOffsetsTopicLayout(t *testing.T) {
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, groupTestProperties())
@@ -545,10 +546,17 @@ func TestGroupOffsetsTopicLayout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("metadata: %v", err)
 	}
+	listedInternal := false
 	for _, listed := range metadata.Topics {
 		if listed.Topic != nil && *listed.Topic == group.OffsetsTopic {
-			t.Fatalf("Metadata lists %s as a topic", group.OffsetsTopic)
+			if !listed.IsInternal || len(listed.Partitions) != 5 || listedInternal {
+				t.Fatalf("Metadata lists %s: internal %v, %d partitions, twice %v", group.OffsetsTopic, listed.IsInternal, len(listed.Partitions), listedInternal)
+			}
+			listedInternal = true
 		}
+	}
+	if !listedInternal || b.topicByName(group.OffsetsTopic) != nil {
+		t.Fatalf("Metadata lists %s: %v; a user topic of that name: %v", group.OffsetsTopic, listedInternal, b.topicByName(group.OffsetsTopic) != nil)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)

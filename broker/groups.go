@@ -28,8 +28,9 @@ import (
 // <data-dir>/<topic>-<n>, and creating a topic removes a stale directory of
 // its name, so a user topic called __consumer_offsets must never share
 // directories with the coordinator. The internal topic is not in
-// topics.json, so Metadata does not list it (Kafka lists it as internal;
-// clients only use it through the group APIs). The partition count
+// topics.json; internal_topics.go describes it to clients (Metadata lists
+// it as internal, as Kafka does) and refuses their writes: clients use it
+// only through the group APIs. The partition count
 // (offsets.topic.num.partitions) is recorded in offsets-topic.json in that
 // directory on first start: groups map to partitions by it, so a later
 // start with another count is refused rather than silently remapping.

@@ -11,7 +11,9 @@ import (
 // list at v0) with the broker as leader, sole replica and sole ISR member
 // of every partition, at leader epoch 0. Unknown topics are created when
 // auto.create.topics.enable is true and the request allows it (always
-// before v4). v10+ may name topics by id.
+// before v4). v10+ may name topics by id. The internal topics
+// (internal_topics.go) are listed like any other, with IsInternal set, as
+// Kafka does; only they are internal.
 func init() {
 	register(wire.APIMetadata, 0, 13, kmsgHandler(handleMetadata))
 }
@@ -28,8 +30,17 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
-		for _, t := range b.sortedTopics() {
-			resp.Topics = append(resp.Topics, b.metadataTopic(t, nil))
+		described := b.sortedTopics()
+		internal := b.internalTopics
+		// Merge the two name-sorted lists, so the answer is sorted.
+		for len(described) > 0 || len(internal) > 0 {
+			if len(internal) > 0 && (len(described) == 0 || internal[0].name < described[0].name) {
+				resp.Topics = append(resp.Topics, b.metadataInternalTopic(&internal[0]))
+				internal = internal[1:]
+				continue
+			}
+			resp.Topics = append(resp.Topics, b.metadataTopic(described[0], nil))
+			described = described[1:]
 		}
 		return resp
 	}
@@ -40,6 +51,10 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 		switch {
 		case requested.Topic != nil && *requested.Topic != "":
 			name := *requested.Topic
+			if it := b.internalTopicByName(name); it != nil {
+				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+				continue
+			}
 			if err = validateTopicName(name); err == nil {
 				t, err = b.autoCreateTopic(name, allowCreate)
 			}
@@ -50,6 +65,10 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 				continue
 			}
 		default:
+			if it := b.internalTopicByID(requested.TopicID); it != nil {
+				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+				continue
+			}
 			if t = b.topicByID(requested.TopicID); t == nil {
 				failed := b.metadataTopic(nil, errUnknownTopicID)
 				failed.TopicID = requested.TopicID
@@ -64,18 +83,29 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 
 // metadataTopic describes t, or only err when t is nil.
 func (b *Broker) metadataTopic(t *topic, err error) kmsg.MetadataResponseTopic {
-	mt := kmsg.NewMetadataResponseTopic()
 	if t == nil {
+		mt := kmsg.NewMetadataResponseTopic()
 		mt.ErrorCode = errorCode(err)
 		return mt
 	}
-	name := t.name
+	return b.metadataTopicLedHere(t.name, t.id, int32(len(b.partitionsOf(t))), false)
+}
+
+// metadataInternalTopic describes an internal topic.
+func (b *Broker) metadataInternalTopic(it *internalTopic) kmsg.MetadataResponseTopic {
+	return b.metadataTopicLedHere(it.name, it.id, it.partitions, true)
+}
+
+// metadataTopicLedHere describes a topic whose partitions 0..partitions-1
+// this broker leads, alone in their replica set and ISR.
+func (b *Broker) metadataTopicLedHere(name string, id [16]byte, partitions int32, internal bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
-	mt.TopicID = t.id
-	mt.IsInternal = len(name) > 2 && name[:2] == "__"
-	for _, p := range b.partitionsOf(t) {
+	mt.TopicID = id
+	mt.IsInternal = internal
+	for index := range partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
+		mp.Partition = index
 		mp.Leader = b.nodeID
 		mp.LeaderEpoch = leaderEpoch
 		mp.Replicas = []int32{b.nodeID}

@@ -161,15 +161,21 @@ func setProduceError(rp *kmsg.ProduceResponseTopicPartition, err error, version 
 }
 
 // produceTopic resolves a Produce topic by name (creating it when allowed)
-// or, from v13, by id.
+// or, from v13, by id. The internal topics are refused, as in Kafka.
 func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16) (*topic, error) {
 	if version >= 13 {
 		if t := b.topicByID(topicID); t != nil {
 			return t, nil
 		}
+		if it := b.internalTopicByID(topicID); it != nil {
+			return nil, it.refuse("produce to")
+		}
 		return nil, errUnknownTopicID
 	}
 	topicName := string(name)
+	if it := b.internalTopicByName(topicName); it != nil {
+		return nil, it.refuse("produce to")
+	}
 	if err := validateTopicName(topicName); err != nil {
 		return nil, err
 	}

@@ -87,6 +87,7 @@ func (b *Broker) loadTopics() error {
 	if errors.Is(err, os.ErrNotExist) {
 		id := newRandomID()
 		b.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
+		b.internalTopics = b.newInternalTopics()
 		return b.persistTopicsLocked()
 	}
 	if err != nil {
@@ -97,7 +98,11 @@ func (b *Broker) loadTopics() error {
 		return fmt.Errorf("broker: parse %s: %w", path, err)
 	}
 	b.clusterID = file.ClusterID
+	b.internalTopics = b.newInternalTopics()
 	for _, entry := range file.Topics {
+		if isInternalTopicName(entry.Name) {
+			return fmt.Errorf("broker: %s: topic %q has the name of an internal topic (an older version let clients create it); remove it from the file to start", path, entry.Name)
+		}
 		idBytes, err := hex.DecodeString(entry.ID)
 		if err != nil || len(idBytes) != 16 {
 			return fmt.Errorf("broker: %s: topic %q has a bad id %q", path, entry.Name, entry.ID)
@@ -256,6 +261,9 @@ func (b *Broker) autoCreateTopic(name string, allowed bool) (*topic, error) {
 func (b *Broker) createTopic(name string, partitions int32, overrides map[string]string, validateOnly bool) (*topic, error) {
 	if err := validateTopicName(name); err != nil {
 		return nil, err
+	}
+	if isInternalTopicName(name) {
+		return nil, fmt.Errorf("%w: %s is an internal topic", errTopicExists, name)
 	}
 	if partitions < 1 {
 		return nil, fmt.Errorf("%w: %d (must be at least 1)", errInvalidPartitions, partitions)

@@ -2,7 +2,8 @@
 # ci/test.sh: what CI runs on a clean clone. It installs what the tests need
 # (kcat for the librdkafka end-to-end test, PostgreSQL for the --db
 # postgres:// path of loadgen), then runs the README's test command, go vet
-# and a gofmt check.
+# and a gofmt check, and last franz-go's own integration tests against the
+# broker (ci/kgo.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +34,5 @@ exactly_postgres_start
 
 echo "== go test ./...  (the README's test command)"
 go test ./...
+
+ci/kgo.sh

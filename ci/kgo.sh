@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# ci/kgo.sh: franz-go's own integration tests (package pkg/kgo of the
+# franz-go version in go.mod) against one `exactly broker`.
+#
+#   ci/kgo.sh                      # the whole suite
+#   ci/kgo.sh -run 'TestTxnEtl'    # extra `go test` flags are passed on
+#
+# It builds the binary, starts a broker on a free loopback port with a
+# temporary data directory, and runs `go test github.com/twmb/franz-go/pkg/kgo`
+# from this module, so the tests compile against the dependency versions
+# in go.mod. The tests find the broker through KGO_SEEDS; KGO_TEST_RF=1
+# because there is one broker (their default, 3, makes topic creation fail
+# with INVALID_REPLICATION_FACTOR); KGO_TEST_RECORDS=25000 keeps the
+# produce-and-consume tests short. KGO_TIMEOUT (default 5m) bounds the run.
+#
+# The tests' own logs go to a file; the script prints which tests failed
+# and which skipped themselves, and on failure the end of the test log and
+# of the broker's log (the temporary directory is then kept). The broker
+# is stopped by its pid on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$PATH:/usr/local/go/bin"
+
+# Tests to skip because they need a protocol the broker does not
+# implement, as `go test -skip` patterns. None is needed with franz-go
+# v1.22.3: every such test asks the broker's ApiVersions (KIP-848
+# ConsumerGroupHeartbeat, share groups' ShareFetch/ShareAcknowledge) or
+# looks for a variable we do not set (KGO_TEST_SCRAM_SEEDS,
+# KGO_TEST_OAUTH_SEEDS) and skips itself; the summary lists them, and
+# README.md ("franz-go's test suite") explains them. A test that fails for
+# want of a protocol in a later franz-go goes here, with its reason, and
+# into the README.
+skips=()
+
+franz_version=$(go list -m -f '{{.Version}}' github.com/twmb/franz-go)
+work=$(mktemp -d /tmp/exactly-kgo-XXXXXX)
+broker_pid=""
+
+finish() {
+  local status=$?
+  if [ -n "$broker_pid" ] && kill -0 "$broker_pid" 2>/dev/null; then
+    kill -TERM "$broker_pid" 2>/dev/null || true
+    wait "$broker_pid" 2>/dev/null || true
+  fi
+  if [ "$status" -ne 0 ]; then
+    if [ -s "$work/kgo-test.log" ]; then
+      echo "== end of the test log ($work/kgo-test.log)"
+      tail -n 80 "$work/kgo-test.log"
+    fi
+    if [ -s "$work/broker.log" ]; then
+      echo "== end of the broker's log ($work/broker.log)"
+      tail -n 60 "$work/broker.log"
+    fi
+    echo "== logs and the broker's data directory are kept in $work"
+  else
+    rm -rf "$work"
+  fi
+  exit "$status"
+}
+trap finish EXIT
+
+echo "== building exactly"
+go build -o "$work/exactly" ./cmd/exactly
+
+# Port 0: the kernel picks a free port; the broker prints the address it
+# listens on (and advertises) on stdout once it accepts connections.
+"$work/exactly" broker --listen 127.0.0.1:0 --data-dir "$work/data" \
+  >"$work/broker.out" 2>"$work/broker.log" &
+broker_pid=$!
+address=""
+deadline=$((SECONDS + 30))
+while [ -z "$address" ]; do
+  address=$(sed -n 's/^exactly broker .* listening on \([^ ]*\) .*/\1/p' "$work/broker.out")
+  if [ -n "$address" ]; then break; fi
+  if ! kill -0 "$broker_pid" 2>/dev/null; then
+    echo "the broker exited before listening" >&2
+    exit 1
+  fi
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "the broker did not report its address within 30s" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+
+skip_flag=()
+if [ "${#skips[@]}" -gt 0 ]; then
+  skip_flag=(-skip "^($(IFS='|'; echo "${skips[*]}"))\$")
+fi
+echo "== franz-go $franz_version pkg/kgo tests against exactly broker on $address (pid $broker_pid)"
+start=$SECONDS
+status=0
+KGO_SEEDS="$address" KGO_TEST_RF=1 KGO_TEST_RECORDS=25000 \
+  go test github.com/twmb/franz-go/pkg/kgo -count=1 -v -timeout "${KGO_TIMEOUT:-5m}" \
+  "${skip_flag[@]}" "$@" >"$work/kgo-test.log" 2>&1 || status=$?
+
+log="$work/kgo-test.log"
+echo "   $(grep -c -- '--- PASS' "$log" || true) passed (tests and subtests), in $((SECONDS - start))s"
+if grep -q -- '--- SKIP' "$log"; then
+  echo "   skipped by the tests themselves:"
+  # A skipped test's reason is the first line it logged ("    x_test.go:N:
+  # reason"), under the "=== RUN/CONT/NAME <test>" header that names it.
+  awk '
+    /^=== (RUN|CONT|NAME|PAUSE) / { current = $3; next }
+    /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / {
+      if (!(current in said)) { sub(/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: /, ""); said[current] = $0 }
+      next
+    }
+    /^ *--- SKIP: / { if (!($3 in shown)) { shown[$3] = 1; printf "     %s: %s\n", $3, said[$3] } }
+  ' "$log" | sort
+fi
+if [ "$status" -ne 0 ]; then
+  echo "== franz-go pkg/kgo tests FAILED (go test exit $status):"
+  grep -E -- '--- FAIL|^panic:|^FAIL' "$log" | sed 's/^/   /' || true
+  exit "$status"
+fi
+echo "== franz-go pkg/kgo tests passed"
