@@ -71,7 +71,8 @@ func (a *assignmentWatch) waitSettled(ctx context.Context, partitions int, deadl
 }
 
 // assignmentOptions are the group callbacks that report, through report,
-// how many partitions of topic the client holds. For an auto-committing
+// how many partitions of topic the client holds, and every assignment
+// change to the client's poll watch (polls.go), if it has one. For an auto-committing
 // group (autoCommit) the revoke callback commits the marked offsets first,
 // as kgo's default revoke callback, which these replace, would.
 func assignmentOptions(topic string, autoCommit bool, report func(count int)) []kgo.Opt {
@@ -93,13 +94,20 @@ func assignmentOptions(topic string, autoCommit bool, report func(count int)) []
 		}
 	}
 	return []kgo.Opt{
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) { update(assigned, true) }),
+		kgo.OnPartitionsAssigned(func(_ context.Context, client *kgo.Client, assigned map[string][]int32) {
+			pollWatchOf(client).assignment(assigned, true)
+			update(assigned, true)
+		}),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, client *kgo.Client, revoked map[string][]int32) {
 			if autoCommit {
 				_ = client.CommitMarkedOffsets(ctx) // best effort, as kgo's default: a failure means redelivery, which the window absorbs
 			}
+			pollWatchOf(client).assignment(revoked, false)
 			update(revoked, false)
 		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) { update(lost, false) }),
+		kgo.OnPartitionsLost(func(_ context.Context, client *kgo.Client, lost map[string][]int32) {
+			pollWatchOf(client).assignment(lost, false)
+			update(lost, false)
+		}),
 	}
 }

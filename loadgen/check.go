@@ -38,94 +38,232 @@ func readersFor(plan runPlan) []readerSpec {
 	return []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}}
 }
 
+// pendingCheck is a check whose violations wait until every reader of the
+// run has read: inconsistent offsets are only known then.
+type pendingCheck struct {
+	report.Check
+	isolation verify.Isolation
+	// observations and observer say what the check read, for its
+	// inconsistent offsets (nil: it read nothing of a topic).
+	observations *verify.OffsetObservations
+	observer     verify.Observer
+	// notes are violations besides the counts' (a failed read).
+	notes []string
+	// label prefixes the check's offending records.
+	label string
+}
+
+// readEnd is how far one read-back read a topic: the reference against
+// which consumers of the topic with its isolation level are judged.
+type readEnd struct {
+	observer verify.Observer
+	ends     map[int32]int64
+	complete bool
+}
+
+type readKey struct {
+	topic     string
+	isolation verify.Isolation
+}
+
 // verifyRun reads back the run's topics, records each checker verdict and
 // returns a few offending records per kind (see offenderSampler). Each read
-// is bounded by the workload's drain time.
+// is bounded by the workload's drain time. After the read-backs it judges
+// the polls of the run's consumers against them (one check per kind of
+// consumer and topic, see verifyPolls), then counts every check's
+// inconsistent offsets: an offset is inconsistent once any two reads of
+// the run disagree on it.
 func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, run *report.Run) map[string][]string {
 	offenders := make(map[string][]string)
+	observations := plan.observations
+	if observations == nil {
+		observations = newRunObservations()
+	}
 	if slices.Contains(ApplicationModes, plan.mode) {
 		run.Application = &report.ApplicationRun{Database: plan.database}
 		if plan.mode == ModeConsumerDedup {
 			run.Application.DedupWindowOffsets = plan.workload.Application.DedupWindow
 		}
 	}
+	var checks []*pendingCheck
 	if usesDatabase(plan.mode) {
-		verifyTable(ctx, plan, ledger, logs, run, offenders)
+		checks = append(checks, verifyTable(ctx, plan, ledger, logs, run, observations, offenders))
 	}
+	references := make(map[readKey]readEnd)
 	for _, reader := range readersFor(plan) {
-		readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
-		checker := verify.NewChecker(ledger, reader.isolation, reader.stage)
-		sampler := newOffenderSampler(logs, plan.runID, reader.stage, reader.isolation)
-		observe := func(partition int32, offset int64, value []byte) {
-			checker.Observe(partition, value)
-			sampler.observe(partition, offset, value)
-		}
-		complete, err := readBack(readCtx, admin, plan.bootstrap, reader.topic, plan.workload.Partitions, reader.isolation, observe)
-		cancel()
-		check := report.Check{Reader: reader.isolation.String(), Topic: reader.topic, Complete: complete, Counts: checker.Finish()}
+		check, reference := verifyRead(ctx, admin, plan, ledger, logs, reader, observations, offenders)
+		references[readKey{reader.topic, reader.isolation}] = reference
 		if reader.informational {
 			run.Application.InputDuplicates = check.Counts.Duplicated
 			continue
 		}
-		check.Violations = check.Counts.Violations(reader.isolation)
-		if err != nil {
-			check.Violations = append(check.Violations, "read back failed: "+err.Error())
-		} else if !complete {
-			check.Violations = append(check.Violations, fmt.Sprintf("read back incomplete within %s", plan.workload.Drain))
+		checks = append(checks, check)
+	}
+	checks = append(checks, verifyPolls(observations, references, offenders)...)
+	for _, check := range checks {
+		if check.observations != nil {
+			check.Counts.InconsistentOffsets = check.observations.Inconsistent(check.observer)
+			for _, inconsistency := range check.observations.Inconsistencies(check.observer, maxOffenders) {
+				offenders[offenderInconsistent] = append(offenders[offenderInconsistent], check.label+": "+inconsistency.String())
+			}
 		}
+		check.Violations = append(check.Counts.Violations(check.isolation), check.notes...)
 		if check.Violations == nil {
 			check.Violations = []string{}
 		}
-		run.Checks = append(run.Checks, check)
-		for kind, examples := range sampler.finish() {
-			for _, example := range examples {
-				offenders[kind] = append(offenders[kind], check.Reader+" "+check.Topic+": "+example)
-			}
-		}
+		run.Checks = append(run.Checks, check.Check)
 	}
 	return offenders
+}
+
+// verifyRead reads back one topic for reader: the checker's counts, the
+// read-back's own polls (a read_uncommitted read keeping control records
+// must return every offset; any read must only move forward), and the
+// reference it leaves for the topic's consumers.
+func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, reader readerSpec,
+	observations *runObservations, offenders map[string][]string) (*pendingCheck, readEnd) {
+	readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
+	defer cancel()
+	topic := observations.topic(reader.topic)
+	observer := topic.Observer(reader.isolation.String())
+	tracker := verify.NewPollTracker("read-back "+reader.isolation.String(), topic, observer)
+	checker := verify.NewChecker(ledger, reader.isolation, reader.stage)
+	sampler := newOffenderSampler(logs, ledger, samplerSpec{topic: reader.topic, inputTopic: plan.topic,
+		stage: reader.stage, isolation: reader.isolation, checker: checker})
+	ends, complete, err := readBack(readCtx, admin, plan.bootstrap, reader.topic, plan.workload.Partitions, reader.isolation, tracker,
+		func(record *kgo.Record) {
+			read := readOf(record)
+			checker.Observe(read.partition, read.offset, read.value)
+			sampler.observe(read)
+		})
+	check := &pendingCheck{Check: report.Check{Reader: reader.isolation.String(), Topic: reader.topic, Complete: complete,
+		Counts: checker.Finish()}, isolation: reader.isolation, observations: topic, observer: observer}
+	check.label = check.Reader + " " + check.Topic
+	var skipReference verify.SkipReference // read_committed: a skipped committed record is a lost write
+	if reader.isolation == verify.ReadUncommitted {
+		skipReference = verify.EveryOffset(ends)
+	}
+	polls := verify.JudgePolls([]*verify.PollTracker{tracker}, skipReference)
+	check.Counts.PollSkips, check.Counts.NonMonotonicPolls = polls.Skips, polls.NonMonotonic
+	notePollAnomalies(offenders, check.label, polls)
+	if err != nil {
+		check.notes = append(check.notes, "read back failed: "+err.Error())
+	} else if !complete {
+		check.notes = append(check.notes, fmt.Sprintf("read back incomplete within %s", plan.workload.Drain))
+	}
+	for kind, examples := range sampler.finish() {
+		for _, example := range examples {
+			offenders[kind] = append(offenders[kind], check.Reader+": "+example)
+		}
+	}
+	return check, readEnd{observer: observer, ends: ends, complete: complete && err == nil}
+}
+
+// verifyPolls judges the polls of the run's consumers, one check per kind
+// of consumer and topic, against the read-back of the topic with the
+// consumers' isolation level (read_committed when there is none: the
+// topics consumers read with read_uncommitted have no transactions). A
+// check is complete when its reference read was; without a reference,
+// skips are not judged (only moves back) and the check is not complete.
+// Read_committed consumers also count, as aborted_visible, the records
+// they polled at offsets the read_committed read-back did not return.
+func verifyPolls(observations *runObservations, references map[readKey]readEnd, offenders map[string][]string) []*pendingCheck {
+	var checks []*pendingCheck
+	for _, group := range observations.pollGroups() {
+		reference, found := references[readKey{group.topic, group.isolation}]
+		if !found {
+			reference, found = references[readKey{group.topic, verify.ReadCommitted}]
+		}
+		var skipReference verify.SkipReference
+		if found && reference.complete {
+			skipReference = group.observations.Reference(reference.observer, reference.ends)
+		}
+		polls := group.judge(skipReference)
+		check := &pendingCheck{Check: report.Check{Reader: report.PollReader, Topic: group.topic, Consumers: group.kind,
+			Complete: skipReference != nil,
+			Counts: verify.Counts{Read: polls.Polled, Unique: group.observations.Distinct(group.observer),
+				PollSkips: polls.Skips, NonMonotonicPolls: polls.NonMonotonic}},
+			isolation: group.isolation, observations: group.observations, observer: group.observer, label: group.kind + " " + group.topic}
+		notePollAnomalies(offenders, check.label, polls)
+		if skipReference != nil && group.isolation == verify.ReadCommitted {
+			// Read_committed consumers and read-back return the same
+			// records: one polled at an offset the read-back did not
+			// return belongs to an aborted (or never committed)
+			// transaction.
+			var unreturned []verify.OffsetRead
+			check.Counts.AbortedVisible, unreturned = group.observations.Unreturned(group.observer, reference.observer, reference.ends, maxOffenders)
+			for _, read := range unreturned {
+				offenders[offenderAbortedVisible] = append(offenders[offenderAbortedVisible], fmt.Sprintf(
+					"%s: polled topic %s partition %d offset %d (%s), which the read_committed read-back did not return",
+					check.label, group.topic, read.Partition, read.Offset, read.Record))
+			}
+		}
+		checks = append(checks, check)
+	}
+	return checks
+}
+
+// notePollAnomalies adds a verdict's poll skips and moves back to the
+// offenders.
+func notePollAnomalies(offenders map[string][]string, label string, polls verify.PollVerdict) {
+	for _, anomaly := range polls.Anomalies {
+		kind := offenderPollSkip
+		if anomaly.Backwards() {
+			kind = offenderNonMonotonic
+		}
+		if len(offenders[kind]) < maxOffenders {
+			offenders[kind] = append(offenders[kind], label+": "+anomaly.String())
+		}
+	}
 }
 
 // TableReader is the Check.Reader of a read of an application database
 // table.
 const TableReader = "table"
 
+// tableReader names the output table in the input topic's observations:
+// each row names the input offset it came from.
+const tableReader = "table rows"
+
 // verifyTable reads the run's output rows from the application database
 // and checks them like a topic read: each row stands for the input record
-// it came from. For consumer-dedup, an extra copy whose first copy had
-// left the window when it arrived is counted unprotected, not duplicated.
-func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, run *report.Run, offenders map[string][]string) {
+// it came from, and is a read of the input offset it names. For
+// consumer-dedup, an extra copy whose first copy had left the window when
+// it arrived is counted unprotected, not duplicated.
+func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, run *report.Run,
+	observations *runObservations, offenders map[string][]string) *pendingCheck {
 	readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
 	defer cancel()
 	checker := verify.NewChecker(ledger, verify.ReadCommitted, 1)
-	sampler := newOffenderSampler(logs, plan.runID, 1, verify.ReadCommitted)
+	table := fmt.Sprintf("exactly_output where run = %s", plan.topic)
+	sampler := newOffenderSampler(logs, ledger, samplerSpec{topic: table, inputTopic: plan.topic, stage: 1,
+		isolation: verify.ReadCommitted, checker: checker})
+	input := observations.topic(plan.topic)
+	observer := input.Observer(tableReader)
 	unprotected := newUnprotectedCounter()
 	err := plan.appDB.readOutput(readCtx, plan.topic, func(row outputRow) {
 		value := verify.NewValue(verify.Header{RunID: plan.runID, Producer: row.producer, Sequence: row.seq,
 			SendTime: row.sendTime, Stage: 1}, verify.HeaderSize)
-		checker.Observe(row.partition, value)
-		sampler.observe(row.partition, row.offset, value)
+		checker.Observe(row.partition, row.offset, value)
+		sampler.observe(readRecord{partition: row.partition, offset: row.offset, value: value, writer: verify.Writer{ProducerID: -1}})
+		input.Observe(observer, row.partition, row.offset, verify.NewRecordID(row.producer, row.seq))
 		unprotected.observe(row)
 	})
-	table := fmt.Sprintf("exactly_output where run = %s", plan.topic)
 	run.Application.Table = table + " (" + plan.database + ")"
-	check := report.Check{Reader: TableReader, Topic: table, Complete: err == nil, Counts: checker.Finish()}
+	check := &pendingCheck{Check: report.Check{Reader: TableReader, Topic: table, Complete: err == nil, Counts: checker.Finish()},
+		isolation: verify.ReadCommitted, observations: input, observer: observer, label: "table"}
 	check.Counts.Unprotected = unprotected.count
 	check.Counts.Duplicated -= min(unprotected.count, check.Counts.Duplicated)
 	run.Application.Unprotected = unprotected.count
-	check.Violations = check.Counts.Violations(verify.ReadCommitted)
 	if err != nil {
-		check.Violations = append(check.Violations, "read back failed: "+err.Error())
+		check.notes = append(check.notes, "read back failed: "+err.Error())
 	}
-	if check.Violations == nil {
-		check.Violations = []string{}
-	}
-	run.Checks = append(run.Checks, check)
 	for kind, examples := range sampler.finish() {
 		for _, example := range examples {
 			offenders[kind] = append(offenders[kind], "table: "+example)
 		}
 	}
+	return check
 }
 
 // unprotectedCounter finds, among a table's rows (in insertion order

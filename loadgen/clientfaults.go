@@ -176,9 +176,11 @@ func (w *workerProcess) stop(grace time.Duration) {
 // resumes it after a replacement fenced it, resumedAt is set: every record
 // it sends and every commit it begins after that must stay invisible.
 type chainProducer struct {
-	process   *workerProcess
-	log       *trackedLog
-	resumedAt atomic.Int64 // Unix nanoseconds; 0 while not a zombie
+	process *workerProcess
+	log     *trackedLog
+	// transactionalID is the worker's, for the ledger's acks.
+	transactionalID string
+	resumedAt       atomic.Int64 // Unix nanoseconds; 0 while not a zombie
 	// postFence marks transactions (by first sequence) whose end began after
 	// the resume; owned by the process's reading goroutine.
 	postFence map[uint64]bool
@@ -196,7 +198,7 @@ func (c *chainProducer) handle(event workerEvent, zombieWrites *atomic.Int64, me
 		}
 		_ = c.log.RecordSent(event.Seq, fate) // the worker numbers its records from 0 without gaps
 	case "ack":
-		c.log.RecordAcknowledged(event.Seq)
+		c.log.RecordAcknowledged(event.Seq, event.ack(c.transactionalID))
 	case "err":
 		c.log.RecordErrored(event.Seq)
 	case "ending":
@@ -237,7 +239,7 @@ func (l *loadRun) startChainProducer(ctx context.Context, gen int) (*chainProduc
 		Budget: uint64(workload.Records), Deadline: l.deadline,
 		CommitInterval: plan.commitInterval, CommitRecords: workload.Transaction.CommitRecords,
 	}
-	chain := &chainProducer{log: l.logs[slot], postFence: make(map[uint64]bool)}
+	chain := &chainProducer{log: l.logs[slot], transactionalID: spec.TransactionalID, postFence: make(map[uint64]bool)}
 	process, err := startWorker(l.env.self, spec, func(event workerEvent) {
 		chain.handle(event, &l.zombieWrites, l.metrics)
 	})

@@ -90,7 +90,11 @@ func (plan runPlan) consumeWorkerSpec(index int) workerSpec {
 
 // launch starts the slot's worker process.
 func (s *pipelineSlot) launch(l *loadRun, p *pipeline) error {
+	polls := l.plan.observations.workerTracker(s.spec, fmt.Sprintf("%s (subprocess of slot %d)", s.spec.ClientID, s.index))
 	process, err := startWorker(l.env.self, s.spec, func(event workerEvent) {
+		if replayPollEvent(polls, event) {
+			return
+		}
 		switch event.Event {
 		case "assigned":
 			p.watch.set(s.index, int(event.Count))

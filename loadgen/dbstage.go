@@ -38,7 +38,7 @@ type dbStageSpec struct {
 // dbStageSpec returns worker index's settings in plan.
 func (plan runPlan) dbStageSpec(index int) dbStageSpec {
 	return dbStageSpec{
-		mode: plan.mode, options: plan.clientOptions(),
+		mode: plan.mode, options: append(plan.clientOptions(), plan.observations.watch(consumersDatabase)),
 		clientID: fmt.Sprintf("exactly-loadgen-%s-consumer-%d", plan.topicSuffix, index),
 		group:    "exactly-" + plan.runIDText + "-" + plan.topicSuffix, input: plan.topic, run: plan.topic,
 		worker: fmt.Sprintf("w%d", index), window: plan.workload.Application.DedupWindow,
@@ -145,8 +145,10 @@ func seekOffsets(assigned map[string]map[int32]kgo.Offset, input string, stored 
 // work polls and processes until ctx ends or processing fails.
 func (s *dbStage) work(ctx context.Context) error {
 	defer s.client.Close()
+	polls := pollWatchOf(s.client) // the poll checker's (polls.go)
 	for ctx.Err() == nil {
 		fetches := s.client.PollFetches(ctx)
+		polls.fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			s.client.AllowRebalance()
 			return nil
@@ -229,6 +231,7 @@ func (s *dbStage) seekAgain(ctx context.Context, byPartition map[int32][]*kgo.Re
 		seek[s.spec.input][partition] = kgo.EpochOffset{Epoch: -1, Offset: offset}
 	}
 	s.client.SetOffsets(seek)
+	pollWatchOf(s.client).rewound(partitions) // a seek: the poll checker must not compare across it
 	return nil
 }
 

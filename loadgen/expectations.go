@@ -8,6 +8,7 @@ import (
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
 // bound is what a count may show.
@@ -146,6 +147,11 @@ type observedCounts struct {
 	lost, duplicated, reordered, abortedVisible, phantom, ambiguousPresent uint64
 	unprotected                                                            uint64
 	incomplete                                                             []string
+	// The checker's sharper classes (verify.Counts): lost split into lost
+	// writes and unseen, inconsistent offsets, and the consumers' poll
+	// skips and moves back; polled says consumers' polls were judged.
+	lostWrites, unseen, inconsistent, pollSkips, nonMonotonic uint64
+	polled                                                    bool
 }
 
 func observe(run *report.Run) observedCounts {
@@ -158,7 +164,13 @@ func observe(run *report.Run) observedCounts {
 		seen.phantom = max(seen.phantom, counts.Phantom)
 		seen.ambiguousPresent = max(seen.ambiguousPresent, counts.AmbiguousPresent)
 		seen.unprotected = max(seen.unprotected, counts.Unprotected)
-		if check.Reader == "read_committed" || check.Reader == TableReader {
+		seen.lostWrites = max(seen.lostWrites, counts.LostWrites)
+		seen.unseen = max(seen.unseen, counts.Unseen)
+		seen.inconsistent = max(seen.inconsistent, counts.InconsistentOffsets)
+		seen.pollSkips = max(seen.pollSkips, counts.PollSkips)
+		seen.nonMonotonic = max(seen.nonMonotonic, counts.NonMonotonicPolls)
+		seen.polled = seen.polled || check.Reader == report.PollReader
+		if check.Reader == "read_committed" || check.Reader == TableReader || check.Reader == report.PollReader {
 			seen.abortedVisible = max(seen.abortedVisible, counts.AbortedVisible)
 		}
 		for _, violation := range check.Violations {
@@ -201,6 +213,9 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 	check("reordered", seen.reordered, want.reordered, "reordered")
 	check("aborted-or-fenced-but-visible under read_committed", seen.abortedVisible, mustBeZero, "aborted-visible")
 	check("never-sent (phantom)", seen.phantom, mustBeZero, "phantom")
+	check(verify.ViolationInconsistentOffsets, seen.inconsistent, mustBeZero, offenderInconsistent)
+	check(verify.ViolationPollSkips, seen.pollSkips, mustBeZero, offenderPollSkip)
+	check(verify.ViolationNonMonotonicPolls, seen.nonMonotonic, mustBeZero, offenderNonMonotonic)
 	switch {
 	case len(broken) > 0 && stalledPipeline(run, proof):
 		// The output lacks records because the pipeline stopped making
@@ -237,7 +252,8 @@ func stalledPipeline(run *report.Run, proof evidence) bool {
 		return false
 	}
 	seen := observe(run)
-	return seen.duplicated == 0 && seen.reordered == 0 && seen.abortedVisible == 0 && seen.phantom == 0
+	return seen.duplicated == 0 && seen.reordered == 0 && seen.abortedVisible == 0 && seen.phantom == 0 &&
+		seen.inconsistent == 0 && seen.pollSkips == 0 && seen.nonMonotonic == 0
 }
 
 // missingSign returns why the fault cannot be shown to have acted, or "".
@@ -278,6 +294,15 @@ func missingSign(want sign, seen observedCounts, proof evidence) string {
 // describeObserved states the counts a run showed.
 func describeObserved(seen observedCounts, run *report.Run, proof evidence, plan faults.Plan) string {
 	text := fmt.Sprintf("lost %d, dup %d, reord %d", seen.lost, seen.duplicated, seen.reordered)
+	if seen.lost > 0 {
+		text += fmt.Sprintf(" (lost writes %d, unseen %d)", seen.lostWrites, seen.unseen)
+	}
+	if seen.polled {
+		text += fmt.Sprintf(", poll-skips %d, non-monotonic %d", seen.pollSkips, seen.nonMonotonic)
+	}
+	if seen.inconsistent > 0 {
+		text += fmt.Sprintf(", inconsistent offsets %d", seen.inconsistent)
+	}
 	if seen.abortedVisible > 0 {
 		text += fmt.Sprintf(", aborted-visible %d", seen.abortedVisible)
 	}

@@ -80,8 +80,22 @@ func assertRunVerdict(t *testing.T, run *report.Run) {
 			t.Errorf("%s: sent %d acknowledged %d, want 3000 each", run.Name, run.Producers.Sent, run.Producers.Acknowledged)
 		}
 		visible := run.Producers.Sent - run.Producers.Aborted
+		var readBacks []report.Check
 		for _, check := range run.Checks {
 			counts := check.Counts
+			if check.Reader == report.PollReader {
+				// The consumers' polls: judged against a complete
+				// read-back, nothing skipped, nothing gone back, no
+				// offset read two ways.
+				if !check.Complete || counts.Read == 0 || counts.PollSkips != 0 || counts.NonMonotonicPolls != 0 || counts.InconsistentOffsets != 0 {
+					t.Errorf("%s polls of %s by %s: %+v complete=%v", run.Name, check.Topic, check.Consumers, counts, check.Complete)
+				}
+				continue
+			}
+			readBacks = append(readBacks, check)
+			if counts.InconsistentOffsets != 0 || counts.NonMonotonicPolls != 0 || counts.PollSkips != 0 {
+				t.Errorf("%s %s %s: %+v", run.Name, check.Reader, check.Topic, counts)
+			}
 			if !check.Complete || counts.Lost != 0 || counts.Duplicated != 0 || counts.Reordered != 0 || counts.Phantom != 0 {
 				t.Errorf("%s %s %s: %+v complete=%v", run.Name, check.Reader, check.Topic, counts, check.Complete)
 			}
@@ -99,13 +113,16 @@ func assertRunVerdict(t *testing.T, run *report.Run) {
 		}
 		switch run.Mode {
 		case ModeTransactional:
-			if run.Producers.Aborted == 0 || run.Transactions.Committed == 0 || len(run.Checks) != 2 {
-				t.Errorf("transactional: aborted %d committed txns %d checks %d: the test needs commits, aborts and both readers",
-					run.Producers.Aborted, run.Transactions.Committed, len(run.Checks))
+			if run.Producers.Aborted == 0 || run.Transactions.Committed == 0 || len(readBacks) != 2 {
+				t.Errorf("transactional: aborted %d committed txns %d read-backs %d: the test needs commits, aborts and both readers",
+					run.Producers.Aborted, run.Transactions.Committed, len(readBacks))
 			}
 		case ModeEOSPipeline:
-			if len(run.Checks) != 2 || !strings.HasSuffix(run.Checks[0].Topic, ".out") || run.Transactions.Committed == 0 {
+			if len(readBacks) != 2 || !strings.HasSuffix(readBacks[0].Topic, ".out") || run.Transactions.Committed == 0 {
 				t.Errorf("eos-pipeline: checks %+v, committed txns %d", run.Checks, run.Transactions.Committed)
+			}
+			if len(run.Checks) != 4 {
+				t.Errorf("eos-pipeline: %d checks, want the 2 read-backs and the polls of its workers and live consumers", len(run.Checks))
 			}
 		}
 	}

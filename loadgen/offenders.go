@@ -2,7 +2,10 @@ package loadgen
 
 import (
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
@@ -55,8 +58,8 @@ func (t *trackedLog) RecordSent(seq uint64, fate verify.Fate) error {
 }
 
 // RecordAcknowledged logs an acknowledgement in the ledger and the mirror.
-func (t *trackedLog) RecordAcknowledged(seq uint64) {
-	t.ProducerLog.RecordAcknowledged(seq)
+func (t *trackedLog) RecordAcknowledged(seq uint64, at verify.Ack) {
+	t.ProducerLog.RecordAcknowledged(seq, at)
 	t.mu.Lock()
 	t.acknowledged.set(seq)
 	t.mu.Unlock()
@@ -105,14 +108,51 @@ func (t *trackedLog) isAborted(seq uint64) bool {
 	return t.aborted.has(seq)
 }
 
-// offenderSampler names a few offending records of one read-back: lost,
-// duplicated, reordered and aborted-but-visible ones, with where they were
-// read. It is fed by the reading goroutine, like a verify.Checker.
+// Offender kinds: the keys of verifyRun's offenders, which judgeRun lists
+// under a broken bound.
+const (
+	offenderLost           = "lost"
+	offenderDuplicated     = "duplicated"
+	offenderReordered      = "reordered"
+	offenderAbortedVisible = "aborted-visible"
+	offenderPhantom        = "phantom"
+	offenderInconsistent   = "inconsistent-offsets"
+	offenderPollSkip       = "poll-skip"
+	offenderNonMonotonic   = "non-monotonic"
+)
+
+// readRecord is one record a verification read returned: where it was
+// read, the producer session its batch names (a table row has none), and
+// its value.
+type readRecord struct {
+	partition int32
+	offset    int64
+	writer    verify.Writer
+	value     []byte
+}
+
+// readOf is what a read needs of a fetched record.
+func readOf(record *kgo.Record) readRecord {
+	return readRecord{partition: record.Partition, offset: record.Offset, value: record.Value,
+		writer: verify.Writer{ProducerID: record.ProducerID, ProducerEpoch: record.ProducerEpoch}}
+}
+
+// offenderSampler names a few offending records of one read-back: lost
+// (lost writes and unseen), duplicated, reordered, aborted-but-visible and
+// phantom ones, each by topic, partition, offset, producer and sequence,
+// and the producer id, epoch and transactional id that wrote it where
+// known. It is fed by the reading goroutine, like a verify.Checker, and
+// asks that checker where the read got to.
 type offenderSampler struct {
 	logs      []*trackedLog
+	ledger    *verify.Ledger
+	checker   *verify.Checker
 	runID     uint64
 	stage     uint8
 	isolation verify.Isolation
+	// topic is the topic read; inputTopic the topic the load producers
+	// wrote (where acknowledged offsets are).
+	topic, inputTopic string
 	// first holds, per producer and sequence, 1 + the offset the record was
 	// first read at, and firstPartition its partition (0 offset: unread).
 	first          [][]int64
@@ -127,8 +167,19 @@ type partitionKeyOf struct {
 	partition int32
 }
 
-func newOffenderSampler(logs []*trackedLog, runID uint64, stage uint8, isolation verify.Isolation) *offenderSampler {
-	sampler := &offenderSampler{logs: logs, runID: runID, stage: stage, isolation: isolation,
+// samplerSpec says what one read is: its topic and the topic the load
+// producers wrote, the stage and isolation it reads with, and the checker
+// it feeds.
+type samplerSpec struct {
+	topic, inputTopic string
+	stage             uint8
+	isolation         verify.Isolation
+	checker           *verify.Checker
+}
+
+func newOffenderSampler(logs []*trackedLog, ledger *verify.Ledger, spec samplerSpec) *offenderSampler {
+	sampler := &offenderSampler{logs: logs, ledger: ledger, checker: spec.checker, runID: ledger.RunID(),
+		stage: spec.stage, isolation: spec.isolation, topic: spec.topic, inputTopic: spec.inputTopic,
 		first: make([][]int64, len(logs)), firstPartition: make([][]int32, len(logs)),
 		highest: make(map[partitionKeyOf]uint64), examples: make(map[string][]string)}
 	for i, log := range logs {
@@ -145,45 +196,105 @@ func (s *offenderSampler) note(kind, format string, args ...any) {
 	}
 }
 
-// observe feeds one record read at partition and offset.
-func (s *offenderSampler) observe(partition int32, offset int64, value []byte) {
-	header, err := verify.DecodeHeader(value)
-	if err != nil || header.RunID != s.runID || header.Stage != s.stage || int(header.Producer) >= len(s.logs) {
+// at names where a record was read: "topic t partition 2 offset 45".
+func (s *offenderSampler) at(partition int32, offset int64) string {
+	return fmt.Sprintf("topic %s partition %d offset %d", s.topic, partition, offset)
+}
+
+// record names a record of this run read as r: producer and sequence, and
+// the session that wrote it. For the load producers' records (stage 0)
+// the ledger knows the writer, transactional id included; for a later
+// stage it names the batch's writer (a pipeline worker), then the input
+// record's.
+func (s *offenderSampler) record(producer uint32, seq uint64, r readRecord) string {
+	text := fmt.Sprintf("producer %d seq %d", producer, seq)
+	var writers []string
+	if s.stage != 0 && r.writer.ProducerID >= 0 {
+		writers = append(writers, "written by "+r.writer.String())
+	}
+	if at, ok := s.ledger.Producer(producer).Acknowledged(seq); ok && at.Writer.String() != "" {
+		writer := at.Writer.String()
+		if s.stage != 0 {
+			writer = fmt.Sprintf("input at topic %s partition %d offset %d by %s", s.inputTopic, at.Partition, at.Offset, writer)
+		}
+		writers = append(writers, writer)
+	} else if s.stage == 0 && r.writer.ProducerID >= 0 {
+		writers = append(writers, r.writer.String())
+	}
+	if len(writers) > 0 {
+		text += " (" + strings.Join(writers, "; ") + ")"
+	}
+	return text
+}
+
+// observe feeds one record read.
+func (s *offenderSampler) observe(r readRecord) {
+	header, err := verify.DecodeHeader(r.value)
+	if err != nil || header.RunID != s.runID || header.Stage != s.stage {
 		return
 	}
 	producer, seq := header.Producer, header.Sequence
-	if seq >= uint64(len(s.first[producer])) {
-		return // phantom: counted by the checker
-	}
-	if firstOffset := s.first[producer][seq]; firstOffset != 0 {
-		s.note("duplicated", "producer %d seq %d: partition %d offset %d and partition %d offset %d",
-			producer, seq, s.firstPartition[producer][seq], firstOffset-1, partition, offset)
+	if int(producer) >= len(s.logs) || seq >= uint64(len(s.first[producer])) {
+		s.note(offenderPhantom, "%s: producer %d seq %d was never sent", s.at(r.partition, r.offset), producer, seq)
 		return
 	}
-	s.first[producer][seq], s.firstPartition[producer][seq] = offset+1, partition
-	if s.isolation == verify.ReadCommitted && s.logs[producer].isAborted(seq) {
-		s.note("aborted-visible", "producer %d seq %d (aborted or fenced) visible at partition %d offset %d",
-			producer, seq, partition, offset)
+	if firstOffset := s.first[producer][seq]; firstOffset != 0 {
+		s.note(offenderDuplicated, "%s: %s, read before at partition %d offset %d",
+			s.at(r.partition, r.offset), s.record(producer, seq, r), s.firstPartition[producer][seq], firstOffset-1)
+		return
 	}
-	key := partitionKeyOf{producer: producer, partition: partition}
+	s.first[producer][seq], s.firstPartition[producer][seq] = r.offset+1, r.partition
+	if s.isolation == verify.ReadCommitted && s.logs[producer].isAborted(seq) {
+		s.note(offenderAbortedVisible, "%s: %s (aborted or fenced) visible", s.at(r.partition, r.offset), s.record(producer, seq, r))
+	}
+	key := partitionKeyOf{producer: producer, partition: r.partition}
 	if highest, ok := s.highest[key]; ok && seq < highest {
-		s.note("reordered", "producer %d seq %d read after seq %d on partition %d (offset %d)", producer, seq, highest, partition, offset)
+		s.note(offenderReordered, "%s: %s read after seq %d", s.at(r.partition, r.offset), s.record(producer, seq, r), highest)
 		return
 	}
 	s.highest[key] = seq
 }
 
-// finish adds lost records and returns the examples by kind.
+// finish adds lost records and returns the examples by kind. A lost
+// record is named a lost write when the read got past its acknowledged
+// offset, else unseen (see verify.Counts).
 func (s *offenderSampler) finish() map[string][]string {
 	for producer, log := range s.logs {
 		for seq, firstOffset := range s.first[producer] {
-			if len(s.examples["lost"]) >= maxOffenders {
+			if len(s.examples[offenderLost]) >= maxOffenders {
 				return s.examples
 			}
-			if firstOffset == 0 && log.committed(uint64(seq)) {
-				s.note("lost", "producer %d seq %d acknowledged, never read", producer, seq)
+			if firstOffset != 0 || !log.committed(uint64(seq)) {
+				continue
 			}
+			s.note(offenderLost, "%s", s.lost(uint32(producer), uint64(seq)))
 		}
 	}
 	return s.examples
+}
+
+// lost describes one lost record.
+func (s *offenderSampler) lost(producer uint32, seq uint64) string {
+	at, known := s.ledger.Producer(producer).Acknowledged(seq)
+	record := fmt.Sprintf("producer %d seq %d", producer, seq)
+	if !known {
+		return fmt.Sprintf("unseen: %s acknowledged without an offset (acks=0), never read", record)
+	}
+	where := fmt.Sprintf("%s acknowledged at topic %s partition %d offset %d", record, s.inputTopic, at.Partition, at.Offset)
+	if writer := at.Writer.String(); writer != "" {
+		where += " (" + writer + ")"
+	}
+	position := "input offset"
+	if s.stage == 0 {
+		position = "offset"
+	}
+	reached, lostWrite := s.checker.LostWrite(at.Partition, at.Offset)
+	_, readThere := s.checker.Reached(at.Partition)
+	switch {
+	case lostWrite:
+		return fmt.Sprintf("lost write: %s, never read, though the read of %s reached partition %d %s %d", where, s.topic, at.Partition, position, reached)
+	case readThere:
+		return fmt.Sprintf("unseen: %s, never read; the read of %s reached partition %d %s %d only", where, s.topic, at.Partition, position, reached)
+	}
+	return fmt.Sprintf("unseen: %s, never read; nothing of partition %d was read from %s", where, at.Partition, s.topic)
 }

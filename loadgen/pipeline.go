@@ -84,7 +84,7 @@ func newPipelineSession(spec pipelineSessionSpec, metrics *runMetrics) (*kgo.Gro
 // sessionSpec is worker index's session settings in plan.
 func (plan runPlan) sessionSpec(index int) pipelineSessionSpec {
 	return pipelineSessionSpec{
-		options:            plan.clientOptions(),
+		options:            append(plan.clientOptions(), plan.observations.watch(consumersPipeline)),
 		clientID:           fmt.Sprintf("exactly-loadgen-pipeline-%d", index),
 		transactionalID:    fmt.Sprintf("exactly-%s-%s-w%d", plan.runIDText, plan.topicSuffix, index),
 		transactionTimeout: time.Duration(plan.workload.Transaction.Timeout),
@@ -149,8 +149,10 @@ func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*pip
 func (p *pipeline) work(ctx context.Context, session *kgo.GroupTransactSession, output string, metrics *runMetrics) error {
 	// Close leaves the group; transform ends every transaction it begins.
 	defer session.Close()
+	polls := pollWatchOf(session.Client()) // the poll checker's (polls.go)
 	for ctx.Err() == nil {
 		fetches := session.PollFetches(ctx)
+		polls.fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return nil
 		}
@@ -205,6 +207,7 @@ func (p *pipeline) transform(ctx context.Context, session *kgo.GroupTransactSess
 	started := time.Now()
 	committed, err := session.End(endCtx, kgo.TryCommit)
 	took := time.Since(started)
+	pollWatchOf(session.Client()).ended(committed) // an End that did not commit rewinds to the committed offsets
 	if err != nil {
 		metrics.recordError(err)
 		produceErr = fmt.Errorf("end transaction: %w", err)

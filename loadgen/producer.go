@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,28 @@ type producer struct {
 	txnErrors atomic.Int64
 	// uniqueKeys: every record's key is p<id>-<sequence> (consumer-dedup).
 	uniqueKeys bool
+	// writer names the client's transactional id and whether its acks
+	// carry offsets (not with acks=0); the first promise sets it.
+	writer struct {
+		once            sync.Once
+		transactionalID string
+		offsets         bool
+	}
+}
+
+// ackOf is where the cluster said it wrote record, and by whom.
+func (p *producer) ackOf(record *kgo.Record) verify.Ack {
+	p.writer.once.Do(func() {
+		p.writer.transactionalID, _ = p.client.OptValue(kgo.TransactionalID).(string)
+		acks, _ := p.client.OptValue(kgo.RequiredAcks).(kgo.Acks)
+		p.writer.offsets = acks != kgo.NoAck() // acks=0 reports made-up offsets
+	})
+	at := verify.Ack{Partition: record.Partition, Offset: record.Offset,
+		Writer: verify.Writer{TransactionalID: p.writer.transactionalID, ProducerID: record.ProducerID, ProducerEpoch: record.ProducerEpoch}}
+	if !p.writer.offsets {
+		at.Offset = verify.UnknownOffset
+	}
+	return at
 }
 
 // running reports whether the producer may send another record.
@@ -79,7 +102,7 @@ func (p *producer) promise(record *kgo.Record, err error) {
 		p.txnErrors.Add(1)
 		return
 	}
-	p.log.RecordAcknowledged(header.Sequence)
+	p.log.RecordAcknowledged(header.Sequence, p.ackOf(record))
 	p.metrics.recordAck(time.Unix(0, header.SendTime), time.Now(), len(record.Value))
 }
 
@@ -182,7 +205,8 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 // and from client callbacks at once.
 type recordLog interface {
 	RecordSent(seq uint64, fate verify.Fate) error
-	RecordAcknowledged(seq uint64)
+	// RecordAcknowledged notes seq acknowledged where at says.
+	RecordAcknowledged(seq uint64, at verify.Ack)
 	RecordErrored(seq uint64)
 	// TransactionEnding is called just before EndTransaction for the
 	// transaction holding [first, end).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -13,24 +14,28 @@ import (
 
 // readBack reads every partition of topic from its start to the end offset
 // that ListOffsets gives at the start of the read (the last stable offset
-// for read_committed), feeding each data record to observe in offset order.
+// for read_committed), feeding each data record to observe in offset order,
+// and every record below the end, control records included, to polls.
 // Control records are kept (KeepControlRecords) so a partition whose tail is
-// a transaction marker is known to be read to its end. It returns whether
-// every partition was read to its end before ctx ended.
+// a transaction marker is known to be read to its end. It returns the end
+// offsets by partition and whether every partition was read to its end
+// before ctx ended.
 func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic string, partitions int,
-	isolation verify.Isolation, observe func(partition int32, offset int64, value []byte)) (complete bool, err error) {
-	ends, err := endOffsets(ctx, admin, topic, partitions, isolation == verify.ReadCommitted)
+	isolation verify.Isolation, polls verify.PollSink, observe func(record *kgo.Record)) (ends map[int32]int64, complete bool, err error) {
+	endList, err := endOffsets(ctx, admin, topic, partitions, isolation == verify.ReadCommitted)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
+	ends = make(map[int32]int64, len(endList))
 	assignment := make(map[int32]kgo.Offset)
-	for partition, end := range ends {
+	for partition, end := range endList {
+		ends[int32(partition)] = end
 		if end > 0 {
 			assignment[int32(partition)] = kgo.NewOffset().AtStart()
 		}
 	}
 	if len(assignment) == 0 {
-		return true, nil
+		return ends, true, nil
 	}
 	level := kgo.ReadCommitted()
 	if isolation == verify.ReadUncommitted {
@@ -45,7 +50,7 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 		kgo.FetchMaxWait(200*time.Millisecond),
 	)
 	if err != nil {
-		return false, fmt.Errorf("verification reader: %w", err)
+		return ends, false, fmt.Errorf("verification reader: %w", err)
 	}
 	defer client.Close()
 
@@ -53,21 +58,22 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 	for remaining > 0 {
 		fetches := client.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return false, nil
+			return ends, false, nil
 		}
 		for _, fetchErr := range fetches.Errors() {
 			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
-				return false, fmt.Errorf("read back %s[%d] %s: %w", topic, fetchErr.Partition, isolation, fetchErr.Err)
+				return ends, false, fmt.Errorf("read back %s[%d] %s: %w", topic, fetchErr.Partition, isolation, fetchErr.Err)
 			}
 		}
 		fetches.EachPartition(func(partition kgo.FetchTopicPartition) {
 			end := ends[partition.Partition]
-			for _, record := range partition.Records {
-				if record.Offset >= end {
-					continue // written after the read began: not part of this check
-				}
+			// Records written after the read began are not part of
+			// this check.
+			below := slices.DeleteFunc(slices.Clone(partition.Records), func(record *kgo.Record) bool { return record.Offset >= end })
+			polls.Polled(partition.Partition, polledRecords(below), true)
+			for _, record := range below {
 				if !record.Attrs.IsControl() {
-					observe(partition.Partition, record.Offset, record.Value)
+					observe(record)
 				}
 				if record.Offset == end-1 {
 					remaining--
@@ -75,7 +81,7 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 			}
 		})
 	}
-	return true, nil
+	return ends, true, nil
 }
 
 // liveConsumers read a run's final topic while it runs and record each
@@ -105,6 +111,7 @@ func startLiveConsumers(ctx context.Context, plan runPlan, topic string, readCom
 			assignment[int32(partition)] = kgo.NewOffset().AtStart()
 		}
 		client, err := kgo.NewClient(append(plan.clientOptions(),
+			plan.observations.watch(consumersLive),
 			kgo.ClientID(fmt.Sprintf("exactly-loadgen-consumer-%d", index)),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assignment}),
 			kgo.FetchIsolationLevel(level),
@@ -138,8 +145,10 @@ func startLiveConsumers(ctx context.Context, plan runPlan, topic string, readCom
 
 // consumeForLatency polls until ctx ends.
 func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetrics, received *liveCounter) {
+	polls := pollWatchOf(client)
 	for ctx.Err() == nil {
 		fetches := client.PollFetches(ctx)
+		polls.fetched(fetches)
 		now := time.Now()
 		count := 0
 		fetches.EachRecord(func(record *kgo.Record) {

@@ -69,6 +69,10 @@ type runPlan struct {
 	appDB       *appDB
 	databaseDSN string
 	database    string
+	// observations is where the run's readers note what they read and
+	// its consumers their polls (polls.go); loadAndVerify makes one per
+	// run.
+	observations *runObservations
 }
 
 // Run runs every mode of the workload against the target and returns the
@@ -188,6 +192,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 // the evidence for the verdict.
 func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, env *faultEnv, run *report.Run) (proof evidence) {
 	workload := plan.workload
+	plan.observations = newRunObservations()
 	ledger, logs := newTrackedLedger(plan)
 	metrics := newRunMetrics(time.Now())
 	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &applicationStats{}}

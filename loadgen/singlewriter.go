@@ -249,14 +249,15 @@ func (w *singleWriter) produce(ctx context.Context, record *kgo.Record) {
 			return
 		}
 		w.state.acknowledged(record.Offset)
-		w.resolved(header, len(record.Value))
+		w.resolved(header, record)
 	})
 }
 
 // resolved logs a record known written.
-func (w *singleWriter) resolved(header verify.Header, size int) {
-	w.log.RecordAcknowledged(header.Sequence)
-	w.metrics.recordAck(time.Unix(0, header.SendTime), time.Now(), size)
+func (w *singleWriter) resolved(header verify.Header, record *kgo.Record) {
+	w.log.RecordAcknowledged(header.Sequence, verify.Ack{Partition: record.Partition, Offset: record.Offset,
+		Writer: verify.Writer{ProducerID: record.ProducerID, ProducerEpoch: record.ProducerEpoch}})
+	w.metrics.recordAck(time.Unix(0, header.SendTime), time.Now(), len(record.Value))
 }
 
 // recover waits for every outstanding outcome, reads the partition from
@@ -292,7 +293,7 @@ func (w *singleWriter) apply(ctx context.Context, decision recoveryDecision) {
 	w.stats.writerCopies.Add(int64(decision.copies))
 	for _, record := range decision.written {
 		if header, err := verify.DecodeHeader(record.Value); err == nil {
-			w.resolved(header, len(record.Value))
+			w.resolved(header, record)
 		}
 	}
 	for _, record := range decision.resend {

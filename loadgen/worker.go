@@ -88,7 +88,8 @@ func (s workerSpec) clientOptions() []kgo.Opt {
 type workerEvent struct {
 	// Event is ready, sent, ack, err, ending, end (producer), assigned,
 	// open, committed (pipeline, database stage), crashing (database
-	// stage) or fatal.
+	// stage), poll-assigned, poll-revoked, poll-rewound, polled (a
+	// consume worker's polls, polls.go) or fatal.
 	Event   string `json:"e"`
 	Seq     uint64 `json:"s,omitempty"`
 	First   uint64 `json:"first,omitempty"`
@@ -104,6 +105,8 @@ type workerEvent struct {
 	Dropped   int64   `json:"d,omitempty"`
 	Conflicts int64   `json:"c,omitempty"`
 	Seeks     int64   `json:"k,omitempty"`
+	// Acknowledged positions and consume workers' polls (polls.go).
+	verifyEvent
 }
 
 // workerReporter writes events, one line each, flushed at once so the
@@ -136,8 +139,10 @@ func (r *workerReporter) RecordSent(seq uint64, fate verify.Fate) error {
 	r.emit(workerEvent{Event: "sent", Seq: seq, Time: time.Now().UnixNano()})
 	return nil
 }
-func (r *workerReporter) RecordAcknowledged(seq uint64) { r.emit(workerEvent{Event: "ack", Seq: seq}) }
-func (r *workerReporter) RecordErrored(seq uint64)      { r.emit(workerEvent{Event: "err", Seq: seq}) }
+func (r *workerReporter) RecordAcknowledged(seq uint64, at verify.Ack) {
+	r.emit(workerEvent{Event: "ack", Seq: seq, verifyEvent: ackEvent(at)})
+}
+func (r *workerReporter) RecordErrored(seq uint64) { r.emit(workerEvent{Event: "err", Seq: seq}) }
 func (r *workerReporter) TransactionEnding(first, end uint64) {
 	r.emit(workerEvent{Event: "ending", First: first, End: end, Time: time.Now().UnixNano()})
 }
@@ -223,7 +228,7 @@ func runProducerWorker(ctx context.Context, spec workerSpec, reporter *workerRep
 func runPipelineWorker(ctx context.Context, spec workerSpec, reporter *workerReporter) error {
 	metrics := newRunMetrics(time.Now())
 	session, err := newPipelineSession(pipelineSessionSpec{
-		options: spec.clientOptions(), clientID: spec.ClientID, transactionalID: spec.TransactionalID,
+		options: append(spec.clientOptions(), reporter.pollWatchOption()), clientID: spec.ClientID, transactionalID: spec.TransactionalID,
 		transactionTimeout: spec.TransactionTimeout, group: spec.Group, input: spec.Input, instanceID: spec.InstanceID,
 		shortSession: true, onAssignment: reporter.assigned,
 	}, metrics)
@@ -263,7 +268,7 @@ func runDBStageWorker(ctx context.Context, spec workerSpec, reporter *workerRepo
 	}
 	defer db.Close()
 	stats := &applicationStats{}
-	stage, err := newDBStage(dbStageSpec{mode: spec.Mode, options: spec.clientOptions(), clientID: spec.ClientID,
+	stage, err := newDBStage(dbStageSpec{mode: spec.Mode, options: append(spec.clientOptions(), reporter.pollWatchOption()), clientID: spec.ClientID,
 		group: spec.Group, input: spec.Input, run: spec.Run, worker: spec.Worker, window: spec.Window, shortSession: true,
 		onAssignment: reporter.assigned},
 		db, metrics, stats)

@@ -96,6 +96,11 @@ func TestResultsSchemaGolden(t *testing.T) {
 	run.TimeSeries = []Sample{{ElapsedSeconds: 1, RecordsPerSecond: 2, MegabytesPerSecond: 3, P99Milliseconds: 4}}
 	run.ErrorsByCode = map[string]int64{"NOT_LEADER_FOR_PARTITION": 1}
 	run.Checks[0].Violations = []string{"1 duplicated"}
+	run.Checks[0].Counts.Unprotected = 1
+	run.Checks[0].Counts.Lost, run.Checks[0].Counts.LostWrites, run.Checks[0].Counts.Unseen = 3, 2, 1
+	run.Checks[0].Counts.InconsistentOffsets, run.Checks[0].Counts.PollSkips, run.Checks[0].Counts.NonMonotonicPolls = 1, 1, 1
+	run.Checks = append(run.Checks, Check{Reader: PollReader, Topic: "t", Consumers: "pipeline workers", Complete: true,
+		Violations: []string{}})
 	run.Latency[LatencyTransactionCommit] = run.Latency[LatencyProduceAck]
 	run.FaultRunInfo = FaultRunInfo{FaultPlan: "ack-loss", LoadStartedAt: run.StartedAt,
 		FaultEvents: []FaultEvent{{ElapsedSeconds: 1, Kind: "drop-response", Broker: "127.0.0.1:1", Detail: "Produce"}},

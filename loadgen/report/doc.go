@@ -43,7 +43,9 @@
 //	  "load_started_at": "…",                  // origin of every elapsed_seconds
 //	  "fault_events": [{"elapsed_seconds", "kind", "broker", "detail"}, …],
 //	  "expectation": {"expected", "observed", "verdict", "why", "offenders": ["…"]},
-//	  "checks": [{"reader": "read_committed|read_uncommitted|table", "topic", "complete", "counts": Counts, "violations": ["…"]}, …],
+//	  "checks": [{"reader": "read_committed|read_uncommitted|table|polls", "topic",
+//	              "consumers": "pipeline workers",   // polls checks only; added in v1
+//	              "complete", "counts": Counts, "violations": ["…"]}, …],
 //	  "application": {"database", "table", "dedup_window_offsets", "input_duplicates", "dropped_duplicates",
 //	                  "unprotected", "database_commits", "seeks", "offset_conflicts",
 //	                  "recoveries", "found_written", "resent", "writer_copies"}   // added in v1; §3.1 modes only
@@ -54,14 +56,30 @@
 // the table and the run's rows); its counts are those of the rows, keyed
 // by the input record each row came from.
 //
+// A "polls" check judges the polls of the run's consumers of one kind
+// ("consumers": pipeline workers, database workers, relay workers, live
+// consumers) of one topic, against the read-back of that topic: read is
+// the records they polled, unique the distinct offsets, and the counts
+// that can be non-zero are inconsistent_offsets, poll_skips,
+// non_monotonic_polls and, for read_committed consumers, aborted_visible
+// (records polled at offsets the read_committed read-back did not
+// return: aborted or never committed); complete says the read-back the skips were judged
+// against was complete (without one, skips are not judged).
+//
 // throughput counts acknowledged records sent after the warm-up, over the
 // measured seconds (MB = 10^6 bytes of record value). ratio_to_baseline is
 // this run's records per second divided by that of the at-least-once run of
 // the same invocation (0 when there is none). Counts are those of
-// verify.Counts (read, foreign, unique, lost, duplicated, reordered,
-// aborted_visible, phantom, ambiguous_present, ambiguous_absent, and, for
-// a consumer-dedup table, unprotected: copies beyond the dedup window,
-// counted there instead of in duplicated).
+// verify.Counts, whose package doc defines each: read, foreign, unique,
+// lost, duplicated, reordered, aborted_visible, phantom, ambiguous_present,
+// ambiguous_absent; added within version 1 and omitted when zero:
+// unprotected (a consumer-dedup table's copies beyond the dedup window,
+// counted there instead of in duplicated), lost_writes and unseen (lost =
+// lost_writes + unseen: lost records acknowledged below / not below a
+// position the read reached), inconsistent_offsets (offsets at which two
+// reads of the run found different records), poll_skips (records a
+// consumer jumped over between two polls without a reassignment or seek)
+// and non_monotonic_polls (polls that went back without one).
 //
 // Histogram, values in milliseconds:
 //

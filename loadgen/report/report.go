@@ -122,14 +122,28 @@ type Sample struct {
 	P99Milliseconds    float64 `json:"p99_ms"`
 }
 
-// Check is one read-back of a run's topic and the checker's verdict.
+// Check is one read of a run's topic and the checker's verdict: a
+// read-back (Reader read_committed or read_uncommitted), the rows of an
+// application table (table), or the polls of the run's consumers of one
+// kind (polls; Consumers names them), whose counts are the records polled
+// (read), the distinct offsets polled (unique), inconsistent offsets, poll
+// skips and non-monotonic polls.
 type Check struct {
-	Reader     string        `json:"reader"`
-	Topic      string        `json:"topic"`
+	Reader string `json:"reader"`
+	Topic  string `json:"topic"`
+	// Consumers names the consumers of a polls check: pipeline workers,
+	// database workers, relay workers or live consumers (added within
+	// schema version 1).
+	Consumers string `json:"consumers,omitempty"`
+	// Complete: the read reached the end of every partition; for a polls
+	// check, the read-back its skips were judged against did.
 	Complete   bool          `json:"complete"`
 	Counts     verify.Counts `json:"counts"`
 	Violations []string      `json:"violations"`
 }
+
+// PollReader is the Reader of a check of consumers' polls.
+const PollReader = "polls"
 
 // Write stores results as indented JSON in dir (created if missing) and
 // returns the file's path.

@@ -14,18 +14,20 @@ import (
 func WriteSummary(w io.Writer, results *Results) error {
 	fmt.Fprintf(w, "exactly loadgen run %s against %s (%s)\n", results.RunID, results.Target.Kind, results.Target.Description)
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "run\tstatus\trecords/s\tMB/s\tvs base\tack p50 ms\tp99\tp99.9\te2e p50 ms\tp99\tsent\tacked\tlost\tdup\treord\taborted-read\tambiguous\t")
+	fmt.Fprintln(table, "run\tstatus\trecords/s\tMB/s\tvs base\tack p50 ms\tp99\tp99.9\te2e p50 ms\tp99\tsent\tacked\t"+
+		"lost\tdup\treord\taborted-read\tincons\tpoll-skip\tpoll-back\tambiguous\t")
 	for _, run := range results.Runs {
 		produce, endToEnd := run.Latency[LatencyProduceAck], run.Latency[LatencyEndToEnd]
-		lost, duplicated, reordered, abortedRead, ambiguous := checkTotals(run.Checks)
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t\n",
+		totals := checkTotals(run.Checks)
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%d\t\n",
 			run.Name, run.Status,
 			number(run.Throughput.RecordsPerSecond, 0), number(run.Throughput.MegabytesPerSecond, 1),
 			ratio(run.Throughput.RatioToBaseline),
 			millis(produce.Percentile(50)), millis(produce.Percentile(99)), millis(produce.Percentile(99.9)),
 			millis(endToEnd.Percentile(50)), millis(endToEnd.Percentile(99)),
 			run.Producers.Sent, run.Producers.Acknowledged,
-			lost, duplicated, reordered, abortedRead, ambiguous)
+			totals.lost, totals.duplicated, totals.reordered, totals.abortedRead, totals.inconsistent,
+			totals.pollSkips, totals.nonMonotonic, totals.ambiguous)
 	}
 	if err := table.Flush(); err != nil {
 		return fmt.Errorf("write summary: %w", err)
@@ -54,22 +56,40 @@ func WriteSummary(w io.Writer, results *Results) error {
 	return err
 }
 
-// checkTotals takes the worst count of loss, duplicates, reordering and
-// ambiguous-present records over the run's readers, and the aborted records
-// read under read_committed (a violation) with, in parentheses, those read
-// under read_uncommitted (expected).
-func checkTotals(checks []Check) (lost, duplicated, reordered uint64, abortedRead string, ambiguous uint64) {
-	var committed, uncommitted uint64
-	var sawCommitted, sawUncommitted bool
+// totals are the worst counts of a run's checks, as the summary shows them.
+type totals struct {
+	lost, duplicated, reordered, inconsistent, ambiguous uint64
+	// abortedRead is the aborted records read under read_committed (a
+	// violation) with, in parentheses, those read under read_uncommitted
+	// (expected).
+	abortedRead string
+	// pollSkips and nonMonotonic are "-" when no consumer's polls were
+	// judged.
+	pollSkips, nonMonotonic string
+}
+
+// checkTotals takes the worst count of loss, duplicates, reordering,
+// inconsistent offsets, poll skips, moves back and ambiguous-present
+// records over the run's checks, and the aborted records read under
+// read_committed with those read under read_uncommitted.
+func checkTotals(checks []Check) totals {
+	var t totals
+	var committed, uncommitted, skips, backs uint64
+	var sawCommitted, sawUncommitted, sawPolls bool
 	for _, check := range checks {
-		lost = max(lost, check.Counts.Lost)
-		duplicated = max(duplicated, check.Counts.Duplicated)
-		reordered = max(reordered, check.Counts.Reordered)
-		ambiguous = max(ambiguous, check.Counts.AmbiguousPresent)
-		if check.Reader == "read_committed" || check.Reader == "table" {
+		t.lost = max(t.lost, check.Counts.Lost)
+		t.duplicated = max(t.duplicated, check.Counts.Duplicated)
+		t.reordered = max(t.reordered, check.Counts.Reordered)
+		t.inconsistent = max(t.inconsistent, check.Counts.InconsistentOffsets)
+		t.ambiguous = max(t.ambiguous, check.Counts.AmbiguousPresent)
+		skips, backs = max(skips, check.Counts.PollSkips), max(backs, check.Counts.NonMonotonicPolls)
+		switch check.Reader {
+		case "read_committed", "table":
 			committed, sawCommitted = max(committed, check.Counts.AbortedVisible), true
-		} else {
+		case "read_uncommitted":
 			uncommitted, sawUncommitted = max(uncommitted, check.Counts.AbortedVisible), true
+		case PollReader: // aborted records polled by read_committed consumers
+			committed, sawPolls = max(committed, check.Counts.AbortedVisible), true
 		}
 	}
 	var parts []string
@@ -79,10 +99,14 @@ func checkTotals(checks []Check) (lost, duplicated, reordered uint64, abortedRea
 	if sawUncommitted {
 		parts = append(parts, fmt.Sprintf("(ru %d)", uncommitted))
 	}
-	if len(parts) == 0 {
-		return lost, duplicated, reordered, "-", ambiguous
+	t.abortedRead, t.pollSkips, t.nonMonotonic = "-", "-", "-"
+	if len(parts) > 0 {
+		t.abortedRead = strings.Join(parts, " ")
 	}
-	return lost, duplicated, reordered, strings.Join(parts, " "), ambiguous
+	if sawPolls {
+		t.pollSkips, t.nonMonotonic = fmt.Sprint(skips), fmt.Sprint(backs)
+	}
+	return t
 }
 
 func number(value float64, decimals int) string {

@@ -8,9 +8,11 @@ import (
 
 const testRunID = 0x5eed
 
-// syntheticRecord is one record of a synthetic read-back stream.
+// syntheticRecord is one record of a synthetic read-back stream, at the
+// offset it was acknowledged at.
 type syntheticRecord struct {
 	partition int32
+	offset    int64
 	header    Header
 }
 
@@ -28,11 +30,12 @@ func syntheticRun(t *testing.T, producers, perProducer int, partitions int32) (*
 			if err := log.RecordSent(seq, FateCommit); err != nil {
 				t.Fatal(err)
 			}
-			log.RecordAcknowledged(seq)
 			partition := int32(seq % uint64(partitions))
+			offset := int64(len(streams[partition]))
+			log.RecordAcknowledged(seq, Ack{Partition: partition, Offset: offset})
 			streams[partition] = append(streams[partition], syntheticRecord{
-				partition: partition,
-				header:    Header{RunID: testRunID, Producer: producer, Sequence: seq, SendTime: int64(seq)},
+				partition: partition, offset: offset,
+				header: Header{RunID: testRunID, Producer: producer, Sequence: seq, SendTime: int64(seq)},
 			})
 		}
 	}
@@ -43,7 +46,7 @@ func check(ledger *Ledger, isolation Isolation, streams [][]syntheticRecord) Cou
 	checker := NewChecker(ledger, isolation, 0)
 	for _, stream := range streams {
 		for _, record := range stream {
-			checker.Observe(record.partition, NewValue(record.header, 64))
+			checker.Observe(record.partition, record.offset, NewValue(record.header, 64))
 		}
 	}
 	return checker.Finish()
@@ -78,7 +81,7 @@ func TestCheckerFindsEachLoss(t *testing.T) {
 		t.Fatal("test dropped nothing")
 	}
 	counts := check(ledger, ReadCommitted, streams)
-	if counts.Lost != uint64(dropped) || counts.Duplicated != 0 || counts.Reordered != 0 {
+	if counts.Lost != uint64(dropped) || counts.LostWrites+counts.Unseen != counts.Lost || counts.Duplicated != 0 || counts.Reordered != 0 {
 		t.Fatalf("dropped %d: counts = %+v", dropped, counts)
 	}
 	if len(counts.Violations(ReadCommitted)) != 1 {
@@ -142,6 +145,7 @@ func transactionalRun(t *testing.T) (*Ledger, []syntheticRecord, []syntheticReco
 	ledger := NewLedger(testRunID, 1)
 	log := ledger.Producer(0)
 	var committedView, uncommittedView []syntheticRecord
+	offsets := [2]int64{}
 	for txn := range uint64(10) {
 		fate := FateCommit
 		if txn == 2 || txn == 7 {
@@ -152,8 +156,10 @@ func transactionalRun(t *testing.T) (*Ledger, []syntheticRecord, []syntheticReco
 			if err := log.RecordSent(seq, fate); err != nil {
 				t.Fatal(err)
 			}
-			log.RecordAcknowledged(seq)
-			record := syntheticRecord{partition: int32(seq % 2), header: Header{RunID: testRunID, Sequence: seq, Fate: fate}}
+			partition := int32(seq % 2)
+			log.RecordAcknowledged(seq, Ack{Partition: partition, Offset: offsets[partition]})
+			record := syntheticRecord{partition: partition, offset: offsets[partition], header: Header{RunID: testRunID, Sequence: seq, Fate: fate}}
+			offsets[partition]++
 			uncommittedView = append(uncommittedView, record)
 			if fate == FateCommit {
 				committedView = append(committedView, record)
@@ -208,7 +214,7 @@ func TestCheckerAbortedReads(t *testing.T) {
 		return r.header.Sequence/10 == 3 || r.header.Sequence/10 == 5
 	})
 	counts = check(ledger, ReadCommitted, [][]syntheticRecord{missing})
-	if counts.Lost != 10 || counts.AmbiguousAbsent != 10 || counts.AmbiguousPresent != 0 {
+	if counts.Lost != 10 || counts.LostWrites != 10 || counts.AmbiguousAbsent != 10 || counts.AmbiguousPresent != 0 {
 		t.Fatalf("missing transactions: counts = %+v", counts)
 	}
 }
@@ -224,13 +230,13 @@ func TestCheckerPhantomsForeignAndAmbiguous(t *testing.T) {
 	})
 	checker := NewChecker(ledger, ReadCommitted, 0)
 	for _, record := range streams[0] {
-		checker.Observe(0, NewValue(record.header, 40))
+		checker.Observe(0, record.offset, NewValue(record.header, 40))
 	}
-	checker.Observe(0, NewValue(Header{RunID: testRunID, Producer: 0, Sequence: 50}, 40)) // beyond what was sent
-	checker.Observe(0, NewValue(Header{RunID: testRunID, Producer: 9, Sequence: 0}, 40))  // no such producer
-	checker.Observe(0, NewValue(Header{RunID: testRunID + 1}, 40))                        // another run
-	checker.Observe(0, NewValue(Header{RunID: testRunID, Stage: 1}, 40))                  // another stage
-	checker.Observe(0, []byte("not a loadgen record"))
+	checker.Observe(0, 100, NewValue(Header{RunID: testRunID, Producer: 0, Sequence: 50}, 40)) // beyond what was sent
+	checker.Observe(0, 101, NewValue(Header{RunID: testRunID, Producer: 9, Sequence: 0}, 40))  // no such producer
+	checker.Observe(0, 102, NewValue(Header{RunID: testRunID + 1}, 40))                        // another run
+	checker.Observe(0, 103, NewValue(Header{RunID: testRunID, Stage: 1}, 40))                  // another stage
+	checker.Observe(0, 104, []byte("not a loadgen record"))
 	counts := checker.Finish()
 	want := Counts{Read: 95 + 5, Unique: 95, Phantom: 2, Foreign: 3, AmbiguousPresent: 5, AmbiguousAbsent: 5}
 	if counts != want {
@@ -275,13 +281,13 @@ func TestCheckerMemoryIsBounded(t *testing.T) {
 	log := ledger.Producer(0)
 	for seq := range uint64(records) {
 		_ = log.RecordSent(seq, FateCommit)
-		log.RecordAcknowledged(seq)
+		log.RecordAcknowledged(seq, Ack{Partition: int32(seq % 8), Offset: int64(seq / 8)})
 	}
 	checker := NewChecker(ledger, ReadCommitted, 0)
 	value := make([]byte, HeaderSize)
 	for seq := range uint64(records) {
 		Header{RunID: testRunID, Sequence: seq}.Encode(value)
-		checker.Observe(int32(seq%8), value)
+		checker.Observe(int32(seq%8), int64(seq/8), value)
 	}
 	counts := checker.Finish()
 	if counts.Unique != records || counts.Lost != 0 {
@@ -290,7 +296,10 @@ func TestCheckerMemoryIsBounded(t *testing.T) {
 	if words := len(checker.seen[0].words); words > 2*records/64 {
 		t.Fatalf("seen bitmap has %d words for %d records", words, records)
 	}
-	if len(checker.highest) != 8 {
-		t.Fatalf("highest has %d entries, want one per partition", len(checker.highest))
+	if len(checker.highest) != 8 || len(checker.reached) != 8 {
+		t.Fatalf("highest has %d entries, reached %d, want one per partition", len(checker.highest), len(checker.reached))
+	}
+	if acks := cap(log.acks); acks > 2*records {
+		t.Fatalf("ack positions hold %d slots for %d records", acks, records)
 	}
 }

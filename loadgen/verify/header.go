@@ -3,12 +3,25 @@
 // Every record value written by `exactly loadgen` starts with a fixed
 // 32-byte header (see Header) followed by padding up to the workload's record
 // size. Producers log into a Ledger what they sent, what the cluster
-// acknowledged, what errored (an ambiguous write: it may or may not have been
-// written) and how each transaction ended. After the run a Checker is fed
-// every record read back from the cluster, partition by partition in offset
-// order, and reports:
+// acknowledged (and at which partition and offset, by which producer id,
+// epoch and transactional id), what errored (an ambiguous write: it may or
+// may not have been written) and how each transaction ended. After the run
+// a Checker is fed every record read back from the cluster, partition by
+// partition in offset order, and reports:
 //
-//   - lost: acknowledged (and, if transactional, committed) but never read;
+//   - lost: acknowledged (and, if transactional, committed) but never read.
+//     Lost is split in two, lost = lost writes + unseen:
+//   - lost write: a lost record whose acknowledged offset lies below a
+//     position the reader reached on its partition: a later record of the
+//     partition was read, this one was not (a hole in the log, as Jepsen's
+//     Kafka checker defines it). For a pipeline's output or a table, whose
+//     records stand for input records, the position reached is the highest
+//     acknowledged input offset among the records read;
+//   - unseen: a lost record that is not a lost write: nothing at or after
+//     its acknowledged offset was read on its partition (the partition's
+//     tail is missing: truncated, or not read), or its offset is not known
+//     (acks=0 gives none). The read-back runs after the load has ended and
+//     reads every partition to its end, so unseen records are lost too;
 //   - duplicated: read more than once;
 //   - reordered: read, within one producer's records on one partition, after
 //     a record with a higher sequence;
@@ -18,9 +31,44 @@
 //   - ambiguous-present / ambiguous-absent: the producer saw an error (or no
 //     answer) for it, and it was / was not read.
 //
-// Memory is bounded by bitmaps: a few bits per sent record per producer, plus
-// one highest-sequence word per (producer, partition); nothing is kept per
-// record read, so ten million records cost a few megabytes.
+// Every reader of a run also notes what it found at each offset of each
+// topic in an OffsetObservations: the read-backs, the consume workers'
+// polls, the live consumers and the application tables (whose rows name
+// the input offset they came from). From them:
+//
+//   - inconsistent offset: an offset at which two reads (two readers, or
+//     one reader twice) returned different records. A reader's count is
+//     the inconsistent offsets it read.
+//
+// And every consumer (a consume-transform-produce worker, a database
+// stage worker, a live consumer, a read-back) feeds a PollTracker with its
+// assignment changes, seeks and polls, from which JudgePolls counts:
+//
+//   - poll skip: a record the consumer jumped over: two consecutive polls
+//     of a partition returned offsets a then b > a+1, with no assignment
+//     change or seek in between, and the reference read of the topic (the
+//     read-back with the consumer's isolation level) returned a record
+//     between a and b. Offsets the reference did not return (transaction
+//     markers, aborted records under read_committed, compacted records)
+//     may be skipped: the check is exact for records below the reference's
+//     end offsets and says nothing about offsets beyond them. A read-back
+//     under read_uncommitted that keeps control records must return every
+//     offset (the run's topics are never compacted); a read-back under
+//     read_committed is not judged for skips (a skipped committed record
+//     is a lost write there);
+//   - non-monotonic poll: two consecutive polls of a partition, with no
+//     assignment change or seek in between, returned offsets a then b <= a;
+//   - aborted poll (counted as aborted-visible on the consumers' check): a
+//     read_committed consumer polled a record at an offset, below the
+//     read_committed read-back's end, at which that read-back returned
+//     nothing: a record of an aborted or never committed transaction
+//     (OffsetObservations.Unreturned).
+//
+// Memory is bounded by bitmaps for the records: a few bits per sent record
+// per producer, plus one highest-sequence word per (producer, partition).
+// Acknowledged positions cost 16 bytes per acknowledged record and the
+// offset observations 9 bytes per offset read per topic, so ten million
+// records cost a few hundred megabytes at most.
 package verify
 
 import (

@@ -94,6 +94,61 @@ type ProducerLog struct {
 	// errored.
 	aborted   bitmap
 	uncertain bitmap
+	// acks holds, per sequence, where the cluster said it wrote the
+	// record: its zero value (offset 0) means no position is known, so an
+	// acknowledged record at offset o is stored as o+1.
+	acks []ackSlot
+	// writers lists the distinct producer identities acks named; an
+	// ackSlot's writer is 1 + an index into it (0: unknown). At most
+	// maxWriters are kept, later ones are unknown.
+	writers []Writer
+}
+
+// maxWriters bounds the producer identities a log keeps (one per epoch
+// bump of one producer: a handful in practice).
+const maxWriters = 255
+
+// ackSlot is where one record was acknowledged.
+type ackSlot struct {
+	offsetPlusOne int64
+	partition     int32
+	writer        uint8
+}
+
+// UnknownOffset is Ack.Offset when the cluster gave no offset (acks=0).
+const UnknownOffset = -1
+
+// Ack is what a producer learnt when the cluster acknowledged a record.
+type Ack struct {
+	Partition int32
+	// Offset is where the record was written, or UnknownOffset.
+	Offset int64
+	Writer
+}
+
+// Writer names the producer session that wrote a record, as far as it is
+// known: ProducerID is -1 for a producer without one (not idempotent), and
+// TransactionalID is empty for a non-transactional producer.
+type Writer struct {
+	TransactionalID string
+	ProducerID      int64
+	ProducerEpoch   int16
+}
+
+// String renders "producer id 1000 epoch 2, transactional id t-1", or ""
+// when nothing is known.
+func (w Writer) String() string {
+	text := ""
+	if w.ProducerID >= 0 {
+		text = fmt.Sprintf("producer id %d epoch %d", w.ProducerID, w.ProducerEpoch)
+	}
+	if w.TransactionalID != "" {
+		if text != "" {
+			text += ", "
+		}
+		text += "transactional id " + w.TransactionalID
+	}
+	return text
 }
 
 // RecordSent notes that the record with sequence seq was handed to the
@@ -114,11 +169,54 @@ func (p *ProducerLog) RecordSent(seq uint64, fate Fate) error {
 	return nil
 }
 
-// RecordAcknowledged notes that the cluster acknowledged seq.
-func (p *ProducerLog) RecordAcknowledged(seq uint64) {
+// RecordAcknowledged notes that the cluster acknowledged seq, written
+// where at says (at.Offset may be UnknownOffset).
+func (p *ProducerLog) RecordAcknowledged(seq uint64, at Ack) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.acknowledged.set(seq)
-	p.mu.Unlock()
+	if at.Offset < 0 {
+		return
+	}
+	for uint64(len(p.acks)) <= seq {
+		p.acks = append(p.acks, make([]ackSlot, max(len(p.acks), 64))...)
+	}
+	p.acks[seq] = ackSlot{offsetPlusOne: at.Offset + 1, partition: at.Partition, writer: p.writerIndex(at.Writer)}
+}
+
+// writerIndex returns 1 + the index of w in p.writers, adding it if there
+// is room (0 when there is none). The caller holds p.mu.
+func (p *ProducerLog) writerIndex(w Writer) uint8 {
+	for index, known := range p.writers {
+		if known == w {
+			return uint8(index + 1)
+		}
+	}
+	if len(p.writers) >= maxWriters {
+		return 0
+	}
+	p.writers = append(p.writers, w)
+	return uint8(len(p.writers))
+}
+
+// Acknowledged returns where seq was acknowledged, if its offset is known.
+func (p *ProducerLog) Acknowledged(seq uint64) (Ack, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ackedAt(seq)
+}
+
+// ackedAt is Acknowledged for a caller holding p.mu.
+func (p *ProducerLog) ackedAt(seq uint64) (Ack, bool) {
+	if seq >= uint64(len(p.acks)) || p.acks[seq].offsetPlusOne == 0 {
+		return Ack{Offset: UnknownOffset, Writer: Writer{ProducerID: -1}}, false
+	}
+	slot := p.acks[seq]
+	at := Ack{Partition: slot.partition, Offset: slot.offsetPlusOne - 1, Writer: Writer{ProducerID: -1}}
+	if slot.writer > 0 {
+		at.Writer = p.writers[slot.writer-1]
+	}
+	return at, true
 }
 
 // RecordErrored notes that producing seq failed: it may or may not have been
