@@ -24,15 +24,16 @@ type readerSpec struct {
 
 // readersFor lists a plan's verification reads: read_committed of the
 // topic every mode; read_uncommitted too for the transactional mode (aborted
-// records must be there, and counted, but not lost); for the pipeline, the
-// output (stage 1) and the input it consumed.
+// records must be there, and counted, but not lost); for a run whose
+// consume stage writes a topic (eos-pipeline, at-least-once's relay), each
+// stage's output and the input (see stageReaders).
 func readersFor(plan runPlan) []readerSpec {
-	switch plan.mode {
-	case ModeTransactional:
+	switch {
+	case plan.outputTopic != "":
+		return plan.stageReaders()
+	case plan.mode == ModeTransactional:
 		return []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}, {plan.topic, verify.ReadUncommitted, 0, false}}
-	case ModeEOSPipeline:
-		return []readerSpec{{plan.outputTopic, verify.ReadCommitted, 1, false}, {plan.topic, verify.ReadCommitted, 0, false}}
-	case ModeConsumerDedup:
+	case plan.mode == ModeConsumerDedup:
 		return []readerSpec{{plan.topic, verify.ReadCommitted, 0, true}}
 	}
 	return []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}}

@@ -56,9 +56,9 @@ func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAc
 	p.runWorkers(workers, func(index int) error {
 		return slots[index].supervise(ctx, l, p, time.Duration(action.RestartAfter))
 	})
-	p.crashes = func() { scheduleCrashes(ctx, l, action, slots) }
+	p.schedule = func() { scheduleCrashes(ctx, l, action, slots) }
 	if usesDatabase(plan.mode) {
-		p.crashes = func() { scheduleStageCrashes(ctx, l, action, slots) }
+		p.schedule = func() { scheduleStageCrashes(ctx, l, action, slots) }
 	}
 	return p, nil
 }

@@ -142,12 +142,16 @@ func seekOffsets(assigned map[string]map[int32]kgo.Offset, input string, stored 
 	return assigned
 }
 
-// work polls and processes until ctx ends or processing fails.
-func (s *dbStage) work(ctx context.Context) error {
+// work polls and processes until ctx ends or processing fails, or, under
+// group-churn (leave not nil), until it ends a database transaction with
+// a rollback to leave the group.
+func (s *dbStage) work(ctx context.Context, leave *departure) error {
 	defer s.client.Close()
 	polls := pollWatchOf(s.client) // the poll checker's (polls.go)
 	for ctx.Err() == nil {
-		fetches := s.client.PollFetches(ctx)
+		pollCtx, cancel := leave.pollContext(ctx)
+		fetches := s.client.PollFetches(pollCtx)
+		cancel()
 		polls.fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			s.client.AllowRebalance()
@@ -160,15 +164,27 @@ func (s *dbStage) work(ctx context.Context) error {
 		}
 		if fetches.NumRecords() == 0 {
 			s.client.AllowRebalance()
+			if leave.requested() {
+				leave.leftIdle()
+				return nil
+			}
 			if reason := s.metrics.unsupportedMode(); reason != "" {
 				return errors.New(reason)
 			}
 			continue
 		}
-		err := s.process(ctx, fetches)
+		commit := leave.commitNext()
+		committed, err := s.process(ctx, fetches, commit)
 		s.client.AllowRebalance()
 		if err != nil {
 			return err
+		}
+		if !commit {
+			leave.aborted(fetches.NumRecords())
+			return nil
+		}
+		if committed {
+			leave.committed(fetches)
 		}
 	}
 	return nil
@@ -182,9 +198,16 @@ var errOffsetConflict = errors.New("stored offsets changed under this worker")
 // (lock timeouts, a unique-key race with another worker).
 const maxTransactionAttempts = 5
 
+// errLeaving ends a database transaction with a rollback: its worker
+// leaves the group (group-churn).
+var errLeaving = errors.New("rolled back: the worker leaves the group")
+
 // process commits one poll's records to the database (retrying transient
-// failures), then marks them for Kafka's commit (consumer-dedup).
-func (s *dbStage) process(ctx context.Context, fetches kgo.Fetches) error {
+// failures), then marks them for Kafka's commit (consumer-dedup). When
+// commit is false (a worker leaving under group-churn) it writes them in a
+// database transaction and rolls it back, marking nothing. It reports
+// whether the poll was committed to the database.
+func (s *dbStage) process(ctx context.Context, fetches kgo.Fetches, commit bool) (bool, error) {
 	byPartition := make(map[int32][]*kgo.Record)
 	var all []*kgo.Record
 	fetches.EachRecord(func(record *kgo.Record) {
@@ -195,25 +218,27 @@ func (s *dbStage) process(ctx context.Context, fetches kgo.Fetches) error {
 	})
 	var err error
 	for attempt := range maxTransactionAttempts {
-		err = s.transact(ctx, byPartition)
+		err = s.transact(ctx, byPartition, commit)
 		switch {
 		case err == nil:
 			if s.spec.mode == ModeConsumerDedup {
 				s.client.MarkCommitRecords(all...)
 			}
-			return nil
+			return true, nil
+		case errors.Is(err, errLeaving):
+			return false, nil
 		case errors.Is(err, errOffsetConflict):
 			s.stats.conflicts.Add(1)
-			return s.seekAgain(ctx, byPartition)
+			return false, s.seekAgain(ctx, byPartition)
 		case ctx.Err() != nil:
-			return nil // stopping: the poll stays uncommitted, as after a crash
+			return false, nil // stopping: the poll stays uncommitted, as after a crash
 		}
 		s.metrics.recordError(err)
 		if !sleepUntil(ctx, time.Now().Add(faultRetryBackoff(attempt))) {
-			return nil
+			return false, nil
 		}
 	}
-	return fmt.Errorf("%s worker %s: %w", s.spec.mode, s.spec.worker, err)
+	return false, fmt.Errorf("%s worker %s: %w", s.spec.mode, s.spec.worker, err)
 }
 
 // seekAgain moves the poll's partitions back to their stored offsets.
@@ -237,8 +262,9 @@ func (s *dbStage) seekAgain(ctx context.Context, byPartition map[int32][]*kgo.Re
 
 // transact writes one poll in one database transaction: for
 // external-offsets the rows and the advanced offsets, for consumer-dedup
-// the rows of keys not seen and the keys.
-func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Record) error {
+// the rows of keys not seen and the keys. Without commit it rolls the
+// transaction back once everything is written and returns errLeaving.
+func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Record, commit bool) error {
 	tx, err := s.db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -270,6 +296,9 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 	}
 	if s.crashAt != nil {
 		s.crashAt(crashInTransaction, len(rows))
+	}
+	if !commit {
+		return errLeaving // the deferred Rollback ends it
 	}
 	started := time.Now()
 	if err := tx.Commit(); err != nil {
@@ -442,6 +471,6 @@ func startDBStage(ctx context.Context, l *loadRun) (*pipeline, error) {
 		}
 		stages = append(stages, stage)
 	}
-	p.runWorkers(workers, func(index int) error { return stages[index].work(ctx) })
+	p.runWorkers(workers, func(index int) error { return stages[index].work(ctx, nil) })
 	return p, nil
 }

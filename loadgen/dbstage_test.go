@@ -249,7 +249,7 @@ func TestExternalOffsetsSeekToStoredOffsetOnAssignment(t *testing.T) {
 	}
 	stageCtx, stopStage := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- stage.work(stageCtx) }()
+	go func() { done <- stage.work(stageCtx, nil) }()
 	for {
 		stored, err := db.loadOffsets(ctx, topic, []int32{0})
 		if err != nil {

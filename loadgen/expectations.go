@@ -24,12 +24,14 @@ const (
 type sign uint8
 
 const (
-	signNone          sign = iota // no faults: nothing to show
-	signFaultFired                // at least one fault fired
-	signDuplicates                // duplicates appeared (acks lost without idempotence)
-	signZombieWrites              // a fenced zombie producer tried to write
-	signConsumerCrash             // a pipeline worker was killed
-	signProcessFault              // a launched broker was killed or paused
+	signNone            sign = iota // no faults: nothing to show
+	signFaultFired                  // at least one fault fired
+	signDuplicates                  // duplicates appeared (acks lost without idempotence)
+	signZombieWrites                // a fenced zombie producer tried to write
+	signConsumerCrash               // a pipeline worker was killed
+	signProcessFault                // a launched broker was killed or paused
+	signGroupChurn                  // a wave joined mid-run and a worker aborted a transaction to leave
+	signChurnDuplicates             // signGroupChurn, and duplicates appeared (at-least-once's relay)
 )
 
 // expectation is one cell of the expectations table: the bounds a delivery
@@ -58,6 +60,17 @@ type expectation struct {
 // not bounded), and may reorder as its at-least-once input does;
 // external-offsets' table must hold every input record exactly once, in
 // order.
+//
+// Under group-churn (workers abort their open transaction and leave,
+// waves join): eos-pipeline and external-offsets keep their bounds (0
+// lost, 0 duplicated, in order); at-least-once's relay must lose nothing
+// and must show duplicates — each worker that leaves has produced the
+// poll it did not commit, which the partition's next owner produces again
+// — or the fault did not act; consumer-dedup keeps its bounds too: a
+// leaving worker rolls its database transaction back, so only records
+// committed to the database but not yet auto-committed to Kafka (about a
+// second's worth) come again, far inside the dedup window, which drops
+// them (copies beyond the window would be counted unprotected).
 func expectationFor(plan faults.Plan, mode string) expectation {
 	e := expectation{sign: signNone}
 	if mode == ModeConsumerDedup {
@@ -83,6 +96,10 @@ func expectationFor(plan faults.Plan, mode string) expectation {
 		e.sign = signZombieWrites
 	case hasClient(plan, faults.ClientConsumerCrash):
 		e.sign = signConsumerCrash
+	case relays(plan, mode):
+		e.sign = signChurnDuplicates
+	case hasClient(plan, faults.ClientGroupChurn):
+		e.sign = signGroupChurn
 	case plan.NeedsProcesses() && !plan.NeedsProxy():
 		e.sign = signProcessFault
 	}
@@ -128,6 +145,10 @@ func (e expectation) describe() string {
 		text += "; a consume worker must be killed"
 	case signProcessFault:
 		text += "; a broker must be killed or paused"
+	case signGroupChurn:
+		text += "; a wave must join and a worker abort and leave"
+	case signChurnDuplicates:
+		text += "; a wave must join, a worker abort and leave, dup > 0 shows it acted"
 	}
 	return text
 }
@@ -137,6 +158,7 @@ type evidence struct {
 	faultsFired       int64
 	faultCounts       map[faults.Kind]int64
 	zombieWrites      int64 // records or commits the zombie tried after it was fenced
+	churnAborts       int64 // transactions with records group-churn workers aborted to leave
 	offenders         map[string][]string
 	loadErr           error
 	notApplicableNote string
@@ -245,14 +267,17 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 }
 
 // stalledPipeline reports whether a consume stage's (eos-pipeline,
-// consumer-dedup, external-offsets) only broken bound is output records
-// missing because its workers did not catch up.
+// consumer-dedup, external-offsets, at-least-once's relay) only broken
+// bound is output records missing because its workers did not catch up
+// (the drain's "pipeline committed" error says they did not).
 func stalledPipeline(run *report.Run, proof evidence) bool {
-	if !hasConsumeStage(run.Mode) || proof.loadErr == nil || !strings.Contains(proof.loadErr.Error(), "pipeline committed") {
+	if proof.loadErr == nil || !strings.Contains(proof.loadErr.Error(), "pipeline committed") {
 		return false
 	}
 	seen := observe(run)
-	return seen.duplicated == 0 && seen.reordered == 0 && seen.abortedVisible == 0 && seen.phantom == 0 &&
+	// At-least-once's relay (group-churn) may duplicate and reorder.
+	relayed := run.Mode == ModeAtLeastOnce
+	return (seen.duplicated == 0 || relayed) && (seen.reordered == 0 || relayed) && seen.abortedVisible == 0 && seen.phantom == 0 &&
 		seen.inconsistent == 0 && seen.pollSkips == 0 && seen.nonMonotonic == 0
 }
 
@@ -287,6 +312,15 @@ func missingSign(want sign, seen observedCounts, proof evidence) string {
 		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 {
 			return "no broker was killed or paused"
 		}
+	case signGroupChurn, signChurnDuplicates:
+		switch {
+		case proof.faultCounts[faults.KindGroupJoin] == 0:
+			return "no wave of workers joined mid-run"
+		case proof.churnAborts == 0:
+			return "no worker aborted a transaction with records to leave"
+		case want == signChurnDuplicates && seen.duplicated == 0:
+			return fmt.Sprintf("%d transactions aborted to leave but 0 duplicates: the fault did not act on this mode", proof.churnAborts)
+		}
 	}
 	return ""
 }
@@ -317,6 +351,9 @@ func describeObserved(seen observedCounts, run *report.Run, proof evidence, plan
 	}
 	if hasClient(plan, faults.ClientZombieProducer) {
 		text += fmt.Sprintf("; zombie post-fence writes %d", proof.zombieWrites)
+	}
+	if hasClient(plan, faults.ClientGroupChurn) {
+		text += fmt.Sprintf("; aborted to leave %d", proof.churnAborts)
 	}
 	return text + describeApplication(run.Application, seen)
 }

@@ -28,6 +28,12 @@ type loadRun struct {
 	// zombieWrites counts records a fenced zombie producer sent, and
 	// commits it began, after it was resumed.
 	zombieWrites atomic.Int64
+	// churnAborts counts transactions with records that group-churn
+	// workers ended with an abort to leave the group.
+	churnAborts atomic.Int64
+	// admin is the run's admin client (group-churn removes static
+	// members with it).
+	admin *kgo.Client
 	// stats counts what the application-level machinery did (shared,
 	// atomics).
 	stats *applicationStats
@@ -66,17 +72,21 @@ const stageSettleTimeout = 20 * time.Second
 
 // startStage starts the plan's consume stage, if it has one (the
 // eos-pipeline workers, or the database stage of consumer-dedup and
-// external-offsets, as subprocesses under consumer-crash), and waits until
-// its group has assigned every input partition.
+// external-offsets, as subprocesses under consumer-crash; under
+// group-churn, wave 0 of its churning workers, at-least-once's relay
+// included), and waits until its group has assigned every input partition.
 func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 	plan := l.plan
-	if !hasConsumeStage(plan.mode) {
+	if !runsConsumeStage(plan.faults, plan.mode) {
 		return nil, nil
 	}
 	var workers *pipeline
 	var err error
 	action, crash := clientAction(plan.faults, faults.ClientConsumerCrash)
+	churn, churning := clientAction(plan.faults, faults.ClientGroupChurn)
 	switch {
+	case churning:
+		workers, err = startChurnStage(ctx, l, churn)
 	case crash:
 		workers, err = startWorkerPipeline(ctx, l, action)
 	case plan.mode == ModeEOSPipeline:
@@ -87,9 +97,11 @@ func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !workers.watch.waitSettled(ctx, plan.workload.Partitions, time.Now().Add(stageSettleTimeout)) {
+	// Every stage of a chain (group-churn) reads a topic of Partitions.
+	partitions := plan.workload.Partitions * chainedStages(plan.faults, plan.mode)
+	if !workers.watch.waitSettled(ctx, partitions, time.Now().Add(stageSettleTimeout)) {
 		l.env.note("the consume group did not assign all %d partitions within %s; the load started anyway",
-			plan.workload.Partitions, stageSettleTimeout)
+			partitions, stageSettleTimeout)
 	}
 	return workers, nil
 }
@@ -101,11 +113,11 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *p
 	plan, workload, metrics := l.plan, l.plan.workload, l.metrics
 	drain := time.Duration(workload.Drain)
 	finalTopic, readCommitted := plan.topic, plan.mode == ModeTransactional
-	if plan.mode == ModeEOSPipeline {
+	if plan.outputTopic != "" {
 		finalTopic, readCommitted = plan.outputTopic, true
 	}
-	if workers != nil && workers.crashes != nil {
-		go workers.crashes()
+	if workers != nil && workers.schedule != nil {
+		go workers.schedule()
 	}
 	var consumers *liveConsumers
 	// The database stages measure end-to-end latency at their commits.

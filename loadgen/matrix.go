@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
 // MatrixEntry is one row of a workload's fault matrix: delivery modes run
@@ -76,9 +77,13 @@ func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, e
 	var runs []runPlan
 	for i, entry := range entries {
 		cellWorkload := workload
-		if entry.Duration > 0 {
+		switch {
+		case entry.Duration > 0:
 			cellWorkload.Duration = entry.Duration
+		case plans[i].Duration > 0:
+			cellWorkload.Duration = max(workload.Duration, Duration(plans[i].Duration))
 		}
+		cellWorkload.Partitions = max(workload.Partitions, plans[i].Partitions)
 		modes := entry.Modes
 		if len(modes) == 0 {
 			modes = workload.Modes
@@ -95,15 +100,50 @@ func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, e
 				}
 				run.topicSuffix = strings.NewReplacer("@", "-", ".", "_", ":", ".").Replace(run.name)
 				run.topic = "exactly." + runIDText + "." + run.topicSuffix
-				if mode == ModeEOSPipeline {
+				if mode == ModeEOSPipeline || relays(plans[i], mode) {
 					run.topic += ".in"
 					run.outputTopic = "exactly." + runIDText + "." + run.topicSuffix + ".out"
+					for stage := 1; stage < chainedStages(plans[i], mode); stage++ {
+						run.chainTopics = append(run.chainTopics, fmt.Sprintf("exactly.%s.%s.s%d", runIDText, run.topicSuffix, stage))
+					}
 				}
 				runs = append(runs, run)
 			}
 		}
 	}
 	return runs, nil
+}
+
+// chainedStages is the number of chained consume-transform-produce
+// stages of a run of mode under plan: group-churn's stages for
+// eos-pipeline, else 1.
+func chainedStages(plan faults.Plan, mode string) int {
+	if action, ok := clientAction(plan, faults.ClientGroupChurn); ok && mode == ModeEOSPipeline {
+		return action.ChainedStages()
+	}
+	return 1
+}
+
+// stageTopics lists, for a run whose consume stage writes a topic, the
+// topics of its chain: the input, then what each stage writes (the last
+// is outputTopic). Stage k reads stageTopics()[k-1].
+func (plan runPlan) stageTopics() []string {
+	if plan.outputTopic == "" {
+		return []string{plan.topic}
+	}
+	return append(append([]string{plan.topic}, plan.chainTopics...), plan.outputTopic)
+}
+
+// stageReaders are the verification reads of such a run: each stage's
+// output read_committed, the last stage first, each record expected with
+// its stage's number, then the input the first stage consumed.
+func (plan runPlan) stageReaders() []readerSpec {
+	topics := plan.stageTopics()
+	readers := make([]readerSpec, 0, len(topics))
+	for stage := len(topics) - 1; stage >= 0; stage-- {
+		readers = append(readers, readerSpec{topics[stage], verify.ReadCommitted, uint8(stage), false})
+	}
+	return readers
 }
 
 // commitIntervals lists the runs of one mode: one per commit interval for
@@ -134,6 +174,21 @@ func clientAction(plan faults.Plan, kind faults.ClientActionKind) (faults.Client
 	return faults.ClientAction{}, false
 }
 
+// PlanModes lists the modes a plan's client faults restrict it to, for
+// help text: nil when it applies to every mode (launched brokers aside).
+func PlanModes(plan faults.Plan) []string {
+	var modes []string
+	for _, mode := range AllModes {
+		if notApplicable(plan, mode, true) == "" {
+			modes = append(modes, mode)
+		}
+	}
+	if len(modes) == len(AllModes) {
+		return nil
+	}
+	return modes
+}
+
 // notApplicable says why a plan cannot run in a mode against a target, or
 // "" when it can. launched reports whether the target's brokers are
 // processes the load generator launched (or can launch).
@@ -147,6 +202,8 @@ func notApplicable(plan faults.Plan, mode string, launched bool) string {
 			return "not-applicable (zombie-producer needs the transactional mode)"
 		case action.Action == faults.ClientConsumerCrash && !hasConsumeStage(mode):
 			return "not-applicable (consumer-crash needs a consume stage: eos-pipeline, consumer-dedup or external-offsets)"
+		case action.Action == faults.ClientGroupChurn && !slices.Contains(GroupChurnModes, mode):
+			return "not-applicable (group-churn needs a consume stage: " + strings.Join(GroupChurnModes, ", ") + ")"
 		}
 	}
 	return ""

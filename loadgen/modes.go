@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
 )
 
 // Delivery modes. Each maps to producer (and, for reads, consumer) settings
@@ -69,6 +71,23 @@ func usesDatabase(mode string) bool {
 // consumer-crash fault can kill.
 func hasConsumeStage(mode string) bool {
 	return mode == ModeEOSPipeline || usesDatabase(mode)
+}
+
+// GroupChurnModes are the modes the group-churn fault applies to: those
+// with a consume stage, and at-least-once, which runs one (its relay, the
+// classic at-least-once consume-produce loop) only under group-churn.
+var GroupChurnModes = []string{ModeAtLeastOnce, ModeEOSPipeline, ModeConsumerDedup, ModeExternalOffsets}
+
+// relays reports whether a run of mode under plan has at-least-once's
+// relay stage: the input topic is relayed to an output topic.
+func relays(plan faults.Plan, mode string) bool {
+	return mode == ModeAtLeastOnce && hasClient(plan, faults.ClientGroupChurn)
+}
+
+// runsConsumeStage reports whether a run of mode under plan has a
+// consume stage.
+func runsConsumeStage(plan faults.Plan, mode string) bool {
+	return hasConsumeStage(mode) || relays(plan, mode)
 }
 
 // BaselineMode is the mode whose throughput other runs are compared with.
@@ -141,6 +160,7 @@ func clientSettings(plan runPlan) map[string]string {
 		settings["isolation.level"] = "read_committed"
 	}
 	applicationSettings(plan, settings)
+	churnSettings(plan, settings)
 	return settings
 }
 

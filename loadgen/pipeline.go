@@ -16,7 +16,10 @@ import (
 // one transaction per poll, write each record (its header's stage set to 1)
 // to the same partition of the output topic and commit the consumed offsets.
 // committed counts output records of committed transactions (shared,
-// atomic); each worker goroutine owns its session.
+// atomic), or, under group-churn, the distinct input records committed
+// (see identityCounter); each worker goroutine owns its session. The other
+// consume stages (database stages, the at-least-once relay) reuse the
+// type for its counter, watch and stop.
 type pipeline struct {
 	committed liveCounter
 	cancel    context.CancelFunc
@@ -29,10 +32,14 @@ type pipeline struct {
 	onBegin func()
 	onEnd   func(committed int64)
 	// watch follows the workers' partition assignments (startStage waits
-	// for it to settle); crashes, when set, runs the consumer-crash
-	// schedule once the load's clock has started.
-	watch   *assignmentWatch
-	crashes func()
+	// for it to settle); schedule, when set, runs the client fault's
+	// schedule (consumer-crash, group-churn) once the load's clock has
+	// started.
+	watch    *assignmentWatch
+	schedule func()
+	// identities, when set (group-churn), counts the distinct records the
+	// last stage committed into committed, instead of output records.
+	identities *identityCounter
 }
 
 // pipelineSessionSpec is one worker's session settings, in process or in a
@@ -140,18 +147,22 @@ func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*pip
 		sessions = append(sessions, session)
 	}
 	p.runWorkers(workers, func(index int) error {
-		return p.work(ctx, sessions[index], plan.outputTopic, metrics)
+		return p.work(ctx, sessions[index], stageOutput{plan.outputTopic, 1}, metrics, nil)
 	})
 	return p, nil
 }
 
-// work runs one worker until ctx ends or its session fails.
-func (p *pipeline) work(ctx context.Context, session *kgo.GroupTransactSession, output string, metrics *runMetrics) error {
+// work runs one worker until ctx ends or its session fails, or, under
+// group-churn (leave not nil), until it ends a transaction with an abort
+// to leave the group.
+func (p *pipeline) work(ctx context.Context, session *kgo.GroupTransactSession, output stageOutput, metrics *runMetrics, leave *departure) error {
 	// Close leaves the group; transform ends every transaction it begins.
 	defer session.Close()
 	polls := pollWatchOf(session.Client()) // the poll checker's (polls.go)
 	for ctx.Err() == nil {
-		fetches := session.PollFetches(ctx)
+		pollCtx, cancel := leave.pollContext(ctx)
+		fetches := session.PollFetches(pollCtx)
+		cancel()
 		polls.fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return nil
@@ -162,25 +173,50 @@ func (p *pipeline) work(ctx context.Context, session *kgo.GroupTransactSession, 
 			}
 		}
 		if fetches.NumRecords() == 0 {
+			if leave.requested() {
+				leave.leftIdle()
+				return nil
+			}
 			if reason := metrics.unsupportedMode(); reason != "" {
 				return errors.New(reason)
 			}
 			continue
 		}
-		if err := p.transform(ctx, session, fetches, output, metrics); err != nil {
+		commit := leave.commitNext()
+		committed, err := p.transform(ctx, session, fetches, output, metrics, commit)
+		polls.ended(committed) // an End that did not commit rewinds to the committed offsets
+		if err != nil {
 			return err
+		}
+		if !commit {
+			leave.aborted(fetches.NumRecords())
+			return nil
+		}
+		if committed {
+			leave.committed(fetches)
 		}
 	}
 	return nil
 }
 
-// transform writes one poll's records in one transaction and commits it
-// with the poll's offsets. A transaction aborted because of a rebalance is
-// not an error: the records are consumed again by their new owner.
-func (p *pipeline) transform(ctx context.Context, session *kgo.GroupTransactSession, fetches kgo.Fetches, output string, metrics *runMetrics) error {
+// stageOutput is where a pipeline worker writes: the topic, and the stage
+// number its records carry in their header (1 for eos-pipeline; stage k
+// of a chain under group-churn).
+type stageOutput struct {
+	topic string
+	stage uint8
+}
+
+// transform writes one poll's records in one transaction and ends it:
+// with a commit of the poll's offsets, or, when commit is false, with an
+// abort (a worker leaving under group-churn). A transaction aborted
+// because of a rebalance is not an error: the records are consumed again
+// by their new owner. It reports whether the transaction committed.
+func (p *pipeline) transform(ctx context.Context, session *kgo.GroupTransactSession, fetches kgo.Fetches, output stageOutput,
+	metrics *runMetrics, commit bool) (bool, error) {
 	if err := session.Begin(); err != nil {
 		metrics.recordError(err)
-		return fmt.Errorf("begin: %w", err)
+		return false, fmt.Errorf("begin: %w", err)
 	}
 	if p.onBegin != nil {
 		p.onBegin()
@@ -189,10 +225,10 @@ func (p *pipeline) transform(ctx context.Context, session *kgo.GroupTransactSess
 	var produceErr error
 	fetches.EachRecord(func(record *kgo.Record) {
 		value := append([]byte(nil), record.Value...)
-		if verify.SetStage(value, 1) != nil {
+		if verify.SetStage(value, output.stage) != nil {
 			return // not a loadgen record: nothing to carry over
 		}
-		out := &kgo.Record{Topic: output, Partition: record.Partition, Key: record.Key, Value: value}
+		out := &kgo.Record{Topic: output.topic, Partition: record.Partition, Key: record.Key, Value: value}
 		// Produce is asynchronous; End flushes and fails the commit if any
 		// record failed, so the promise only counts errors.
 		session.Produce(ctx, out, func(_ *kgo.Record, err error) {
@@ -205,9 +241,8 @@ func (p *pipeline) transform(ctx context.Context, session *kgo.GroupTransactSess
 	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	started := time.Now()
-	committed, err := session.End(endCtx, kgo.TryCommit)
+	committed, err := session.End(endCtx, kgo.TransactionEndTry(commit))
 	took := time.Since(started)
-	pollWatchOf(session.Client()).ended(committed) // an End that did not commit rewinds to the committed offsets
 	if err != nil {
 		metrics.recordError(err)
 		produceErr = fmt.Errorf("end transaction: %w", err)
@@ -216,11 +251,13 @@ func (p *pipeline) transform(ctx context.Context, session *kgo.GroupTransactSess
 	if !committed {
 		produced = 0
 	}
-	p.committed.add(produced)
+	if p.identities == nil {
+		p.committed.add(produced)
+	}
 	if p.onEnd != nil {
 		p.onEnd(produced)
 	}
-	return produceErr
+	return committed, produceErr
 }
 
 // stop stops the workers and returns their errors.

@@ -60,9 +60,12 @@ type runPlan struct {
 	// topicSuffix names the run in topic, group and transactional ids.
 	topicSuffix string
 	// topic is where load producers write; outputTopic is the pipeline's
-	// output (empty for other modes).
+	// (or at-least-once's relay's) output, empty for other modes;
+	// chainTopics are the topics between them when stages are chained
+	// (eos-pipeline under group-churn; see stageTopics).
 	topic       string
 	outputTopic string
+	chainTopics []string
 	// appDB is the application database (consumer-dedup,
 	// external-offsets; nil otherwise), databaseDSN where worker
 	// subprocesses connect to it and database its description.
@@ -177,7 +180,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		// Best effort: a target without DeleteTopics keeps the topics.
-		_ = deleteTopics(cleanupCtx, admin, plan.topic, plan.outputTopic)
+		_ = deleteTopics(cleanupCtx, admin, plan.stageTopics()...)
 		if plan.appDB != nil {
 			_ = plan.appDB.deleteRun(cleanupCtx, plan.topic)
 		}
@@ -195,7 +198,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	plan.observations = newRunObservations()
 	ledger, logs := newTrackedLedger(plan)
 	metrics := newRunMetrics(time.Now())
-	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &applicationStats{}}
+	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &applicationStats{}, admin: admin}
 	// A consume stage starts first and the clock once its group settled.
 	workers, stageErr := load.startStage(ctx)
 	start := time.Now()
@@ -223,7 +226,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	run.Retries = metrics.retries.Load()
 	summarizeMetrics(run, metrics, metrics.producersDone)
 	run.LoadStartedAt = start
-	proof = evidence{loadErr: runErr, zombieWrites: load.zombieWrites.Load()}
+	proof = evidence{loadErr: runErr, zombieWrites: load.zombieWrites.Load(), churnAborts: load.churnAborts.Load()}
 	defer func() {
 		run.FaultsFired = env.log.Total()
 		run.FaultEvents = env.events(start)
@@ -252,10 +255,7 @@ func failRun(run *report.Run, err error) {
 func createRunTopics(ctx context.Context, admin *kgo.Client, plan runPlan) error {
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, topic := range []string{plan.topic, plan.outputTopic} {
-		if topic == "" {
-			continue
-		}
+	for _, topic := range plan.stageTopics() {
 		if err := createTopic(setupCtx, admin, topic, plan.workload.Partitions, plan.workload.ReplicationFactor); err != nil {
 			return err
 		}

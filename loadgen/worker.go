@@ -240,7 +240,7 @@ func runPipelineWorker(ctx context.Context, spec workerSpec, reporter *workerRep
 		onBegin: func() { reporter.emit(workerEvent{Event: "open"}) },
 		onEnd:   func(committed int64) { reporter.emit(workerEvent{Event: "committed", Count: committed}) },
 	}
-	return p.work(ctx, session, spec.Output, metrics)
+	return p.work(ctx, session, stageOutput{spec.Output, 1}, metrics, nil)
 }
 
 // readCommands reads the runner's command lines until stdin ends, noting a
@@ -296,5 +296,5 @@ func runDBStageWorker(ctx context.Context, spec workerSpec, reporter *workerRepo
 		select {} // the signal is on its way
 	}
 	reporter.emit(workerEvent{Event: "ready"})
-	return stage.work(ctx)
+	return stage.work(ctx, nil)
 }

@@ -141,7 +141,7 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlagSet("loadgen", "Measures what each delivery guarantee costs under faults and checks every record.\n"+
 		"With no flags: the standard suite (delivery modes x fault plans, broker-level and application-level\n"+
-		"exactly-once side by side, about 4-5 minutes) against the\n"+
+		"exactly-once side by side, about 6 minutes) against the\n"+
 		"embedded broker, with the expectations table; exit status 0 iff no run failed its expectation\n"+
 		"(unsupported, untestable and not-applicable runs are listed, not failed).\n\n"+
 		"Delivery modes, in Kafka's client settings:\n"+
@@ -153,7 +153,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		"  eos-pipeline         consume-transform-produce in one transaction (GroupTransactSession), isolation.level=read_committed\n"+
 		"  single-writer-check  acks=all, enable.idempotence=false, one writer per partition that reads back the tail after an error\n"+
 		"  consumer-dedup       at-least-once producer with unique keys; the consumer drops keys seen within --dedup-window\n"+
-		"  external-offsets     enable.auto.commit=false; results and offsets in one database transaction, seek() on assignment", stderr)
+		"  external-offsets     enable.auto.commit=false; results and offsets in one database transaction, seek() on assignment\n\n"+
+		"Fault plans (--faults; --list-plans names them):\n"+planHelp(), stderr)
 	var flags loadgenFlags
 	flags.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -220,6 +221,24 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return errors.New("at least one run failed its expectation (FAIL or ERROR above)")
 	}
 	return nil
+}
+
+// planHelp lists the shipped fault plans with their descriptions, and
+// the modes a client fault applies to where it does not apply to all.
+func planHelp() string {
+	var text strings.Builder
+	for _, name := range faults.PlanNames() {
+		plan, err := faults.LoadPlan(name)
+		if err != nil {
+			continue // cannot happen: the shipped plans are tested
+		}
+		fmt.Fprintf(&text, "  %-16s %s", name, plan.Description)
+		if modes := loadgen.PlanModes(plan); len(modes) > 0 {
+			fmt.Fprintf(&text, " (modes: %s)", strings.Join(modes, ", "))
+		}
+		text.WriteString("\n")
+	}
+	return strings.TrimSuffix(text.String(), "\n")
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -10,7 +10,10 @@
 //  3. producer crash / zombie — a client fault the runner performs
 //     (ClientAction zombie-producer);
 //  4. broker→consumer RPC lost, consumer crash — drop-response on Fetch or
-//     OffsetCommit, and ClientAction consumer-crash.
+//     OffsetCommit, and ClientAction consumer-crash;
+//  5. consumer-group churn — ClientAction group-churn (GroupChurn): consume
+//     workers join in waves, abort their open transaction and leave, under
+//     rotating balancers and static membership.
 //
 // # Proxy
 //
@@ -54,6 +57,6 @@
 //
 // A Plan (YAML, see LoadPlan) names a seed, proxy rules, process actions
 // and client actions. The shipped plans are none, ack-loss, request-loss,
-// conn-reset, broker-restart, zombie-producer, consumer-crash and
-// fetch-loss.
+// conn-reset, broker-restart, zombie-producer, consumer-crash, group-churn
+// and fetch-loss.
 package faults

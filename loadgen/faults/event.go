@@ -43,6 +43,12 @@ const (
 	// KindConsumerCrash: the runner killed a consume-transform-produce worker
 	// mid-transaction and started a replacement.
 	KindConsumerCrash Kind = "consumer-crash"
+	// KindGroupJoin: a wave of consume workers joined the group
+	// (group-churn).
+	KindGroupJoin Kind = "group-join"
+	// KindGroupLeave: a consume worker ended its open transaction with an
+	// abort and left the group (group-churn).
+	KindGroupLeave Kind = "group-leave"
 )
 
 // NoAPIKey is the APIKey of events that are not about one request

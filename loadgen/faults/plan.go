@@ -22,18 +22,28 @@ import (
 //	name: ack-loss
 //	description: lose 5% of Produce acks
 //	seed: 1                 # makes probabilistic proxy rules reproducible
+//	duration: 12s           # optional: the measured time a run under the plan needs
+//	partitions: 8           # optional: the fewest partitions per topic it needs
 //	rules: [...]            # proxy rules, see Rule
 //	processes: [...]        # faults on brokers the load generator launched, see ProcessAction
 //	clients: [...]          # faults the runner performs on its own clients, see ClientAction
 //
 // Unknown keys are errors.
 type Plan struct {
-	Name        string          `yaml:"name"`
-	Description string          `yaml:"description,omitempty"`
-	Seed        int64           `yaml:"seed"`
-	Rules       []Rule          `yaml:"rules,omitempty"`
-	Processes   []ProcessAction `yaml:"processes,omitempty"`
-	Clients     []ClientAction  `yaml:"clients,omitempty"`
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	Seed        int64  `yaml:"seed"`
+	// Duration, when set, is the measured time a run under the plan needs
+	// at least (its schedule fires until then); a matrix entry's duration
+	// overrides it.
+	Duration Duration `yaml:"duration,omitempty"`
+	// Partitions, when set, is the fewest partitions per topic a run
+	// under the plan needs (group-churn: enough for each worker to hold
+	// several, as TestTxnEtl's 7 to 31).
+	Partitions int             `yaml:"partitions,omitempty"`
+	Rules      []Rule          `yaml:"rules,omitempty"`
+	Processes  []ProcessAction `yaml:"processes,omitempty"`
+	Clients    []ClientAction  `yaml:"clients,omitempty"`
 }
 
 // Schedule says when an action fires: first at After (from the start of
@@ -130,22 +140,32 @@ const (
 	// starts a replacement after RestartAfter; every input record must
 	// still appear exactly once downstream.
 	ClientConsumerCrash ClientActionKind = "consumer-crash"
+	// ClientGroupChurn: the consume stage's group churns, as in franz-go's
+	// TestTxnEtl: workers join in waves (one with the stage, then one at
+	// each firing), some commit LeaveAfter transactions, abort their next
+	// one and leave the group, and the balancer rotates through Phases.
+	// See GroupChurn.
+	ClientGroupChurn ClientActionKind = "group-churn"
 )
 
 // ClientAction is a client fault; the runner reads it and performs it.
 //
 //	clients:
-//	  - action: zombie-producer  # or consumer-crash
+//	  - action: zombie-producer  # or consumer-crash, group-churn
 //	    after: 3s
 //	    every: 10s
 //	    count: 0
 //	    pause: 2s                # zombie-producer: how long the old instance stays frozen
 //	    restart_after: 500ms     # consumer-crash: delay before the replacement worker starts
+//	    workers: 2               # group-churn: see GroupChurn for these three
+//	    leave_after: [0, 2]
+//	    phases: [range, cooperative-sticky, cooperative-sticky-static]
 type ClientAction struct {
 	Action       ClientActionKind `yaml:"action"`
 	Schedule     `yaml:",inline"`
 	Pause        Duration `yaml:"pause,omitempty"`
 	RestartAfter Duration `yaml:"restart_after,omitempty"`
+	GroupChurn   `yaml:",inline"`
 }
 
 // Validate reports an action that cannot run.
@@ -165,8 +185,18 @@ func (a ClientAction) Validate() error {
 		if a.Pause != 0 {
 			return errors.New("pause applies to zombie-producer, not consumer-crash")
 		}
+	case ClientGroupChurn:
+		if a.Pause != 0 || a.RestartAfter != 0 {
+			return errors.New("pause and restart_after do not apply to group-churn")
+		}
+		if err := a.GroupChurn.validate(a.Schedule); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("action %q is not one of [%s %s]", a.Action, ClientZombieProducer, ClientConsumerCrash)
+		return fmt.Errorf("action %q is not one of [%s %s %s]", a.Action, ClientZombieProducer, ClientConsumerCrash, ClientGroupChurn)
+	}
+	if a.Action != ClientGroupChurn && !a.GroupChurn.empty() {
+		return fmt.Errorf("workers, leave_after and phases apply to group-churn, not %s", a.Action)
 	}
 	return a.Schedule.Validate()
 }
@@ -175,6 +205,12 @@ func (a ClientAction) Validate() error {
 func (p Plan) Validate() error {
 	if strings.TrimSpace(p.Name) == "" {
 		return errors.New("name: a plan needs a name")
+	}
+	if p.Duration < 0 {
+		return fmt.Errorf("duration: %s is negative", p.Duration)
+	}
+	if p.Partitions < 0 || p.Partitions > 10_000 {
+		return fmt.Errorf("partitions: %d is outside 0..10000", p.Partitions)
 	}
 	for i, rule := range p.Rules {
 		if err := rule.Validate(); err != nil {

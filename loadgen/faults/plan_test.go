@@ -13,7 +13,7 @@ import (
 
 // Every shipped plan loads, validates and says what the brief asks of it.
 func TestStandardPlans(t *testing.T) {
-	want := []string{"ack-loss", "broker-restart", "conn-reset", "consumer-crash", "fetch-loss", "none", "request-loss", "zombie-producer"}
+	want := []string{"ack-loss", "broker-restart", "conn-reset", "consumer-crash", "fetch-loss", "group-churn", "none", "request-loss", "zombie-producer"}
 	if got := PlanNames(); !slices.Equal(got, want) {
 		t.Fatalf("shipped plans %v, want %v", got, want)
 	}
@@ -44,6 +44,22 @@ func TestStandardPlans(t *testing.T) {
 		"consumer-crash": func(p Plan) bool {
 			c := p.Clients
 			return len(c) == 1 && c[0].Action == ClientConsumerCrash && c[0].Every > 0
+		},
+		"group-churn": func(p Plan) bool {
+			c := p.Clients
+			if len(c) != 1 || c[0].Action != ClientGroupChurn || p.Duration <= 0 || p.Partitions < 2 || c[0].ChainedStages() < 2 {
+				return false
+			}
+			// Every variant of TestTxnEtl's classic protocol, workers that
+			// leave at once and after commits, and waves within the
+			// plan's own duration.
+			var phases []string
+			for _, wave := range c[0].Waves(time.Duration(p.Duration)) {
+				phases = append(phases, wave.Phase.Name)
+			}
+			return slices.Contains(phases, "range") && slices.Contains(phases, "cooperative-sticky") &&
+				slices.Contains(phases, "cooperative-sticky-static") && slices.Contains(c[0].LeaveAfter, 0) &&
+				slices.ContainsFunc(c[0].LeaveAfter, func(n int) bool { return n > 0 })
 		},
 	}
 	for _, name := range want {
@@ -149,6 +165,19 @@ func TestInvalidPlans(t *testing.T) {
 		{"client action", "name: x\nclients: [{action: panic}]", `action "panic"`},
 		{"zombie without pause", "name: x\nclients: [{action: zombie-producer}]", "needs pause"},
 		{"negative count", "name: x\nclients: [{action: consumer-crash, count: -1}]", "count -1"},
+		{"churn without workers", "name: x\nclients: [{action: group-churn, count: 1, phases: [range]}]", "needs workers >= 1"},
+		{"churn without phases", "name: x\nclients: [{action: group-churn, count: 1, workers: 1}]", "needs phases"},
+		{"unbounded churn", "name: x\nclients: [{action: group-churn, every: 1s, workers: 1, phases: [range]}]", "needs count >= 1"},
+		{"churn waves without a period", "name: x\nclients: [{action: group-churn, count: 3, workers: 1, phases: [range]}]", "needs every > 0"},
+		{"unknown balancer", "name: x\nclients: [{action: group-churn, count: 1, workers: 1, phases: [roundabout]}]", `phase "roundabout"`},
+		{"more phases than waves", "name: x\nclients: [{action: group-churn, count: 1, every: 1s, workers: 1, phases: [range, sticky, roundrobin]}]", "cannot cover 3 phases"},
+		{"negative leave_after", "name: x\nclients: [{action: group-churn, count: 1, workers: 1, leave_after: [-1], phases: [range]}]", "leave_after -1"},
+		{"too many churn workers", "name: x\nclients: [{action: group-churn, count: 9, every: 1s, workers: 4, leave_after: [0, 1, 2], phases: [range], stages: 2}]", "more than 64"},
+		{"too many stages", "name: x\nclients: [{action: group-churn, count: 1, workers: 1, phases: [range], stages: 4}]", "stages 4"},
+		{"churn fields on a crash", "name: x\nclients: [{action: consumer-crash, workers: 2}]", "apply to group-churn"},
+		{"pause on churn", "name: x\nclients: [{action: group-churn, count: 1, workers: 1, phases: [range], pause: 1s}]", "do not apply to group-churn"},
+		{"negative plan duration", "name: x\nduration: -1s", "duration: -1s is negative"},
+		{"negative plan partitions", "name: x\npartitions: -2", "partitions: -2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,373 @@
+package loadgen
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/verify"
+)
+
+func loadChurnPlan(t *testing.T) faults.Plan {
+	t.Helper()
+	plan, err := faults.LoadPlan("group-churn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// group-churn applies exactly to the modes with a consume stage, and to
+// at-least-once, whose relay it adds; every other cell is not applicable,
+// saying which modes it needs.
+func TestGroupChurnApplicability(t *testing.T) {
+	plan := loadChurnPlan(t)
+	for _, mode := range AllModes {
+		reason := notApplicable(plan, mode, true)
+		if applies := slices.Contains(GroupChurnModes, mode); applies != (reason == "") {
+			t.Errorf("%s: not-applicable reason %q, want applicable = %v", mode, reason, applies)
+		}
+		if reason != "" && !strings.Contains(reason, strings.Join(GroupChurnModes, ", ")) {
+			t.Errorf("%s: reason %q does not name the modes group-churn needs", mode, reason)
+		}
+	}
+	want := []string{ModeAtLeastOnce, ModeEOSPipeline, ModeConsumerDedup, ModeExternalOffsets}
+	if !slices.Equal(GroupChurnModes, want) {
+		t.Errorf("GroupChurnModes = %v, want %v", GroupChurnModes, want)
+	}
+}
+
+// Under group-churn at-least-once gets a relay (an output topic), the
+// pipeline a chain of the plan's stages, and every cell the plan's
+// duration and partitions when the workload asks for less.
+func TestGroupChurnPlanRuns(t *testing.T) {
+	workload, err := LoadWorkload("standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	workload.Faults = []MatrixEntry{{Plan: "group-churn", Modes: GroupChurnModes}, {Plan: "none", Modes: []string{ModeAtLeastOnce}}}
+	runs, err := planRuns(workload, 0xabc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := loadChurnPlan(t)
+	byName := map[string]runPlan{}
+	for _, run := range runs {
+		byName[run.name] = run
+	}
+	relay, pipeline, dedup := byName["at-least-once:group-churn"], byName["eos-pipeline:group-churn"], byName["consumer-dedup:group-churn"]
+	if relay.outputTopic == "" || len(relay.chainTopics) != 0 || len(relay.stageReaders()) != 2 || relay.stageReaders()[0].stage != 1 {
+		t.Errorf("at-least-once under group-churn: output %q, chain %v, readers %+v", relay.outputTopic, relay.chainTopics, relay.stageReaders())
+	}
+	if stages := plan.Clients[0].ChainedStages(); len(pipeline.stageTopics()) != stages+1 || len(pipeline.chainTopics) != stages-1 {
+		t.Errorf("eos-pipeline under group-churn: topics %v for %d stages", pipeline.stageTopics(), stages)
+	}
+	if readers := pipeline.stageReaders(); readers[0].topic != pipeline.outputTopic || int(readers[0].stage) != len(readers)-1 ||
+		readers[len(readers)-1].topic != pipeline.topic || readers[len(readers)-1].stage != 0 {
+		t.Errorf("eos-pipeline chain readers %+v", readers)
+	}
+	if dedup.outputTopic != "" {
+		t.Errorf("consumer-dedup writes its table, not a topic: output %q", dedup.outputTopic)
+	}
+	if plain := byName["at-least-once:none"]; plain.outputTopic != "" || plain.workload.Partitions != workload.Partitions ||
+		plain.workload.Duration != workload.Duration {
+		t.Errorf("at-least-once without churn: output %q, %d partitions, %s", plain.outputTopic, plain.workload.Partitions, plain.workload.Duration)
+	}
+	if relay.workload.Partitions != plan.Partitions || relay.workload.Duration != Duration(plan.Duration) {
+		t.Errorf("churn cell: %d partitions, %s; the plan needs %d and %s", relay.workload.Partitions, relay.workload.Duration,
+			plan.Partitions, time.Duration(plan.Duration))
+	}
+}
+
+// The expectations under group-churn: exactly once for eos-pipeline and
+// external-offsets, within the window for consumer-dedup, and for
+// at-least-once no loss, with duplicates required as the sign that the
+// fault acted.
+func TestGroupChurnExpectations(t *testing.T) {
+	plan := loadChurnPlan(t)
+	for _, mode := range []string{ModeEOSPipeline, ModeExternalOffsets} {
+		if e := expectationFor(plan, mode); e.lost != mustBeZero || e.duplicated != mustBeZero || e.reordered != mustBeZero || e.sign != signGroupChurn {
+			t.Errorf("%s: %+v", mode, e)
+		}
+	}
+	if e := expectationFor(plan, ModeConsumerDedup); e.lost != mustBeZero || e.duplicated != mustBeZero || e.sign != signGroupChurn {
+		t.Errorf("consumer-dedup: %+v", e)
+	}
+	e := expectationFor(plan, ModeAtLeastOnce)
+	if e.lost != mustBeZero || e.duplicated != mayBePositive || e.sign != signChurnDuplicates {
+		t.Errorf("at-least-once: %+v", e)
+	}
+	churned := evidence{faultsFired: 3, churnAborts: 2, faultCounts: map[faults.Kind]int64{faults.KindGroupJoin: 1, faults.KindGroupLeave: 2}}
+	cases := []struct {
+		name  string
+		want  sign
+		seen  observedCounts
+		proof evidence
+		why   string
+	}{
+		{"acted", signGroupChurn, observedCounts{}, churned, ""},
+		{"no wave", signGroupChurn, observedCounts{}, evidence{churnAborts: 2, faultCounts: map[faults.Kind]int64{faults.KindGroupLeave: 2}}, "no wave"},
+		{"no abort", signGroupChurn, observedCounts{}, evidence{faultCounts: churned.faultCounts}, "no worker aborted"},
+		{"relay without copies", signChurnDuplicates, observedCounts{}, churned, "0 duplicates"},
+		{"relay with copies", signChurnDuplicates, observedCounts{duplicated: 40}, churned, ""},
+	}
+	for _, c := range cases {
+		why := missingSign(c.want, c.seen, c.proof)
+		if (c.why == "") != (why == "") || !strings.Contains(why, c.why) {
+			t.Errorf("%s: missing sign %q, want %q", c.name, why, c.why)
+		}
+	}
+}
+
+// A departure lets a worker commit afterCommits polls, then asks it to
+// abort the next; once its phase ends it aborts whatever comes next.
+func TestDepartureCommitsThenLeaves(t *testing.T) {
+	var left []int
+	leave := make(chan struct{})
+	d := &departure{afterCommits: 2, leave: leave, onLeft: func(records, commits int) { left = append(left, records, commits) }}
+	for range 2 {
+		if !d.commitNext() {
+			t.Fatalf("after %d commits the worker must still commit", d.commits)
+		}
+		d.committed(nil)
+	}
+	if d.commitNext() {
+		t.Fatal("after 2 commits the worker must abort its next poll")
+	}
+	d.aborted(7)
+	if !slices.Equal(left, []int{7, 2}) {
+		t.Fatalf("left reported %v, want 7 records after 2 commits", left)
+	}
+	stays := &departure{afterCommits: -1, leave: leave}
+	if !stays.commitNext() || stays.requested() {
+		t.Fatal("a worker that stays commits until its phase ends")
+	}
+	close(leave)
+	if stays.commitNext() || !stays.requested() {
+		t.Fatal("once its phase ended a worker aborts and leaves")
+	}
+	var none *departure // no churn: always commit, never leave
+	if !none.commitNext() || none.requested() {
+		t.Fatal("a nil departure must commit and stay")
+	}
+}
+
+// The identity counter counts each load record once, however often the
+// stage commits it, and ignores values without a loadgen header.
+func TestIdentityCounterCountsDistinctRecords(t *testing.T) {
+	counter := newIdentityCounter(newLiveCounter())
+	record := func(producer uint32, seq uint64) *kgo.Record {
+		return &kgo.Record{Value: verify.NewValue(verify.Header{RunID: 1, Producer: producer, Sequence: seq, Stage: 1}, 64)}
+	}
+	poll := func(records ...*kgo.Record) kgo.Fetches {
+		return kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{{Records: records}}}}}}
+	}
+	counter.commit(poll(record(0, 1), record(0, 2), record(1, 1)))
+	counter.commit(poll(record(0, 2), record(1, 1), record(1, 2), &kgo.Record{Value: []byte("not a loadgen record")}))
+	if got := counter.counter.load(); got != 4 {
+		t.Fatalf("counted %d, want 4 distinct records", got)
+	}
+}
+
+// At-least-once's relay is the classic loop: a worker that leaves after
+// producing a poll it did not commit leaves that poll's records to the
+// partition's next owner, who produces them again. Every input record
+// reaches the output, and exactly the aborted poll's records twice.
+func TestRelayLeavesDuplicatesNotLosses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	target := newKfakeTarget(t)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(target.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	const partitions = 2
+	spec := relaySpec{options: []kgo.Opt{kgo.SeedBrokers(target.Bootstrap()...)}, group: "relay-test", input: "relay.in", output: "relay.out"}
+	for _, topic := range []string{spec.input, spec.output} {
+		if err := createTopic(ctx, admin, topic, partitions, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := uint64(0)
+	produce := func(count int) {
+		t.Helper()
+		var records []*kgo.Record
+		for range count {
+			value := verify.NewValue(verify.Header{RunID: 1, Sequence: next}, 64)
+			records = append(records, &kgo.Record{Topic: spec.input, Partition: int32(next % partitions), Value: value})
+			next++
+		}
+		if err := admin.ProduceSync(ctx, records...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metrics := newRunMetrics(time.Now())
+	counter := newIdentityCounter(newLiveCounter())
+	committed, left := make(chan struct{}, 16), make(chan int, 1)
+	first := &departure{afterCommits: 1, leave: make(chan struct{}),
+		onCommitted: func(fetches kgo.Fetches) { counter.commit(fetches); committed <- struct{}{} },
+		onLeft:      func(records, _ int) { left <- records }}
+	spec.clientID = "relay-0"
+	worker, err := newRelay(spec, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- worker.work(ctx, first) }()
+	produce(40)
+	waitSignal(ctx, t, committed, "the first worker's commit")
+	produce(60) // the first worker relays some of these, does not commit them, and leaves
+	var aborted int
+	select {
+	case aborted = <-left:
+	case <-ctx.Done():
+		t.Fatal("the first worker did not leave")
+	}
+	if err := <-done; err != nil || aborted == 0 {
+		t.Fatalf("first worker: %v, aborted poll of %d records", err, aborted)
+	}
+	spec.clientID = "relay-1"
+	second, err := newRelay(spec, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stayCtx, stop := context.WithCancel(ctx)
+	go func() {
+		done <- second.work(stayCtx, &departure{afterCommits: -1, leave: make(chan struct{}), onCommitted: counter.commit})
+	}()
+	if !counter.counter.waitFor(100, time.Now().Add(30*time.Second)) {
+		t.Fatalf("the relay committed %d of 100 records", counter.counter.load())
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	copies := readOutputCopies(ctx, t, admin, target.Bootstrap(), spec.output, partitions)
+	duplicated := 0
+	for seq := range next {
+		switch n := copies[seq]; {
+		case n == 0:
+			t.Errorf("record %d lost", seq)
+		case n > 1:
+			duplicated += n - 1
+		}
+	}
+	if duplicated != aborted {
+		t.Fatalf("%d duplicates, want the %d records of the poll the first worker did not commit", duplicated, aborted)
+	}
+}
+
+func waitSignal(ctx context.Context, t *testing.T, signal <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-signal:
+	case <-ctx.Done():
+		t.Fatalf("waiting for %s: %v", what, ctx.Err())
+	}
+}
+
+// readOutputCopies reads topic to its end and counts the copies of each
+// sequence number (stage 1 records only).
+func readOutputCopies(ctx context.Context, t *testing.T, admin *kgo.Client, bootstrap []string, topic string, partitions int) map[uint64]int {
+	t.Helper()
+	ends, err := endOffsets(ctx, admin, topic, partitions, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remaining := int64(0)
+	for _, end := range ends {
+		remaining += end
+	}
+	reader, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	copies := map[uint64]int{}
+	for remaining > 0 {
+		fetches := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: %d records left: %v", topic, remaining, ctx.Err())
+		}
+		fetches.EachRecord(func(record *kgo.Record) {
+			remaining--
+			header, err := verify.DecodeHeader(record.Value)
+			if err != nil || header.Stage != 1 {
+				t.Errorf("output record %s[%d]@%d: header %+v, %v", topic, record.Partition, record.Offset, header, err)
+				return
+			}
+			copies[header.Sequence]++
+		})
+	}
+	return copies
+}
+
+// churnMatrixPlan is a compact group-churn plan for tests: three waves a
+// second apart over two phases (the second static), two chained stages.
+func churnMatrixPlan(t *testing.T) string {
+	t.Helper()
+	path := t.TempDir() + "/churn.yaml"
+	text := `name: churn
+seed: 1
+duration: 4s
+partitions: 4
+clients:
+  - action: group-churn
+    after: 1s
+    every: 1s
+    count: 2
+    workers: 1
+    leave_after: [0, 1]
+    phases: [cooperative-sticky, cooperative-sticky-static]
+    stages: 2
+`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Under group-churn on our broker (initial rebalance delay off, so each
+// wave settles at once): eos-pipeline (two chained stages) and
+// external-offsets keep every record exactly once, at-least-once's relay
+// loses none and shows the duplicates its leaving workers leave behind.
+func TestGroupChurnAgainstEmbeddedBroker(t *testing.T) {
+	workload := matrixWorkload(t, MatrixEntry{Plan: churnMatrixPlan(t), Modes: []string{ModeEOSPipeline, ModeAtLeastOnce, ModeExternalOffsets}})
+	results := runMatrix(t, newQuickGroupsEmbedded(t), workload)
+	logMatrix(t, results)
+	for _, run := range results.Runs {
+		seen := observe(run)
+		counts := map[string]int{}
+		for _, event := range run.FaultEvents {
+			counts[event.Kind]++
+		}
+		if run.Status != report.StatusPass || seen.lost != 0 || counts[string(faults.KindGroupJoin)] == 0 || counts[string(faults.KindGroupLeave)] == 0 {
+			t.Errorf("%s: %s (%s), events %v", run.Name, run.Status, run.Reason, counts)
+		}
+		if wantCopies := run.Mode == ModeAtLeastOnce; (seen.duplicated > 0) != wantCopies {
+			t.Errorf("%s: %d duplicates", run.Name, seen.duplicated)
+		}
+		topics, base := map[string]bool{}, ""
+		for _, check := range run.Checks {
+			topics[check.Topic] = true
+			if name, isOutput := strings.CutSuffix(check.Topic, ".out"); isOutput {
+				base = name
+			}
+		}
+		if run.Mode == ModeEOSPipeline && (len(topics) != 3 || !topics[base+".s1"] || !topics[base+".in"]) {
+			t.Errorf("eos-pipeline with two stages checked %v, want its output, stage 1's output and its input", topics)
+		}
+	}
+	if !results.Passed {
+		t.Errorf("results not passed: %d runs", len(results.Runs))
+	}
+}

@@ -1,0 +1,150 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/verify"
+)
+
+// relay is the at-least-once mode's consume stage, run under group-churn:
+// the classic at-least-once consume-produce loop. Workers in one consumer
+// group read the input topic; for each poll a worker produces every
+// record (its header's stage set to 1) to the same partition of the
+// output topic with the mode's producer settings (acks=all, retries,
+// idempotence off), waits until all are acknowledged, and only then
+// commits the poll's offsets. A worker that stops between the produce and
+// the commit (a churning worker leaving: the at-least-once form of an
+// aborted transaction) leaves its output written and its offsets not
+// committed, so the partition's next owner produces those records again:
+// duplicates, never losses. The worker's goroutine owns the client.
+type relay struct {
+	client  *kgo.Client
+	output  string
+	metrics *runMetrics
+}
+
+// relaySpec is one relay worker's settings.
+type relaySpec struct {
+	options         []kgo.Opt // seed brokers, fault and group settings
+	clientID, group string
+	input, output   string
+	// onAssignment, when set, is told how many input partitions the
+	// worker holds after each change.
+	onAssignment func(count int)
+}
+
+// relaySpec is worker index's settings in plan.
+func (plan runPlan) relaySpec(index int) relaySpec {
+	return relaySpec{options: append(plan.clientOptions(), plan.observations.watch(consumersRelay)), clientID: fmt.Sprintf("exactly-loadgen-%s-relay-%d", plan.topicSuffix, index),
+		group: plan.groupID(), input: plan.topic, output: plan.outputTopic}
+}
+
+// newRelay creates a relay worker's client: a group consumer without
+// auto-commit whose rebalances wait for the poll being relayed, and an
+// at-least-once producer.
+func newRelay(spec relaySpec, metrics *runMetrics) (*relay, error) {
+	producer, err := producerOptions(ModeAtLeastOnce, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	options := append(append(append([]kgo.Opt(nil), spec.options...), producer...),
+		kgo.ClientID(spec.clientID),
+		kgo.ConsumerGroup(spec.group),
+		kgo.ConsumeTopics(spec.input),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.WithLogger(clientLogger{metrics: metrics}),
+	)
+	options = append(options, assignmentOptions(spec.input, false, spec.onAssignment)...)
+	client, err := kgo.NewClient(options...)
+	if err != nil {
+		return nil, fmt.Errorf("at-least-once relay %s: %w", spec.clientID, err)
+	}
+	return &relay{client: client, output: spec.output, metrics: metrics}, nil
+}
+
+// work relays polls until ctx ends, or, under group-churn (leave not
+// nil), until it leaves after a poll it produced but did not commit.
+func (r *relay) work(ctx context.Context, leave *departure) error {
+	defer r.client.Close()
+	polls := pollWatchOf(r.client) // the poll checker's (polls.go)
+	for ctx.Err() == nil {
+		pollCtx, cancel := leave.pollContext(ctx)
+		fetches := r.client.PollFetches(pollCtx)
+		cancel()
+		polls.fetched(fetches)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			r.client.AllowRebalance()
+			return nil
+		}
+		for _, fetchErr := range fetches.Errors() {
+			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
+				r.metrics.recordError(fetchErr.Err)
+			}
+		}
+		if fetches.NumRecords() == 0 {
+			r.client.AllowRebalance()
+			if leave.requested() {
+				leave.leftIdle()
+				return nil
+			}
+			continue
+		}
+		commit := leave.commitNext()
+		committed, err := r.relayPoll(ctx, fetches, commit)
+		r.client.AllowRebalance()
+		if err != nil {
+			return err
+		}
+		if !commit {
+			leave.aborted(fetches.NumRecords())
+			return nil
+		}
+		if committed {
+			leave.committed(fetches)
+		}
+	}
+	return nil
+}
+
+// relayPoll produces one poll's records and waits for their acks, then,
+// when commit is set, commits the poll's offsets. It reports whether the
+// offsets were committed. A failed commit is not an error: the records
+// are relayed again by the partition's next owner, as at-least-once
+// allows.
+func (r *relay) relayPoll(ctx context.Context, fetches kgo.Fetches, commit bool) (bool, error) {
+	var out []*kgo.Record
+	fetches.EachRecord(func(record *kgo.Record) {
+		value := append([]byte(nil), record.Value...)
+		if verify.SetStage(value, 1) != nil {
+			return // not a loadgen record: nothing to carry over
+		}
+		out = append(out, &kgo.Record{Topic: r.output, Partition: record.Partition, Key: record.Key, Value: value})
+	})
+	if err := r.client.ProduceSync(ctx, out...).FirstErr(); err != nil {
+		if ctx.Err() != nil {
+			return false, nil // stopping: the poll stays uncommitted
+		}
+		r.metrics.recordError(err)
+		return false, fmt.Errorf("relay produce: %w", err)
+	}
+	if !commit {
+		return false, nil
+	}
+	if err := r.client.CommitRecords(ctx, fetches.Records()...); err != nil {
+		if ctx.Err() == nil {
+			r.metrics.recordError(err)
+		}
+		return false, nil
+	}
+	return true, nil
+}
