@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	// The two database/sql drivers of the application-level modes.
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
@@ -81,6 +82,7 @@ type appDB struct {
 	db       *sql.DB
 	dialect  sqlDialect
 	describe string // for results: kind and location, without credentials
+	location string // for errors: the URL without its password, or the file
 }
 
 // IsPostgresURL reports whether a --db value names a PostgreSQL server.
@@ -88,8 +90,14 @@ func IsPostgresURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// appDBConnectTimeout bounds openAppDB's first connection.
+const appDBConnectTimeout = 10 * time.Second
+
 // openAppDB opens dsn: a postgres:// or postgresql:// URL, or an SQLite
-// file path (optionally prefixed "sqlite:"), created if missing.
+// file path (optionally prefixed "sqlite:"), created if missing. It
+// connects at once (bounded by appDBConnectTimeout), so a wrong URL or a
+// server that is down fails before any run, with a one-line error that
+// says what to fix and never shows the URL's password.
 func openAppDB(ctx context.Context, dsn string) (*appDB, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("application database: empty location")
@@ -98,15 +106,16 @@ func openAppDB(ctx context.Context, dsn string) (*appDB, error) {
 	if IsPostgresURL(dsn) {
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
-			return nil, fmt.Errorf("open postgres: %w", err)
+			return nil, appDBError(dsn, "cannot use the URL", err)
 		}
 		db.SetMaxOpenConns(8)
-		database = &appDB{db: db, dialect: postgresDialect, describe: "postgres " + redactURL(dsn) + " (synchronous_commit as the server sets it)"}
+		database = &appDB{db: db, dialect: postgresDialect, location: redactURL(dsn),
+			describe: "postgres " + redactURL(dsn) + " (synchronous_commit as the server sets it)"}
 	} else {
 		path := strings.TrimPrefix(dsn, "sqlite:")
 		absolute, err := filepath.Abs(path)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite path %s: %w", path, err)
+			return nil, appDBError(dsn, "cannot resolve the path", err)
 		}
 		// WAL lets readers run beside the writer; synchronous=NORMAL in WAL
 		// mode survives a process crash (the runner's SIGKILL), not power
@@ -120,21 +129,83 @@ func openAppDB(ctx context.Context, dsn string) (*appDB, error) {
 		query.Set("_txlock", "immediate")
 		db, err := sql.Open("sqlite", "file:"+absolute+"?"+query.Encode())
 		if err != nil {
-			return nil, fmt.Errorf("open sqlite %s: %w", absolute, err)
+			return nil, appDBError(absolute, "cannot open", err)
 		}
 		db.SetMaxOpenConns(4)
-		database = &appDB{db: db, dialect: sqliteDialect, describe: "sqlite " + absolute + " (modernc.org/sqlite, WAL, synchronous=NORMAL)"}
+		database = &appDB{db: db, dialect: sqliteDialect, location: "sqlite " + absolute,
+			describe: "sqlite " + absolute + " (modernc.org/sqlite, WAL, synchronous=NORMAL)"}
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	pingCtx, cancel := context.WithTimeout(ctx, appDBConnectTimeout)
 	defer cancel()
 	if err := database.db.PingContext(pingCtx); err != nil {
 		database.db.Close()
-		return nil, fmt.Errorf("connect to the application database (%s): %w", database.describe, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("application database %s: %w", database.location, ctx.Err())
+		}
+		what := "cannot connect"
+		if database.dialect.name == databaseSQLite {
+			what = "cannot open"
+		}
+		return nil, appDBError(dsn, what, err)
 	}
 	return database, nil
 }
 
-// redactURL drops the password from a database URL.
+// appDBError is the one-line error for an application database that
+// cannot be used: its location without the password, what failed and a
+// terse cause, and the fix.
+func appDBError(dsn, what string, err error) error {
+	if !IsPostgresURL(dsn) {
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		return fmt.Errorf("application database sqlite %s: %s (%s); check that its directory exists and is writable",
+			path, what, oneLine(err.Error()))
+	}
+	return fmt.Errorf("application database %s: %s (%s); check the URL and that PostgreSQL is running, or leave --db out to use a temporary SQLite file",
+		redactURL(dsn), what, postgresCause(dsn, err))
+}
+
+// postgresCause says in a few words why PostgreSQL at dsn failed with
+// err: a network failure, the server's own message, or the driver's
+// error folded onto one line, with the URL's password masked.
+func postgresCause(dsn string, err error) string {
+	if cause := networkCause(err); cause != "" {
+		return cause
+	}
+	var pgErr *pgconn.PgError
+	var cause string
+	switch {
+	case errors.As(err, &pgErr):
+		cause = pgErr.Message + " (SQLSTATE " + pgErr.Code + ")"
+	case isTimeout(err):
+		cause = fmt.Sprintf("no answer within %v", appDBConnectTimeout)
+	default:
+		cause = err.Error()
+	}
+	for _, secret := range urlSecrets(dsn) {
+		cause = strings.ReplaceAll(cause, secret, "xxxxx")
+	}
+	return oneLine(cause)
+}
+
+// urlSecrets returns the passwords a database URL carries: its userinfo
+// password and a password query parameter.
+func urlSecrets(dsn string) []string {
+	parsed, err := url.Parse(dsn)
+	if err != nil {
+		return nil
+	}
+	var secrets []string
+	if password, ok := parsed.User.Password(); ok && password != "" {
+		secrets = append(secrets, password)
+	}
+	if password := parsed.Query().Get("password"); password != "" {
+		secrets = append(secrets, password)
+	}
+	return secrets
+}
+
+// redactURL drops the password from a database URL: the userinfo's, and
+// a password query parameter's value.
 func redactURL(dsn string) string {
 	parsed, err := url.Parse(dsn)
 	if err != nil {
@@ -142,6 +213,10 @@ func redactURL(dsn string) string {
 	}
 	if parsed.User != nil {
 		parsed.User = url.User(parsed.User.Username())
+	}
+	if query := parsed.Query(); query.Has("password") {
+		query.Set("password", "xxxxx")
+		parsed.RawQuery = query.Encode()
 	}
 	return parsed.String()
 }
@@ -180,7 +255,12 @@ func (a *appDB) createSchema(ctx context.Context) error {
 	}
 	for _, statement := range statements {
 		if _, err := a.db.ExecContext(ctx, statement); err != nil {
-			return fmt.Errorf("create application schema (%s): %w", a.describe, err)
+			if a.dialect.name == databasePostgres {
+				return fmt.Errorf("application database %s: cannot create its tables (%s); the user needs CREATE on the database's schema",
+					a.location, postgresCause("", err))
+			}
+			return fmt.Errorf("application database %s: cannot create its tables (%s); check that the file is an SQLite database this user can write",
+				a.location, oneLine(err.Error()))
 		}
 	}
 	return nil

@@ -5,13 +5,16 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/internal/testenv"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -93,20 +96,52 @@ func TestApplicationStoreSQLite(t *testing.T) {
 // tests; ci/postgres.sh starts one and sets it.
 const postgresURLEnv = "EXACTLY_TEST_POSTGRES_URL"
 
-// postgresURL returns the test server's URL. Unset, the test is skipped
-// locally, and fails in CI (CI=true or EXACTLY_CI set), where
-// ci/postgres.sh must have started the server.
+// postgresURL returns the test server's URL once it answers. Unset, or
+// set to a server that does not answer, the test is skipped with one line
+// outside CI and fails in CI (CI=true or EXACTLY_CI set), where
+// ci/postgres.sh must have started the server (internal/testenv).
 func postgresURL(t *testing.T) string {
 	t.Helper()
+	const howToGet = "ci/postgres.sh starts a throwaway server and sets " + postgresURLEnv + "; or set it to a postgres:// URL of a database you may write"
 	url := os.Getenv(postgresURLEnv)
-	if url != "" {
-		return url
+	if url == "" {
+		testenv.Missing(t, "PostgreSQL ("+postgresURLEnv+" is not set)", howToGet)
+		return ""
 	}
-	if os.Getenv("CI") == "true" || os.Getenv("EXACTLY_CI") != "" {
-		t.Fatalf("%s is not set in CI: ci/postgres.sh must start PostgreSQL before go test", postgresURLEnv)
+	db, err := openAppDB(t.Context(), url)
+	if err != nil {
+		testenv.Missing(t, "PostgreSQL at "+redactURL(url), err.Error())
+		return ""
 	}
-	t.Skipf("%s is not set: the PostgreSQL path is not tested here (ci/postgres.sh starts a server and sets it)", postgresURLEnv)
-	return ""
+	db.Close()
+	return url
+}
+
+// A PostgreSQL URL where nothing listens fails at open, in one line that
+// names the cause and the fix and shows neither password of the URL.
+func TestOpenAppDBPostgresErrorIsOneLineWithoutPassword(t *testing.T) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	address := listener.Addr().String()
+	listener.Close()
+	dsn := "postgres://nobody:secret@" + address + "/x?sslmode=disable&password=hunter2"
+	db, err := openAppDB(t.Context(), dsn)
+	if err == nil {
+		db.Close()
+		t.Fatalf("opened %s, where nothing listens", address)
+	}
+	text := err.Error()
+	for _, want := range []string{"application database postgres://nobody@" + address + "/x?", "cannot connect (connection refused)",
+		"check the URL and that PostgreSQL is running", "leave --db out"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("error %q lacks %q", text, want)
+		}
+	}
+	if strings.Contains(text, "\n") || strings.Contains(text, "secret") || strings.Contains(text, "hunter2") {
+		t.Errorf("error spans lines or shows a password: %q", text)
+	}
 }
 
 func TestApplicationStorePostgres(t *testing.T) {

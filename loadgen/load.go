@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -37,6 +38,8 @@ type loadRun struct {
 	// stats counts what the application-level machinery did (shared,
 	// atomics).
 	stats *applicationStats
+	// tracker follows the cell's phases for the progress reporter.
+	tracker *cellTracker
 }
 
 // newTrackedLedger returns the run's ledger with a tracked log per slot:
@@ -136,6 +139,7 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *p
 	// paused one resumed before the drain and the verification reads.
 	faultErr := stopFaults()
 	metrics.producersDone = time.Now()
+	l.tracker.enter(progress.PhaseDraining, drain)
 	totals := l.ledger.Totals()
 	visible := int64(totals.Acknowledged) - int64(totals.Aborted) - int64(totals.Uncertain)
 	drainDeadline := time.Now().Add(drain)

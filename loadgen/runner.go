@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
@@ -23,10 +24,10 @@ type Options struct {
 	Workload Workload
 	// Target is the cluster, already started.
 	Target Target
-	// Progress receives the live progress line (nil: none); Terminal makes
-	// it rewrite one line in place.
-	Progress io.Writer
-	Terminal bool
+	// Progress receives the suite's progress: a header, each cell's phase
+	// about once a second and its verdict (nil: none). Run does not call
+	// its SuiteFinished; the caller does, once the results are written.
+	Progress progress.Reporter
 	// Self starts the exactly binary again, for process faults (a broker
 	// subprocess) and client faults (producer and pipeline workers). Empty:
 	// those runs are not applicable.
@@ -117,11 +118,16 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 		return nil, err
 	}
 	defer closeDatabase()
-	for _, plan := range plans {
+	reporter := options.Progress
+	if reporter == nil {
+		reporter = progress.Discard{}
+	}
+	reporter.SuiteStarted(describeSuite(results, options, plans))
+	for i, plan := range plans {
 		if ctx.Err() != nil {
 			break
 		}
-		results.Runs = append(results.Runs, runOne(ctx, admin, plan, options))
+		results.Runs = append(results.Runs, runCell(ctx, admin, plan, options, reporter, i+1))
 	}
 	results.FinishedAt = time.Now()
 	compareWithBaseline(results.Runs)
@@ -149,8 +155,46 @@ func compareWithBaseline(runs []*report.Run) {
 	}
 }
 
-// runOne runs one plan: faults, topics, load, drain, verification, verdict.
-func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Options) *report.Run {
+// describeSuite describes the planned cells for the progress reporter.
+func describeSuite(results *report.Results, options Options, plans []runPlan) progress.Suite {
+	suite := progress.Suite{RunID: results.RunID, Target: results.Target.Kind, TargetDescription: results.Target.Description,
+		Workload: options.Workload.Name, Cells: make([]progress.Cell, len(plans))}
+	for i, plan := range plans {
+		suite.Cells[i] = progress.Cell{Index: i + 1, Name: plan.name, Load: time.Duration(plan.workload.Warmup + plan.workload.Duration),
+			Drain: time.Duration(plan.workload.Drain), NotApplicable: notApplicable(plan.faults, plan.mode, canLaunch(options))}
+	}
+	return suite
+}
+
+// runCell runs the plan of cell index with its progress reported: the
+// phases while it runs, then its verdict.
+func runCell(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, reporter progress.Reporter, index int) *report.Run {
+	tracker := newCellTracker(reporter, index)
+	reporter.CellStarted(index)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); tracker.run(stop) }()
+	run := runOne(ctx, admin, plan, options, tracker)
+	close(stop)
+	<-done
+	finished := progress.Finished{Cell: index, Verdict: run.Status, Elapsed: run.FinishedAt.Sub(run.StartedAt),
+		RecordsPerSecond: run.Throughput.RecordsPerSecond, Why: run.Reason}
+	if run.Expectation != nil {
+		finished.Observed = run.Expectation.Observed
+		if run.Expectation.Why != "" {
+			finished.Why = run.Expectation.Why
+		}
+	}
+	if run.Status == report.StatusNotApplicable {
+		finished.Observed = ""
+		finished.Why = strings.TrimSuffix(strings.TrimPrefix(run.Reason, "not-applicable ("), ")")
+	}
+	reporter.CellFinished(finished)
+	return run
+}
+
+// runOne runs one plan: faults, topics, load, drain, verification, verdict;
+// tracker follows its phases.
+func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, tracker *cellTracker) *report.Run {
 	run := &report.Run{Name: plan.name, Mode: plan.mode, ClientSettings: clientSettings(plan), StartedAt: time.Now(),
 		Latency: map[string]*report.Histogram{}, ErrorsByCode: map[string]int64{}}
 	run.FaultPlan = plan.faults.Name
@@ -185,7 +229,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 			_ = plan.appDB.deleteRun(cleanupCtx, plan.topic)
 		}
 	}()
-	proof := loadAndVerify(ctx, admin, plan, options, env, run)
+	proof := loadAndVerify(ctx, admin, plan, options, env, run, tracker)
 	judgeRun(run, plan.faults, proof)
 	return run
 }
@@ -193,12 +237,14 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 // loadAndVerify drives the run's load with its faults, then reads back and
 // checks what it wrote; it fills run's measurements and checks and returns
 // the evidence for the verdict.
-func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, env *faultEnv, run *report.Run) (proof evidence) {
+func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, env *faultEnv, run *report.Run,
+	tracker *cellTracker) (proof evidence) {
 	workload := plan.workload
 	plan.observations = newRunObservations()
 	ledger, logs := newTrackedLedger(plan)
 	metrics := newRunMetrics(time.Now())
-	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &applicationStats{}, admin: admin}
+	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &applicationStats{}, admin: admin,
+		tracker: tracker}
 	// A consume stage starts first and the clock once its group settled.
 	workers, stageErr := load.startStage(ctx)
 	start := time.Now()
@@ -207,10 +253,10 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	metrics.setWarmupEnd(warmupEnd)
 	load.start, load.deadline = start, deadline
 
-	stopProgress, progressDone := make(chan struct{}), make(chan struct{})
-	live := &progress{out: options.Progress, terminal: options.Terminal, name: plan.name, start: start,
-		planned: deadline.Sub(start), metrics: metrics, faults: env.log.Total}
-	go func() { defer close(progressDone); live.run(stopProgress) }()
+	tracker.startLoad(start, deadline, time.Duration(workload.Drain), metrics, env.log.Total)
+	stopSampler, samplerDone := make(chan struct{}), make(chan struct{})
+	live := &sampler{start: start, metrics: metrics, tracker: tracker}
+	go func() { defer close(samplerDone); live.run(stopSampler) }()
 
 	stopFaults := env.startProcessFaults(ctx)
 	var runErr error
@@ -219,8 +265,8 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	} else {
 		runErr = load.drive(ctx, stopFaults, workers)
 	}
-	close(stopProgress)
-	<-progressDone
+	close(stopSampler)
+	<-samplerDone
 	run.TimeSeries = live.series
 	run.Producers = ledger.Totals()
 	run.Retries = metrics.retries.Load()
@@ -236,6 +282,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 		run.Status, run.Reason = report.StatusUnsupported, reason
 		return proof
 	}
+	tracker.enter(progress.PhaseVerifying, 0)
 	proof.offenders = verifyRun(ctx, admin, plan, ledger, logs, run)
 	if run.Application != nil {
 		load.stats.fill(run.Application)

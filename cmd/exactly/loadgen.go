@@ -14,8 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
@@ -34,7 +37,8 @@ type loadgenFlags struct {
 	faultPlans                                       string
 	database, profile                                string
 	dedupWindow                                      int64
-	quiet, listWorkloads, listPlans, quick           bool
+	quiet, jsonProgress                              bool
+	listWorkloads, listPlans, quick                  bool
 }
 
 func (f *loadgenFlags) register(fs *flag.FlagSet) {
@@ -63,9 +67,10 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.database, "db", "", "application database of consumer-dedup and external-offsets: postgres://… URL or an SQLite file (default: an SQLite file in a temporary directory)")
 	fs.Int64Var(&f.dedupWindow, "dedup-window", 0, "consumer-dedup window: keys of the last N offsets of each partition are remembered")
 	fs.StringVar(&f.profile, "profile", "", "profile the load generator into profiles/loadgen-<run id>/: cpu, mem, block, mutex or trace")
-	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix (the quick workload, about two minutes)")
+	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix (the quick workload, about a minute and a half)")
 	fs.BoolVar(&f.listPlans, "list-plans", false, "list the shipped fault plans and exit")
-	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress output: only the summary tables and where the results are")
+	fs.BoolVar(&f.jsonProgress, "json-progress", false, "progress as JSON lines on stdout (events suite, cell_started, status, cell_finished, suite_finished) instead of text and tables, for scripts")
 	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads and exit")
 }
 
@@ -193,13 +198,17 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer target.Close()
+	if err := loadgen.Preflight(ctx, target, workload); err != nil {
+		return err
+	}
 	self, err := loadgen.DefaultSelfCommand()
 	if err != nil {
 		return err
 	}
 	options := loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database, RunID: rand.Uint64()}
-	if !flags.quiet {
-		options.Progress, options.Terminal = stderr, isTerminal(stderr)
+	printer := newProgressPrinter(stdout, flags)
+	if printer != nil {
+		options.Progress = printer
 	}
 	profileDir := filepath.Join("profiles", fmt.Sprintf("loadgen-%016x", options.RunID))
 	stopProfile, err := startProfileIn(flags.profile, profileDir)
@@ -211,8 +220,19 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if results == nil {
 		return runErr
 	}
-	if err := writeLoadgenOutputs(stdout, flags.out, results); err != nil {
+	tables := stdout
+	if flags.jsonProgress {
+		tables = io.Discard // the results file holds what the tables show
+	}
+	paths, err := writeLoadgenOutputs(tables, flags.out, results)
+	if err != nil {
 		return err
+	}
+	if printer != nil {
+		printer.SuiteFinished(progress.Outcome{Passed: results.Passed, Interrupted: runErr != nil,
+			ResultsPath: paths.results, DashboardPath: paths.dashboard})
+	} else {
+		fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", paths.results, paths.dashboard)
 	}
 	switch {
 	case runErr != nil:
@@ -241,36 +261,47 @@ func planHelp() string {
 	return strings.TrimSuffix(text.String(), "\n")
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	file, ok := w.(*os.File)
-	if !ok {
-		return false
+// newProgressPrinter returns the printer of the run's progress on stdout:
+// none with --quiet, JSON lines with --json-progress, else text, with a
+// live line when stdout is a terminal and plain lines when it is not.
+func newProgressPrinter(stdout io.Writer, flags loadgenFlags) *progress.Printer {
+	switch {
+	case flags.quiet:
+		return nil
+	case flags.jsonProgress:
+		return progress.NewPrinter(stdout, progress.JSON, 0)
 	}
-	info, err := file.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	if file, ok := stdout.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
+		width, _, err := term.GetSize(int(file.Fd()))
+		if err != nil {
+			width = 0
+		}
+		return progress.NewPrinter(stdout, progress.Terminal, width)
+	}
+	return progress.NewPrinter(stdout, progress.Plain, 0)
 }
 
-// writeLoadgenOutputs prints the summary and the expectations table, and
-// writes the results file and its dashboard into dir.
-func writeLoadgenOutputs(stdout io.Writer, dir string, results *report.Results) error {
-	if err := report.WriteSummary(stdout, results); err != nil {
-		return err
+// outputPaths are the files a loadgen run wrote.
+type outputPaths struct{ results, dashboard string }
+
+// writeLoadgenOutputs prints the summary and the expectations table to w,
+// and writes the results file and its dashboard into dir.
+func writeLoadgenOutputs(w io.Writer, dir string, results *report.Results) (outputPaths, error) {
+	if err := report.WriteSummary(w, results); err != nil {
+		return outputPaths{}, err
 	}
-	if err := loadgen.WriteMatrix(stdout, results); err != nil {
-		return err
+	if err := loadgen.WriteMatrix(w, results); err != nil {
+		return outputPaths{}, err
 	}
 	path, err := report.Write(dir, results)
 	if err != nil {
-		return err
+		return outputPaths{}, err
 	}
-	fmt.Fprintf(stdout, "results: %s\n", path)
 	page, err := writeLoadgenDashboard(path, results)
 	if err != nil {
-		return fmt.Errorf("write dashboard: %w", err)
+		return outputPaths{results: path}, fmt.Errorf("write dashboard: %w", err)
 	}
-	fmt.Fprintf(stdout, "dashboard: %s\n", page)
-	return nil
+	return outputPaths{results: path, dashboard: page}, nil
 }
 
 // writeLoadgenDashboard writes the dashboard next to the results file,

@@ -1,0 +1,304 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// preflightTimeout bounds each step of Preflight: reaching the cluster,
+// and creating and deleting its probe topic (a variable for tests).
+var preflightTimeout = 5 * time.Second
+
+// PreflightTopicPrefix starts the name of the probe topic Preflight
+// creates and deletes; a random hex suffix follows.
+const PreflightTopicPrefix = "exactly.preflight."
+
+// Preflight checks, before any run, the two things a new user's first
+// invocation most often gets wrong, so that they fail once, in one line,
+// instead of once per run: that a Kafka broker answers at the target's
+// bootstrap addresses, and that the cluster lets this client create (and
+// delete) a topic with the workload's partitions and replication factor —
+// it creates a probe topic named PreflightTopicPrefix plus random hex, then
+// deletes it (best effort). Each step is bounded by a few seconds.
+//
+// The error is one line naming the problem and its fix, meant to be
+// printed as is; nil means the runs can start.
+func Preflight(ctx context.Context, target Target, workload Workload) error {
+	addresses := strings.Join(target.Bootstrap(), ",")
+	dials := &dialRecorder{}
+	client, err := kgo.NewClient(kgo.SeedBrokers(target.Bootstrap()...), kgo.ClientID("exactly-loadgen-preflight"),
+		kgo.Dialer(dials.dial), kgo.RetryTimeout(preflightTimeout))
+	if err != nil {
+		return fmt.Errorf("kafka client for %s: %w", addresses, err)
+	}
+	defer client.Close()
+	brokers, err := clusterBrokers(ctx, client)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("preflight of %s: %w", addresses, ctx.Err())
+		}
+		return unreachableError(target, dials.cause(err))
+	}
+	return probeTopicCreation(ctx, client, dials, target, workload, brokers)
+}
+
+// clusterBrokers asks any seed broker for metadata (no topics) and returns
+// how many brokers the cluster has.
+func clusterBrokers(ctx context.Context, client *kgo.Client) (int, error) {
+	metadataCtx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	request := kmsg.NewPtrMetadataRequest()
+	request.Topics = []kmsg.MetadataRequestTopic{} // none: only the brokers
+	response, err := request.RequestWith(metadataCtx, client)
+	if err != nil {
+		return 0, err
+	}
+	return len(response.Brokers), nil
+}
+
+// unreachableError is the one-line error for a target where no Kafka
+// broker answers, with cause saying why.
+func unreachableError(target Target, cause string) error {
+	if target.Kind() != TargetBootstrap {
+		return fmt.Errorf("%s does not answer (%s): this is a bug in exactly loadgen; use --bootstrap with a running cluster meanwhile",
+			clusterName(target), cause)
+	}
+	return fmt.Errorf("no Kafka broker answers at %s (%s): start one (exactly broker --listen 127.0.0.1:9092) or point --bootstrap at a running cluster",
+		strings.Join(target.Bootstrap(), ","), cause)
+}
+
+// probeTopicCreation creates a probe topic with the workload's partitions
+// and replication factor, then deletes it. A refusal is returned as one
+// line naming the Kafka error and the fix.
+func probeTopicCreation(ctx context.Context, client *kgo.Client, dials *dialRecorder, target Target, workload Workload, brokers int) error {
+	topic := fmt.Sprintf("%s%016x", PreflightTopicPrefix, rand.Uint64())
+	probeCtx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	request := kmsg.NewPtrCreateTopicsRequest()
+	request.TimeoutMillis = int32(preflightTimeout / time.Millisecond)
+	requestTopic := kmsg.NewCreateTopicsRequestTopic()
+	requestTopic.Topic = topic
+	requestTopic.NumPartitions = int32(workload.Partitions)
+	requestTopic.ReplicationFactor = int16(workload.ReplicationFactor)
+	request.Topics = append(request.Topics, requestTopic)
+	response, err := request.RequestWith(probeCtx, client)
+	cluster := clusterName(target)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("preflight of %s: %w", cluster, ctx.Err())
+		}
+		if host, dialErr := dials.failed(); dialErr != nil && (networkCause(err) != "" || isTimeout(err)) {
+			// The seed answered, but the controller it advertises does not:
+			// the usual advertised.listeners mistake.
+			return fmt.Errorf("%s answered, but the broker it advertises at %s does not (%s): make the brokers' advertised.listeners reachable from this machine",
+				cluster, host, networkCause(dialErr))
+		}
+		return fmt.Errorf("%s did not create topic %s (%s): the load generator needs to create and delete its own topics named exactly.<run id>.*",
+			cluster, topic, oneLine(errorCause(err, true)))
+	}
+	var refusal error
+	for _, created := range response.Topics {
+		// TOPIC_ALREADY_EXISTS for a random name means a retried request
+		// found the topic its first attempt created.
+		if err := kerr.ErrorForCode(created.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			message := ""
+			if created.ErrorMessage != nil {
+				message = oneLine(*created.ErrorMessage)
+			}
+			refusal = refusedError(cluster, topic, workload, brokers, err, message)
+		}
+	}
+	if refusal == nil && len(response.Topics) == 0 {
+		refusal = fmt.Errorf("%s did not answer for topic %s in CreateTopics: the load generator needs a cluster that creates topics", cluster, topic)
+	}
+	if refusal == nil {
+		// Best effort: a failed delete leaves a small empty topic behind,
+		// and the runs' own deletes are best effort too.
+		deleteCtx, cancelDelete := context.WithTimeout(ctx, preflightTimeout)
+		_ = deleteTopics(deleteCtx, client, topic)
+		cancelDelete()
+	}
+	return refusal
+}
+
+// clusterName names the target in errors: "the cluster at host:port" for
+// an existing cluster, "the embedded broker at …" or "kfake at …" for one
+// the load generator started.
+func clusterName(target Target) string {
+	addresses := strings.Join(target.Bootstrap(), ",")
+	switch target.Kind() {
+	case TargetEmbedded:
+		return "the embedded broker at " + addresses
+	case TargetKfake:
+		return "kfake at " + addresses
+	}
+	return "the cluster at " + addresses
+}
+
+// refusedError is the one-line error for a CreateTopics refusal: the
+// Kafka error's name, what it means here, and the fix.
+func refusedError(cluster, topic string, workload Workload, brokers int, err error, message string) error {
+	name := err.Error()
+	var kafkaErr *kerr.Error
+	if errors.As(err, &kafkaErr) {
+		name = kafkaErr.Message
+	}
+	prefix := fmt.Sprintf("%s refused to create topic %s: %s", cluster, topic, name)
+	detail := ""
+	if message != "" {
+		detail = " (" + message + ")"
+	}
+	var fix string
+	switch {
+	case errors.Is(err, kerr.InvalidReplicationFactor) && brokers > 0 && workload.ReplicationFactor > brokers:
+		fix = fmt.Sprintf(" (replication factor %d is more than its %s); use --replication-factor %d or fewer",
+			workload.ReplicationFactor, plural(brokers, "broker"), brokers)
+	case errors.Is(err, kerr.InvalidReplicationFactor):
+		fix = fmt.Sprintf("%s; use a --replication-factor the cluster accepts (%d was asked)", detail, workload.ReplicationFactor)
+	case errors.Is(err, kerr.InvalidPartitions):
+		fix = fmt.Sprintf("%s; use a --partitions the cluster accepts (%d was asked)", detail, workload.Partitions)
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
+		fix = fmt.Sprintf("%s; grant this client CreateTopics and DeleteTopics (ACL operations CREATE and DELETE) on topics prefixed exactly.", detail)
+	default:
+		fix = fmt.Sprintf("%s; the load generator needs to create and delete its own topics named exactly.<run id>.*", detail)
+	}
+	return &preflightError{text: prefix + fix, err: err}
+}
+
+// preflightError is a one-line message that keeps the Kafka error it
+// reports for errors.Is.
+type preflightError struct {
+	text string
+	err  error
+}
+
+func (e *preflightError) Error() string { return e.text }
+func (e *preflightError) Unwrap() error { return e.err }
+
+// plural writes "1 broker" or "3 brokers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// dialRecorder dials for the preflight client and remembers the last dial
+// error and whether any connection was accepted, so a timeout can say
+// whether the address did not accept or accepted and never answered.
+type dialRecorder struct {
+	mu        sync.Mutex
+	connected bool
+	lastErr   error
+	lastHost  string // where lastErr was met
+}
+
+func (d *dialRecorder) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	dialer := net.Dialer{Timeout: preflightTimeout}
+	conn, err := dialer.DialContext(ctx, network, host)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.lastErr, d.lastHost = err, host
+	} else {
+		d.connected = true
+	}
+	return conn, err
+}
+
+// failed returns the last dial that failed and its error (nil: none).
+func (d *dialRecorder) failed() (host string, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastHost, d.lastErr
+}
+
+// cause says tersely why the request failed with err.
+func (d *dialRecorder) cause(err error) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.connected && d.lastErr != nil && isTimeout(err) {
+		err = d.lastErr // the context ended while dialing: say why
+	}
+	return oneLine(errorCause(err, d.connected))
+}
+
+// errorCause names a connection failure in a few words: connection
+// refused, a DNS failure, a timeout, or a listener that is not Kafka.
+// connected says whether a TCP connection was accepted.
+func errorCause(err error, connected bool) string {
+	var firstEOF *kgo.ErrFirstReadEOF
+	if errors.As(err, &firstEOF) || (connected && errors.Is(err, syscall.ECONNRESET)) {
+		return "it closed the connection at once: not a Kafka listener, or one that requires TLS or SASL"
+	}
+	if cause := networkCause(err); cause != "" {
+		return cause
+	}
+	switch {
+	case strings.Contains(err.Error(), "'HTTP'"):
+		return "an HTTP server answered, not Kafka"
+	case strings.Contains(err.Error(), "tls alert"):
+		return "a TLS listener answered; this client speaks plaintext"
+	case strings.Contains(err.Error(), "invalid large response size"):
+		return "it answered, but not in the Kafka protocol"
+	case isTimeout(err) && connected:
+		return fmt.Sprintf("it accepted the connection but gave no Kafka answer within %v", preflightTimeout)
+	case isTimeout(err):
+		return fmt.Sprintf("timed out after %v", preflightTimeout)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "it closed the connection: not a Kafka listener?"
+	}
+	return err.Error()
+}
+
+// networkCause names a failure to reach a server in a few words, or
+// returns "" when err is not one: connection refused or reset, a DNS
+// failure, an unreachable host or network, a dial that timed out.
+func networkCause(err error) string {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &dnsErr):
+		switch {
+		case dnsErr.IsNotFound:
+			return "DNS: no such host " + dnsErr.Name
+		case dnsErr.IsTimeout:
+			return "DNS lookup of " + dnsErr.Name + " timed out"
+		}
+		return "DNS lookup of " + dnsErr.Name + " failed: " + dnsErr.Err
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return "host unreachable"
+	case errors.Is(err, syscall.ENETUNREACH):
+		return "network unreachable"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &opErr) && opErr.Op == "dial" && opErr.Timeout():
+		return "connection timed out"
+	}
+	return ""
+}
+
+// isTimeout reports whether err is a deadline or a network timeout.
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+}
+
+// oneLine folds a message onto one line.
+func oneLine(text string) string {
+	return strings.Join(strings.Fields(text), " ")
+}
