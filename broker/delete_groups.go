@@ -3,17 +3,31 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// DeleteGroups v0–3 deletes empty groups and their offsets; see
-// group.Coordinator.DeleteGroups.
+// DeleteGroups v0–3 deletes empty groups and their offsets (tombstones in
+// __consumer_offsets). A group with members answers NON_EMPTY_GROUP; an
+// unknown one GROUP_ID_NOT_FOUND. v3 adds error messages (Kafka's
+// description of the code).
 func init() {
 	register(wire.APIDeleteGroups, 0, 3, groupHandler(inReader, handleDeleteGroups))
 }
 
 func handleDeleteGroups(ctx context.Context, c *connection, req *kmsg.DeleteGroupsRequest) kmsg.Response {
-	return c.broker.groups.DeleteGroups(ctx, req)
+	errs := c.broker.groups.DeleteGroups(ctx, req.Groups)
+	resp := kmsg.NewPtrDeleteGroupsResponse()
+	resp.Version = req.Version
+	for i, groupID := range req.Groups {
+		deleted := kmsg.DeleteGroupsResponseGroup{Group: groupID, ErrorCode: errorCode(errs[i])}
+		if req.Version >= 3 && deleted.ErrorCode != 0 {
+			message := kerr.ErrorForCode(deleted.ErrorCode).Error()
+			deleted.ErrorMessage = &message
+		}
+		resp.Groups = append(resp.Groups, deleted)
+	}
+	return resp
 }

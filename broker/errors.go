@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/wire"
@@ -112,6 +113,27 @@ var errorCodes = []struct {
 	{wire.ErrBatchMagic, kerr.InvalidRecord},
 	{wire.ErrBatchTruncated, kerr.CorruptMessage},
 	{wire.ErrBatchLength, kerr.CorruptMessage},
+
+	// Group coordinator (broker/group): its sentinels, each the Kafka
+	// error clients have always seen for it.
+	{group.ErrInvalidGroupID, kerr.InvalidGroupID},
+	{group.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{group.ErrInvalidRebalanceTimeout, kerr.InvalidRequest},
+	{group.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
+	{group.ErrNotCoordinator, kerr.NotCoordinator},
+	{group.ErrUnknownMember, kerr.UnknownMemberID},
+	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
+	{group.ErrFencedInstance, kerr.FencedInstanceID},
+	{group.ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
+	// A failed __consumer_offsets append is retriable for the client.
+	{group.ErrCoordinatorUnavailable, kerr.CoordinatorNotAvailable},
+	{group.ErrGroupNotFound, kerr.GroupIDNotFound},
+	{group.ErrNonEmptyGroup, kerr.NonEmptyGroup},
+	{group.ErrSubscribedTopic, kerr.GroupSubscribedToTopic},
+	{group.ErrUnknownTopicID, kerr.UnknownTopicID},
+	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{group.ErrUnstableOffset, kerr.UnstableOffsetCommit},
 }
 
 // produceErrorCode is errorCode for a Produce partition of the given

@@ -37,8 +37,9 @@ import (
 // Unlike Kafka's compacted topic, these logs are never cleaned: retention
 // is off for them (replay needs every record) and they grow with commits.
 //
-// Goroutines: the coordinator's own ticker goroutine fires session and
-// rebalance timers. JoinGroup and SyncGroup park until their rebalance step
+// Goroutines: the coordinator runs none of its own; the thin driver
+// started here (group.StartTicker) moves its time, firing session and
+// rebalance timers, and ends when the coordinator is closed. JoinGroup and SyncGroup park until their rebalance step
 // completes, so they run on their own goroutine (goAsync): the connection's
 // reader keeps reading, sees a client that goes away (which cancels the
 // parked call) and serves the connection's other requests. Every other
@@ -96,6 +97,7 @@ func (b *Broker) openGroups() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.groups = coordinator
+	group.StartTicker(coordinator) // ends when closeGroups closes the coordinator
 	return nil
 }
 
@@ -250,3 +252,45 @@ func clientHost(addr net.Addr) string {
 // SyncGroup calls then answer NOT_COORDINATOR so clients look for the
 // coordinator again instead of rejoining here.
 func (b *Broker) shuttingDown() bool { return b.ctx.Err() != nil }
+
+// duringShutdown turns a REBALANCE_IN_PROGRESS answer into NOT_COORDINATOR
+// while the broker shuts down (see shuttingDown).
+func (b *Broker) duringShutdown(err error) error {
+	if errors.Is(err, group.ErrRebalanceInProgress) && b.shuttingDown() {
+		return fmt.Errorf("broker shutting down: %w", group.ErrNotCoordinator)
+	}
+	return err
+}
+
+// awaitGroupReply calls start with a reply callback for the group
+// coordinator (JoinReply, SyncReply) and waits for the reply or for ctx to
+// end; answered is false when ctx ended first. The broker owns the
+// channel: it is buffered for the one reply, so the coordinator, which
+// replies under a group's lock, never blocks on it, even once nobody
+// waits any more.
+func awaitGroupReply[T any](ctx context.Context, start func(reply func(T, error))) (result T, answered bool, err error) {
+	type answer struct {
+		result T
+		err    error
+	}
+	answers := make(chan answer, 1)
+	start(func(result T, err error) { answers <- answer{result, err} })
+	select {
+	case got := <-answers: // answered without parking
+		return got.result, true, got.err
+	default:
+	}
+	select {
+	case got := <-answers:
+		return got.result, true, got.err
+	case <-ctx.Done():
+		return result, false, nil
+	}
+}
+
+// abandonedWait is the answer to a parked JoinGroup or SyncGroup whose
+// context ended (the client went away or the broker is closing): the
+// client must rejoin.
+func abandonedWait(ctx context.Context) error {
+	return fmt.Errorf("stopped waiting (%v): %w", context.Cause(ctx), group.ErrRebalanceInProgress)
+}

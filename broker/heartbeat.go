@@ -5,16 +5,24 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // Heartbeat v0–4 keeps a member's session alive and tells it to rejoin
-// (REBALANCE_IN_PROGRESS) while its group rebalances; see
-// group.Coordinator.Heartbeat.
+// (REBALANCE_IN_PROGRESS) while its group rebalances. v3+ carry the
+// instance id.
 func init() {
 	register(wire.APIHeartbeat, 0, 4, groupHandler(inReader, handleHeartbeat))
 }
 
 func handleHeartbeat(ctx context.Context, c *connection, req *kmsg.HeartbeatRequest) kmsg.Response {
-	return c.broker.groups.Heartbeat(ctx, req)
+	heartbeat := group.HeartbeatRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
+	if req.Version >= 3 {
+		heartbeat.InstanceID = req.InstanceID
+	}
+	resp := kmsg.NewPtrHeartbeatResponse()
+	resp.Version = req.Version
+	resp.ErrorCode = errorCode(c.broker.groups.Heartbeat(heartbeat))
+	return resp
 }

@@ -5,15 +5,47 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// LeaveGroup v0–5 removes members (v3+: a batch, each by member or
-// instance id) and rebalances the rest; see group.Coordinator.LeaveGroup.
+// LeaveGroup v0–5 removes members and rebalances the rest. v0–v2 name one
+// member and answer with one error code; v3+ name a batch, each by member
+// id and/or instance id, with an error per member.
 func init() {
 	register(wire.APILeaveGroup, 0, 5, groupHandler(inReader, handleLeaveGroup))
 }
 
 func handleLeaveGroup(ctx context.Context, c *connection, req *kmsg.LeaveGroupRequest) kmsg.Response {
-	return c.broker.groups.LeaveGroup(ctx, req)
+	leavers := []group.Leaver{{MemberID: req.MemberID}}
+	if req.Version >= 3 {
+		leavers = make([]group.Leaver, 0, len(req.Members))
+		for _, m := range req.Members {
+			leavers = append(leavers, group.Leaver{MemberID: m.MemberID, InstanceID: m.InstanceID})
+		}
+	}
+	errs, err := c.broker.groups.Leave(ctx, req.Group, leavers)
+	return leaveGroupResponse(req.Version, leavers, errs, err)
+}
+
+// leaveGroupResponse encodes a leave's outcome at version.
+func leaveGroupResponse(version int16, leavers []group.Leaver, errs []error, err error) *kmsg.LeaveGroupResponse {
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	resp.Version = version
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp
+	}
+	for i, leaver := range leavers {
+		if version < 3 {
+			resp.ErrorCode = errorCode(errs[i])
+			continue
+		}
+		resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{
+			MemberID:   leaver.MemberID,
+			InstanceID: leaver.InstanceID,
+			ErrorCode:  errorCode(errs[i]),
+		})
+	}
+	return resp
 }

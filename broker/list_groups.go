@@ -5,15 +5,38 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// ListGroups v0–5 lists every group (v4+ filtered by state, v5 by type;
-// every group here is classic); see group.Coordinator.ListGroups.
+// ListGroups v0–5 lists every group, sorted by id. v4 filters by state
+// (case-insensitive) and returns it; v5 filters by type and returns it
+// (every group here is "classic").
 func init() {
 	register(wire.APIListGroups, 0, 5, groupHandler(inReader, handleListGroups))
 }
 
-func handleListGroups(ctx context.Context, c *connection, req *kmsg.ListGroupsRequest) kmsg.Response {
-	return c.broker.groups.ListGroups(ctx, req)
+func handleListGroups(_ context.Context, c *connection, req *kmsg.ListGroupsRequest) kmsg.Response {
+	var filter group.ListFilter
+	if req.Version >= 4 {
+		filter.States = req.StatesFilter
+	}
+	if req.Version >= 5 {
+		filter.Types = req.TypesFilter
+	}
+	listed, err := c.broker.groups.ListGroups(filter)
+	resp := kmsg.NewPtrListGroupsResponse()
+	resp.Version = req.Version
+	resp.ErrorCode = errorCode(err)
+	for _, g := range listed {
+		entry := kmsg.ListGroupsResponseGroup{Group: g.Group, ProtocolType: g.ProtocolType}
+		if req.Version >= 4 {
+			entry.GroupState = g.State
+		}
+		if req.Version >= 5 {
+			entry.GroupType = g.Type
+		}
+		resp.Groups = append(resp.Groups, entry)
+	}
+	return resp
 }

@@ -5,19 +5,63 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // OffsetCommit v0–10 stores committed offsets in __consumer_offsets and
-// answers once they are durable under log.fsync. Members' commits are
-// checked against their generation and member id (ILLEGAL_GENERATION,
-// UNKNOWN_MEMBER_ID); v10 names topics by id. It runs in the reader
+// answers once they are durable under log.fsync. It runs in the reader
 // goroutine so a later OffsetFetch on the same connection sees the commit.
-// See group.Coordinator.OffsetCommit.
+//
+// Versions: members commit with their generation and member id, checked
+// against the group (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID); v0 has
+// neither and is always a "simple" commit (generation -1, no member id),
+// allowed only while the group has no members. v2–v4's retention time is
+// ignored (offsets expire as Kafka 2.1+ does, offsets.retention after the
+// group empties); v6+ carry the leader epoch; v7+ the instance id; v10
+// names topics by id.
 func init() {
 	register(wire.APIOffsetCommit, 0, 10, groupHandler(inReader, handleOffsetCommit))
 }
 
 func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetCommitRequest) kmsg.Response {
-	return c.broker.groups.OffsetCommit(ctx, req)
+	commit := group.CommitRequest{
+		Group:      req.Group,
+		Generation: req.Generation,
+		MemberID:   req.MemberID,
+		InstanceID: req.InstanceID,
+		ByTopicID:  req.Version >= 10,
+	}
+	if req.Version < 1 {
+		commit.Generation, commit.MemberID = -1, ""
+	}
+	if req.Version < 7 {
+		commit.InstanceID = nil
+	}
+	for _, topic := range req.Topics {
+		committed := group.CommitTopic{Name: topic.Topic, ID: topic.TopicID}
+		for _, partition := range topic.Partitions {
+			leaderEpoch := partition.LeaderEpoch
+			if req.Version < 6 {
+				leaderEpoch = -1
+			}
+			committed.Partitions = append(committed.Partitions, group.CommitPartition{
+				Partition: partition.Partition, Offset: partition.Offset, LeaderEpoch: leaderEpoch, Metadata: partition.Metadata,
+			})
+		}
+		commit.Topics = append(commit.Topics, committed)
+	}
+	errs := c.broker.groups.CommitOffsets(ctx, commit)
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	resp.Version = req.Version
+	for i, topic := range req.Topics {
+		responseTopic := kmsg.OffsetCommitResponseTopic{Topic: topic.Topic, TopicID: topic.TopicID}
+		for j, partition := range topic.Partitions {
+			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.OffsetCommitResponseTopicPartition{
+				Partition: partition.Partition, ErrorCode: errorCode(errs[i][j]),
+			})
+		}
+		resp.Topics = append(resp.Topics, responseTopic)
+	}
+	return resp
 }

@@ -5,15 +5,42 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// OffsetDelete v0 deletes a group's committed offsets of topics its members
-// do not consume; see group.Coordinator.OffsetDelete.
+// OffsetDelete v0 deletes a group's committed offsets. Offsets of topics
+// the group's consumers still subscribe to answer GROUP_SUBSCRIBED_TO_TOPIC;
+// a non-consumer group with members answers NON_EMPTY_GROUP, an unknown
+// group GROUP_ID_NOT_FOUND (both for the whole request).
 func init() {
 	register(wire.APIOffsetDelete, 0, 0, groupHandler(inReader, handleOffsetDelete))
 }
 
 func handleOffsetDelete(ctx context.Context, c *connection, req *kmsg.OffsetDeleteRequest) kmsg.Response {
-	return c.broker.groups.OffsetDelete(ctx, req)
+	topics := make([]group.DeleteOffsetsTopic, 0, len(req.Topics))
+	for _, topic := range req.Topics {
+		deleted := group.DeleteOffsetsTopic{Name: topic.Topic}
+		for _, partition := range topic.Partitions {
+			deleted.Partitions = append(deleted.Partitions, partition.Partition)
+		}
+		topics = append(topics, deleted)
+	}
+	errs, err := c.broker.groups.DeleteOffsets(ctx, req.Group, topics)
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.Version = req.Version
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp
+	}
+	for i, topic := range req.Topics {
+		responseTopic := kmsg.OffsetDeleteResponseTopic{Topic: topic.Topic}
+		for j, partition := range topic.Partitions {
+			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.OffsetDeleteResponseTopicPartition{
+				Partition: partition.Partition, ErrorCode: errorCode(errs[i][j]),
+			})
+		}
+		resp.Topics = append(resp.Topics, responseTopic)
+	}
+	return resp
 }

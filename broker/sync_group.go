@@ -3,24 +3,51 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// SyncGroup v0–5. A follower's call parks until the leader's assignment
-// arrives, so it runs on its own goroutine; see
-// group.Coordinator.SyncGroup. A sync parked when the broker closes
-// answers NOT_COORDINATOR.
+// SyncGroup v0–5. The leader's request carries the assignment; a
+// follower's call parks until the leader's arrives, so it runs on its own
+// goroutine. A sync parked when the broker closes answers NOT_COORDINATOR.
+// v3+ carry the instance id; v5 carries and returns the protocol type and
+// name, checked against the group's.
 func init() {
 	register(wire.APISyncGroup, 0, 5, groupHandler(parks, handleSyncGroup))
 }
 
 func handleSyncGroup(ctx context.Context, c *connection, req *kmsg.SyncGroupRequest) kmsg.Response {
-	resp := c.broker.groups.SyncGroup(ctx, req)
-	if resp.ErrorCode == kerr.RebalanceInProgress.Code && c.broker.shuttingDown() {
-		resp.ErrorCode = kerr.NotCoordinator.Code
+	sync := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
+	if req.Version >= 3 {
+		sync.InstanceID = req.InstanceID
+	}
+	if req.Version >= 5 {
+		sync.ProtocolType, sync.Protocol = req.ProtocolType, req.Protocol
+	}
+	for _, assignment := range req.GroupAssignment {
+		// The coordinator copies the assignments it keeps.
+		sync.Assignments = append(sync.Assignments, group.Assignment{MemberID: assignment.MemberID, Assignment: assignment.MemberAssignment})
+	}
+	result, answered, err := awaitGroupReply(ctx, func(reply func(group.SyncResult, error)) {
+		c.broker.groups.Sync(ctx, sync, reply)
+	})
+	if !answered {
+		result, err = group.SyncResult{}, abandonedWait(ctx)
+	}
+	return syncGroupResponse(req.Version, result, c.broker.duringShutdown(err))
+}
+
+// syncGroupResponse encodes a sync's outcome at version.
+func syncGroupResponse(version int16, result group.SyncResult, err error) *kmsg.SyncGroupResponse {
+	resp := kmsg.NewPtrSyncGroupResponse()
+	resp.Version = version
+	resp.ErrorCode = errorCode(err)
+	resp.MemberAssignment = result.Assignment
+	if version >= 5 && err == nil {
+		resp.ProtocolType = &result.ProtocolType
+		resp.Protocol = &result.Protocol
 	}
 	return resp
 }

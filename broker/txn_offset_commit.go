@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -51,7 +52,56 @@ func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffs
 		}
 		return resp
 	}
-	return c.broker.groups.TxnOffsetCommit(ctx, req)
+	return txnOffsetCommitResponse(req, c.broker.groups.CommitTxnOffsets(ctx, txnCommitRequest(req)))
+}
+
+// txnCommitRequest decodes a TxnOffsetCommit for the group coordinator:
+// v2+ carry the leader epoch, v3+ the member (generation, member and
+// instance ids, checked when present), v6 names topics by id.
+func txnCommitRequest(req *kmsg.TxnOffsetCommitRequest) group.TxnCommitRequest {
+	commit := group.TxnCommitRequest{
+		CommitRequest: group.CommitRequest{
+			Group:      req.Group,
+			Generation: -1,
+			ByTopicID:  req.Version >= 6,
+		},
+		ProducerID:    req.ProducerID,
+		ProducerEpoch: req.ProducerEpoch,
+	}
+	if req.Version >= 3 {
+		commit.Generation, commit.MemberID, commit.InstanceID = req.Generation, req.MemberID, req.InstanceID
+	}
+	for _, topic := range req.Topics {
+		committed := group.CommitTopic{Name: topic.Topic, ID: topic.TopicID}
+		for _, partition := range topic.Partitions {
+			leaderEpoch := partition.LeaderEpoch
+			if req.Version < 2 {
+				leaderEpoch = -1
+			}
+			committed.Partitions = append(committed.Partitions, group.CommitPartition{
+				Partition: partition.Partition, Offset: partition.Offset, LeaderEpoch: leaderEpoch, Metadata: partition.Metadata,
+			})
+		}
+		commit.Topics = append(commit.Topics, committed)
+	}
+	return commit
+}
+
+// txnOffsetCommitResponse encodes the group coordinator's per-partition
+// errors, indexed like req's topics and partitions.
+func txnOffsetCommitResponse(req *kmsg.TxnOffsetCommitRequest, errs [][]error) *kmsg.TxnOffsetCommitResponse {
+	resp := kmsg.NewPtrTxnOffsetCommitResponse()
+	resp.Version = req.Version
+	for i, topic := range req.Topics {
+		responseTopic := kmsg.TxnOffsetCommitResponseTopic{Topic: topic.Topic, TopicID: topic.TopicID}
+		for j, partition := range topic.Partitions {
+			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{
+				Partition: partition.Partition, ErrorCode: errorCode(errs[i][j]),
+			})
+		}
+		resp.Topics = append(resp.Topics, responseTopic)
+	}
+	return resp
 }
 
 // checkTxnOffsetCommit asks the transaction coordinator whether the

@@ -2,134 +2,88 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// consumerProtocolType is the protocol type of Kafka consumers; only its
-// member metadata is parsed (for OffsetDelete's subscription check).
-const consumerProtocolType = "consumer"
+// classicGroupType is the group type (KIP-848's ListGroups v5) of every
+// group here.
+const classicGroupType = "classic"
 
-// DescribeGroups (key 15), versions 0–6. Members carry their metadata and
-// assignment only while the group is Stable (as Kafka). v4+ carry instance
-// ids; v3+ authorized operations (-2^31: not requested / not computed);
-// v6 answers an unknown group with GROUP_ID_NOT_FOUND and a message, older
-// versions with state Dead.
-func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
-	resp := kmsg.NewPtrDescribeGroupsResponse()
-	resp.Version = req.Version
-	for _, groupID := range req.Groups {
-		described := kmsg.NewDescribeGroupsResponseGroup()
-		described.Group = groupID
-		described.AuthorizedOperations = -2147483648
-		c.describeGroup(&described, req.Version)
-		resp.Groups = append(resp.Groups, described)
-	}
-	return resp
-}
-
-func (c *Coordinator) describeGroup(described *kmsg.DescribeGroupsResponseGroup, version int16) {
-	g := c.lockGroup(described.Group, false)
+// DescribeGroup reports a group's state, protocol and members. Members
+// carry their metadata and assignment only while the group is Stable (as
+// Kafka). An unknown group is ErrGroupNotFound.
+func (c *Coordinator) DescribeGroup(groupID string) (GroupDescription, error) {
+	g := c.lockGroup(groupID, false)
 	if g == nil {
-		switch {
-		case c.isClosed():
-			described.ErrorCode = kerr.NotCoordinator.Code
-		case version >= 6:
-			described.ErrorCode = kerr.GroupIDNotFound.Code
-			message := "group " + described.Group + " not found"
-			described.ErrorMessage = &message
-		default:
-			described.State = stateDead.String()
+		if c.isClosed() {
+			return GroupDescription{}, groupError(groupID, ErrNotCoordinator)
 		}
-		return
+		return GroupDescription{}, groupError(groupID, ErrGroupNotFound)
 	}
 	defer g.mu.Unlock()
-	described.State = g.state.String()
-	described.ProtocolType = g.protocolType
+	described := GroupDescription{State: g.state.String(), ProtocolType: g.protocolType}
 	if g.state == stateStable {
 		described.Protocol = g.protocol
 	}
 	for _, id := range g.order {
 		m := g.members[id]
-		member := kmsg.DescribeGroupsResponseGroupMember{MemberID: id, ClientID: m.clientID, ClientHost: m.clientHost}
-		if version >= 4 {
-			member.InstanceID = m.instanceID
-		}
+		member := MemberDescription{MemberID: id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
 		if g.state == stateStable {
-			member.ProtocolMetadata = m.protocolMetadata(g.protocol)
-			member.MemberAssignment = m.assignment
+			member.Metadata = m.protocolMetadata(g.protocol)
+			member.Assignment = m.assignment
 		}
 		described.Members = append(described.Members, member)
 	}
+	return described, nil
 }
 
-// ListGroups (key 16), versions 0–5. v4 filters by state
-// (case-insensitive) and returns it; v5 filters by type and returns it
-// (every group here is "classic").
-func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
-	resp := kmsg.NewPtrListGroupsResponse()
-	resp.Version = req.Version
+// ListGroups lists the groups matching filter, sorted by group id.
+func (c *Coordinator) ListGroups(filter ListFilter) ([]GroupListing, error) {
 	if c.isClosed() {
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return resp
+		return nil, ErrNotCoordinator
 	}
 	matches := func(filter []string, value string) bool {
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(wanted string) bool { return strings.EqualFold(wanted, value) })
 	}
+	var listed []GroupListing
 	for _, g := range c.snapshotGroups() {
 		g.mu.Lock()
 		state, protocolType := g.state, g.protocolType
 		g.mu.Unlock()
-		if state == stateDead ||
-			(req.Version >= 4 && !matches(req.StatesFilter, state.String())) ||
-			(req.Version >= 5 && !matches(req.TypesFilter, "classic")) {
+		if state == stateDead || !matches(filter.States, state.String()) || !matches(filter.Types, classicGroupType) {
 			continue
 		}
-		listed := kmsg.ListGroupsResponseGroup{Group: g.id, ProtocolType: protocolType}
-		if req.Version >= 4 {
-			listed.GroupState = state.String()
-		}
-		if req.Version >= 5 {
-			listed.GroupType = "classic"
-		}
-		resp.Groups = append(resp.Groups, listed)
+		listed = append(listed, GroupListing{Group: g.id, State: state.String(), ProtocolType: protocolType, Type: classicGroupType})
 	}
-	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
-	return resp
+	slices.SortFunc(listed, func(a, b GroupListing) int { return strings.Compare(a.Group, b.Group) })
+	return listed, nil
 }
 
-// DeleteGroups (key 42), versions 0–3. A group with members answers
-// NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND. Deleting writes
-// tombstones for the group's offsets and metadata. v3 adds error messages.
-func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
-	resp := kmsg.NewPtrDeleteGroupsResponse()
-	resp.Version = req.Version
-	for _, groupID := range req.Groups {
-		deleted := kmsg.DeleteGroupsResponseGroup{Group: groupID, ErrorCode: c.deleteGroup(ctx, groupID)}
-		if req.Version >= 3 && deleted.ErrorCode != 0 {
-			message := kerr.ErrorForCode(deleted.ErrorCode).Error()
-			deleted.ErrorMessage = &message
-		}
-		resp.Groups = append(resp.Groups, deleted)
+// DeleteGroups deletes empty groups, writing tombstones for each group's
+// offsets and metadata. It returns one error per group (nil: deleted): a
+// group with members is ErrNonEmptyGroup, an unknown one ErrGroupNotFound.
+func (c *Coordinator) DeleteGroups(ctx context.Context, groupIDs []string) []error {
+	errs := make([]error, len(groupIDs))
+	for i, groupID := range groupIDs {
+		errs[i] = c.deleteGroup(ctx, groupID)
 	}
-	return resp
+	return errs
 }
 
-func (c *Coordinator) deleteGroup(ctx context.Context, groupID string) int16 {
+func (c *Coordinator) deleteGroup(ctx context.Context, groupID string) error {
 	g := c.lockGroup(groupID, false)
 	if g == nil {
 		if c.isClosed() {
-			return kerr.NotCoordinator.Code
+			return groupError(groupID, ErrNotCoordinator)
 		}
-		return kerr.GroupIDNotFound.Code
+		return groupError(groupID, ErrGroupNotFound)
 	}
 	defer g.mu.Unlock()
 	if g.state != stateEmpty {
-		return kerr.NonEmptyGroup.Code
+		return groupError(groupID, ErrNonEmptyGroup)
 	}
 	now := c.cfg.Now()
 	records := []StoreRecord{{Key: encodeGroupKey(g.id)}}
@@ -137,61 +91,55 @@ func (c *Coordinator) deleteGroup(ctx context.Context, groupID string) int16 {
 		records = append(records, StoreRecord{Key: encodeOffsetKey(offsetKey{Group: g.id, Topic: key.Topic, Partition: key.Partition})})
 	}
 	if err := c.appendRecords(ctx, g.partition, now, records); err != nil {
-		return kerr.CoordinatorNotAvailable.Code
+		return storeError(groupID, err)
 	}
 	clear(g.offsets)
 	c.removeGroup(g)
-	return 0
+	return nil
 }
 
-// OffsetDelete (key 47), version 0. Offsets of topics the group's
-// consumers still subscribe to answer GROUP_SUBSCRIBED_TO_TOPIC; a
-// non-consumer group with members answers NON_EMPTY_GROUP.
-func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
-	resp := kmsg.NewPtrOffsetDeleteResponse()
-	resp.Version = req.Version
-	g := c.lockGroup(req.Group, false)
+// DeleteOffsets deletes a group's committed offsets. It returns an error
+// for the group as a whole (unknown: ErrGroupNotFound; a non-consumer
+// group with members: ErrNonEmptyGroup; a store failure), or one per
+// requested partition, indexed like topics: offsets of topics the group's
+// consumers still subscribe to are ErrSubscribedTopic.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, topics []DeleteOffsetsTopic) ([][]error, error) {
+	g := c.lockGroup(groupID, false)
 	if g == nil {
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		if c.isClosed() {
-			resp.ErrorCode = kerr.NotCoordinator.Code
+			return nil, groupError(groupID, ErrNotCoordinator)
 		}
-		return resp
+		return nil, groupError(groupID, ErrGroupNotFound)
 	}
 	defer g.mu.Unlock()
 	if len(g.members) > 0 && g.protocolType != consumerProtocolType {
-		resp.ErrorCode = kerr.NonEmptyGroup.Code
-		return resp
+		return nil, groupError(groupID, ErrNonEmptyGroup)
 	}
 	subscribed := g.subscribedTopics()
 	var records []StoreRecord
 	var deleted []topicPartition
-	for _, topic := range req.Topics {
-		responseTopic := kmsg.OffsetDeleteResponseTopic{Topic: topic.Topic}
-		for _, partition := range topic.Partitions {
-			var code int16
-			key := topicPartition{Topic: topic.Topic, Partition: partition.Partition}
-			if _, ok := subscribed[topic.Topic]; ok {
-				code = kerr.GroupSubscribedToTopic.Code
+	errs := make([][]error, len(topics))
+	for i, topic := range topics {
+		errs[i] = make([]error, len(topic.Partitions))
+		for j, partition := range topic.Partitions {
+			key := topicPartition{Topic: topic.Name, Partition: partition}
+			if _, ok := subscribed[topic.Name]; ok {
+				errs[i][j] = fmt.Errorf("group %q topic %q: %w", groupID, topic.Name, ErrSubscribedTopic)
 			} else if _, ok := g.offsets[key]; ok {
 				deleted = append(deleted, key)
 				records = append(records, StoreRecord{Key: encodeOffsetKey(offsetKey{Group: g.id, Topic: key.Topic, Partition: key.Partition})})
 			}
-			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: partition.Partition, ErrorCode: code})
 		}
-		resp.Topics = append(resp.Topics, responseTopic)
 	}
 	if len(records) > 0 {
 		if err := c.appendRecords(ctx, g.partition, c.cfg.Now(), records); err != nil {
-			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			resp.Topics = nil
-			return resp
+			return nil, storeError(groupID, err)
 		}
 	}
 	for _, key := range deleted {
 		delete(g.offsets, key)
 	}
-	return resp
+	return errs, nil
 }
 
 // subscribedTopics parses the consumer protocol subscriptions of the
@@ -207,11 +155,11 @@ func (g *group) subscribedTopics() map[string]struct{} {
 		if metadata == nil && len(m.protocols) > 0 {
 			metadata = m.protocols[0].Metadata
 		}
-		var subscription kmsg.ConsumerMemberMetadata
-		if err := subscription.ReadFrom(metadata); err != nil {
+		subscription, err := subscriptionTopics(metadata)
+		if err != nil {
 			continue
 		}
-		for _, topic := range subscription.Topics {
+		for _, topic := range subscription {
 			topics[topic] = struct{}{}
 		}
 	}

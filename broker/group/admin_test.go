@@ -1,133 +1,93 @@
 package group
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeGroups and ListGroups report state, members and
-// version-dependent fields.
+// DescribeGroup and ListGroups report state, members and filters.
 func TestDescribeAndListGroups(t *testing.T) {
 	h := newHarness(t, nil)
 	instance := "instance-1"
-	joinReq := staticJoin("g", "", instance)
-	joined := await(t, h.joinAsync(joinReq), "join")
+	joined := h.join(staticJoin("g", "", instance))
 	h.simpleCommit("offsets-only", "events", map[int32]int64{0: 1})
 
-	describe := kmsg.NewPtrDescribeGroupsRequest()
-	describe.Version = 5
-	describe.Groups = []string{"g", "missing"}
-	resp := h.c.DescribeGroups(testCtx, describe)
-	g := resp.Groups[0]
-	if g.State != "CompletingRebalance" || g.Protocol != "" || len(g.Members) != 1 || g.Members[0].ProtocolMetadata != nil {
-		t.Fatalf("describe while completing: %+v", g)
+	g, err := h.c.DescribeGroup("g")
+	if err != nil || g.State != "CompletingRebalance" || g.Protocol != "" || len(g.Members) != 1 || g.Members[0].Metadata != nil {
+		t.Fatalf("describe while completing: %+v %v", g, err)
 	}
-	if resp.Groups[1].State != "Dead" || resp.Groups[1].ErrorCode != 0 {
-		t.Fatalf("describe v5 of a missing group: %+v", resp.Groups[1])
+	_, err = h.c.DescribeGroup("missing")
+	wantErr(t, "describe a missing group", err, ErrGroupNotFound)
+	sync := h.sync(newSync("g", joined.MemberID, joined.Generation, map[string]string{joined.MemberID: "parts"}))
+	if sync.err != nil || string(sync.Assignment) != "parts" {
+		t.Fatalf("sync: %+v", sync)
 	}
-	sync := h.c.SyncGroup(testCtx, newSync(3, "g", joined.MemberID, joined.Generation, map[string]string{joined.MemberID: "parts"}))
-	if sync.ErrorCode != 0 || sync.Protocol != nil {
-		t.Fatalf("sync v3 must not carry v5 fields: %+v", sync)
-	}
-	g = h.c.DescribeGroups(testCtx, describe).Groups[0]
+	g, _ = h.c.DescribeGroup("g")
 	member := g.Members[0]
 	if g.State != "Stable" || g.Protocol != "range" || g.ProtocolType != "consumer" ||
-		member.ClientID != "client" || member.ClientHost != "/127.0.0.1" || string(member.MemberAssignment) != "parts" ||
-		member.InstanceID == nil || *member.InstanceID != instance || len(member.ProtocolMetadata) == 0 {
+		member.ClientID != "client" || member.ClientHost != "/127.0.0.1" || string(member.Assignment) != "parts" ||
+		member.InstanceID == nil || *member.InstanceID != instance || len(member.Metadata) == 0 {
 		t.Fatalf("describe stable: %+v", g)
 	}
-	describe.Version = 6
-	missing := h.c.DescribeGroups(testCtx, describe).Groups[1]
-	if missing.ErrorCode != kerr.GroupIDNotFound.Code || missing.ErrorMessage == nil {
-		t.Fatalf("describe v6 of a missing group: %+v", missing)
-	}
-	describe.Version = 3
-	if old := h.c.DescribeGroups(testCtx, describe).Groups[0]; old.Members[0].InstanceID != nil {
-		t.Fatalf("describe v3 must not carry instance ids: %+v", old)
-	}
 
-	list := kmsg.NewPtrListGroupsRequest()
-	list.Version = 4
-	list.StatesFilter = []string{"stable"}
-	listed := h.c.ListGroups(testCtx, list)
-	if len(listed.Groups) != 1 || listed.Groups[0].Group != "g" || listed.Groups[0].GroupState != "Stable" || listed.Groups[0].GroupType != "" {
-		t.Fatalf("list v4 filtered: %+v", listed)
+	listed, err := h.c.ListGroups(ListFilter{States: []string{"stable"}})
+	if err != nil || len(listed) != 1 || listed[0].Group != "g" || listed[0].State != "Stable" {
+		t.Fatalf("list filtered by state: %+v %v", listed, err)
 	}
-	list.Version = 5
-	list.StatesFilter = nil
-	list.TypesFilter = []string{"Classic"}
-	listed = h.c.ListGroups(testCtx, list)
-	if len(listed.Groups) != 2 || listed.Groups[0].Group != "g" || listed.Groups[1].ProtocolType != "" || listed.Groups[1].GroupType != "classic" {
-		t.Fatalf("list v5: %+v", listed)
+	listed, _ = h.c.ListGroups(ListFilter{Types: []string{"Classic"}})
+	if len(listed) != 2 || listed[0].Group != "g" || listed[1].ProtocolType != "" || listed[1].Type != "classic" {
+		t.Fatalf("list by type: %+v", listed)
 	}
-	list.TypesFilter = []string{"consumer"}
-	if listed = h.c.ListGroups(testCtx, list); len(listed.Groups) != 0 {
-		t.Fatalf("list v5 for KIP-848 groups: %+v", listed)
+	if listed, _ = h.c.ListGroups(ListFilter{Types: []string{"consumer"}}); len(listed) != 0 {
+		t.Fatalf("list KIP-848 groups: %+v", listed)
 	}
 }
 
-// SyncGroup v5 checks the protocol type and name; LeaveGroup v3+ fences a
-// member id that no longer owns the instance id.
+// SyncGroup checks the protocol type and name when given; LeaveGroup
+// fences a member id that no longer owns the instance id.
 func TestSyncProtocolCheckAndLeaveFencing(t *testing.T) {
 	h := newHarness(t, nil)
-	joined := await(t, h.joinAsync(staticJoin("g", "", "instance-1")), "join")
-	wrong := newSync(5, "g", joined.MemberID, joined.Generation, nil)
+	joined := h.join(staticJoin("g", "", "instance-1"))
+	wrong := newSync("g", joined.MemberID, joined.Generation, nil)
 	other := "roundrobin"
 	wrong.Protocol = &other
-	if code := h.c.SyncGroup(testCtx, wrong).ErrorCode; code != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("sync with another protocol: %d", code)
-	}
-	if code := h.c.SyncGroup(testCtx, newSync(5, "g", joined.MemberID, joined.Generation+1, nil)).ErrorCode; code != kerr.IllegalGeneration.Code {
-		t.Fatalf("sync with a future generation: %d", code)
-	}
-	leave := kmsg.NewPtrLeaveGroupRequest()
-	leave.Version = 4
-	leave.Group = "g"
+	wantErr(t, "sync with another protocol", h.sync(wrong).err, ErrInconsistentProtocol)
+	wantErr(t, "sync with a future generation", h.sync(newSync("g", joined.MemberID, joined.Generation+1, nil)).err, ErrIllegalGeneration)
 	instance := "instance-1"
-	leave.Members = []kmsg.LeaveGroupRequestMember{
-		{MemberID: "client-stale", InstanceID: &instance},
-		{MemberID: "client-unknown"},
+	errs, err := h.c.Leave(testCtx, "g", []Leaver{{MemberID: "client-stale", InstanceID: &instance}, {MemberID: "client-unknown"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	resp := h.c.LeaveGroup(testCtx, leave)
-	if resp.Members[0].ErrorCode != kerr.FencedInstanceID.Code || resp.Members[1].ErrorCode != kerr.UnknownMemberID.Code {
-		t.Fatalf("leave: %+v", resp)
-	}
-	leave.Members = []kmsg.LeaveGroupRequestMember{{InstanceID: &instance}}
-	if resp := h.c.LeaveGroup(testCtx, leave); resp.Members[0].ErrorCode != 0 {
-		t.Fatalf("leave by instance id: %+v", resp)
-	}
-	if !h.inspect("g", func(g *group) bool { return g.state == stateEmpty && g.generation == 2 }) {
-		t.Fatal("the group must be empty in a new generation once its only member left")
-	}
+	wantErr(t, "leave of a fenced member id", errs[0], ErrFencedInstance)
+	wantErr(t, "leave of an unknown member", errs[1], ErrUnknownMember)
+	errs, _ = h.c.Leave(testCtx, "g", []Leaver{{InstanceID: &instance}})
+	wantErr(t, "leave by instance id", errs[0], nil)
+	h.assertGroup("g", "empty in a new generation once its only member left", func(g *group) bool { return g.state == stateEmpty && g.generation == 2 })
+	_, err = h.c.Leave(testCtx, "", nil)
+	wantErr(t, "leave without a group id", err, ErrInvalidGroupID)
 }
 
-// Close answers parked requests with NOT_COORDINATOR; a cancelled request
-// context releases its handler.
-func TestCloseAndCancelReleaseParkedRequests(t *testing.T) {
+// Close answers parked joins and syncs with ErrNotCoordinator, and later
+// calls fail with it.
+func TestCloseReleasesParkedRequests(t *testing.T) {
 	h := newHarness(t, withInitialDelay)
-	parked := h.joinAsync(newJoin(9, "g", h.memberID("g")))
-	h.waitForGroup("g", "join parked", awaitingJoin(1))
-	ctx, cancel := context.WithCancel(testCtx)
-	cancelled := make(chan *kmsg.JoinGroupResponse, 1)
-	go func() { cancelled <- h.c.JoinGroup(ctx, newJoin(9, "g", h.memberID("g"))) }()
-	h.waitForGroup("g", "second join parked", awaitingJoin(2))
-	cancel()
-	if resp := await(t, cancelled, "cancelled join"); resp.ErrorCode == 0 {
-		t.Fatalf("cancelled join reported success: %+v", resp)
+	members := h.joinTogether("g", []JoinRequest{newJoin("g", h.memberID("g")), newJoin("g", h.memberID("g"))})
+	joined := members[0]
+	if joined.leader {
+		joined = members[1]
 	}
+	follower := h.syncAsync(newSync("g", joined.id, joined.generation, nil))
+	assertPending(t, follower, "sync before the leader's")
+	other := h.joinAsync(newJoin("other", h.memberID("other")))
+	h.assertGroup("other", "join parked in the initial delay", awaitingJoin(1))
 	if err := h.c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if resp := await(t, parked, "join at close"); resp.ErrorCode != kerr.NotCoordinator.Code {
-		t.Fatalf("join at close: %d", resp.ErrorCode)
-	}
-	if code := h.heartbeat("g", "client-x", 0); code != kerr.NotCoordinator.Code {
-		t.Fatalf("heartbeat after close: %d", code)
-	}
+	wantErr(t, "join at close", replied(t, other, "join at close").err, ErrNotCoordinator)
+	wantErr(t, "sync at close", replied(t, follower, "sync at close").err, ErrNotCoordinator)
+	wantErr(t, "heartbeat after close", h.heartbeat("g", "client-x", 0), ErrNotCoordinator)
+	wantErr(t, "join after close", h.join(newJoin("g", joined.id)).err, ErrNotCoordinator)
+	h.tickAfter(time.Hour) // a no-op once closed
 }
 
 // Bad configurations are refused with an error.
@@ -141,13 +101,13 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("%s: NewCoordinator accepted %+v", name, cfg)
 		}
 	}
-	if _, err := NewCoordinator(Config{ManualTicks: true}, nil); err == nil {
+	if _, err := NewCoordinator(Config{}, nil); err == nil {
 		t.Error("NewCoordinator accepted a nil store")
 	}
 }
 
-// With the background ticker (no manual ticks, real clock), a member that
-// never heartbeats is evicted after its session timeout.
+// With the ticker driver (real clock), a member that never heartbeats is
+// evicted after its session timeout; the ticker stops when asked.
 func TestBackgroundTickerEvicts(t *testing.T) {
 	c, err := NewCoordinator(Config{
 		GroupMinSessionTimeout:  time.Millisecond,
@@ -158,16 +118,19 @@ func TestBackgroundTickerEvicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	req := newJoin(3, "g", "")
-	req.SessionTimeoutMillis = 20
-	if resp := c.JoinGroup(testCtx, req); resp.ErrorCode != 0 {
-		t.Fatalf("join: %+v", resp)
+	ticker := StartTicker(c)
+	defer ticker.Stop()
+	req := newJoin("g", "")
+	req.RequireKnownMemberID = false
+	req.SessionTimeout = 20 * time.Millisecond
+	var joinErr error
+	c.Join(testCtx, req, func(_ JoinResult, err error) { joinErr = err })
+	if joinErr != nil {
+		t.Fatalf("join: %v", joinErr)
 	}
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
-		describe := kmsg.NewPtrDescribeGroupsRequest()
-		describe.Groups = []string{"g"}
-		if group := c.DescribeGroups(testCtx, describe).Groups[0]; group.State == "Empty" && len(group.Members) == 0 {
+		if g, err := c.DescribeGroup("g"); err == nil && g.State == "Empty" && len(g.Members) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -28,12 +28,9 @@ type Config struct {
 	OffsetsTopicPartitions int
 	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (4096).
 	OffsetMetadataMaxBytes int
-	// TickInterval is how often a background goroutine calls Tick to fire
-	// session, rebalance and retention timers (100 ms). With ManualTicks no
-	// goroutine runs and the owner calls Tick itself (tests).
+	// TickInterval is how often the driver started by StartTicker calls
+	// Tick to fire session, rebalance and retention timers (100 ms).
 	TickInterval time.Duration
-	// ManualTicks disables the background ticker.
-	ManualTicks bool
 	// Now is the clock (time.Now). Tests inject a fake clock.
 	Now func() time.Time
 	// Topics resolves topic ids for OffsetCommit v10 and OffsetFetch v10;

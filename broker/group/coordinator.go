@@ -15,22 +15,20 @@ import (
 // whose __consumer_offsets partition this broker leads (on a single node,
 // all of them).
 //
-// Concurrency: handlers run on the callers' goroutines. mu guards the group
-// map, the transaction index and closed; each group has its own mutex that
-// serializes everything done to it (group.go). Timers do not run on their
-// own goroutines: Tick (called by the ticker goroutine, or by tests with
-// ManualTicks) takes each group's mutex in turn and fires what is due, so
-// all state changes happen under the owner's lock.
+// Concurrency: the coordinator runs no goroutine of its own. Requests run
+// on the callers' goroutines; time moves only when Tick is called (by the
+// thin driver, StartTicker, or by a test with a fake clock). mu guards the
+// group map, the transaction index and closed; each group has its own
+// mutex that serializes everything done to it (group.go). Tick takes each
+// group's mutex in turn and fires what is due, so all state changes happen
+// under the owner's lock. Parked JoinGroup and SyncGroup calls are answered
+// through the JoinReply/SyncReply callbacks their callers passed.
 type Coordinator struct {
 	cfg   Config
 	store OffsetStore
 
 	// appendOrder numbers store appends coordinator-wide (offsetEntry).
 	appendOrder atomic.Int64
-	// undelivered counts join and sync waiters that have not been sent
-	// their outcome yet (changed under the group's lock). Tests compare it
-	// with their requests in flight to know every request is parked.
-	undelivered atomic.Int64
 
 	mu     sync.Mutex
 	groups map[string]*group
@@ -38,20 +36,18 @@ type Coordinator struct {
 	// each producer id, so CompleteTxn finds them.
 	txnGroups map[int64]map[string]struct{}
 	closed    bool
-	// closing is closed by Close: parked handlers wake up and answer
-	// NOT_COORDINATOR.
+	// closing is closed by Close; the ticker driver stops on it.
 	closing chan struct{}
 
-	// tickMu serializes Tick; lastRetentionCheck is guarded by it.
+	// tickMu serializes Tick (and Close waits on it for a Tick in
+	// progress); lastRetentionCheck is guarded by it.
 	tickMu             sync.Mutex
 	lastRetentionCheck time.Time
-
-	tickerDone chan struct{}
 }
 
 // NewCoordinator loads every group and committed offset from store and
-// returns a running coordinator. Unless cfg.ManualTicks, a goroutine calls
-// Tick every cfg.TickInterval until Close.
+// returns the coordinator. It starts no goroutine: timers fire only when
+// Tick is called (StartTicker does so every cfg.TickInterval).
 func NewCoordinator(cfg Config, store OffsetStore) (*Coordinator, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -71,36 +67,22 @@ func NewCoordinator(cfg Config, store OffsetStore) (*Coordinator, error) {
 	if err := c.load(context.Background()); err != nil {
 		return nil, fmt.Errorf("load __consumer_offsets: %w", err)
 	}
-	if !cfg.ManualTicks {
-		c.tickerDone = make(chan struct{})
-		go c.runTicker()
-	}
 	return c, nil
 }
 
-func (c *Coordinator) runTicker() {
-	defer close(c.tickerDone)
-	ticker := time.NewTicker(c.cfg.TickInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-c.closing:
-			return
-		case <-ticker.C:
-			c.Tick()
-		}
-	}
-}
-
-// Tick fires every due timer at the clock's current time: session
-// timeouts, KIP-394 pending member expiry, the initial rebalance delay,
-// rebalance timeouts, and (every offsets.retention.check.interval) offset
-// expiry.
-func (c *Coordinator) Tick() {
+// Tick is the coordinator's time step: it fires every timer due at now —
+// session timeouts, KIP-394 pending member expiry, the initial rebalance
+// delay, rebalance timeouts, and (every offsets.retention.check.interval)
+// offset expiry. Joins and syncs completed by a timer are answered through
+// their reply callbacks before Tick returns. now should come from the
+// same clock as Config.Now. After Close, Tick does nothing.
+func (c *Coordinator) Tick(now time.Time) {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
+	if c.isClosed() {
+		return
+	}
 	ctx := context.Background()
-	now := c.cfg.Now()
 	for _, g := range c.snapshotGroups() {
 		g.mu.Lock()
 		g.tick(ctx, now)
@@ -112,8 +94,9 @@ func (c *Coordinator) Tick() {
 	}
 }
 
-// Close stops the ticker and answers every parked JoinGroup and SyncGroup
-// with NOT_COORDINATOR. It closes the store.
+// Close answers every parked JoinGroup and SyncGroup with
+// ErrNotCoordinator, makes later calls fail with it, waits for a Tick in
+// progress and closes the store.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -123,8 +106,15 @@ func (c *Coordinator) Close() error {
 	c.closed = true
 	close(c.closing)
 	c.mu.Unlock()
-	if c.tickerDone != nil {
-		<-c.tickerDone
+	// A Tick in progress finishes; later ones see closed and return.
+	c.tickMu.Lock()
+	c.tickMu.Unlock() // an empty critical section: waiting is the point
+	// lockGroup re-checks closed after taking a group's lock, so every
+	// request that parked did so before this visit to its group.
+	for _, g := range c.snapshotGroups() {
+		g.mu.Lock()
+		g.releaseWaiters(ErrNotCoordinator)
+		g.mu.Unlock()
 	}
 	if err := c.store.Close(); err != nil {
 		return fmt.Errorf("close offset store: %w", err)
@@ -149,8 +139,10 @@ func (c *Coordinator) snapshotGroups() []*group {
 }
 
 // lockGroup returns the named group locked, creating it (Empty) if create
-// is set. It returns nil when the group does not exist (or the coordinator
-// is closed). A Dead group has already left the map, so the loop ends.
+// is set. It returns nil when the group does not exist or the coordinator
+// is closed (checked again under the group's lock, so that Close, which
+// visits every group after setting closed, sees every parked request). A
+// Dead group has already left the map, so the loop ends.
 func (c *Coordinator) lockGroup(id string, create bool) *group {
 	for {
 		c.mu.Lock()
@@ -169,6 +161,10 @@ func (c *Coordinator) lockGroup(id string, create bool) *group {
 		}
 		c.mu.Unlock()
 		g.mu.Lock()
+		if c.isClosed() {
+			g.mu.Unlock()
+			return nil
+		}
 		if g.state != stateDead {
 			return g
 		}
@@ -187,7 +183,7 @@ func (c *Coordinator) removeGroup(g *group) {
 }
 
 // appendRecords appends plain records to partition and waits until they are
-// durable.
+// durable. The error wraps the store's.
 func (c *Coordinator) appendRecords(ctx context.Context, partition int32, now time.Time, records []StoreRecord) error {
 	batch := StoreBatch{ProducerID: -1, ProducerEpoch: -1, Records: records, TimestampMillis: now.UnixMilli()}
 	if err := c.store.Append(ctx, partition, batch); err != nil {
@@ -216,12 +212,15 @@ type ClientInfo struct {
 }
 
 // WithClientInfo returns ctx carrying the request's client id and host; the
-// broker's handlers set it before calling JoinGroup.
+// broker's handler adapter sets it, and JoinGroup's per-API file reads it
+// back (ClientInfoFrom) into JoinRequest.Client.
 func WithClientInfo(ctx context.Context, info ClientInfo) context.Context {
 	return context.WithValue(ctx, clientInfoKey{}, info)
 }
 
-func clientInfoFrom(ctx context.Context) ClientInfo {
+// ClientInfoFrom returns the client info WithClientInfo put in ctx (zero
+// if none).
+func ClientInfoFrom(ctx context.Context) ClientInfo {
 	info, _ := ctx.Value(clientInfoKey{}).(ClientInfo)
 	return info
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // groupState is the classic-protocol group state, named as Kafka names it
@@ -62,7 +60,7 @@ type member struct {
 	rebalanceTimeout time.Duration
 	protocolType     string
 	// protocols are the member's supported protocols in preference order.
-	protocols []kmsg.JoinGroupRequestProtocol
+	protocols []Protocol
 	// assignment is what the leader assigned this member in the current
 	// generation (nil until SyncGroup from the leader).
 	assignment []byte
@@ -70,12 +68,12 @@ type member struct {
 	// unless it is awaiting a join (then the rebalance timeout governs).
 	lastHeartbeat time.Time
 	// joinWaiter is non-nil exactly while the member is "awaiting join": it
-	// has sent JoinGroup in the current rebalance and its handler waits for
-	// the outcome. Buffered (1): delivering never blocks the owner.
-	joinWaiter chan joinOutcome
+	// has sent JoinGroup in the current rebalance and the caller's reply
+	// waits for the outcome. Called once (deliverJoin), then cleared.
+	joinWaiter JoinReply
 	// syncWaiter is non-nil while a SyncGroup of the member is parked in
-	// CompletingRebalance. Buffered (1).
-	syncWaiter chan syncOutcome
+	// CompletingRebalance. Called once (deliverSync), then cleared.
+	syncWaiter SyncReply
 	// joinedGeneration is the generation whose join the member completed.
 	// Invariant: in CompletingRebalance and Stable it equals the group's
 	// generation for every member.
@@ -92,28 +90,10 @@ func (m *member) protocolMetadata(name string) []byte {
 	return nil
 }
 
-func sameProtocols(a, b []kmsg.JoinGroupRequestProtocol) bool {
-	return slices.EqualFunc(a, b, func(x, y kmsg.JoinGroupRequestProtocol) bool {
+func sameProtocols(a, b []Protocol) bool {
+	return slices.EqualFunc(a, b, func(x, y Protocol) bool {
 		return x.Name == y.Name && bytes.Equal(x.Metadata, y.Metadata)
 	})
-}
-
-// joinOutcome is what a parked JoinGroup receives.
-type joinOutcome struct {
-	errorCode      int16
-	generation     int32
-	protocolType   string
-	protocol       *string
-	leader         string
-	memberID       string
-	members        []kmsg.JoinGroupResponseMember // only for the leader
-	skipAssignment bool
-}
-
-// syncOutcome is what a parked SyncGroup receives.
-type syncOutcome struct {
-	errorCode  int16
-	assignment []byte
 }
 
 // group is one consumer group. Ownership: mu guards every field below it;
@@ -261,7 +241,7 @@ func hasProtocol(m *member, name string) bool {
 // supportsProtocols reports whether a member with these protocols may join:
 // the group is empty, or the protocol type matches and the member shares a
 // protocol with every current member (else INCONSISTENT_GROUP_PROTOCOL).
-func (g *group) supportsProtocols(protocolType string, protocols []kmsg.JoinGroupRequestProtocol) bool {
+func (g *group) supportsProtocols(protocolType string, protocols []Protocol) bool {
 	if len(g.members) == 0 {
 		return true
 	}
@@ -321,18 +301,13 @@ func (g *group) addMember(m *member) {
 }
 
 // removeMember deletes the member, answering its parked requests with
-// errorCode, and picks a new leader if it led.
-func (g *group) removeMember(id string, errorCode int16) {
+// err, and picks a new leader if it led.
+func (g *group) removeMember(id string, err error) {
 	m, ok := g.members[id]
 	if !ok {
 		return
 	}
-	if m.joinWaiter != nil {
-		g.deliverJoin(m, joinOutcome{errorCode: errorCode, generation: -1, memberID: id})
-	}
-	if m.syncWaiter != nil {
-		g.deliverSync(m, syncOutcome{errorCode: errorCode})
-	}
+	g.failWaiters(m, err)
 	delete(g.members, id)
 	g.order = slices.DeleteFunc(g.order, func(other string) bool { return other == id })
 	if m.instanceID != nil && g.staticMembers[*m.instanceID] == id {
@@ -369,71 +344,78 @@ func (g *group) replaceMemberID(oldID, newID string) *member {
 
 // memberList is the member list the leader receives with its JoinGroup
 // response: each member's metadata for the selected protocol.
-func (g *group) memberList() []kmsg.JoinGroupResponseMember {
-	list := make([]kmsg.JoinGroupResponseMember, 0, len(g.order))
+func (g *group) memberList() []JoinedMember {
+	list := make([]JoinedMember, 0, len(g.order))
 	for _, id := range g.order {
 		m := g.members[id]
-		list = append(list, kmsg.JoinGroupResponseMember{
-			MemberID:         id,
-			InstanceID:       m.instanceID,
-			ProtocolMetadata: m.protocolMetadata(g.protocol),
-		})
+		list = append(list, JoinedMember{MemberID: id, InstanceID: m.instanceID, Metadata: m.protocolMetadata(g.protocol)})
 	}
 	return list
 }
 
-// currentJoinOutcome is the current generation's join result for m (a
+// currentJoinResult is the current generation's join result for m (a
 // rejoin that needs no rebalance).
-func (g *group) currentJoinOutcome(m *member, skipAssignment bool) joinOutcome {
+func (g *group) currentJoinResult(m *member, skipAssignment bool) JoinResult {
 	protocol := g.protocol
-	outcome := joinOutcome{
-		generation:     g.generation,
-		protocolType:   g.protocolType,
-		protocol:       &protocol,
-		leader:         g.leader,
-		memberID:       m.id,
-		skipAssignment: skipAssignment,
+	result := JoinResult{
+		Generation:     g.generation,
+		ProtocolType:   g.protocolType,
+		Protocol:       &protocol,
+		Leader:         g.leader,
+		MemberID:       m.id,
+		SkipAssignment: skipAssignment,
 	}
 	if m.id == g.leader {
-		outcome.members = g.memberList()
+		result.Members = g.memberList()
 	}
-	return outcome
+	return result
+}
+
+// syncResult is m's answer to SyncGroup in the current generation.
+func (g *group) syncResult(m *member) SyncResult {
+	return SyncResult{Assignment: m.assignment, ProtocolType: g.protocolType, Protocol: g.protocol}
 }
 
 // resetAssignments clears every assignment and answers parked SyncGroups
-// with errorCode (the generation they synced for is over).
-func (g *group) resetAssignments(errorCode int16) {
+// with err (the generation they synced for is over).
+func (g *group) resetAssignments(err error) {
 	for _, m := range g.members {
 		m.assignment = nil
 		if m.syncWaiter != nil {
-			g.deliverSync(m, syncOutcome{errorCode: errorCode})
+			g.deliverSync(m, SyncResult{}, err)
 		}
 	}
 }
 
-// newJoinWaiter parks a JoinGroup of m: m is now awaiting join.
-func (g *group) newJoinWaiter(m *member) {
-	m.joinWaiter = make(chan joinOutcome, 1)
-	g.coordinator.undelivered.Add(1)
+// failWaiters answers m's parked JoinGroup and SyncGroup, if any, with err.
+func (g *group) failWaiters(m *member, err error) {
+	if m.joinWaiter != nil {
+		g.deliverJoin(m, JoinResult{MemberID: m.id, Generation: -1}, err)
+	}
+	if m.syncWaiter != nil {
+		g.deliverSync(m, SyncResult{}, err)
+	}
 }
 
-// deliverJoin answers m's parked JoinGroup. Every waiter is answered
-// exactly once (or abandoned at Close); the buffer makes it non-blocking.
-func (g *group) deliverJoin(m *member, outcome joinOutcome) {
-	m.joinWaiter <- outcome
+// releaseWaiters answers every parked request of the group with err
+// (Close).
+func (g *group) releaseWaiters(err error) {
+	for _, m := range g.members {
+		g.failWaiters(m, err)
+	}
+}
+
+// deliverJoin answers m's parked JoinGroup: the reply is cleared before it
+// is called, so every parked join is answered exactly once.
+func (g *group) deliverJoin(m *member, result JoinResult, err error) {
+	reply := m.joinWaiter
 	m.joinWaiter = nil
-	g.coordinator.undelivered.Add(-1)
+	reply(result, err)
 }
 
-// newSyncWaiter parks a SyncGroup of m.
-func (g *group) newSyncWaiter(m *member) {
-	m.syncWaiter = make(chan syncOutcome, 1)
-	g.coordinator.undelivered.Add(1)
-}
-
-// deliverSync answers m's parked SyncGroup.
-func (g *group) deliverSync(m *member, outcome syncOutcome) {
-	m.syncWaiter <- outcome
+// deliverSync answers m's parked SyncGroup, exactly once.
+func (g *group) deliverSync(m *member, result SyncResult, err error) {
+	reply := m.syncWaiter
 	m.syncWaiter = nil
-	g.coordinator.undelivered.Add(-1)
+	reply(result, err)
 }

@@ -2,23 +2,18 @@ package group
 
 import (
 	"context"
-	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
+	"errors"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// waitTimeout bounds every wait for a parked request or a condition.
-const waitTimeout = 5 * time.Second
-
 // fakeClock is the injected clock: time moves only when a test says so.
+// The coordinator runs no goroutine, so tests are single-threaded: a step
+// is a call, and its effects (including replies to parked requests) are
+// complete when the call returns.
 type fakeClock struct {
-	mu  sync.Mutex
 	now time.Time
 }
 
@@ -26,20 +21,12 @@ func newFakeClock() *fakeClock {
 	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 }
 
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
+func (f *fakeClock) Now() time.Time { return f.now }
 
-func (f *fakeClock) Advance(step time.Duration) {
-	f.mu.Lock()
-	f.now = f.now.Add(step)
-	f.mu.Unlock()
-}
+func (f *fakeClock) Advance(step time.Duration) { f.now = f.now.Add(step) }
 
-// harness drives one coordinator over a store with a fake clock and
-// manual ticks.
+// harness drives one coordinator over a store with a fake clock; time
+// moves only by tickAfter.
 type harness struct {
 	t         *testing.T
 	clock     *fakeClock
@@ -47,8 +34,6 @@ type harness struct {
 	store     OffsetStore
 	cfg       Config
 	c         *Coordinator
-	// inFlight counts joinAsync/syncAsync calls that have not returned.
-	inFlight atomic.Int64
 }
 
 func newHarness(t *testing.T, adjust func(*Config)) *harness {
@@ -62,7 +47,7 @@ func newHarness(t *testing.T, adjust func(*Config)) *harness {
 func newHarnessWith(t *testing.T, openStore func() OffsetStore, adjust func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: newFakeClock(), openStore: openStore}
-	h.cfg = Config{Now: h.clock.Now, ManualTicks: true, NoInitialRebalanceDelay: true}
+	h.cfg = Config{Now: h.clock.Now, NoInitialRebalanceDelay: true}
 	if adjust != nil {
 		adjust(&h.cfg)
 	}
@@ -91,12 +76,16 @@ func (h *harness) restart() {
 	h.start()
 }
 
+// tickAfter moves the clock by step and runs the coordinator's time step.
 func (h *harness) tickAfter(step time.Duration) {
 	h.clock.Advance(step)
-	h.c.Tick()
+	h.c.Tick(h.clock.Now())
 }
 
-var testCtx = WithClientInfo(context.Background(), ClientInfo{ClientID: "client", Host: "/127.0.0.1"})
+var testCtx = context.Background()
+
+// testClient is the connection every test request comes on.
+var testClient = ClientInfo{ClientID: "client", Host: "/127.0.0.1"}
 
 // consumerMetadata is a consumer-protocol subscription to topics.
 func consumerMetadata(topics ...string) []byte {
@@ -104,72 +93,93 @@ func consumerMetadata(topics ...string) []byte {
 	return metadata.AppendTo(nil)
 }
 
-// joinRequest builds a JoinGroup of the consumer protocol type with the
-// given protocols (each subscribing to topic "events").
-func newJoin(version int16, groupID, memberID string, protocols ...string) *kmsg.JoinGroupRequest {
-	req := kmsg.NewPtrJoinGroupRequest()
-	req.Version = version
-	req.Group = groupID
-	req.MemberID = memberID
-	req.SessionTimeoutMillis = 10_000
-	req.RebalanceTimeoutMillis = 30_000
-	req.ProtocolType = "consumer"
+// newJoin builds a join of the consumer protocol type with the given
+// protocols (each subscribing to topic "events"), as a v4+ client sends it
+// (KIP-394: a new member first gets ErrMemberIDRequired).
+func newJoin(groupID, memberID string, protocols ...string) JoinRequest {
+	req := JoinRequest{
+		Group:                groupID,
+		MemberID:             memberID,
+		SessionTimeout:       10 * time.Second,
+		RebalanceTimeout:     30 * time.Second,
+		ProtocolType:         "consumer",
+		RequireKnownMemberID: true,
+		Client:               testClient,
+	}
 	if len(protocols) == 0 {
 		protocols = []string{"range"}
 	}
 	for _, name := range protocols {
-		req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: name, Metadata: consumerMetadata("events")})
+		req.Protocols = append(req.Protocols, Protocol{Name: name, Metadata: consumerMetadata("events")})
 	}
 	return req
 }
 
-func (h *harness) joinAsync(req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupResponse {
-	out := make(chan *kmsg.JoinGroupResponse, 1)
-	h.inFlight.Add(1)
-	go func() {
-		out <- h.c.JoinGroup(testCtx, req) // buffered: never blocks
-		h.inFlight.Add(-1)
-	}()
+// joinReply is one reply to a join.
+type joinReply struct {
+	JoinResult
+	err error
+}
+
+// syncReply is one reply to a sync.
+type syncReply struct {
+	SyncResult
+	err error
+}
+
+// joinAsync sends a join; its reply arrives on the returned channel when
+// the coordinator answers (at once, or at a later step).
+func (h *harness) joinAsync(req JoinRequest) <-chan joinReply {
+	out := make(chan joinReply, 2) // room for a wrong second reply, caught by replied
+	h.c.Join(testCtx, req, func(result JoinResult, err error) { out <- joinReply{result, err} })
 	return out
 }
 
-func (h *harness) syncAsync(req *kmsg.SyncGroupRequest) <-chan *kmsg.SyncGroupResponse {
-	out := make(chan *kmsg.SyncGroupResponse, 1)
-	h.inFlight.Add(1)
-	go func() {
-		out <- h.c.SyncGroup(testCtx, req) // buffered: never blocks
-		h.inFlight.Add(-1)
-	}()
+// join sends a join that must be answered at once.
+func (h *harness) join(req JoinRequest) joinReply {
+	h.t.Helper()
+	return replied(h.t, h.joinAsync(req), "join")
+}
+
+func (h *harness) syncAsync(req SyncRequest) <-chan syncReply {
+	out := make(chan syncReply, 2)
+	h.c.Sync(testCtx, req, func(result SyncResult, err error) { out <- syncReply{result, err} })
 	return out
 }
 
-func newSync(version int16, groupID, memberID string, generation int32, assignments map[string]string) *kmsg.SyncGroupRequest {
-	req := kmsg.NewPtrSyncGroupRequest()
-	req.Version = version
-	req.Group = groupID
-	req.MemberID = memberID
-	req.Generation = generation
+// sync sends a sync that must be answered at once.
+func (h *harness) sync(req SyncRequest) syncReply {
+	h.t.Helper()
+	return replied(h.t, h.syncAsync(req), "sync")
+}
+
+func newSync(groupID, memberID string, generation int32, assignments map[string]string) SyncRequest {
+	req := SyncRequest{Group: groupID, MemberID: memberID, Generation: generation}
 	for id, assignment := range assignments {
-		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: []byte(assignment)})
+		req.Assignments = append(req.Assignments, Assignment{MemberID: id, Assignment: []byte(assignment)})
 	}
 	return req
 }
 
-func (h *harness) heartbeat(groupID, memberID string, generation int32) int16 {
-	req := kmsg.NewPtrHeartbeatRequest()
-	req.Version = 4
-	req.Group, req.MemberID, req.Generation = groupID, memberID, generation
-	return h.c.Heartbeat(testCtx, req).ErrorCode
+func (h *harness) heartbeat(groupID, memberID string, generation int32) error {
+	return h.c.Heartbeat(HeartbeatRequest{Group: groupID, MemberID: memberID, Generation: generation})
 }
 
-// await returns what ch delivers, failing the test after waitTimeout.
-func await[T any](t *testing.T, ch <-chan T, what string) T {
+// replied returns the one reply ch holds, failing if the request is still
+// parked or was answered twice. Replies are synchronous (from the step
+// that completes them), so no waiting is involved.
+func replied[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case value := <-ch:
+		select {
+		case again := <-ch:
+			t.Fatalf("%s answered twice: %+v, then %+v", what, value, again)
+		default:
+		}
 		return value
-	case <-time.After(waitTimeout):
-		t.Fatalf("timed out waiting for %s", what)
+	default:
+		t.Fatalf("%s not answered", what)
 		var zero T
 		return zero
 	}
@@ -185,32 +195,11 @@ func assertPending[T any](t *testing.T, ch <-chan T, what string) {
 	}
 }
 
-// waitForGroup waits until cond holds on the group's state (read under its
-// lock), failing after waitTimeout.
-func (h *harness) waitForGroup(groupID, what string, cond func(g *group) bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		if h.inspect(groupID, cond) {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for group %s: %s", groupID, what)
-		}
-		<-time.After(time.Millisecond)
-	}
-}
-
-// settle waits until every asynchronous request has returned or is parked
-// in the coordinator, so a test step sees the effects of the previous ones.
-func (h *harness) settle() {
-	h.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for h.inFlight.Load() != h.c.undelivered.Load() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("requests did not settle: %d in flight, %d parked", h.inFlight.Load(), h.c.undelivered.Load())
-		}
-		runtime.Gosched()
+// wantErr fails unless err wraps want (want nil: err must be nil).
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) { // errors.Is(err, nil) means err == nil
+		t.Fatalf("%s: got error %v, want %v", what, err, want)
 	}
 }
 
@@ -222,6 +211,14 @@ func (h *harness) inspect(groupID string, fn func(g *group) bool) bool {
 	}
 	defer g.mu.Unlock()
 	return fn(g)
+}
+
+// assertGroup fails unless cond holds on the group's state.
+func (h *harness) assertGroup(groupID, what string, cond func(g *group) bool) {
+	h.t.Helper()
+	if !h.inspect(groupID, cond) {
+		h.t.Fatalf("group %s: %s does not hold", groupID, what)
+	}
 }
 
 func awaitingJoin(count int) func(g *group) bool {
@@ -241,23 +238,18 @@ type joinedMember struct {
 	id         string
 	generation int32
 	leader     bool
-	response   *kmsg.JoinGroupResponse
+	response   JoinResult
 }
 
-// joinTogether makes every joiner (by client-chosen member ids obtained
-// from the KIP-394 round) join one generation, releasing the initial
-// delay with ticks when the group has one.
-func (h *harness) joinTogether(groupID string, requests []*kmsg.JoinGroupRequest) []joinedMember {
+// joinTogether makes every joiner (by member ids obtained from the KIP-394
+// round) join one generation, releasing the initial delay with ticks when
+// the group has one.
+func (h *harness) joinTogether(groupID string, requests []JoinRequest) []joinedMember {
 	h.t.Helper()
-	pending := make([]<-chan *kmsg.JoinGroupResponse, len(requests))
+	pending := make([]<-chan joinReply, len(requests))
 	for i, req := range requests {
 		pending[i] = h.joinAsync(req)
 	}
-	h.waitForGroup(groupID, fmt.Sprintf("%d members awaiting join", len(requests)), func(g *group) bool {
-		// Without an initial delay the join completes as soon as the last
-		// expected member arrives.
-		return awaitingJoin(len(requests))(g) || g.state == stateCompletingRebalance
-	})
 	for range 20 {
 		if h.inspect(groupID, func(g *group) bool { return g.state != statePreparingRebalance }) {
 			break
@@ -266,11 +258,11 @@ func (h *harness) joinTogether(groupID string, requests []*kmsg.JoinGroupRequest
 	}
 	members := make([]joinedMember, len(requests))
 	for i := range requests {
-		resp := await(h.t, pending[i], "join response")
-		if resp.ErrorCode != 0 {
-			h.t.Fatalf("join %d: error %d", i, resp.ErrorCode)
+		resp := replied(h.t, pending[i], "join")
+		if resp.err != nil {
+			h.t.Fatalf("join %d: %v", i, resp.err)
 		}
-		members[i] = joinedMember{id: resp.MemberID, generation: resp.Generation, leader: resp.LeaderID == resp.MemberID, response: resp}
+		members[i] = joinedMember{id: resp.MemberID, generation: resp.Generation, leader: resp.Leader == resp.MemberID, response: resp.JoinResult}
 	}
 	return members
 }
@@ -278,9 +270,7 @@ func (h *harness) joinTogether(groupID string, requests []*kmsg.JoinGroupRequest
 // memberID runs the KIP-394 round and returns the id to join with.
 func (h *harness) memberID(groupID string) string {
 	h.t.Helper()
-	resp := h.c.JoinGroup(testCtx, newJoin(9, groupID, ""))
-	if resp.ErrorCode != kerr.MemberIDRequired.Code {
-		h.t.Fatalf("first join: want MEMBER_ID_REQUIRED, got %d", resp.ErrorCode)
-	}
+	resp := h.join(newJoin(groupID, ""))
+	wantErr(h.t, "first join", resp.err, ErrMemberIDRequired)
 	return resp.MemberID
 }

@@ -3,203 +3,145 @@ package group
 import (
 	"context"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// JoinGroup (key 11), versions 0–9. It blocks until the rebalance the join
-// takes part in completes, ctx ends, or the coordinator closes.
-//
-// v0 has no rebalance timeout (the session timeout is used); v4+ clients
-// that join with an empty member id first get MEMBER_ID_REQUIRED with a
-// generated id (KIP-394); v5+ carry group.instance.id (static membership,
-// KIP-345); v7+ return the protocol type; v9 returns SkipAssignment.
-func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
-	outcome, waiter := c.join(ctx, req)
-	if waiter != nil {
-		select {
-		case outcome = <-waiter:
-		case <-ctx.Done():
-			outcome = joinOutcome{errorCode: kerr.RebalanceInProgress.Code, generation: -1, memberID: outcome.memberID}
-		case <-c.closing:
-			outcome = joinOutcome{errorCode: kerr.NotCoordinator.Code, generation: -1, memberID: outcome.memberID}
-		}
-	}
-	return joinResponse(req.Version, outcome)
-}
-
-func joinResponse(version int16, outcome joinOutcome) *kmsg.JoinGroupResponse {
-	resp := kmsg.NewPtrJoinGroupResponse()
-	resp.Version = version
-	resp.ErrorCode = outcome.errorCode
-	resp.Generation = outcome.generation
-	resp.LeaderID = outcome.leader
-	resp.MemberID = outcome.memberID
-	resp.Protocol = outcome.protocol
-	if version >= 7 && outcome.errorCode == 0 {
-		protocolType := outcome.protocolType
-		resp.ProtocolType = &protocolType
-	}
-	if version < 7 && resp.Protocol == nil {
-		empty := ""
-		resp.Protocol = &empty
-	}
-	if version >= 9 {
-		resp.SkipAssignment = outcome.skipAssignment
-	}
-	resp.Members = outcome.members
-	return resp
-}
-
-func joinError(code int16, memberID string) joinOutcome {
-	return joinOutcome{errorCode: code, generation: -1, memberID: memberID}
-}
-
-// joinRequest is a JoinGroupRequest with version defaults applied.
-type joinRequest struct {
-	*kmsg.JoinGroupRequest
-	client           ClientInfo
-	sessionTimeout   time.Duration
-	rebalanceTimeout time.Duration
-	instanceID       *string
-}
-
-// join runs the join under the group's lock. It returns either a final
-// outcome (waiter nil) or a waiter to block on (outcome carries the member
-// id for error responses).
-func (c *Coordinator) join(ctx context.Context, raw *kmsg.JoinGroupRequest) (joinOutcome, chan joinOutcome) {
-	req := joinRequest{
-		JoinGroupRequest: raw,
-		client:           clientInfoFrom(ctx),
-		sessionTimeout:   time.Duration(raw.SessionTimeoutMillis) * time.Millisecond,
-		rebalanceTimeout: time.Duration(raw.RebalanceTimeoutMillis) * time.Millisecond,
-	}
-	if raw.Version < 1 {
-		req.rebalanceTimeout = req.sessionTimeout
-	}
-	if raw.Version >= 5 && raw.InstanceID != nil {
-		instanceID := *raw.InstanceID
-		req.instanceID = &instanceID
+// Join handles one JoinGroup (the broker's join_group.go has the versions'
+// behaviour). reply gets the outcome exactly once: at once for a join that
+// is answered without waiting (an error, KIP-394's ErrMemberIDRequired, a
+// rejoin needing no rebalance), else when the rebalance the join takes
+// part in completes — from the request, Tick or Close that completes it.
+// Join returns the member id the join is handled under (generated for a
+// new member), for an answer the caller gives itself if it stops waiting.
+func (c *Coordinator) Join(ctx context.Context, req JoinRequest, reply JoinReply) string {
+	fail := func(err error) string {
+		reply(JoinResult{MemberID: req.MemberID, Generation: -1}, err)
+		return req.MemberID
 	}
 	switch {
-	case raw.Group == "":
-		return joinError(kerr.InvalidGroupID.Code, raw.MemberID), nil
-	case req.sessionTimeout < c.cfg.GroupMinSessionTimeout || req.sessionTimeout > c.cfg.GroupMaxSessionTimeout:
-		return joinError(kerr.InvalidSessionTimeout.Code, raw.MemberID), nil
-	case req.rebalanceTimeout < 0:
-		return joinError(kerr.InvalidRequest.Code, raw.MemberID), nil
-	case raw.ProtocolType == "" || len(raw.Protocols) == 0:
-		return joinError(kerr.InconsistentGroupProtocol.Code, raw.MemberID), nil
+	case req.Group == "":
+		return fail(ErrInvalidGroupID)
+	case req.SessionTimeout < c.cfg.GroupMinSessionTimeout || req.SessionTimeout > c.cfg.GroupMaxSessionTimeout:
+		return fail(groupError(req.Group, ErrInvalidSessionTimeout))
+	case req.RebalanceTimeout < 0:
+		return fail(groupError(req.Group, ErrInvalidRebalanceTimeout))
+	case req.ProtocolType == "" || len(req.Protocols) == 0:
+		return fail(groupError(req.Group, ErrInconsistentProtocol))
 	}
-	g := c.lockGroup(raw.Group, raw.MemberID == "")
+	g := c.lockGroup(req.Group, req.MemberID == "")
 	if g == nil {
 		if c.isClosed() {
-			return joinError(kerr.NotCoordinator.Code, raw.MemberID), nil
+			return fail(groupError(req.Group, ErrNotCoordinator))
 		}
-		return joinError(kerr.UnknownMemberID.Code, raw.MemberID), nil
+		return fail(memberError(req.Group, req.MemberID, ErrUnknownMember))
 	}
 	defer g.mu.Unlock()
 	now := c.cfg.Now()
-	if g.state != stateEmpty && !g.supportsProtocols(raw.ProtocolType, raw.Protocols) {
-		return joinError(kerr.InconsistentGroupProtocol.Code, raw.MemberID), nil
+	if g.state != stateEmpty && !g.supportsProtocols(req.ProtocolType, req.Protocols) {
+		return fail(groupError(req.Group, ErrInconsistentProtocol))
 	}
-	if raw.MemberID == "" {
-		return g.joinUnknownMember(ctx, req, now)
+	if req.MemberID == "" {
+		return g.joinUnknownMember(ctx, req, now, reply)
 	}
-	return g.joinKnownMember(ctx, req, now)
+	return g.joinKnownMember(ctx, req, now, reply)
+}
+
+// failJoin answers a join at once with err wrapping sentinel.
+func (g *group) failJoin(reply JoinReply, memberID string, sentinel error) string {
+	reply(JoinResult{MemberID: memberID, Generation: -1}, memberError(g.id, memberID, sentinel))
+	return memberID
 }
 
 // joinUnknownMember handles a join with an empty member id.
-func (g *group) joinUnknownMember(ctx context.Context, req joinRequest, now time.Time) (joinOutcome, chan joinOutcome) {
-	memberID := newMemberID(req.client.ClientID)
-	if req.instanceID != nil {
-		if oldID, ok := g.staticMembers[*req.instanceID]; ok {
-			return g.replaceStaticMember(ctx, req, oldID, memberID, now)
+func (g *group) joinUnknownMember(ctx context.Context, req JoinRequest, now time.Time, reply JoinReply) string {
+	memberID := newMemberID(req.Client.ClientID)
+	if req.InstanceID != nil {
+		if oldID, ok := g.staticMembers[*req.InstanceID]; ok {
+			return g.replaceStaticMember(ctx, req, oldID, memberID, now, reply)
 		}
-		return g.addMemberAndRebalance(ctx, req, memberID, now)
+		return g.addMemberAndRebalance(ctx, req, memberID, now, reply)
 	}
-	if req.Version >= 4 {
+	if req.RequireKnownMemberID {
 		// KIP-394: hand out the id; the member counts as expected (the
 		// rebalance waits for it) until it rejoins or its session ends.
-		g.pendingMembers[memberID] = now.Add(req.sessionTimeout)
-		return joinError(kerr.MemberIDRequired.Code, memberID), nil
+		g.pendingMembers[memberID] = now.Add(req.SessionTimeout)
+		return g.failJoin(reply, memberID, ErrMemberIDRequired)
 	}
-	return g.addMemberAndRebalance(ctx, req, memberID, now)
+	return g.addMemberAndRebalance(ctx, req, memberID, now, reply)
 }
 
 // joinKnownMember handles a join that names its member id.
-func (g *group) joinKnownMember(ctx context.Context, req joinRequest, now time.Time) (joinOutcome, chan joinOutcome) {
+func (g *group) joinKnownMember(ctx context.Context, req JoinRequest, now time.Time, reply JoinReply) string {
 	memberID := req.MemberID
 	if _, pending := g.pendingMembers[memberID]; pending {
 		delete(g.pendingMembers, memberID)
-		return g.addMemberAndRebalance(ctx, req, memberID, now)
+		return g.addMemberAndRebalance(ctx, req, memberID, now, reply)
 	}
-	if g.isFencedInstance(req.instanceID, memberID) {
-		return joinError(kerr.FencedInstanceID.Code, memberID), nil
+	if g.isFencedInstance(req.InstanceID, memberID) {
+		return g.failJoin(reply, memberID, ErrFencedInstance)
 	}
 	m, ok := g.members[memberID]
 	if !ok || g.state == stateEmpty {
-		return joinError(kerr.UnknownMemberID.Code, memberID), nil
+		return g.failJoin(reply, memberID, ErrUnknownMember)
 	}
 	switch g.state {
 	case statePreparingRebalance:
-		return g.updateMemberAndRebalance(ctx, m, req, now)
+		return g.updateMemberAndRebalance(ctx, m, req, now, reply)
 	case stateCompletingRebalance:
 		if sameProtocols(m.protocols, req.Protocols) {
 			// A retried join of this generation: answer it again.
 			m.lastHeartbeat = now
-			return g.currentJoinOutcome(m, false), nil
+			reply(g.currentJoinResult(m, false), nil)
+			return m.id
 		}
-		return g.updateMemberAndRebalance(ctx, m, req, now)
+		return g.updateMemberAndRebalance(ctx, m, req, now, reply)
 	default: // Stable
 		if m.id == g.leader || !sameProtocols(m.protocols, req.Protocols) {
-			return g.updateMemberAndRebalance(ctx, m, req, now)
+			return g.updateMemberAndRebalance(ctx, m, req, now, reply)
 		}
 		m.lastHeartbeat = now
-		return g.currentJoinOutcome(m, false), nil
+		reply(g.currentJoinResult(m, false), nil)
+		return m.id
 	}
 }
 
 // addMemberAndRebalance adds a new member, parked until the join completes.
-func (g *group) addMemberAndRebalance(ctx context.Context, req joinRequest, memberID string, now time.Time) (joinOutcome, chan joinOutcome) {
+func (g *group) addMemberAndRebalance(ctx context.Context, req JoinRequest, memberID string, now time.Time, reply JoinReply) string {
 	m := &member{
 		id:               memberID,
-		instanceID:       req.instanceID,
-		clientID:         req.client.ClientID,
-		clientHost:       req.client.Host,
-		sessionTimeout:   req.sessionTimeout,
-		rebalanceTimeout: req.rebalanceTimeout,
+		instanceID:       req.InstanceID,
+		clientID:         req.Client.ClientID,
+		clientHost:       req.Client.Host,
+		sessionTimeout:   req.SessionTimeout,
+		rebalanceTimeout: req.RebalanceTimeout,
 		protocolType:     req.ProtocolType,
 		protocols:        cloneProtocols(req.Protocols),
 		lastHeartbeat:    now,
+		joinWaiter:       reply,
 	}
-	g.newJoinWaiter(m)
 	g.addMember(m)
-	waiter := m.joinWaiter
 	if g.state == statePreparingRebalance && g.initialDelay {
 		g.initialNewJoiner = true
 	}
 	g.rebalanceOrComplete(ctx, now)
-	return joinOutcome{memberID: memberID}, waiter
+	return memberID
 }
 
 // updateMemberAndRebalance records a known member's rejoin (possibly with
 // new protocols) and parks it until the join completes.
-func (g *group) updateMemberAndRebalance(ctx context.Context, m *member, req joinRequest, now time.Time) (joinOutcome, chan joinOutcome) {
+func (g *group) updateMemberAndRebalance(ctx context.Context, m *member, req JoinRequest, now time.Time, reply JoinReply) string {
 	m.protocols = cloneProtocols(req.Protocols)
-	m.sessionTimeout = req.sessionTimeout
-	m.rebalanceTimeout = req.rebalanceTimeout
+	m.sessionTimeout = req.SessionTimeout
+	m.rebalanceTimeout = req.RebalanceTimeout
 	m.lastHeartbeat = now
 	if m.joinWaiter != nil {
 		// The member joined again while its earlier join is parked (e.g. the
 		// client timed out and retried): the earlier request is superseded.
-		g.deliverJoin(m, joinError(kerr.RebalanceInProgress.Code, m.id))
+		g.deliverJoin(m, JoinResult{MemberID: m.id, Generation: -1}, memberError(g.id, m.id, ErrRebalanceInProgress))
 	}
-	g.newJoinWaiter(m)
-	waiter := m.joinWaiter
+	m.joinWaiter = reply
+	id := m.id
 	g.rebalanceOrComplete(ctx, now)
-	return joinOutcome{memberID: m.id}, waiter
+	return id
 }
 
 // rebalanceOrComplete starts a rebalance, or, when one is in progress,
@@ -217,35 +159,32 @@ func (g *group) rebalanceOrComplete(ctx context.Context, now time.Time) {
 // old id is fenced. In a Stable group with unchanged protocols nothing is
 // rebalanced: the member gets the current generation back (the leader with
 // the member list and SkipAssignment, KIP-814).
-func (g *group) replaceStaticMember(ctx context.Context, req joinRequest, oldID, newID string, now time.Time) (joinOutcome, chan joinOutcome) {
+func (g *group) replaceStaticMember(ctx context.Context, req JoinRequest, oldID, newID string, now time.Time, reply JoinReply) string {
 	old := g.members[oldID]
-	if old.joinWaiter != nil {
-		g.deliverJoin(old, joinError(kerr.FencedInstanceID.Code, oldID))
-	}
-	if old.syncWaiter != nil {
-		g.deliverSync(old, syncOutcome{errorCode: kerr.FencedInstanceID.Code})
-	}
+	g.failWaiters(old, memberError(g.id, oldID, ErrFencedInstance))
 	unchanged := sameProtocols(old.protocols, req.Protocols)
 	m := g.replaceMemberID(oldID, newID)
-	m.clientID, m.clientHost = req.client.ClientID, req.client.Host
+	m.clientID, m.clientHost = req.Client.ClientID, req.Client.Host
 	m.lastHeartbeat = now
 	if g.state == stateStable && unchanged {
-		m.sessionTimeout = req.sessionTimeout
-		m.rebalanceTimeout = req.rebalanceTimeout
+		m.sessionTimeout = req.SessionTimeout
+		m.rebalanceTimeout = req.RebalanceTimeout
 		if err := g.persistMetadata(ctx, now); err != nil {
 			// Undo: the old id stays valid and the client retries.
 			g.replaceMemberID(newID, oldID)
-			return joinError(kerr.CoordinatorNotAvailable.Code, ""), nil
+			reply(JoinResult{Generation: -1}, storeError(g.id, err))
+			return ""
 		}
-		return g.currentJoinOutcome(m, m.id == g.leader), nil
+		reply(g.currentJoinResult(m, m.id == g.leader), nil)
+		return m.id
 	}
-	return g.updateMemberAndRebalance(ctx, m, req, now)
+	return g.updateMemberAndRebalance(ctx, m, req, now, reply)
 }
 
-func cloneProtocols(protocols []kmsg.JoinGroupRequestProtocol) []kmsg.JoinGroupRequestProtocol {
-	out := make([]kmsg.JoinGroupRequestProtocol, len(protocols))
+func cloneProtocols(protocols []Protocol) []Protocol {
+	out := make([]Protocol, len(protocols))
 	for i, protocol := range protocols {
-		out[i] = kmsg.JoinGroupRequestProtocol{Name: protocol.Name, Metadata: cloneBytes(protocol.Metadata)}
+		out[i] = Protocol{Name: protocol.Name, Metadata: cloneBytes(protocol.Metadata)}
 	}
 	return out
 }

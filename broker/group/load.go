@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // replayState accumulates the store's contents: the latest value per key
@@ -83,7 +81,7 @@ func restoreGroup(c *Coordinator, id string, value groupMetadataValue, now time.
 			sessionTimeout:   time.Duration(stored.SessionTimeout) * time.Millisecond,
 			rebalanceTimeout: time.Duration(stored.RebalanceTimeout) * time.Millisecond,
 			protocolType:     value.ProtocolType,
-			protocols:        []kmsg.JoinGroupRequestProtocol{{Name: g.protocol, Metadata: stored.Subscription}},
+			protocols:        []Protocol{{Name: g.protocol, Metadata: stored.Subscription}},
 			assignment:       stored.Assignment,
 			lastHeartbeat:    now,
 			joinedGeneration: value.Generation,

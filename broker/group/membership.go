@@ -3,219 +3,168 @@ package group
 import (
 	"context"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// SyncGroup (key 14), versions 0–5. The leader's request carries the
-// assignment; every member's request blocks until the leader's arrives
-// (or ctx ends). v3+ carry the instance id; v5 carries and returns the
-// protocol type and name, checked against the group's.
-func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
-	resp := kmsg.NewPtrSyncGroupResponse()
-	resp.Version = req.Version
-	outcome, waiter, protocolType, protocol := c.sync(ctx, req)
-	if waiter != nil {
-		select {
-		case outcome = <-waiter:
-		case <-ctx.Done():
-			outcome = syncOutcome{errorCode: kerr.RebalanceInProgress.Code}
-		case <-c.closing:
-			outcome = syncOutcome{errorCode: kerr.NotCoordinator.Code}
-		}
-	}
-	resp.ErrorCode = outcome.errorCode
-	resp.MemberAssignment = outcome.assignment
-	if req.Version >= 5 && outcome.errorCode == 0 {
-		resp.ProtocolType = &protocolType
-		resp.Protocol = &protocol
-	}
-	return resp
-}
-
-func (c *Coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) (syncOutcome, chan syncOutcome, string, string) {
-	fail := func(err *kerr.Error) (syncOutcome, chan syncOutcome, string, string) {
-		return syncOutcome{errorCode: err.Code}, nil, "", ""
-	}
+// Sync handles one SyncGroup. The leader's request carries the assignment;
+// every member's request is parked until the leader's arrives. reply gets
+// the outcome exactly once: at once, or from the request, Tick or Close
+// that ends the wait (see JoinReply).
+func (c *Coordinator) Sync(ctx context.Context, req SyncRequest, reply SyncReply) {
+	fail := func(err error) { reply(SyncResult{}, err) }
 	if req.Group == "" {
-		return fail(kerr.InvalidGroupID)
+		fail(ErrInvalidGroupID)
+		return
 	}
 	g := c.lockGroup(req.Group, false)
 	if g == nil {
 		if c.isClosed() {
-			return fail(kerr.NotCoordinator)
+			fail(groupError(req.Group, ErrNotCoordinator))
+			return
 		}
-		return fail(kerr.UnknownMemberID)
+		fail(memberError(req.Group, req.MemberID, ErrUnknownMember))
+		return
 	}
 	defer g.mu.Unlock()
-	instanceID := req.InstanceID
-	if req.Version < 3 {
-		instanceID = nil
-	}
 	m, ok := g.members[req.MemberID]
 	switch {
-	case g.isFencedInstance(instanceID, req.MemberID):
-		return fail(kerr.FencedInstanceID)
+	case g.isFencedInstance(req.InstanceID, req.MemberID):
+		fail(memberError(g.id, req.MemberID, ErrFencedInstance))
+		return
 	case !ok:
-		return fail(kerr.UnknownMemberID)
+		fail(memberError(g.id, req.MemberID, ErrUnknownMember))
+		return
 	case req.Generation != g.generation:
-		return fail(kerr.IllegalGeneration)
-	case req.Version >= 5 && req.ProtocolType != nil && *req.ProtocolType != g.protocolType,
-		req.Version >= 5 && req.Protocol != nil && *req.Protocol != g.protocol:
-		return fail(kerr.InconsistentGroupProtocol)
+		fail(memberError(g.id, req.MemberID, ErrIllegalGeneration))
+		return
+	case req.ProtocolType != nil && *req.ProtocolType != g.protocolType,
+		req.Protocol != nil && *req.Protocol != g.protocol:
+		fail(groupError(g.id, ErrInconsistentProtocol))
+		return
 	}
 	now := c.cfg.Now()
 	switch g.state {
 	case statePreparingRebalance:
-		return fail(kerr.RebalanceInProgress)
+		fail(groupError(g.id, ErrRebalanceInProgress))
+		return
 	case stateStable:
 		m.lastHeartbeat = now
-		return syncOutcome{assignment: m.assignment}, nil, g.protocolType, g.protocol
+		reply(g.syncResult(m), nil)
+		return
 	case stateCompletingRebalance:
 	default:
-		return fail(kerr.UnknownMemberID)
+		fail(memberError(g.id, req.MemberID, ErrUnknownMember))
+		return
 	}
 	m.lastHeartbeat = now
 	if m.syncWaiter != nil {
-		g.deliverSync(m, syncOutcome{errorCode: kerr.RebalanceInProgress.Code})
+		g.deliverSync(m, SyncResult{}, memberError(g.id, m.id, ErrRebalanceInProgress))
 	}
-	g.newSyncWaiter(m)
-	waiter := m.syncWaiter
+	m.syncWaiter = reply
 	if req.MemberID == g.leader {
-		g.completeSync(ctx, req.GroupAssignment, now)
+		g.completeSync(ctx, req.Assignments, now)
 	}
-	return syncOutcome{}, waiter, g.protocolType, g.protocol
 }
 
 // completeSync installs the leader's assignment, persists the generation
 // and answers every parked SyncGroup. On a store failure the generation is
 // abandoned: parked syncs get the error and the group rebalances.
-func (g *group) completeSync(ctx context.Context, assignments []kmsg.SyncGroupRequestGroupAssignment, now time.Time) {
+func (g *group) completeSync(ctx context.Context, assignments []Assignment, now time.Time) {
 	for _, m := range g.members {
 		m.assignment = []byte{}
 	}
 	for _, assignment := range assignments {
 		if m, ok := g.members[assignment.MemberID]; ok {
-			m.assignment = cloneBytes(assignment.MemberAssignment)
+			m.assignment = cloneBytes(assignment.Assignment)
 		}
 	}
 	if err := g.persistMetadata(ctx, now); err != nil {
-		g.resetAssignments(kerr.CoordinatorNotAvailable.Code)
+		g.resetAssignments(storeError(g.id, err))
 		g.prepareRebalance(ctx, now)
 		return
 	}
 	g.transition(stateStable, now)
 	for _, m := range g.members {
 		if m.syncWaiter != nil {
-			g.deliverSync(m, syncOutcome{assignment: m.assignment})
+			g.deliverSync(m, g.syncResult(m), nil)
 		}
 	}
 }
 
-// Heartbeat (key 12), versions 0–4. It keeps a member alive and tells it
-// to rejoin (REBALANCE_IN_PROGRESS) while the group rebalances. v3+ carry
-// the instance id.
-func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
-	resp := kmsg.NewPtrHeartbeatResponse()
-	resp.Version = req.Version
-	resp.ErrorCode = c.heartbeat(req)
-	return resp
-}
-
-func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
+// Heartbeat keeps a member alive; while the group rebalances it answers
+// ErrRebalanceInProgress (the member must rejoin).
+func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 	if req.Group == "" {
-		return kerr.InvalidGroupID.Code
+		return ErrInvalidGroupID
 	}
 	g := c.lockGroup(req.Group, false)
 	if g == nil {
 		if c.isClosed() {
-			return kerr.NotCoordinator.Code
+			return groupError(req.Group, ErrNotCoordinator)
 		}
-		return kerr.UnknownMemberID.Code
+		return memberError(req.Group, req.MemberID, ErrUnknownMember)
 	}
 	defer g.mu.Unlock()
-	instanceID := req.InstanceID
-	if req.Version < 3 {
-		instanceID = nil
-	}
 	m, ok := g.members[req.MemberID]
 	switch {
-	case g.isFencedInstance(instanceID, req.MemberID):
-		return kerr.FencedInstanceID.Code
+	case g.isFencedInstance(req.InstanceID, req.MemberID):
+		return memberError(g.id, req.MemberID, ErrFencedInstance)
 	case !ok || g.state == stateEmpty:
-		return kerr.UnknownMemberID.Code
+		return memberError(g.id, req.MemberID, ErrUnknownMember)
 	case req.Generation != g.generation:
-		return kerr.IllegalGeneration.Code
+		return memberError(g.id, req.MemberID, ErrIllegalGeneration)
 	}
 	m.lastHeartbeat = c.cfg.Now()
 	if g.state == statePreparingRebalance {
-		return kerr.RebalanceInProgress.Code
+		return groupError(g.id, ErrRebalanceInProgress)
 	}
-	return 0
+	return nil
 }
 
-// LeaveGroup (key 13), versions 0–5. v0–v2 name one member; v3+ name a
-// batch of members, each by member id and/or instance id, with an error
-// per member. Leaving rebalances the remaining members.
-func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
-	resp := kmsg.NewPtrLeaveGroupResponse()
-	resp.Version = req.Version
-	leavers := req.Members
-	if req.Version < 3 {
-		leavers = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
+// Leave removes members, each named by member id and/or (static members)
+// instance id, and rebalances the rest. It returns an error for the group
+// as a whole, or one per leaver (nil for those that left).
+func (c *Coordinator) Leave(ctx context.Context, groupID string, leavers []Leaver) ([]error, error) {
+	if groupID == "" {
+		return nil, ErrInvalidGroupID
 	}
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp
-	}
-	g := c.lockGroup(req.Group, false)
+	g := c.lockGroup(groupID, false)
 	if g == nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
 		if c.isClosed() {
-			resp.ErrorCode = kerr.NotCoordinator.Code
+			return nil, groupError(groupID, ErrNotCoordinator)
 		}
-		return resp
+		return nil, groupError(groupID, ErrUnknownMember)
 	}
 	defer g.mu.Unlock()
 	now := c.cfg.Now()
-	for _, leaver := range leavers {
-		code := g.leave(ctx, leaver, now)
-		if req.Version < 3 {
-			resp.ErrorCode = code
-			continue
-		}
-		resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{
-			MemberID:   leaver.MemberID,
-			InstanceID: leaver.InstanceID,
-			ErrorCode:  code,
-		})
+	errs := make([]error, len(leavers))
+	for i, leaver := range leavers {
+		errs[i] = g.leave(ctx, leaver, now)
 	}
-	return resp
+	return errs, nil
 }
 
 // leave removes one member, found by member id or (static members, with
 // an empty member id) by instance id.
-func (g *group) leave(ctx context.Context, leaver kmsg.LeaveGroupRequestMember, now time.Time) int16 {
+func (g *group) leave(ctx context.Context, leaver Leaver, now time.Time) error {
 	memberID := leaver.MemberID
 	if leaver.InstanceID != nil {
 		owner, ok := g.staticMembers[*leaver.InstanceID]
 		switch {
 		case !ok:
-			return kerr.UnknownMemberID.Code
+			return memberError(g.id, memberID, ErrUnknownMember)
 		case memberID != "" && owner != memberID:
-			return kerr.FencedInstanceID.Code
+			return memberError(g.id, memberID, ErrFencedInstance)
 		}
 		memberID = owner
 	}
 	if _, pending := g.pendingMembers[memberID]; pending {
 		delete(g.pendingMembers, memberID)
 		g.tryCompleteJoin(ctx, now)
-		return 0
+		return nil
 	}
 	if _, ok := g.members[memberID]; !ok {
-		return kerr.UnknownMemberID.Code
+		return memberError(g.id, memberID, ErrUnknownMember)
 	}
-	g.removeMemberAndRebalance(ctx, memberID, kerr.UnknownMemberID.Code, now)
-	return 0
+	g.removeMemberAndRebalance(ctx, memberID, memberError(g.id, memberID, ErrUnknownMember), now)
+	return nil
 }

@@ -1,13 +1,11 @@
 package group
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // checkInvariants checks the group's invariants under its lock:
@@ -66,13 +64,13 @@ func checkInvariants(t *testing.T, g *group, lastGeneration int32) {
 }
 
 // simulatedMember is one client of the model test, driven by the test
-// loop; its parked requests run on goroutines.
+// loop; its parked requests are reply channels the coordinator fills.
 type simulatedMember struct {
 	id         string
 	instanceID *string
 	generation int32
-	joining    <-chan *kmsg.JoinGroupResponse
-	syncing    <-chan *kmsg.SyncGroupResponse
+	joining    <-chan joinReply
+	syncing    <-chan syncReply
 	stable     bool
 	// silent members stop heartbeating (a hung client) until revived.
 	silent bool
@@ -94,8 +92,8 @@ type modelRun struct {
 	// UNKNOWN_MEMBER_ID (the member was expired or removed).
 	synced, evicted int
 	// orphan requests were in flight when their member left.
-	orphanJoins []<-chan *kmsg.JoinGroupResponse
-	orphanSyncs []<-chan *kmsg.SyncGroupResponse
+	orphanJoins []<-chan joinReply
+	orphanSyncs []<-chan syncReply
 }
 
 // Random joins, leaves, heartbeats, syncs, hung clients and clock jumps
@@ -120,7 +118,6 @@ func TestGroupStateMachineModel(t *testing.T) {
 		}
 		for range 1000 {
 			run.step()
-			h.settle()
 			run.check()
 		}
 		run.drain()
@@ -158,9 +155,9 @@ func (r *modelRun) step() {
 }
 
 func (r *modelRun) join(m *simulatedMember) {
-	req := newJoin(9, "g", m.id, "range", "roundrobin")
-	req.SessionTimeoutMillis = 6000
-	req.RebalanceTimeoutMillis = 8000
+	req := newJoin("g", m.id, "range", "roundrobin")
+	req.SessionTimeout = 6 * time.Second
+	req.RebalanceTimeout = 8 * time.Second
 	req.InstanceID = m.instanceID
 	m.stable = false
 	m.joining = r.h.joinAsync(req)
@@ -171,10 +168,10 @@ func (r *modelRun) collectJoin(m *simulatedMember) {
 	select {
 	case resp := <-m.joining:
 		m.joining = nil
-		switch resp.ErrorCode {
-		case 0:
-			r.observeJoin(m, resp)
-		case kerr.MemberIDRequired.Code:
+		switch {
+		case resp.err == nil:
+			r.observeJoin(m, resp.JoinResult)
+		case errors.Is(resp.err, ErrMemberIDRequired):
 			m.id = resp.MemberID
 			r.join(m)
 		default:
@@ -184,16 +181,16 @@ func (r *modelRun) collectJoin(m *simulatedMember) {
 	}
 }
 
-func (r *modelRun) observeJoin(m *simulatedMember, resp *kmsg.JoinGroupResponse) {
+func (r *modelRun) observeJoin(m *simulatedMember, resp JoinResult) {
 	if resp.Generation < m.generation {
 		r.t.Fatalf("member %s saw generation %d after %d", resp.MemberID, resp.Generation, m.generation)
 	}
-	if leader, ok := r.leaders[resp.Generation]; ok && leader != resp.LeaderID {
-		r.t.Fatalf("generation %d has two leaders: %s and %s", resp.Generation, leader, resp.LeaderID)
+	if leader, ok := r.leaders[resp.Generation]; ok && leader != resp.Leader {
+		r.t.Fatalf("generation %d has two leaders: %s and %s", resp.Generation, leader, resp.Leader)
 	}
-	r.leaders[resp.Generation] = resp.LeaderID
+	r.leaders[resp.Generation] = resp.Leader
 	if len(resp.Members) > 0 {
-		if resp.LeaderID != resp.MemberID {
+		if resp.Leader != resp.MemberID {
 			r.t.Fatalf("follower %s received the member list", resp.MemberID)
 		}
 		if !resp.SkipAssignment {
@@ -208,18 +205,18 @@ func (r *modelRun) observeJoin(m *simulatedMember, resp *kmsg.JoinGroupResponse)
 	for _, listed := range resp.Members {
 		assignments[listed.MemberID] = "for-" + listed.MemberID
 	}
-	m.syncing = r.h.syncAsync(newSync(5, "g", m.id, m.generation, assignments))
+	m.syncing = r.h.syncAsync(newSync("g", m.id, m.generation, assignments))
 }
 
 func (r *modelRun) collectSync(m *simulatedMember) {
 	select {
 	case resp := <-m.syncing:
 		m.syncing = nil
-		switch resp.ErrorCode {
-		case 0:
+		switch {
+		case resp.err == nil:
 			m.stable = true
 			r.synced++
-		case kerr.RebalanceInProgress.Code, kerr.IllegalGeneration.Code:
+		case errors.Is(resp.err, ErrRebalanceInProgress), errors.Is(resp.err, ErrIllegalGeneration):
 		default:
 			m.id = ""
 		}
@@ -228,12 +225,10 @@ func (r *modelRun) collectSync(m *simulatedMember) {
 }
 
 func (r *modelRun) heartbeat(m *simulatedMember) {
-	req := kmsg.NewPtrHeartbeatRequest()
-	req.Version = 4
-	req.Group, req.MemberID, req.Generation, req.InstanceID = "g", m.id, m.generation, m.instanceID
-	switch code := r.h.c.Heartbeat(testCtx, req).ErrorCode; code {
-	case 0:
-	case kerr.RebalanceInProgress.Code, kerr.IllegalGeneration.Code:
+	req := HeartbeatRequest{Group: "g", MemberID: m.id, Generation: m.generation, InstanceID: m.instanceID}
+	switch err := r.h.c.Heartbeat(req); {
+	case err == nil:
+	case errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrIllegalGeneration):
 		m.stable = false
 	default:
 		r.evicted++
@@ -242,13 +237,10 @@ func (r *modelRun) heartbeat(m *simulatedMember) {
 }
 
 func (r *modelRun) leave(m *simulatedMember) {
-	req := kmsg.NewPtrLeaveGroupRequest()
-	req.Version = 5
-	req.Group = "g"
-	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: m.id, InstanceID: m.instanceID}}
-	r.h.c.LeaveGroup(testCtx, req)
-	// A request still in flight may not have reached the coordinator yet
-	// (then it is not answered by the leave): drain it at the end.
+	_, _ = r.h.c.Leave(testCtx, "g", []Leaver{{MemberID: m.id, InstanceID: m.instanceID}})
+	// The leave answered the member's parked requests (or they were
+	// answered before and not yet read): check at the end that each got
+	// exactly one reply.
 	if m.joining != nil {
 		r.orphanJoins = append(r.orphanJoins, m.joining)
 	}
@@ -266,7 +258,8 @@ func (r *modelRun) check() {
 	})
 }
 
-// drain stops the run: Close answers every parked request.
+// drain stops the run: Close answers every parked request, and every
+// request ever sent has exactly one reply.
 func (r *modelRun) drain() {
 	if err := r.h.c.Close(); err != nil {
 		r.t.Fatal(err)
@@ -280,9 +273,9 @@ func (r *modelRun) drain() {
 		}
 	}
 	for _, joining := range r.orphanJoins {
-		await(r.t, joining, "join at close")
+		replied(r.t, joining, "join at close")
 	}
 	for _, syncing := range r.orphanSyncs {
-		await(r.t, syncing, "sync at close")
+		replied(r.t, syncing, "sync at close")
 	}
 }

@@ -2,75 +2,40 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetCommit (key 8), versions 0–10. Members commit with their
-// generation and member id, checked against the group; a commit with
-// generation -1 and no member id (v0 always) is a "simple" commit, allowed
-// only while the group has no members, and creates the group if needed.
-// v2–v4's retention time is ignored (offsets expire as Kafka 2.1+ does,
-// offsets.retention after the group empties); v7+ carry the instance id;
-// v10 names topics by id, resolved with Config.Topics.
-func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	topics := make([]commitTopic, len(req.Topics))
-	for i, topic := range req.Topics {
-		topics[i].name = topic.Topic
-		if req.Version >= 10 {
-			topics[i].name, _ = c.topicName(topic.TopicID)
-		}
-		for _, partition := range topic.Partitions {
-			leaderEpoch := partition.LeaderEpoch
-			if req.Version < 6 {
-				leaderEpoch = -1
-			}
-			topics[i].partitions = append(topics[i].partitions, commitPartition{
-				partition: partition.Partition, offset: partition.Offset, leaderEpoch: leaderEpoch, metadata: partition.Metadata,
-			})
-		}
-	}
-	generation, memberID, instanceID := req.Generation, req.MemberID, req.InstanceID
-	if req.Version < 1 {
-		generation, memberID = -1, ""
-	}
-	if req.Version < 7 {
-		instanceID = nil
-	}
-	c.commit(ctx, req.Group, generation, memberID, instanceID, topics, req.Version >= 10)
-	resp := kmsg.NewPtrOffsetCommitResponse()
-	resp.Version = req.Version
-	for i, topic := range req.Topics {
-		responseTopic := kmsg.OffsetCommitResponseTopic{Topic: topic.Topic, TopicID: topic.TopicID}
-		for _, partition := range topics[i].partitions {
-			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: partition.partition, ErrorCode: partition.errorCode})
-		}
-		resp.Topics = append(resp.Topics, responseTopic)
-	}
-	return resp
+// CommitOffsets validates and writes a plain offset commit (OffsetCommit).
+// Members commit with their generation and member id, checked against the
+// group; a simple commit (generation -1, no member id) is allowed only
+// while the group has no members, and creates the group if needed. It
+// returns one error per requested partition (nil: committed), indexed like
+// req.Topics and their partitions; a commit refused as a whole has the
+// same error for every partition.
+func (c *Coordinator) CommitOffsets(ctx context.Context, req CommitRequest) [][]error {
+	topics := c.commitTopics(req)
+	c.commit(ctx, req, topics)
+	return commitErrors(topics)
 }
 
-// commit validates and writes a plain offset commit, setting each
-// partition's error code in topics.
-func (c *Coordinator) commit(ctx context.Context, groupID string, generation int32, memberID string, instanceID *string, topics []commitTopic, byTopicID bool) {
-	g := c.lockGroup(groupID, generation < 0)
+func (c *Coordinator) commit(ctx context.Context, req CommitRequest, topics []commitTopic) {
+	g := c.lockGroup(req.Group, req.Generation < 0)
 	if g == nil {
-		code := kerr.IllegalGeneration.Code // Kafka's answer for a member of an unknown group
+		err := memberError(req.Group, req.MemberID, ErrIllegalGeneration) // Kafka's answer for a member of an unknown group
 		if c.isClosed() {
-			code = kerr.NotCoordinator.Code
+			err = groupError(req.Group, ErrNotCoordinator)
 		}
-		setCommitErrors(topics, code)
+		setCommitErrors(topics, err)
 		return
 	}
 	defer g.mu.Unlock()
 	now := c.cfg.Now()
-	if code := g.validateCommit(generation, memberID, instanceID, now); code != 0 {
-		setCommitErrors(topics, code)
+	if err := g.validateCommit(req.Generation, req.MemberID, req.InstanceID, now); err != nil {
+		setCommitErrors(topics, err)
 		return
 	}
-	staged := c.stageCommits(g.id, topics, byTopicID, now)
+	staged := c.stageCommits(g.id, topics, req.ByTopicID, now)
 	batch := StoreBatch{ProducerID: -1, ProducerEpoch: -1, TimestampMillis: now.UnixMilli()}
 	if order, ok := c.appendCommits(ctx, g, topics, staged, batch); ok {
 		for _, offset := range staged {
@@ -86,19 +51,42 @@ type commitTopic struct {
 }
 
 // commitPartition is one partition to commit and, after the commit, its
-// error code.
+// error.
 type commitPartition struct {
-	partition   int32
-	offset      int64
-	leaderEpoch int32
-	metadata    *string
-	errorCode   int16
+	CommitPartition
+	err error
 }
 
-func setCommitErrors(topics []commitTopic, code int16) {
+// commitTopics copies the request's topics, resolving topic ids.
+func (c *Coordinator) commitTopics(req CommitRequest) []commitTopic {
+	topics := make([]commitTopic, len(req.Topics))
+	for i, topic := range req.Topics {
+		topics[i].name = topic.Name
+		if req.ByTopicID {
+			topics[i].name, _ = c.topicName(topic.ID)
+		}
+		for _, partition := range topic.Partitions {
+			topics[i].partitions = append(topics[i].partitions, commitPartition{CommitPartition: partition})
+		}
+	}
+	return topics
+}
+
+func commitErrors(topics []commitTopic) [][]error {
+	errs := make([][]error, len(topics))
+	for i, topic := range topics {
+		errs[i] = make([]error, len(topic.partitions))
+		for j, partition := range topic.partitions {
+			errs[i][j] = partition.err
+		}
+	}
+	return errs
+}
+
+func setCommitErrors(topics []commitTopic, err error) {
 	for i := range topics {
 		for j := range topics[i].partitions {
-			topics[i].partitions[j].errorCode = code
+			topics[i].partitions[j].err = err
 		}
 	}
 }
@@ -118,15 +106,15 @@ func (c *Coordinator) stageCommits(groupID string, topics []commitTopic, byTopic
 	for i := range topics {
 		for j := range topics[i].partitions {
 			partition := &topics[i].partitions[j]
-			if code := c.checkCommittedPartition(byTopicID, topics[i].name, partition.metadata); code != 0 {
-				partition.errorCode = code
+			if err := c.checkCommittedPartition(byTopicID, topics[i].name, partition.Metadata); err != nil {
+				partition.err = err
 				continue
 			}
-			value := offsetValue{Offset: partition.offset, LeaderEpoch: partition.leaderEpoch, CommitTimestamp: now.UnixMilli()}
-			if partition.metadata != nil {
-				value.Metadata = *partition.metadata
+			value := offsetValue{Offset: partition.Offset, LeaderEpoch: partition.LeaderEpoch, CommitTimestamp: now.UnixMilli()}
+			if partition.Metadata != nil {
+				value.Metadata = *partition.Metadata
 			}
-			key := offsetKey{Group: groupID, Topic: topics[i].name, Partition: partition.partition}
+			key := offsetKey{Group: groupID, Topic: topics[i].name, Partition: partition.Partition}
 			staged = append(staged, stagedOffset{
 				key:    topicPartition{Topic: key.Topic, Partition: key.Partition},
 				value:  value,
@@ -140,7 +128,7 @@ func (c *Coordinator) stageCommits(groupID string, topics []commitTopic, byTopic
 
 // appendCommits writes the staged offsets as one batch (batch gives its
 // producer fields) and returns their append order. On a store failure the
-// staged partitions answer COORDINATOR_NOT_AVAILABLE (retriable).
+// staged partitions answer ErrCoordinatorUnavailable (retriable).
 func (c *Coordinator) appendCommits(ctx context.Context, g *group, topics []commitTopic, staged []stagedOffset, batch StoreBatch) (int64, bool) {
 	if len(staged) == 0 {
 		return 0, false
@@ -149,8 +137,9 @@ func (c *Coordinator) appendCommits(ctx context.Context, g *group, topics []comm
 		batch.Records = append(batch.Records, offset.record)
 	}
 	if err := c.store.Append(ctx, g.partition, batch); err != nil {
+		err = storeError(g.id, err)
 		for _, offset := range staged {
-			topics[offset.where[0]].partitions[offset.where[1]].errorCode = kerr.CoordinatorNotAvailable.Code
+			topics[offset.where[0]].partitions[offset.where[1]].err = err
 		}
 		return 0, false
 	}
@@ -160,38 +149,38 @@ func (c *Coordinator) appendCommits(ctx context.Context, g *group, topics []comm
 // checkCommittedPartition returns the per-partition error for a commit.
 // byTopicID is set when the request named topics by id (an unresolved id
 // leaves the name empty).
-func (c *Coordinator) checkCommittedPartition(byTopicID bool, topic string, metadata *string) int16 {
+func (c *Coordinator) checkCommittedPartition(byTopicID bool, topic string, metadata *string) error {
 	switch {
 	case byTopicID && topic == "":
-		return kerr.UnknownTopicID.Code
+		return ErrUnknownTopicID
 	case metadata != nil && len(*metadata) > c.cfg.OffsetMetadataMaxBytes:
-		return kerr.OffsetMetadataTooLarge.Code
+		return fmt.Errorf("topic %q: %d bytes of metadata, at most %d: %w", topic, len(*metadata), c.cfg.OffsetMetadataMaxBytes, ErrMetadataTooLarge)
 	}
-	return 0
+	return nil
 }
 
 // validateCommit checks a commit against the group (Kafka's order). A
 // member's commit also counts as a heartbeat.
-func (g *group) validateCommit(generation int32, memberID string, instanceID *string, now time.Time) int16 {
+func (g *group) validateCommit(generation int32, memberID string, instanceID *string, now time.Time) error {
 	if generation < 0 && g.state == stateEmpty {
-		return 0 // simple (admin) commit to a group without members
+		return nil // simple (admin) commit to a group without members
 	}
 	if generation < 0 && memberID == "" && instanceID == nil {
-		return kerr.UnknownMemberID.Code // simple commit while members are active
+		return memberError(g.id, memberID, ErrUnknownMember) // simple commit while members are active
 	}
 	m, ok := g.members[memberID]
 	switch {
 	case g.isFencedInstance(instanceID, memberID):
-		return kerr.FencedInstanceID.Code
+		return memberError(g.id, memberID, ErrFencedInstance)
 	case !ok:
-		return kerr.UnknownMemberID.Code
+		return memberError(g.id, memberID, ErrUnknownMember)
 	case generation != g.generation:
-		return kerr.IllegalGeneration.Code
+		return memberError(g.id, memberID, ErrIllegalGeneration)
 	case g.state == stateCompletingRebalance:
-		return kerr.RebalanceInProgress.Code
+		return groupError(g.id, ErrRebalanceInProgress)
 	}
 	m.lastHeartbeat = now
-	return 0
+	return nil
 }
 
 func (c *Coordinator) topicName(id [16]byte) (string, bool) {

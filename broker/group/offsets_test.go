@@ -1,12 +1,11 @@
 package group
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/storage"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // storeKinds runs a test on the in-memory store and on the log store.
@@ -27,40 +26,33 @@ func storeKinds(t *testing.T, run func(t *testing.T, openStore func() OffsetStor
 	})
 }
 
-// simpleCommit commits offsets with generation -1 and no member (v8).
-func (h *harness) simpleCommit(groupID, topic string, offsets map[int32]int64) *kmsg.OffsetCommitResponse {
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 8
-	req.Group = groupID
-	commitTopic := kmsg.OffsetCommitRequestTopic{Topic: topic}
+// simpleCommit commits offsets with generation -1 and no member.
+func (h *harness) simpleCommit(groupID, topic string, offsets map[int32]int64) {
+	h.t.Helper()
+	committed := CommitTopic{Name: topic}
 	for partition, offset := range offsets {
 		metadata := "meta"
-		commitTopic.Partitions = append(commitTopic.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: partition, Offset: offset, LeaderEpoch: 7, Metadata: &metadata})
+		committed.Partitions = append(committed.Partitions, CommitPartition{Partition: partition, Offset: offset, LeaderEpoch: 7, Metadata: &metadata})
 	}
-	req.Topics = []kmsg.OffsetCommitRequestTopic{commitTopic}
-	resp := h.c.OffsetCommit(testCtx, req)
-	for _, partition := range resp.Topics[0].Partitions {
-		if partition.ErrorCode != 0 {
-			h.t.Fatalf("commit %s-%d: error %d", topic, partition.Partition, partition.ErrorCode)
+	errs := h.c.CommitOffsets(testCtx, CommitRequest{Group: groupID, Generation: -1, Topics: []CommitTopic{committed}})
+	for i, err := range errs[0] {
+		if err != nil {
+			h.t.Fatalf("commit %s-%d: %v", topic, committed.Partitions[i].Partition, err)
 		}
 	}
-	return resp
 }
 
-// fetched returns the committed offsets of groupID (v8, all topics).
+// fetched returns the committed offsets of groupID (all topics).
 func (h *harness) fetched(groupID string) map[topicPartition]int64 {
 	h.t.Helper()
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version = 8
-	req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: groupID}}
-	resp := h.c.OffsetFetch(testCtx, req)
-	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
-		h.t.Fatalf("fetch: %+v", resp)
+	topics, err := h.c.FetchOffsets(FetchRequest{Group: groupID})
+	if err != nil {
+		h.t.Fatalf("fetch: %v", err)
 	}
 	out := make(map[topicPartition]int64)
-	for _, topic := range resp.Groups[0].Topics {
+	for _, topic := range topics {
 		for _, partition := range topic.Partitions {
-			out[topicPartition{Topic: topic.Topic, Partition: partition.Partition}] = partition.Offset
+			out[topicPartition{Topic: topic.Name, Partition: partition.Partition}] = partition.Offset
 		}
 	}
 	return out
@@ -76,21 +68,15 @@ func TestOffsetsSurviveRestart(t *testing.T) {
 		h.simpleCommit("simple", "events", map[int32]int64{0: 20})
 		h.simpleCommit("simple", "events", map[int32]int64{0: 15})
 		h.simpleCommit("simple", "other", map[int32]int64{3: 5})
-		remove := kmsg.NewPtrOffsetDeleteRequest()
-		remove.Group = "simple"
-		remove.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "other", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 3}}}}
-		if resp := h.c.OffsetDelete(testCtx, remove); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("offset delete: %+v", resp)
+		errs, err := h.c.DeleteOffsets(testCtx, "simple", []DeleteOffsetsTopic{{Name: "other", Partitions: []int32{3}}})
+		if err != nil || errs[0][0] != nil {
+			t.Fatalf("offset delete: %v %v", err, errs)
 		}
 
-		joined := await(t, h.joinAsync(newJoin(9, "consumers", h.memberID("consumers"))), "join")
-		sync := h.c.SyncGroup(testCtx, newSync(5, "consumers", joined.MemberID, joined.Generation, map[string]string{joined.MemberID: "mine"}))
-		if sync.ErrorCode != 0 {
-			t.Fatalf("sync: %d", sync.ErrorCode)
-		}
-		if code := commitCode(h, "consumers", joined.MemberID, joined.Generation); code != 0 {
-			t.Fatalf("member commit: %d", code)
-		}
+		joined := h.join(newJoin("consumers", h.memberID("consumers")))
+		sync := h.sync(newSync("consumers", joined.MemberID, joined.Generation, map[string]string{joined.MemberID: "mine"}))
+		wantErr(t, "sync", sync.err, nil)
+		wantErr(t, "member commit", commitErr(h, "consumers", joined.MemberID, joined.Generation), nil)
 
 		h.restart()
 		want := map[topicPartition]int64{{Topic: "events", Partition: 0}: 15, {Topic: "events", Partition: 1}: 11}
@@ -102,64 +88,40 @@ func TestOffsetsSurviveRestart(t *testing.T) {
 			t.Fatalf("member commit after restart: %v", got)
 		}
 		// The group comes back Stable in its generation: the member carries on.
-		if code := h.heartbeat("consumers", joined.MemberID, joined.Generation); code != 0 {
-			t.Fatalf("heartbeat after restart: %d", code)
-		}
-		resync := h.c.SyncGroup(testCtx, newSync(5, "consumers", joined.MemberID, joined.Generation, nil))
-		if resync.ErrorCode != 0 || string(resync.MemberAssignment) != "mine" {
+		wantErr(t, "heartbeat after restart", h.heartbeat("consumers", joined.MemberID, joined.Generation), nil)
+		resync := h.sync(newSync("consumers", joined.MemberID, joined.Generation, nil))
+		if resync.err != nil || string(resync.Assignment) != "mine" {
 			t.Fatalf("assignment after restart: %+v", resync)
 		}
-		if code := commitCode(h, "consumers", joined.MemberID, joined.Generation-1); code != kerr.IllegalGeneration.Code {
-			t.Fatalf("stale commit after restart: %d", code)
-		}
+		wantErr(t, "stale commit after restart", commitErr(h, "consumers", joined.MemberID, joined.Generation-1), ErrIllegalGeneration)
 	})
 }
 
-// OffsetFetch of an unknown group or partition returns -1 without error, in
-// every request shape.
+// OffsetFetch of an unknown group or partition returns -1 without error;
+// a request without topics returns every committed offset.
 func TestOffsetFetchUnknown(t *testing.T) {
 	h := newHarness(t, nil)
 	h.simpleCommit("known", "events", map[int32]int64{0: 3})
-	for _, version := range []int16{1, 2, 5, 7} {
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.Version = version
-		req.Group = "nobody"
-		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "events", Partitions: []int32{0, 1}}}
-		resp := h.c.OffsetFetch(testCtx, req)
-		if resp.Version != version || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
-			t.Fatalf("v%d: %+v", version, resp)
-		}
-		for _, partition := range resp.Topics[0].Partitions {
-			if partition.Offset != -1 || partition.ErrorCode != 0 || partition.LeaderEpoch != -1 {
-				t.Fatalf("v%d unknown group partition: %+v", version, partition)
-			}
+	topics, err := h.c.FetchOffsets(FetchRequest{Group: "nobody", Topics: []FetchTopic{{Name: "events", Partitions: []int32{0, 1}}}})
+	if err != nil || len(topics) != 1 || len(topics[0].Partitions) != 2 {
+		t.Fatalf("unknown group: %+v %v", topics, err)
+	}
+	for _, partition := range topics[0].Partitions {
+		if partition.Offset != -1 || partition.Err != nil || partition.LeaderEpoch != -1 {
+			t.Fatalf("unknown group partition: %+v", partition)
 		}
 	}
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version = 8
-	req.Groups = []kmsg.OffsetFetchRequestGroup{
-		{Group: "nobody", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "events", Partitions: []int32{0}}}},
-		{Group: "known", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "events", Partitions: []int32{0, 9}}}},
-		{Group: "nobody"}, // null topics: all of nothing
+	known, _ := h.c.FetchOffsets(FetchRequest{Group: "known", Topics: []FetchTopic{{Name: "events", Partitions: []int32{0, 9}}}})
+	partitions := known[0].Partitions
+	if partitions[0].Offset != 3 || partitions[0].LeaderEpoch != 7 || partitions[0].Metadata != "meta" || partitions[1].Offset != -1 {
+		t.Fatalf("fetch of a known group: %+v", partitions)
 	}
-	resp := h.c.OffsetFetch(testCtx, req)
-	if len(resp.Groups) != 3 || resp.Groups[0].Topics[0].Partitions[0].Offset != -1 {
-		t.Fatalf("batched fetch: %+v", resp)
+	if all, err := h.c.FetchOffsets(FetchRequest{Group: "nobody"}); err != nil || len(all) != 0 {
+		t.Fatalf("all offsets of an unknown group: %+v %v", all, err)
 	}
-	known := resp.Groups[1].Topics[0].Partitions
-	if known[0].Offset != 3 || known[0].LeaderEpoch != 7 || *known[0].Metadata != "meta" || known[1].Offset != -1 {
-		t.Fatalf("batched fetch of known group: %+v", known)
-	}
-	if len(resp.Groups[2].Topics) != 0 {
-		t.Fatalf("all offsets of an unknown group: %+v", resp.Groups[2])
-	}
-	v5 := kmsg.NewPtrOffsetFetchRequest()
-	v5.Version = 5
-	v5.Group = "known"
-	v5.Topics = nil
-	all := h.c.OffsetFetch(testCtx, v5)
-	if len(all.Topics) != 1 || all.Topics[0].Partitions[0].Offset != 3 || all.Topics[0].Partitions[0].LeaderEpoch != 7 {
-		t.Fatalf("v5 null topics must return every committed offset: %+v", all)
+	all, _ := h.c.FetchOffsets(FetchRequest{Group: "known"})
+	if len(all) != 1 || all[0].Partitions[0].Offset != 3 || all[0].Partitions[0].LeaderEpoch != 7 {
+		t.Fatalf("no topics must return every committed offset: %+v", all)
 	}
 }
 
@@ -179,29 +141,28 @@ func (f fixedTopics) TopicID(name string) ([16]byte, bool) {
 	return id, ok
 }
 
-// v10 of OffsetCommit and OffsetFetch name topics by id.
+// Commits and fetches may name topics by id.
 func TestOffsetsByTopicID(t *testing.T) {
 	eventsID := [16]byte{1, 2, 3}
 	h := newHarness(t, func(cfg *Config) { cfg.Topics = fixedTopics{"events": eventsID} })
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 10
-	req.Group = "g"
-	req.Topics = []kmsg.OffsetCommitRequestTopic{
-		{TopicID: eventsID, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 77, LeaderEpoch: -1}}},
-		{TopicID: [16]byte{9}, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}},
+	h.simpleCommit("g", "no-id", map[int32]int64{0: 1})
+	errs := h.c.CommitOffsets(testCtx, CommitRequest{Group: "g", Generation: -1, ByTopicID: true, Topics: []CommitTopic{
+		{ID: eventsID, Partitions: []CommitPartition{{Partition: 0, Offset: 77, LeaderEpoch: -1}}},
+		{ID: [16]byte{9}, Partitions: []CommitPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}},
+	}})
+	wantErr(t, "commit by a known id", errs[0][0], nil)
+	wantErr(t, "commit by an unknown id", errs[1][0], ErrUnknownTopicID)
+	topics, err := h.c.FetchOffsets(FetchRequest{Group: "g", ByTopicID: true})
+	if err != nil || len(topics) != 1 || topics[0].ID != eventsID || topics[0].Name != "events" || topics[0].Partitions[0].Offset != 77 {
+		t.Fatalf("fetch all by id (a topic without id is left out): %+v %v", topics, err)
 	}
-	resp := h.c.OffsetCommit(testCtx, req)
-	if resp.Topics[0].TopicID != eventsID || resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
-		t.Fatalf("v10 commit: %+v", resp)
+	topics, _ = h.c.FetchOffsets(FetchRequest{Group: "g", ByTopicID: true, Topics: []FetchTopic{
+		{ID: eventsID, Partitions: []int32{0}}, {ID: [16]byte{9}, Partitions: []int32{0}},
+	}})
+	if topics[0].Partitions[0].Offset != 77 || topics[1].ID != [16]byte{9} {
+		t.Fatalf("fetch by id: %+v", topics)
 	}
-	fetch := kmsg.NewPtrOffsetFetchRequest()
-	fetch.Version = 10
-	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
-	got := h.c.OffsetFetch(testCtx, fetch)
-	topics := got.Groups[0].Topics
-	if len(topics) != 1 || topics[0].TopicID != eventsID || topics[0].Partitions[0].Offset != 77 {
-		t.Fatalf("v10 fetch: %+v", got)
-	}
+	wantErr(t, "fetch by an unknown id", topics[1].Partitions[0].Err, ErrUnknownTopicID)
 }
 
 // Simple commits are refused while the group has members; OffsetDelete
@@ -211,44 +172,30 @@ func TestDeleteOffsetsAndGroups(t *testing.T) {
 	h := newHarness(t, nil)
 	h.simpleCommit("g", "events", map[int32]int64{0: 1})
 	h.simpleCommit("g", "unsubscribed", map[int32]int64{0: 2})
-	joined := await(t, h.joinAsync(newJoin(9, "g", h.memberID("g"))), "join")
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 8
-	req.Group = "g"
-	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "events", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5}}}}
-	if code := h.c.OffsetCommit(testCtx, req).Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownMemberID.Code {
-		t.Fatalf("simple commit to an active group: got %d", code)
+	joined := h.join(newJoin("g", h.memberID("g")))
+	errs := h.c.CommitOffsets(testCtx, CommitRequest{Group: "g", Generation: -1, Topics: []CommitTopic{
+		{Name: "events", Partitions: []CommitPartition{{Partition: 0, Offset: 5}}},
+	}})
+	wantErr(t, "simple commit to an active group", errs[0][0], ErrUnknownMember)
+	errs, err := h.c.DeleteOffsets(testCtx, "g", []DeleteOffsetsTopic{{Name: "events", Partitions: []int32{0}}, {Name: "unsubscribed", Partitions: []int32{0}}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	remove := kmsg.NewPtrOffsetDeleteRequest()
-	remove.Group = "g"
-	remove.Topics = []kmsg.OffsetDeleteRequestTopic{
-		{Topic: "events", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}},
-		{Topic: "unsubscribed", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}},
-	}
-	resp := h.c.OffsetDelete(testCtx, remove)
-	if resp.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code || resp.Topics[1].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("offset delete: %+v", resp)
-	}
+	wantErr(t, "delete offsets of a subscribed topic", errs[0][0], ErrSubscribedTopic)
+	wantErr(t, "delete offsets of another topic", errs[1][0], nil)
 	if got := h.fetched("g"); len(got) != 1 || got[topicPartition{"events", 0}] != 1 {
 		t.Fatalf("after offset delete: %v", got)
 	}
-	deleteReq := kmsg.NewPtrDeleteGroupsRequest()
-	deleteReq.Version = 2
-	deleteReq.Groups = []string{"g", "missing"}
-	deleted := h.c.DeleteGroups(testCtx, deleteReq)
-	if deleted.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code || deleted.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
-		t.Fatalf("delete groups: %+v", deleted)
+	_, err = h.c.DeleteOffsets(testCtx, "missing", nil)
+	wantErr(t, "delete offsets of a missing group", err, ErrGroupNotFound)
+	deleted := h.c.DeleteGroups(testCtx, []string{"g", "missing"})
+	wantErr(t, "delete a group with members", deleted[0], ErrNonEmptyGroup)
+	wantErr(t, "delete a missing group", deleted[1], ErrGroupNotFound)
+	errs2, err := h.c.Leave(testCtx, "g", []Leaver{{MemberID: joined.MemberID}})
+	if err != nil || errs2[0] != nil {
+		t.Fatalf("leave: %v %v", err, errs2)
 	}
-	leave := kmsg.NewPtrLeaveGroupRequest()
-	leave.Version = 0
-	leave.Group, leave.MemberID = "g", joined.MemberID
-	if code := h.c.LeaveGroup(testCtx, leave).ErrorCode; code != 0 {
-		t.Fatalf("leave v0: %d", code)
-	}
-	deleteReq.Groups = []string{"g"}
-	if code := h.c.DeleteGroups(testCtx, deleteReq).Groups[0].ErrorCode; code != 0 {
-		t.Fatalf("delete empty group: %d", code)
-	}
+	wantErr(t, "delete an empty group", h.c.DeleteGroups(testCtx, []string{"g"})[0], nil)
 	if got := h.fetched("g"); len(got) != 0 {
 		t.Fatalf("offsets of a deleted group: %v", got)
 	}
@@ -273,9 +220,7 @@ func TestOffsetExpiry(t *testing.T) {
 		t.Fatalf("after the first offset's retention: %v", got)
 	}
 	h.tickAfter(30 * time.Minute)
-	list := kmsg.NewPtrListGroupsRequest()
-	list.Version = 5
-	if groups := h.c.ListGroups(testCtx, list).Groups; len(groups) != 0 {
+	if groups, _ := h.c.ListGroups(ListFilter{}); len(groups) != 0 {
 		t.Fatalf("an expired group must disappear: %+v", groups)
 	}
 	h.restart()
@@ -291,48 +236,44 @@ func TestTxnOffsetCommit(t *testing.T) {
 		h := newHarnessWith(t, openStore, nil)
 		h.simpleCommit("g", "events", map[int32]int64{0: 5})
 		txnCommit := func(producerID int64, offset int64) {
-			req := kmsg.NewPtrTxnOffsetCommitRequest()
-			req.Version = 3
-			req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "g", producerID, 0, -1
-			req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "events", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
-			if code := h.c.TxnOffsetCommit(testCtx, req).Topics[0].Partitions[0].ErrorCode; code != 0 {
-				t.Fatalf("txn offset commit: %d", code)
-			}
+			req := TxnCommitRequest{ProducerID: producerID, CommitRequest: CommitRequest{Group: "g", Generation: -1, Topics: []CommitTopic{
+				{Name: "events", Partitions: []CommitPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}},
+			}}}
+			wantErr(t, "txn offset commit", h.c.CommitTxnOffsets(testCtx, req)[0][0], nil)
 		}
-		stableFetch := func() (int64, int16) {
-			req := kmsg.NewPtrOffsetFetchRequest()
-			req.Version = 7
-			req.Group, req.RequireStable = "g", true
-			req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "events", Partitions: []int32{0}}}
-			partition := h.c.OffsetFetch(testCtx, req).Topics[0].Partitions[0]
-			return partition.Offset, partition.ErrorCode
+		stableFetch := func() (int64, error) {
+			topics, err := h.c.FetchOffsets(FetchRequest{Group: "g", RequireStable: true, Topics: []FetchTopic{{Name: "events", Partitions: []int32{0}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return topics[0].Partitions[0].Offset, topics[0].Partitions[0].Err
 		}
 		txnCommit(100, 50)
 		if got := h.fetched("g")[topicPartition{"events", 0}]; got != 5 {
 			t.Fatalf("pending transactional offset visible: %d", got)
 		}
-		if _, code := stableFetch(); code != kerr.UnstableOffsetCommit.Code {
-			t.Fatalf("require-stable fetch with a pending transaction: %d", code)
+		if _, err := stableFetch(); !errors.Is(err, ErrUnstableOffset) {
+			t.Fatalf("require-stable fetch with a pending transaction: %v", err)
 		}
 		if err := h.c.CompleteTxn(testCtx, 100, 0, false); err != nil {
 			t.Fatal(err)
 		}
-		if offset, code := stableFetch(); offset != 5 || code != 0 {
-			t.Fatalf("after abort: offset %d code %d", offset, code)
+		if offset, err := stableFetch(); offset != 5 || err != nil {
+			t.Fatalf("after abort: offset %d, %v", offset, err)
 		}
 		txnCommit(101, 60)
 		h.restart()
 		if got := h.fetched("g")[topicPartition{"events", 0}]; got != 5 {
 			t.Fatalf("pending offset applied by the restart: %d", got)
 		}
-		if _, code := stableFetch(); code != kerr.UnstableOffsetCommit.Code {
-			t.Fatalf("pending offset lost by the restart: %d", code)
+		if _, err := stableFetch(); !errors.Is(err, ErrUnstableOffset) {
+			t.Fatalf("pending offset lost by the restart: %v", err)
 		}
 		if err := h.c.CompleteTxn(testCtx, 101, 0, true); err != nil {
 			t.Fatal(err)
 		}
-		if offset, code := stableFetch(); offset != 60 || code != 0 {
-			t.Fatalf("after commit: offset %d code %d", offset, code)
+		if offset, err := stableFetch(); offset != 60 || err != nil {
+			t.Fatalf("after commit: offset %d, %v", offset, err)
 		}
 		h.restart()
 		if got := h.fetched("g")[topicPartition{"events", 0}]; got != 60 {
@@ -341,19 +282,17 @@ func TestTxnOffsetCommit(t *testing.T) {
 	})
 }
 
-// A failing store fails the commit and leaves the previous offset.
+// A failing store fails the commit (retriable) and leaves the previous
+// offset.
 func TestCommitStoreFailure(t *testing.T) {
 	store := NewMemoryStore()
 	h := newHarnessWith(t, func() OffsetStore { return store }, nil)
 	h.simpleCommit("g", "events", map[int32]int64{0: 1})
-	store.SetAppendError(kerr.KafkaStorageError)
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 8
-	req.Group = "g"
-	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "events", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 9}}}}
-	if code := h.c.OffsetCommit(testCtx, req).Topics[0].Partitions[0].ErrorCode; code != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("commit on a failing store: %d", code)
-	}
+	store.SetAppendError(errors.New("disk on fire"))
+	errs := h.c.CommitOffsets(testCtx, CommitRequest{Group: "g", Generation: -1, Topics: []CommitTopic{
+		{Name: "events", Partitions: []CommitPartition{{Partition: 0, Offset: 9}}},
+	}})
+	wantErr(t, "commit on a failing store", errs[0][0], ErrCoordinatorUnavailable)
 	if got := h.fetched("g")[topicPartition{"events", 0}]; got != 1 {
 		t.Fatalf("failed commit applied: %d", got)
 	}

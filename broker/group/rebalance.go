@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // This file holds the group's rebalance state machine. Every function here
@@ -26,7 +24,7 @@ import (
 // rebalances end when all members have joined or at the rebalance timeout.
 func (g *group) prepareRebalance(ctx context.Context, now time.Time) {
 	if g.state == stateCompletingRebalance {
-		g.resetAssignments(kerr.RebalanceInProgress.Code)
+		g.resetAssignments(groupError(g.id, ErrRebalanceInProgress))
 	}
 	wasEmpty := g.state == stateEmpty
 	g.transition(statePreparingRebalance, now)
@@ -58,7 +56,7 @@ func (g *group) tryCompleteJoin(ctx context.Context, now time.Time) {
 func (g *group) completeJoin(ctx context.Context, now time.Time) {
 	for _, id := range slices.Clone(g.order) {
 		if g.members[id].joinWaiter == nil {
-			g.removeMember(id, kerr.UnknownMemberID.Code)
+			g.removeMember(id, memberError(g.id, id, ErrUnknownMember))
 		}
 	}
 	g.initialDelay = false
@@ -81,16 +79,16 @@ func (g *group) completeJoin(ctx context.Context, now time.Time) {
 	g.transition(stateCompletingRebalance, now)
 	for _, id := range g.order {
 		m := g.members[id]
-		g.deliverJoin(m, g.currentJoinOutcome(m, false))
 		m.joinedGeneration = g.generation
 		m.lastHeartbeat = now
+		g.deliverJoin(m, g.currentJoinResult(m, false), nil)
 	}
 }
 
 // removeMemberAndRebalance removes a member that left or expired and
 // rebalances the rest.
-func (g *group) removeMemberAndRebalance(ctx context.Context, id string, errorCode int16, now time.Time) {
-	g.removeMember(id, errorCode)
+func (g *group) removeMemberAndRebalance(ctx context.Context, id string, err error, now time.Time) {
+	g.removeMember(id, err)
 	switch g.state {
 	case stateStable, stateCompletingRebalance:
 		g.prepareRebalance(ctx, now)
@@ -118,7 +116,7 @@ func (g *group) tick(ctx context.Context, now time.Time) {
 			continue // parked joins are bounded by the rebalance timeout
 		}
 		if !now.Before(m.lastHeartbeat.Add(m.sessionTimeout)) {
-			g.removeMemberAndRebalance(ctx, id, kerr.UnknownMemberID.Code, now)
+			g.removeMemberAndRebalance(ctx, id, memberError(g.id, id, ErrUnknownMember), now)
 		}
 	}
 	if g.state != statePreparingRebalance {

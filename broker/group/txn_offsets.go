@@ -3,77 +3,51 @@ package group
 import (
 	"context"
 	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TxnOffsetCommit (key 28), versions 0–6: offsets committed inside a
-// transaction. They are appended to the group's __consumer_offsets
-// partition as a transactional batch of the producer and staged per
+// CommitTxnOffsets stages offsets committed inside a transaction
+// (TxnOffsetCommit). They are appended to the group's __consumer_offsets
+// partition as a transactional batch of the producer and held per
 // producer id; CompleteTxn makes them visible (commit) or drops them
-// (abort). v3+ carry generation, member and instance ids, checked like
-// OffsetCommit when present; v6 names topics by id.
+// (abort). The member is checked like CommitOffsets when the request names
+// one (a generation, member id or instance id). It returns one error per
+// requested partition, indexed like req.Topics.
 //
 // The caller (the broker's handler) must already have checked with the
 // transaction coordinator that the producer id and epoch are current and
 // that the group was added to the transaction (AddOffsetsToTxn).
-func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
-	topics := make([]commitTopic, len(req.Topics))
-	for i, topic := range req.Topics {
-		topics[i].name = topic.Topic
-		if req.Version >= 6 {
-			topics[i].name, _ = c.topicName(topic.TopicID)
-		}
-		for _, partition := range topic.Partitions {
-			leaderEpoch := partition.LeaderEpoch
-			if req.Version < 2 {
-				leaderEpoch = -1
-			}
-			topics[i].partitions = append(topics[i].partitions, commitPartition{
-				partition: partition.Partition, offset: partition.Offset, leaderEpoch: leaderEpoch, metadata: partition.Metadata,
-			})
-		}
-	}
+func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req TxnCommitRequest) [][]error {
+	topics := c.commitTopics(req.CommitRequest)
 	c.txnCommit(ctx, req, topics)
-	resp := kmsg.NewPtrTxnOffsetCommitResponse()
-	resp.Version = req.Version
-	for i, topic := range req.Topics {
-		responseTopic := kmsg.TxnOffsetCommitResponseTopic{Topic: topic.Topic, TopicID: topic.TopicID}
-		for _, partition := range topics[i].partitions {
-			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: partition.partition, ErrorCode: partition.errorCode})
-		}
-		resp.Topics = append(resp.Topics, responseTopic)
-	}
-	return resp
+	return commitErrors(topics)
 }
 
 // txnCommit validates the member (when the request names one) and stages
-// the offsets under the producer id, setting each partition's error code.
-func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, topics []commitTopic) {
+// the offsets under the producer id, setting each partition's error.
+func (c *Coordinator) txnCommit(ctx context.Context, req TxnCommitRequest, topics []commitTopic) {
 	g := c.lockGroup(req.Group, true)
 	if g == nil {
-		setCommitErrors(topics, kerr.NotCoordinator.Code)
+		setCommitErrors(topics, groupError(req.Group, ErrNotCoordinator))
 		return
 	}
 	defer g.mu.Unlock()
 	now := c.cfg.Now()
-	if req.Version >= 3 && (req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil) {
+	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
 		m, ok := g.members[req.MemberID]
 		switch {
 		case g.isFencedInstance(req.InstanceID, req.MemberID):
-			setCommitErrors(topics, kerr.FencedInstanceID.Code)
+			setCommitErrors(topics, memberError(g.id, req.MemberID, ErrFencedInstance))
 			return
 		case !ok:
-			setCommitErrors(topics, kerr.UnknownMemberID.Code)
+			setCommitErrors(topics, memberError(g.id, req.MemberID, ErrUnknownMember))
 			return
 		case req.Generation != g.generation:
-			setCommitErrors(topics, kerr.IllegalGeneration.Code)
+			setCommitErrors(topics, memberError(g.id, req.MemberID, ErrIllegalGeneration))
 			return
 		}
 		m.lastHeartbeat = now
 	}
-	staged := c.stageCommits(g.id, topics, req.Version >= 6, now)
+	staged := c.stageCommits(g.id, topics, req.ByTopicID, now)
 	batch := StoreBatch{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Transactional: true, TimestampMillis: now.UnixMilli()}
 	if order, ok := c.appendCommits(ctx, g, topics, staged, batch); ok {
 		for _, offset := range staged {
