@@ -3,32 +3,51 @@
 //
 // # API
 //
-// Coordinator's methods take kmsg request structs and return kmsg response
-// structs filled for the request's version, so each broker handler is a
-// thin call: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-// OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups and
-// TxnOffsetCommit. JoinGroup and SyncGroup block until the rebalance step
-// they wait for completes, their context ends, or Close. The broker should
-// put the connection's client id and host in the context (WithClientInfo):
-// member ids start with the client id and DescribeGroups reports both.
+// The coordinator is protocol-neutral: its methods take typed inputs
+// (api.go) and return typed results and errors; it imports no Kafka
+// protocol package. The broker's per-API files (broker/join_group.go, ...)
+// decode each request, apply its version's defaults, call the coordinator
+// and encode the answer for the response's version. The calls: Join, Sync,
+// Heartbeat, Leave, CommitOffsets, FetchOffsets, DeleteOffsets,
+// CommitTxnOffsets, DescribeGroup, ListGroups and DeleteGroups.
 // PartitionFor maps a group to its __consumer_offsets partition (for
 // FindCoordinator and for the store). CompleteTxn is for the transaction
 // coordinator: it ends a producer's transaction in every group holding its
-// TxnOffsetCommit offsets.
+// TxnOffsetCommit offsets. Member ids start with the joining client's id
+// (JoinRequest.Client), and DescribeGroup reports each member's client id
+// and host.
+//
+// # Errors
+//
+// Every refusal is an error wrapping one of the sentinels of errors.go
+// (ErrUnknownMember, ErrIllegalGeneration, ...) with context. The broker
+// maps them to Kafka error codes in its one error table
+// (broker/errors.go); each sentinel's comment names its Kafka error.
+// Per-partition outcomes (commits, fetches, offset deletes) and per-member
+// ones (leaves) are slices of errors indexed like the request.
 //
 // # Ownership and time
 //
+// The coordinator is a deterministic core: it runs no goroutine, reads
+// time only from Config.Now, and its timers (session timeouts, KIP-394
+// pending members, group.initial.rebalance.delay, rebalance timeouts,
+// offset retention) are deadlines stored in the groups and fired by
+// Tick(now). A thin driver, StartTicker, calls Tick every TickInterval in
+// the broker; tests call it after moving a fake clock, and so drive
+// rebalances and expiries step by step. Join and Sync do not block: a
+// request that must wait for a rebalance step is parked with the
+// JoinReply/SyncReply callback its caller passed, and is answered exactly
+// once from the call (request, Tick or Close) that completes the step. The
+// broker owns the waiting: its callback fills a one-slot channel it waits
+// on, so answering never blocks the coordinator.
+//
 // Each group has one mutex that serializes every operation on it
-// (handlers, timers, and the store append that persists an operation, so
-// the log order is the order of operations). The Coordinator's own mutex
-// guards only the group map and the transaction index; lock order is group
-// before coordinator. Timers (session timeouts, KIP-394 pending members,
-// group.initial.rebalance.delay, rebalance timeouts, offset retention) are
-// deadlines stored in the groups and fired by Tick, which takes each
-// group's mutex in turn: a background goroutine calls Tick every
-// TickInterval, or tests call it after moving their injected clock.
-// Parked JoinGroup/SyncGroup calls wait on a one-slot channel that the
-// group's owner fills exactly once, so delivering never blocks the owner.
+// (requests, Tick, and the store append that persists an operation, so
+// the log order is the order of operations); replies are called under it.
+// The Coordinator's own mutex guards only the group map, the transaction
+// index and closed; lock order is group before coordinator. Tick takes
+// each group's mutex in turn. Close answers every parked request with
+// ErrNotCoordinator.
 //
 // # State machine
 //
