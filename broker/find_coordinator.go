@@ -2,8 +2,8 @@ package broker
 
 import (
 	"context"
+	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/wire"
@@ -55,13 +55,12 @@ func handleFindCoordinator(_ context.Context, c *connection, req *kmsg.FindCoord
 }
 
 func (b *Broker) findCoordinator(keyType int8) coordinatorAnswer {
-	failed := func(err *kerr.Error, message string) coordinatorAnswer {
-		return coordinatorAnswer{nodeID: -1, port: -1, errorCode: err.Code, message: &message}
-	}
 	switch keyType {
 	case coordinatorGroup, coordinatorTransaction:
 		return coordinatorAnswer{nodeID: b.nodeID, host: b.advertisedHost, port: b.advertisedPort}
 	default:
-		return failed(kerr.InvalidRequest, "unknown coordinator key type")
+		message := "unknown coordinator key type"
+		err := fmt.Errorf("%s %d: %w", message, keyType, errInvalidRequest)
+		return coordinatorAnswer{nodeID: -1, port: -1, errorCode: errorCode(err), message: &message}
 	}
 }

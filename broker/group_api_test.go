@@ -421,3 +421,29 @@ func TestGroupParkedRequestAbandoned(t *testing.T) {
 		t.Fatal("REBALANCE_IN_PROGRESS must become NOT_COORDINATOR at shutdown")
 	}
 }
+
+// FindCoordinator names this broker for groups and transactional ids, and
+// answers another key type INVALID_REQUEST with a message (v4+: per key).
+func TestGroupFindCoordinatorKeyTypes(t *testing.T) {
+	a := newGroupAPI(t, nil)
+	a.broker.nodeID, a.broker.advertisedHost, a.broker.advertisedPort = 3, "localhost", 9092
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version = 3
+	req.CoordinatorKey = "g"
+	resp := handleFindCoordinator(a.ctx, a.conn, req).(*kmsg.FindCoordinatorResponse)
+	if resp.ErrorCode != 0 || resp.NodeID != 3 || resp.Host != "localhost" || resp.Port != 9092 {
+		t.Fatalf("v3 group key: %+v", resp)
+	}
+	req.Version = 4
+	req.CoordinatorType = 2
+	req.CoordinatorKeys = []string{"a", "b"}
+	resp = handleFindCoordinator(a.ctx, a.conn, req).(*kmsg.FindCoordinatorResponse)
+	if len(resp.Coordinators) != 2 {
+		t.Fatalf("v4 batch: %+v", resp)
+	}
+	for _, answer := range resp.Coordinators {
+		if answer.ErrorCode != kerr.InvalidRequest.Code || answer.NodeID != -1 || answer.ErrorMessage == nil || *answer.ErrorMessage != "unknown coordinator key type" {
+			t.Fatalf("unknown key type: %+v", answer)
+		}
+	}
+}

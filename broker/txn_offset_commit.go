@@ -25,10 +25,11 @@ import (
 // under the producer id in __consumer_offsets; they become visible when
 // the transaction's COMMIT completes the group (transactions.go), and are
 // dropped by an ABORT. OffsetFetch with RequireStable answers
-// UNSTABLE_OFFSET_COMMIT for partitions with staged offsets (group's
-// OffsetFetch). Runs in the reader goroutine; the frame buffer is released
-// after the response is encoded (metadata strings are copied, but the
-// group handler adapter keeps the rule for every decoded request).
+// UNSTABLE_OFFSET_COMMIT for partitions with staged offsets
+// (offset_fetch.go). Runs in the reader goroutine; the frame buffer is
+// released after the response is encoded (metadata strings are copied,
+// but the group handler adapter keeps the rule for every decoded
+// request).
 func init() {
 	register(wire.APITxnOffsetCommit, 0, 6, groupHandler(inReader, handleTxnOffsetCommit))
 }
