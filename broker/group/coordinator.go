@@ -113,7 +113,7 @@ func (c *Coordinator) Close() error {
 	// request that parked did so before this visit to its group.
 	for _, g := range c.snapshotGroups() {
 		g.mu.Lock()
-		g.releaseWaiters(ErrNotCoordinator)
+		g.releaseWaiters(groupError(g.id, ErrNotCoordinator))
 		g.mu.Unlock()
 	}
 	if err := c.store.Close(); err != nil {
