@@ -10,11 +10,14 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/internal/invariants"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -72,9 +75,23 @@ type request struct {
 	slot   *response
 }
 
+// poisonReleasedFrames, set only by tests, makes release overwrite the
+// frame before it goes back to the pool (as invariants builds always do),
+// so a response still aliasing the request's bytes shows up as garbage
+// instead of passing by luck.
+var poisonReleasedFrames atomic.Bool
+
+// poisonByte is what a released frame is overwritten with.
+const poisonByte = 0xa5
+
 // release returns the frame buffer to the pool; body is invalid afterwards.
 func (r *request) release() {
 	if r.buffer != nil {
+		if invariants.Enabled || poisonReleasedFrames.Load() {
+			for i := range r.buffer.B {
+				r.buffer.B[i] = poisonByte
+			}
+		}
 		bytebufferpool.Put(r.buffer)
 		r.buffer, r.body = nil, nil
 	}
@@ -221,6 +238,9 @@ func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer) bool {
 func (c *connection) runHandler(handle handlerFunc, req *request) (ok bool) {
 	defer func() {
 		if recovered := recover(); recovered != nil {
+			if invariants.IsViolation(recovered) {
+				panic(recovered) // a broken invariant is a bug: fail loudly
+			}
 			c.logger.Error("handler panicked; closing connection", "api", wire.APIName(req.header.APIKey),
 				"version", req.header.APIVersion, "panic", recovered, "stack", string(debug.Stack()))
 			req.release()
@@ -238,6 +258,9 @@ func (c *connection) goAsync(req *request, fn func()) {
 	go func() {
 		defer func() {
 			if recovered := recover(); recovered != nil {
+				if invariants.IsViolation(recovered) {
+					panic(recovered) // a broken invariant is a bug: fail loudly
+				}
 				c.logger.Error("handler panicked; closing connection", "api", wire.APIName(req.header.APIKey),
 					"panic", recovered, "stack", string(debug.Stack()))
 				req.slot.completeClose()
@@ -343,28 +366,86 @@ func (c *connection) closeWith(req *request, err error) {
 	c.stopReader = true
 }
 
-// kmsgHandler adapts a handler written over kmsg's request and response
-// types: it decodes the body, calls serve in the reader goroutine and
-// encodes the response at the request's version. kmsg copies strings but
-// its []byte fields alias the frame, so the frame buffer is released only
-// after serve returns (serve must copy any []byte it keeps beyond that).
-// A body that does not decode closes the connection.
+// kmsgHandler adapts a handler that needs neither a request context nor
+// its own goroutine; it is kmsgAdapter with serve run in the reader
+// goroutine.
 func kmsgHandler[R kmsg.Request](serve func(c *connection, req R) kmsg.Response) handlerFunc {
+	return kmsgAdapter(inReader, func(_ context.Context, c *connection, req R) kmsg.Response {
+		return serve(c, req)
+	})
+}
+
+// kmsgServe serves one decoded request. ctx carries the client's id and
+// host (group.WithClientInfo) and ends when the connection dies or the
+// broker closes.
+type kmsgServe[R kmsg.Request] func(ctx context.Context, c *connection, req R) kmsg.Response
+
+// handling says where a handler served by kmsgAdapter runs.
+type handling bool
+
+const (
+	// inReader runs the handler in the connection's reader goroutine.
+	inReader handling = false
+	// parks runs the handler on its own goroutine: it blocks until
+	// something else happens (a rebalance step, a transaction's markers).
+	parks handling = true
+)
+
+// kmsgAdapter is the one adapter between the connection and a handler
+// written over kmsg's request and response types; every kmsg handler goes
+// through it (kmsgHandler and groupHandler are its two spellings). The
+// order is fixed: decode the body (a body that does not decode closes the
+// connection), serve, encode the response at the request's version, and
+// only then release the frame. The order matters because kmsg's ReadFrom
+// copies strings but leaves []byte fields (protocol metadata, assignments,
+// records) aliasing the frame, and a response may carry them back.
+func kmsgAdapter[R kmsg.Request](where handling, serve kmsgServe[R]) handlerFunc {
 	return func(c *connection, r *request) {
-		decoded := kmsg.RequestForKey(r.header.APIKey)
-		typed, ok := decoded.(R)
+		req, ok := decodeKmsgRequest[R](c, r)
 		if !ok {
-			c.closeWith(r, fmt.Errorf("no kmsg request type for API key %d", r.header.APIKey))
 			return
 		}
-		typed.SetVersion(r.header.APIVersion)
-		if err := typed.ReadFrom(r.body); err != nil {
-			c.closeWith(r, fmt.Errorf("decode %s v%d: %w", wire.APIName(r.header.APIKey), r.header.APIVersion, err))
+		info := group.ClientInfo{ClientID: string(r.header.ClientID), Host: clientHost(c.netConn.RemoteAddr())}
+		run := func() {
+			ctx, cancel := context.WithCancel(group.WithClientInfo(c.ctx, info))
+			defer cancel()
+			stop := context.AfterFunc(c.broker.ctx, cancel)
+			defer stop()
+			resp := serve(ctx, c, req)
+			resp.SetVersion(r.header.APIVersion)
+			c.respond(r, resp.AppendTo)
+			r.release() // only now: see the comment above
+		}
+		if where == parks {
+			c.goAsync(r, run)
 			return
 		}
-		resp := serve(c, typed)
-		r.release()
-		resp.SetVersion(r.header.APIVersion)
-		c.respond(r, resp.AppendTo)
+		run()
 	}
+}
+
+// decodeKmsgRequest decodes r's body as an R; on failure it closes the
+// connection (completing the slot) and reports false.
+func decodeKmsgRequest[R kmsg.Request](c *connection, r *request) (R, bool) {
+	var zero R
+	typed, ok := kmsg.RequestForKey(r.header.APIKey).(R)
+	if !ok {
+		c.closeWith(r, fmt.Errorf("no kmsg request type for API key %d", r.header.APIKey))
+		return zero, false
+	}
+	typed.SetVersion(r.header.APIVersion)
+	if err := typed.ReadFrom(r.body); err != nil {
+		c.closeWith(r, fmt.Errorf("decode %s v%d: %w", wire.APIName(r.header.APIKey), r.header.APIVersion, err))
+		return zero, false
+	}
+	return typed, true
+}
+
+// clientHost formats a peer address as Kafka reports client hosts
+// ("/127.0.0.1").
+func clientHost(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		return "/" + tcp.IP.String()
+	}
+	return "/" + addr.String()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,13 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/group"
-	"github.com/exactly-eos/exactly/wire"
 )
 
 // This file wires the group coordinator (broker/group) into the broker:
 // opening and closing it with the broker, the topic-id resolver it needs
-// for OffsetCommit/OffsetFetch v10, and groupHandler, the adapter the
-// group API handlers (find_coordinator.go, join_group.go, ...) share.
+// for OffsetCommit/OffsetFetch v10, and groupHandler, the name the group
+// API handlers (find_coordinator.go, join_group.go, ...) register the
+// connection's one kmsg adapter (kmsgAdapter, conn.go) under.
 //
 // Storage: committed offsets and group metadata live in Kafka's
 // __consumer_offsets record format (see broker/group's package doc), in
@@ -173,79 +172,11 @@ func (r topicResolver) TopicID(name string) ([16]byte, bool) {
 	return [16]byte{}, false
 }
 
-// groupServe serves one decoded group request. ctx carries the client's
-// id and host (group.WithClientInfo) and ends when the connection dies or
-// the broker closes.
-type groupServe[R kmsg.Request] func(ctx context.Context, c *connection, req R) kmsg.Response
-
-// handling says where a group handler runs.
-type handling bool
-
-const (
-	// inReader runs the handler in the connection's reader goroutine.
-	inReader handling = false
-	// parks runs the handler on its own goroutine: it blocks until a
-	// rebalance step completes.
-	parks handling = true
-)
-
-// groupHandler adapts a group API handler: it decodes the body with kmsg
-// (a body that does not decode closes the connection), builds the request
-// context and runs serve in the reader goroutine or, for handlers that
-// park, on its own goroutine; the response is encoded at the request's
-// version. The frame buffer is released only after the response is
-// encoded, because decoded byte fields alias it.
-func groupHandler[R kmsg.Request](where handling, serve groupServe[R]) handlerFunc {
-	return func(c *connection, r *request) {
-		req, ok := decodeGroupRequest[R](c, r)
-		if !ok {
-			return
-		}
-		info := group.ClientInfo{ClientID: string(r.header.ClientID), Host: clientHost(c.netConn.RemoteAddr())}
-		run := func() {
-			ctx, cancel := context.WithCancel(group.WithClientInfo(c.ctx, info))
-			defer cancel()
-			stop := context.AfterFunc(c.broker.ctx, cancel)
-			defer stop()
-			resp := serve(ctx, c, req)
-			resp.SetVersion(r.header.APIVersion)
-			c.respond(r, resp.AppendTo)
-			// Only now: kmsg's ReadFrom copies strings but leaves byte
-			// fields (protocol metadata, assignments) aliasing the frame.
-			r.release()
-		}
-		if where == parks {
-			c.goAsync(r, run)
-			return
-		}
-		run()
-	}
-}
-
-// decodeGroupRequest decodes r's body as an R; on failure it closes the
-// connection (completing the slot) and reports false.
-func decodeGroupRequest[R kmsg.Request](c *connection, r *request) (R, bool) {
-	var zero R
-	typed, ok := kmsg.RequestForKey(r.header.APIKey).(R)
-	if !ok {
-		c.closeWith(r, fmt.Errorf("no kmsg request type for API key %d", r.header.APIKey))
-		return zero, false
-	}
-	typed.SetVersion(r.header.APIVersion)
-	if err := typed.ReadFrom(r.body); err != nil {
-		c.closeWith(r, fmt.Errorf("decode %s v%d: %w", wire.APIName(r.header.APIKey), r.header.APIVersion, err))
-		return zero, false
-	}
-	return typed, true
-}
-
-// clientHost formats a peer address as Kafka reports client hosts
-// ("/127.0.0.1").
-func clientHost(addr net.Addr) string {
-	if tcp, ok := addr.(*net.TCPAddr); ok {
-		return "/" + tcp.IP.String()
-	}
-	return "/" + addr.String()
+// groupHandler adapts a group or transaction API handler, which needs the
+// request context (the client's id and host) and may park: it is
+// kmsgAdapter, named at the handlers' registrations for what they serve.
+func groupHandler[R kmsg.Request](where handling, serve kmsgServe[R]) handlerFunc {
+	return kmsgAdapter(where, serve)
 }
 
 // shuttingDown reports whether the broker is closing; parked JoinGroup and
