@@ -159,13 +159,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		dataDir:       cfg.DataDir,
 		config:        config,
 		logger:        logger,
-		maxFrameSize:  int32(config.int64Value("socket.request.max.bytes")),
+		maxFrameSize:  config.settings.MaxRequestBytes,
 		topics:        map[string]*topic{},
 		topicIDs:      map[[16]byte]*topic{},
 		conns:         map[*connection]struct{}{},
 		beforeMarkers: cfg.beforeMarkers,
 		producerOptions: producers.Options{
-			ExpirationAge: time.Duration(config.int64Value("producer.id.expiration.ms")) * time.Millisecond,
+			ExpirationAge: config.settings.ProducerIDExpiration,
 		},
 	}
 	b.producerIDs, err = producers.OpenIDAllocator(filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
@@ -204,8 +204,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.background.Add(3)
 	go b.acceptLoop()
-	go b.every("log.retention.check.interval.ms", b.applyRetention)
-	go b.every("producer.id.expiration.check.interval.ms", b.expireProducers)
+	go b.every(b.config.settings.RetentionCheckInterval, b.applyRetention)
+	go b.every(b.config.settings.ProducerIDExpirationCheckInterval, b.expireProducers)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -323,12 +323,10 @@ func (b *Broker) forgetConnection(c *connection) {
 	b.connections.Done()
 }
 
-// every runs task on a ticker whose period is the millisecond setting
-// named, until the broker closes. It runs in its own goroutine, counted in
-// b.background.
-func (b *Broker) every(setting string, task func()) {
+// every runs task every interval (a broker setting), until the broker
+// closes. It runs in its own goroutine, counted in b.background.
+func (b *Broker) every(interval time.Duration, task func()) {
 	defer b.background.Done()
-	interval := time.Duration(b.config.int64Value(setting)) * time.Millisecond
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {

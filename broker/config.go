@@ -308,10 +308,15 @@ func brokerSettingNames() []string {
 
 // brokerConfig is the validated, immutable broker configuration.
 type brokerConfig struct {
-	// set holds the keys given explicitly (static broker config).
+	// set holds the keys given explicitly (static broker config), as
+	// DescribeConfigs reports them.
 	set map[string]string
+	// settings are the broker-wide settings as typed values (settings.go).
+	settings settings
 }
 
+// newBrokerConfig validates properties against the table and parses the
+// broker-wide settings; an error names the offending setting.
 func newBrokerConfig(properties map[string]string) (brokerConfig, error) {
 	cfg := brokerConfig{set: make(map[string]string, len(properties))}
 	for key, value := range properties {
@@ -319,6 +324,11 @@ func newBrokerConfig(properties map[string]string) (brokerConfig, error) {
 			return brokerConfig{}, err
 		}
 	}
+	parsed, err := parseSettings(cfg)
+	if err != nil {
+		return brokerConfig{}, err
+	}
+	cfg.settings = parsed
 	return cfg, nil
 }
 
@@ -333,17 +343,6 @@ func (c brokerConfig) lookup(name string) (string, bool) {
 		panic("broker: lookup of unknown setting " + name)
 	}
 	return s.defaultValue, false
-}
-
-func (c brokerConfig) int64Value(name string) int64 {
-	v, _ := c.lookup(name)
-	n, _ := strconv.ParseInt(v, 10, 64) // validated on the way in
-	return n
-}
-
-func (c brokerConfig) boolValue(name string) bool {
-	v, _ := c.lookup(name)
-	return v == "true"
 }
 
 // topicDefault is the value a topic setting takes when the topic does not
@@ -452,11 +451,6 @@ func (c brokerConfig) newTopicConfig(overrides map[string]string) *topicConfig {
 // storageOptions are the storage.Log options for a partition of a topic
 // with configuration tc.
 func (c brokerConfig) storageOptions(tc *topicConfig) (storage.Options, error) {
-	fsyncValue, _ := c.lookup("log.fsync")
-	policy, err := storage.ParseFsyncPolicy(fsyncValue)
-	if err != nil {
-		return storage.Options{}, fmt.Errorf("log.fsync: %w", err)
-	}
 	retentionAge := time.Duration(-1)
 	if tc.retentionMillis >= 0 {
 		retentionAge = time.Duration(tc.retentionMillis) * time.Millisecond
@@ -466,7 +460,7 @@ func (c brokerConfig) storageOptions(tc *topicConfig) (storage.Options, error) {
 		SegmentAge:         time.Duration(tc.segmentMillis) * time.Millisecond,
 		RetentionBytes:     tc.retentionBytes,
 		RetentionAge:       retentionAge,
-		IndexIntervalBytes: int(c.int64Value("log.index.interval.bytes")),
-		Fsync:              policy,
+		IndexIntervalBytes: c.settings.IndexIntervalBytes,
+		Fsync:              c.settings.Fsync,
 	}, nil
 }

@@ -50,7 +50,7 @@ func handleCreateTopics(c *connection, req *kmsg.CreateTopicsRequest) kmsg.Respo
 				if len(rt.ReplicaAssignment) > 0 {
 					created.NumPartitions = int32(len(rt.ReplicaAssignment))
 				} else if rt.NumPartitions == -1 {
-					created.NumPartitions = int32(b.config.int64Value("num.partitions"))
+					created.NumPartitions = b.config.settings.NumPartitions
 				}
 			}
 			created.ReplicationFactor = 1
@@ -85,7 +85,7 @@ func (b *Broker) checkCreateTopic(rt kmsg.CreateTopicsRequestTopic) (int32, map[
 		partitions = int32(len(rt.ReplicaAssignment))
 	} else {
 		if partitions == -1 {
-			partitions = int32(b.config.int64Value("num.partitions"))
+			partitions = b.config.settings.NumPartitions
 		}
 		if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 {
 			return 0, nil, fmt.Errorf("%w: %d; a single broker serves replication factor 1", errInvalidReplication, rt.ReplicationFactor)

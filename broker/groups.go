@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -63,7 +62,8 @@ type offsetsTopicFormat struct {
 // coordinator (replaying the store). Called by Start before any
 // connection is accepted.
 func (b *Broker) openGroups() error {
-	partitions := int(b.config.int64Value("offsets.topic.num.partitions"))
+	settings := b.config.settings
+	partitions := int(settings.OffsetsTopicPartitions)
 	dir := filepath.Join(b.dataDir, offsetsDirName)
 	if err := checkOffsetsPartitions(dir, partitions); err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -81,11 +81,11 @@ func (b *Broker) openGroups() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	config := group.Config{
-		GroupMinSessionTimeout:        b.millisSetting("group.min.session.timeout.ms"),
-		GroupMaxSessionTimeout:        b.millisSetting("group.max.session.timeout.ms"),
-		GroupInitialRebalanceDelay:    b.millisSetting("group.initial.rebalance.delay.ms"),
-		OffsetsRetention:              time.Duration(b.config.int64Value("offsets.retention.minutes")) * time.Minute,
-		OffsetsRetentionCheckInterval: b.millisSetting("offsets.retention.check.interval.ms"),
+		GroupMinSessionTimeout:        settings.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:        settings.GroupMaxSessionTimeout,
+		GroupInitialRebalanceDelay:    settings.GroupInitialRebalanceDelay,
+		OffsetsRetention:              settings.OffsetsRetention,
+		OffsetsRetentionCheckInterval: settings.OffsetsRetentionCheckInterval,
 		OffsetsTopicPartitions:        partitions,
 		Topics:                        topicResolver{b},
 	}
@@ -98,10 +98,6 @@ func (b *Broker) openGroups() error {
 	b.groups = coordinator
 	group.StartTicker(coordinator) // ends when closeGroups closes the coordinator
 	return nil
-}
-
-func (b *Broker) millisSetting(name string) time.Duration {
-	return time.Duration(b.config.int64Value(name)) * time.Millisecond
 }
 
 // checkOffsetsPartitions compares the configured partition count with the

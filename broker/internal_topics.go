@@ -51,11 +51,11 @@ type internalTopic struct {
 // newInternalTopics builds the table, sorted by name (Metadata merges it
 // with the sorted user topics); clusterID must be known.
 func (b *Broker) newInternalTopics() []internalTopic {
-	internal := func(name, partitionsSetting string, segmentBytes int, owner string) internalTopic {
+	internal := func(name string, partitions int32, segmentBytes int, owner string) internalTopic {
 		return internalTopic{
 			name:       name,
 			id:         internalTopicID(b.clusterID, name),
-			partitions: int32(b.config.int64Value(partitionsSetting)),
+			partitions: partitions,
 			config: b.config.newTopicConfig(map[string]string{
 				"retention.ms":    "-1",
 				"retention.bytes": "-1",
@@ -65,8 +65,8 @@ func (b *Broker) newInternalTopics() []internalTopic {
 		}
 	}
 	return []internalTopic{
-		internal(group.OffsetsTopic, "offsets.topic.num.partitions", offsetsSegmentBytes, "the group coordinator"),
-		internal(txn.TransactionStateTopic, "transaction.state.log.num.partitions", transactionsSegmentBytes, "the transaction coordinator"),
+		internal(group.OffsetsTopic, b.config.settings.OffsetsTopicPartitions, offsetsSegmentBytes, "the group coordinator"),
+		internal(txn.TransactionStateTopic, b.config.settings.TransactionStatePartitions, transactionsSegmentBytes, "the transaction coordinator"),
 	}
 }
 

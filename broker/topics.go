@@ -244,10 +244,10 @@ func (b *Broker) autoCreateTopic(name string, allowed bool) (*topic, error) {
 	if t := b.topicByName(name); t != nil {
 		return t, nil
 	}
-	if !allowed || !b.config.boolValue("auto.create.topics.enable") {
+	if !allowed || !b.config.settings.AutoCreateTopics {
 		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
-	t, err := b.createTopic(name, int32(b.config.int64Value("num.partitions")), nil, false)
+	t, err := b.createTopic(name, b.config.settings.NumPartitions, nil, false)
 	if errors.Is(err, errTopicExists) {
 		if t := b.topicByName(name); t != nil {
 			return t, nil

@@ -55,7 +55,8 @@ const transactionsSegmentBytes = 100 << 20
 // in PrepareCommit or PrepareAbort. Start calls it after the topics and
 // the group coordinator are open (completions write markers to both).
 func (b *Broker) openTransactions() error {
-	partitions := int(b.config.int64Value("transaction.state.log.num.partitions"))
+	settings := b.config.settings
+	partitions := int(settings.TransactionStatePartitions)
 	dir := filepath.Join(b.dataDir, transactionsDirName)
 	if err := checkInternalPartitions(dir, transactionsTopicFile, "transaction.state.log.num.partitions", txn.TransactionStateTopic, partitions); err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -70,12 +71,12 @@ func (b *Broker) openTransactions() error {
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	b.transactionVersion = int16(b.config.int64Value("transaction.version"))
+	b.transactionVersion = settings.TransactionVersion
 	config := txn.Config{
-		MaxTimeout:             b.millisSetting("transaction.max.timeout.ms"),
-		IDExpiration:           b.millisSetting("transactional.id.expiration.ms"),
-		CleanupInterval:        b.millisSetting("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
-		OffsetsTopicPartitions: int(b.config.int64Value("offsets.topic.num.partitions")),
+		MaxTimeout:             settings.TransactionMaxTimeout,
+		IDExpiration:           settings.TransactionalIDExpiration,
+		CleanupInterval:        settings.TransactionCleanupInterval,
+		OffsetsTopicPartitions: int(settings.OffsetsTopicPartitions),
 		TransactionVersion2:    b.transactionVersion >= 2,
 		PartitionExists:        b.partitionExists,
 	}

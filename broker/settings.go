@@ -1,0 +1,191 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/exactly-eos/exactly/broker/storage"
+)
+
+// This file turns the broker settings (config.go's table, by Kafka's
+// names) into typed values once, when the broker starts: the rest of the
+// broker reads a field of settings, never a setting by name, so a
+// misspelt name is an error at start rather than a silent zero.
+
+// settings are the broker-wide settings the broker acts on, parsed by
+// parseSettings. The broker defaults of topic settings (log.retention.*,
+// log.roll.*, log.segment.bytes, message.max.bytes, min.insync.replicas,
+// log.cleanup.policy, log.message.timestamp.type) are not here: topics
+// resolve them per topic (brokerConfig.topicDefault), because
+// DescribeConfigs reports which key each value came from.
+type settings struct {
+	// AutoCreateTopics is auto.create.topics.enable.
+	AutoCreateTopics bool
+	// NumPartitions is num.partitions: partitions of an auto-created topic.
+	NumPartitions int32
+	// MaxRequestBytes is socket.request.max.bytes: the largest request frame.
+	MaxRequestBytes int32
+	// IndexIntervalBytes is log.index.interval.bytes.
+	IndexIntervalBytes int
+	// RetentionCheckInterval is log.retention.check.interval.ms.
+	RetentionCheckInterval time.Duration
+	// Fsync is log.fsync.
+	Fsync storage.FsyncPolicy
+
+	// GroupMinSessionTimeout is group.min.session.timeout.ms.
+	GroupMinSessionTimeout time.Duration
+	// GroupMaxSessionTimeout is group.max.session.timeout.ms.
+	GroupMaxSessionTimeout time.Duration
+	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms.
+	GroupInitialRebalanceDelay time.Duration
+	// OffsetsRetention is offsets.retention.minutes.
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
+	OffsetsRetentionCheckInterval time.Duration
+	// OffsetsTopicPartitions is offsets.topic.num.partitions.
+	OffsetsTopicPartitions int32
+
+	// ProducerIDExpiration is producer.id.expiration.ms.
+	ProducerIDExpiration time.Duration
+	// ProducerIDExpirationCheckInterval is producer.id.expiration.check.interval.ms.
+	ProducerIDExpirationCheckInterval time.Duration
+
+	// TransactionMaxTimeout is transaction.max.timeout.ms.
+	TransactionMaxTimeout time.Duration
+	// TransactionalIDExpiration is transactional.id.expiration.ms.
+	TransactionalIDExpiration time.Duration
+	// TransactionStatePartitions is transaction.state.log.num.partitions.
+	TransactionStatePartitions int32
+	// TransactionCleanupInterval is
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
+	TransactionCleanupInterval time.Duration
+	// TransactionVersion is transaction.version (0–2; 2 is KIP-890 part 2).
+	TransactionVersion int16
+}
+
+// acceptedUnread are broker settings accepted for compatibility that no
+// field of settings reads: default.replication.factor only validates
+// (a single broker serves 1), and idle transactional ids expire on the
+// abort-cleanup tick.
+var acceptedUnread = []string{
+	"default.replication.factor",
+	"transaction.remove.expired.transaction.cleanup.interval.ms",
+}
+
+// parseSettings reads every field of settings from c (explicit values and
+// the table's defaults, already validated by newBrokerConfig). An error
+// names the setting: one the table does not have, or whose table kind does
+// not fit the field.
+func parseSettings(c brokerConfig) (settings, error) {
+	s, _, err := parseSettingsRead(c)
+	return s, err
+}
+
+// parseSettingsRead is parseSettings that also returns the names it read
+// (for the test that every table entry is read by someone).
+func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
+	p := &settingsParser{config: c, read: map[string]bool{}}
+	s := settings{
+		AutoCreateTopics:       p.boolean("auto.create.topics.enable"),
+		NumPartitions:          p.int32("num.partitions"),
+		MaxRequestBytes:        p.int32("socket.request.max.bytes"),
+		IndexIntervalBytes:     int(p.int32("log.index.interval.bytes")),
+		RetentionCheckInterval: p.duration("log.retention.check.interval.ms", time.Millisecond),
+		Fsync:                  p.fsync("log.fsync"),
+
+		GroupMinSessionTimeout:        p.duration("group.min.session.timeout.ms", time.Millisecond),
+		GroupMaxSessionTimeout:        p.duration("group.max.session.timeout.ms", time.Millisecond),
+		GroupInitialRebalanceDelay:    p.duration("group.initial.rebalance.delay.ms", time.Millisecond),
+		OffsetsRetention:              p.duration("offsets.retention.minutes", time.Minute),
+		OffsetsRetentionCheckInterval: p.duration("offsets.retention.check.interval.ms", time.Millisecond),
+		OffsetsTopicPartitions:        p.int32("offsets.topic.num.partitions"),
+
+		ProducerIDExpiration:              p.duration("producer.id.expiration.ms", time.Millisecond),
+		ProducerIDExpirationCheckInterval: p.duration("producer.id.expiration.check.interval.ms", time.Millisecond),
+
+		TransactionMaxTimeout:      p.duration("transaction.max.timeout.ms", time.Millisecond),
+		TransactionalIDExpiration:  p.duration("transactional.id.expiration.ms", time.Millisecond),
+		TransactionStatePartitions: p.int32("transaction.state.log.num.partitions"),
+		TransactionCleanupInterval: p.duration("transaction.abort.timed.out.transaction.cleanup.interval.ms", time.Millisecond),
+		TransactionVersion:         p.int16("transaction.version"),
+	}
+	if err := errors.Join(p.errs...); err != nil {
+		return settings{}, nil, err
+	}
+	return s, p.read, nil
+}
+
+// settingsParser reads typed values out of a brokerConfig, collecting
+// errors (each naming its setting) instead of stopping at the first.
+type settingsParser struct {
+	config brokerConfig
+	// read are the names asked for.
+	read map[string]bool
+	errs []error
+}
+
+// value returns the setting's value (explicit or default) after checking
+// that the table has it with one of kinds.
+func (p *settingsParser) value(name string, kinds ...settingKind) (string, bool) {
+	entry, ok := findBrokerSetting(name)
+	if !ok {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %q: not in the settings table", name))
+		return "", false
+	}
+	if !slices.Contains(kinds, entry.kind) {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: read as kind %v, but the table says kind %d", name, kinds, entry.kind))
+		return "", false
+	}
+	p.read[name] = true
+	v, _ := p.config.lookup(name)
+	return v, true
+}
+
+func (p *settingsParser) integer(name string, bits int, kinds ...settingKind) int64 {
+	v, ok := p.value(name, kinds...)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, bits)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %q is not a %d-bit integer", name, v, bits))
+		return 0
+	}
+	return n
+}
+
+func (p *settingsParser) int16(name string) int16 {
+	return int16(p.integer(name, 16, kindShort))
+}
+
+func (p *settingsParser) int32(name string) int32 {
+	return int32(p.integer(name, 32, kindInt))
+}
+
+// duration reads an integer count of unit (a ".ms" or ".minutes" setting).
+func (p *settingsParser) duration(name string, unit time.Duration) time.Duration {
+	return time.Duration(p.integer(name, 64, kindInt, kindLong)) * unit
+}
+
+func (p *settingsParser) boolean(name string) bool {
+	v, ok := p.value(name, kindBoolean)
+	if ok && v != "true" && v != "false" {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %q is not true or false", name, v))
+	}
+	return v == "true"
+}
+
+func (p *settingsParser) fsync(name string) storage.FsyncPolicy {
+	v, ok := p.value(name, kindString)
+	if !ok {
+		return storage.FsyncPolicy{}
+	}
+	policy, err := storage.ParseFsyncPolicy(v)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %w", name, err))
+	}
+	return policy
+}
