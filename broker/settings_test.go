@@ -119,7 +119,7 @@ func TestSettingsErrorsNameTheSetting(t *testing.T) {
 	if got := p.int32("num.partitoins"); got != 0 {
 		t.Errorf("misspelt setting read as %d", got)
 	}
-	p.int16("num.partitions")         // an int read as a short
+	p.int16("num.partitions")          // an int read as a short
 	p.duration("log.fsync", time.Hour) // a string read as a number
 	if len(p.errs) != 3 {
 		t.Fatalf("errors %v, want 3", p.errs)
