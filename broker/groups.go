@@ -65,7 +65,7 @@ func (b *Broker) openGroups() error {
 	settings := b.config.settings
 	partitions := int(settings.OffsetsTopicPartitions)
 	dir := filepath.Join(b.dataDir, offsetsDirName)
-	if err := checkOffsetsPartitions(dir, partitions); err != nil {
+	if err := checkInternalPartitions(dir, offsetsTopicFile, "offsets.topic.num.partitions", group.OffsetsTopic, partitions); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	options, err := b.config.storageOptions(b.config.newTopicConfig(nil))
@@ -98,12 +98,6 @@ func (b *Broker) openGroups() error {
 	b.groups = coordinator
 	group.StartTicker(coordinator) // ends when closeGroups closes the coordinator
 	return nil
-}
-
-// checkOffsetsPartitions compares the configured partition count with the
-// one recorded in dir, recording it when dir is new.
-func checkOffsetsPartitions(dir string, partitions int) error {
-	return checkInternalPartitions(dir, offsetsTopicFile, "offsets.topic.num.partitions", group.OffsetsTopic, partitions)
 }
 
 // checkInternalPartitions compares an internal topic's configured

@@ -162,26 +162,16 @@ func (p *partition) applyRetention() (int, error) {
 	return deleted, err
 }
 
-// optionsSetter is implemented by a storage.Log that can change its
-// segment and retention options while open.
-type optionsSetter interface {
-	SetOptions(storage.Options) error
-}
-
 // reconfigure applies a topic's new configuration to the log. Settings the
 // broker checks itself (max.message.bytes, min.insync.replicas,
 // message.timestamp.type) take effect through the topic's config snapshot.
 func (p *partition) reconfigure(options storage.Options) error {
-	setter, ok := any(p.log).(optionsSetter)
-	if !ok {
-		return nil
-	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.closed.Load() {
 		return nil
 	}
-	return setter.SetOptions(options)
+	return p.log.SetOptions(options)
 }
 
 // close flushes and closes the log.
