@@ -105,6 +105,7 @@ func Open(dir string, opts Options) (*Log, RecoveryReport, error) {
 		l.releaseSegments()
 		return nil, report, fmt.Errorf("open log %s: %w", dir, err)
 	}
+	l.assertInvariantsLocked() // recovery owns the log exclusively
 	l.durability.durableEnd = l.logEnd
 	if opts.Fsync.Mode == FsyncNever {
 		l.flusher = newRollFlusher()
@@ -206,6 +207,7 @@ func (l *Log) Append(batches []byte) (AppendResult, error) {
 		at += int64(batch.size)
 	}
 	l.logEnd = next
+	l.assertInvariantsLocked()
 	l.mu.Unlock()
 	result.SegmentBase, result.Position = active.base, position
 	if l.opts.Fsync.Mode != FsyncNever && active.size-active.checkpointPosition >= checkpointBytes {
@@ -267,6 +269,7 @@ func (l *Log) rollLocked() error {
 	l.mu.Lock()
 	old.sealTimeIndex()
 	old.seals++
+	l.assertSegmentIndexesLocked(old)
 	l.mu.Unlock()
 	if l.flusher == nil {
 		if err := old.log.file.Sync(); err != nil {
@@ -282,6 +285,7 @@ func (l *Log) rollLocked() error {
 	}
 	l.mu.Lock()
 	l.segments = append(l.segments, next)
+	l.assertInvariantsLocked()
 	l.mu.Unlock()
 	if l.flusher != nil {
 		l.enqueueRollFlush(old)
@@ -367,6 +371,7 @@ func (l *Log) Close() error {
 	if err == nil {
 		l.mu.Lock()
 		l.active().sealTimeIndex()
+		l.assertSegmentIndexesLocked(l.active())
 		l.mu.Unlock()
 		err = l.flushLocked()
 	}

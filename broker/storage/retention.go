@@ -51,6 +51,7 @@ func (l *Log) Truncate(offset int64) error {
 	target.cutAt(position, newEnd)
 	l.logEnd = newEnd
 	l.logStart = min(l.logStart, newEnd)
+	l.assertInvariantsLocked()
 	l.durability.mu.Lock()
 	l.durability.durableEnd = min(l.durability.durableEnd, newEnd)
 	l.durability.epoch++
@@ -121,6 +122,7 @@ func (l *Log) finishTruncation(s *segment) error {
 	}
 	l.mu.Lock()
 	s.maxTimestamp, s.lastBatchBase, s.bytesSinceIndex = maxTimestamp, lastBase, int(s.size-start)
+	l.assertInvariantsLocked()
 	l.mu.Unlock()
 	if err := s.persistIndexes(l.fs, l.dir); err != nil {
 		return err
@@ -151,6 +153,7 @@ func (l *Log) truncateFully(offset int64) error {
 	l.mu.Lock()
 	l.segments = []*segment{fresh}
 	l.logStart, l.logEnd = offset, offset
+	l.assertInvariantsLocked()
 	l.durability.mu.Lock()
 	l.durability.durableEnd = min(l.durability.durableEnd, offset)
 	l.durability.epoch++
@@ -206,6 +209,7 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 		l.mu.Lock()
 		l.segments = l.segments[1:]
 		l.logStart = max(l.logStart, l.segments[0].base)
+		l.assertInvariantsLocked()
 		l.mu.Unlock()
 		total -= first.size
 		deletedSegments++
@@ -257,6 +261,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 	}
 	l.mu.Lock()
 	l.logStart = offset
+	l.assertInvariantsLocked()
 	l.mu.Unlock()
 	err := l.rewriteCheckpoint()
 	l.appendMu.Unlock()
