@@ -87,9 +87,10 @@ func (p *partition) nextLastStable() int64 {
 func (p *partition) publishLastStable() {
 	if p.unstableOffset >= 0 {
 		p.lastStable.Store(p.unstableOffset)
-		return
+	} else {
+		p.lastStable.Store(p.log.LogEndOffset())
 	}
-	p.lastStable.Store(p.log.LogEndOffset())
+	p.assertInvariantsLocked()
 }
 
 // lastStableOffset is the partition's LSO, never above the high watermark.

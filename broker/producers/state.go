@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/invariants"
 )
 
 // MaxCachedBatches is how many of a producer's newest batches a partition
@@ -246,6 +248,10 @@ func (s *PartitionState) Check(b Batch) (Verdict, error) {
 // log. Creating a producer's entry allocates; later updates do not, nor do
 // they read the clock.
 func (s *PartitionState) Update(b Batch) {
+	if invariants.Enabled {
+		previousEpoch, known := s.epochOf(b.ProducerID)
+		defer s.checkUpdated(b, previousEpoch, known)
+	}
 	s.record(b)
 }
 

@@ -1,0 +1,43 @@
+package broker
+
+import "github.com/exactly-eos/exactly/internal/invariants"
+
+// Run-time checks of the partition's field invariants (the comments on
+// partition's fields), compiled in only with the invariants build tag
+// (internal/invariants). They run where the transaction state is
+// published: after every append and every marker.
+
+// assertInvariantsLocked checks, in invariants builds, that unstableOffset
+// is producers.FirstUnstableOffset() (or -1 when none is open) and lies in
+// the log, that the published last stable offset is unstableOffset when a
+// transaction is open and the log end otherwise — never above the high
+// watermark — and that no snapshot is ahead of the log (caller holds
+// appendMu).
+func (p *partition) assertInvariantsLocked() {
+	if invariants.Enabled {
+		p.checkInvariantsLocked()
+	}
+}
+
+func (p *partition) checkInvariantsLocked() {
+	firstUnstable := int64(-1)
+	if offset, ok := p.producers.FirstUnstableOffset(); ok {
+		firstUnstable = offset
+	}
+	invariants.Check(p.unstableOffset == firstUnstable,
+		"partition %s: unstableOffset %d, but the producer state's first unstable offset is %d", p.name(), p.unstableOffset, firstUnstable)
+	logEnd := p.log.LogEndOffset()
+	invariants.Check(p.unstableOffset < logEnd,
+		"partition %s: unstableOffset %d at or beyond the log end %d", p.name(), p.unstableOffset, logEnd)
+	lastStable := p.lastStable.Load()
+	invariants.Check(lastStable <= logEnd,
+		"partition %s: last stable offset %d above the high watermark %d", p.name(), lastStable, logEnd)
+	want := logEnd
+	if p.unstableOffset >= 0 {
+		want = p.unstableOffset
+	}
+	invariants.Check(lastStable == want,
+		"partition %s: last stable offset %d, want %d (unstableOffset %d, log end %d)", p.name(), lastStable, want, p.unstableOffset, logEnd)
+	invariants.Check(p.snapshotOffset <= logEnd,
+		"partition %s: producer snapshot at %d beyond the log end %d", p.name(), p.snapshotOffset, logEnd)
+}

@@ -1,0 +1,51 @@
+//go:build invariants
+
+package broker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/exactly-eos/exactly/internal/invariants"
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// TestInvariantUnstableOffset (invariants build tag only): a partition
+// whose unstableOffset disagrees with its producer state (a transaction
+// open where none is) fails the invariant at the next append, which
+// publishes the last stable offset.
+func TestInvariantUnstableOffset(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), nil)
+	r := dialRaw(t, b)
+	records, err := wire.BuildBatch(wire.PlainBatchOptions(), []wire.BuilderRecord{{TimestampMillis: 1, Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.produceRaw("checked", 0, records, 9); got.ErrorCode != 0 {
+		t.Fatalf("produce: error %d", got.ErrorCode)
+	}
+	p, err := b.partitionOf(b.topicByName("checked"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := wire.ParseBatch(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.unstableOffset = 0 // as if a transaction were open at offset 0
+	defer func() {
+		p.unstableOffset = -1 // restore, so the broker closes cleanly
+		recovered := recover()
+		if !invariants.IsViolation(recovered) {
+			t.Fatalf("recovered %v, want an invariant violation", recovered)
+		}
+		if message := recovered.(invariants.Violation).Message; !strings.Contains(message, "first unstable offset") {
+			t.Fatalf("violation %q, want one about unstableOffset", message)
+		}
+	}()
+	p.appendProducedLocked(records, batch, false)
+	t.Fatal("the append published a last stable offset that disagrees with the producer state")
+}
