@@ -86,7 +86,7 @@ func (c *Coordinator) Tick(now time.Time) {
 	for _, g := range c.snapshotGroups() {
 		g.mu.Lock()
 		g.tick(ctx, now)
-		g.mu.Unlock()
+		g.unlock()
 	}
 	if now.Sub(c.lastRetentionCheck) >= c.cfg.OffsetsRetentionCheckInterval {
 		c.lastRetentionCheck = now

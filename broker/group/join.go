@@ -34,7 +34,7 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest, reply JoinReply
 		}
 		return fail(memberError(req.Group, req.MemberID, ErrUnknownMember))
 	}
-	defer g.mu.Unlock()
+	defer g.unlock()
 	now := c.cfg.Now()
 	if g.state != stateEmpty && !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		return fail(groupError(req.Group, ErrInconsistentProtocol))

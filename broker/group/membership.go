@@ -24,7 +24,7 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest, reply SyncReply
 		fail(memberError(req.Group, req.MemberID, ErrUnknownMember))
 		return
 	}
-	defer g.mu.Unlock()
+	defer g.unlock()
 	m, ok := g.members[req.MemberID]
 	switch {
 	case g.isFencedInstance(req.InstanceID, req.MemberID):
@@ -103,7 +103,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 		}
 		return memberError(req.Group, req.MemberID, ErrUnknownMember)
 	}
-	defer g.mu.Unlock()
+	defer g.unlock()
 	m, ok := g.members[req.MemberID]
 	switch {
 	case g.isFencedInstance(req.InstanceID, req.MemberID):
@@ -134,7 +134,7 @@ func (c *Coordinator) Leave(ctx context.Context, groupID string, leavers []Leave
 		}
 		return nil, groupError(groupID, ErrUnknownMember)
 	}
-	defer g.mu.Unlock()
+	defer g.unlock()
 	now := c.cfg.Now()
 	errs := make([]error, len(leavers))
 	for i, leaver := range leavers {
