@@ -2,8 +2,9 @@
 # ci/test.sh: what CI runs on a clean clone. It installs what the tests need
 # (kcat for the librdkafka end-to-end test, PostgreSQL for the --db
 # postgres:// path of loadgen), then runs the README's test command, go vet
-# and a gofmt check, and last franz-go's own integration tests against the
-# broker (ci/kgo.sh).
+# and a gofmt check, the broker's tests once more with the invariants build
+# tag, and last franz-go's own integration tests against the broker
+# (ci/kgo.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +23,9 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change these files:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go vet ./..."
+echo "== go vet ./...  (with and without the invariants build tag)"
 go vet ./...
+go vet -tags invariants ./...
 
 # The PostgreSQL path's tests read EXACTLY_TEST_POSTGRES_URL; EXACTLY_CI
 # makes them fail rather than skip when it is missing.
@@ -34,5 +36,10 @@ exactly_postgres_start
 
 echo "== go test ./...  (the README's test command)"
 go test ./...
+
+# The invariants build tag compiles in the run-time checks of the field
+# invariants (internal/invariants); the broker's tests run once with it.
+echo "== go test -tags invariants ./broker/..."
+go test -tags invariants ./broker/...
 
 ci/kgo.sh
