@@ -129,10 +129,15 @@ func TestStorageLog(t *testing.T) {
 	if len(calls) != 1 || !calls[0].Commit || calls[0].ProducerID != producers[1].pid {
 		t.Fatalf("markers after reopen: %+v", calls)
 	}
-	describe := kmsg.NewPtrDescribeTransactionsRequest()
-	describe.TransactionalIDs = ids
-	states := c.DescribeTransactions(context.Background(), describe).TransactionStates
-	if states[0].State != "Ongoing" || states[1].State != "CompleteCommit" || states[2].State != "Ongoing" ||
+	var states []Metadata
+	for _, id := range ids {
+		m, err := c.DescribeTransaction(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states = append(states, m)
+	}
+	if states[0].State != StateOngoing || states[1].State != StateCompleteCommit || states[2].State != StateOngoing ||
 		states[0].ProducerID != producers[0].pid {
 		t.Fatalf("after reopen: %+v", states)
 	}
@@ -154,21 +159,18 @@ func writeStorageTransactions(t *testing.T, dir string, options storage.Options,
 	}
 	var producers []producer
 	for _, id := range ids {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
-		resp := c.InitProducerID(context.Background(), req)
-		producers = append(producers, producer{id: id, pid: resp.ProducerID, epoch: resp.ProducerEpoch})
-		add := kmsg.NewPtrAddPartitionsToTxnRequest()
-		add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, resp.ProducerID, resp.ProducerEpoch
-		add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "out", Partitions: []int32{0}}}
-		if code := c.AddPartitionsToTxn(context.Background(), add).Topics[0].Partitions[0].ErrorCode; code != 0 {
-			t.Fatalf("add %s: %d", id, code)
+		got, err := c.InitProducerID(context.Background(), InitRequest{TransactionalID: id, TimeoutMs: 60000})
+		if err != nil {
+			t.Fatalf("init %s: %v", id, err)
+		}
+		p := producer{id: id, pid: got.ProducerID, epoch: got.Epoch}
+		producers = append(producers, p)
+		if err := c.AddPartitions(context.Background(), p.typed(), []TopicPartition{{Topic: "out", Partition: 0}})[0]; err != nil {
+			t.Fatalf("add %s: %v", id, err)
 		}
 	}
-	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 3, "beta", producers[1].pid, producers[1].epoch, true
-	if code := c.EndTxn(context.Background(), end).ErrorCode; code != 0 {
-		t.Fatalf("end: %d", code)
+	if _, err := c.EndTxn(context.Background(), EndRequest{Producer: producers[1].typed(), Commit: true}); err != nil {
+		t.Fatalf("end: %v", err)
 	}
 	c.Close()
 	for p, partition := range log.Partitions() {
