@@ -216,7 +216,7 @@ func TestRecordCodecMatchesKmsg(t *testing.T) {
 		"every field": {TransactionalID: "tx", ProducerID: 1 << 40, ProducerEpoch: 300, LastProducerEpoch: 299,
 			PreviousProducerID: 3, NextProducerID: 1<<40 + 1, TimeoutMs: 60000, State: StatePrepareAbort,
 			Partitions: []TopicPartition{tp("__consumer_offsets", 49), tp("a", 0), tp("a", 1), tp("b", 130)},
-			Groups: []string{"g"}, StartTime: 1, LastUpdate: 2, TransactionVersion: 2},
+			Groups:     []string{"g"}, StartTime: 1, LastUpdate: 2, TransactionVersion: 2},
 	} {
 		value := kmsg.NewTxnMetadataValue()
 		value.Version = 1
