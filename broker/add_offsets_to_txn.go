@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -20,5 +21,9 @@ func init() {
 }
 
 func handleAddOffsetsToTxn(ctx context.Context, c *connection, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
-	return c.broker.transactions.AddOffsetsToTxn(ctx, req)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
+	err := c.broker.transactions.AddOffsets(ctx, producer, req.Group)
+	resp.ErrorCode = txnErrorCode(err, wire.APIAddOffsetsToTxn, req.Version)
+	return resp
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -22,5 +23,90 @@ func init() {
 }
 
 func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
-	return c.broker.transactions.AddPartitionsToTxn(ctx, req)
+	coordinator := c.broker.transactions
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version < 4 {
+		var partitions []txn.TopicPartition
+		for _, topic := range req.Topics {
+			for _, partition := range topic.Partitions {
+				partitions = append(partitions, txn.TopicPartition{Topic: topic.Topic, Partition: partition})
+			}
+		}
+		producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
+		codes := addPartitionsCodes(coordinator.AddPartitions(ctx, producer, partitions), req.Version)
+		for _, topic := range groupByTopic(partitions, codes) {
+			responseTopic := kmsg.AddPartitionsToTxnResponseTopic{Topic: topic.topic}
+			for _, partition := range topic.partitions {
+				responseTopic.Partitions = append(responseTopic.Partitions, kmsg.AddPartitionsToTxnResponseTopicPartition{
+					Partition: partition.partition, ErrorCode: partition.code,
+				})
+			}
+			resp.Topics = append(resp.Topics, responseTopic)
+		}
+		return resp
+	}
+	for _, transaction := range req.Transactions {
+		var partitions []txn.TopicPartition
+		for _, topic := range transaction.Topics {
+			for _, partition := range topic.Partitions {
+				partitions = append(partitions, txn.TopicPartition{Topic: topic.Topic, Partition: partition})
+			}
+		}
+		producer := txn.Producer{TransactionalID: transaction.TransactionalID, ProducerID: transaction.ProducerID, Epoch: transaction.ProducerEpoch}
+		var errs []error
+		if transaction.VerifyOnly {
+			errs = coordinator.VerifyPartitions(producer, partitions)
+		} else {
+			errs = coordinator.AddPartitions(ctx, producer, partitions)
+		}
+		result := kmsg.AddPartitionsToTxnResponseTransaction{TransactionalID: transaction.TransactionalID}
+		for _, topic := range groupByTopic(partitions, addPartitionsCodes(errs, req.Version)) {
+			resultTopic := kmsg.AddPartitionsToTxnResponseTransactionTopic{Topic: topic.topic}
+			for _, partition := range topic.partitions {
+				resultTopic.Partitions = append(resultTopic.Partitions, kmsg.AddPartitionsToTxnResponseTransactionTopicPartition{
+					Partition: partition.partition, ErrorCode: partition.code,
+				})
+			}
+			result.Topics = append(result.Topics, resultTopic)
+		}
+		resp.Transactions = append(resp.Transactions, result)
+	}
+	return resp
+}
+
+// addPartitionsCodes maps the coordinator's per-partition errors.
+func addPartitionsCodes(errs []error, version int16) []int16 {
+	codes := make([]int16, len(errs))
+	for i, err := range errs {
+		codes[i] = txnErrorCode(err, wire.APIAddPartitionsToTxn, version)
+	}
+	return codes
+}
+
+// topicCodes is one topic's partitions with their error codes.
+type topicCodes struct {
+	topic      string
+	partitions []partitionCode
+}
+
+type partitionCode struct {
+	partition int32
+	code      int16
+}
+
+// groupByTopic groups per-partition codes by topic, topics in the order
+// they first appear and partitions in request order.
+func groupByTopic(partitions []txn.TopicPartition, codes []int16) []topicCodes {
+	var topics []topicCodes
+	index := make(map[string]int)
+	for i, tp := range partitions {
+		at, ok := index[tp.Topic]
+		if !ok {
+			at = len(topics)
+			index[tp.Topic] = at
+			topics = append(topics, topicCodes{topic: tp.Topic})
+		}
+		topics[at].partitions = append(topics[at].partitions, partitionCode{partition: tp.Partition, code: codes[i]})
+	}
+	return topics
 }

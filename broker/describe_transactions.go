@@ -15,6 +15,30 @@ func init() {
 	register(wire.APIDescribeTransactions, 0, 0, groupHandler(inReader, handleDescribeTransactions))
 }
 
-func handleDescribeTransactions(ctx context.Context, c *connection, req *kmsg.DescribeTransactionsRequest) kmsg.Response {
-	return c.broker.transactions.DescribeTransactions(ctx, req)
+func handleDescribeTransactions(_ context.Context, c *connection, req *kmsg.DescribeTransactionsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	for _, id := range req.TransactionalIDs {
+		state := kmsg.NewDescribeTransactionsResponseTransactionState()
+		state.TransactionalID = id
+		m, err := c.broker.transactions.DescribeTransaction(id)
+		state.ErrorCode = txnErrorCode(err, wire.APIDescribeTransactions, req.Version)
+		if err == nil {
+			state.State = m.State.String()
+			state.TimeoutMillis = m.TimeoutMs
+			state.StartTimestamp = m.StartTime
+			state.ProducerID = m.ProducerID
+			state.ProducerEpoch = m.ProducerEpoch
+			// The participants are sorted by topic, then partition.
+			for _, tp := range m.Partitions {
+				last := len(state.Topics) - 1
+				if last < 0 || state.Topics[last].Topic != tp.Topic {
+					state.Topics = append(state.Topics, kmsg.DescribeTransactionsResponseTransactionStateTopic{Topic: tp.Topic})
+					last++
+				}
+				state.Topics[last].Partitions = append(state.Topics[last].Partitions, tp.Partition)
+			}
+		}
+		resp.TransactionStates = append(resp.TransactionStates, state)
+	}
+	return resp
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -24,5 +25,19 @@ func init() {
 }
 
 func handleEndTxn(ctx context.Context, c *connection, req *kmsg.EndTxnRequest) kmsg.Response {
-	return c.broker.transactions.EndTxn(ctx, req)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	end := txn.EndRequest{
+		Producer: txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch},
+		Commit:   req.Commit,
+		// KIP-890 part 2 needs both the request version and the broker's
+		// transaction.version.
+		TransactionVersion2: req.Version >= 5 && c.broker.transactionVersion >= 2,
+	}
+	next, err := c.broker.transactions.EndTxn(ctx, end)
+	resp.ErrorCode = txnErrorCode(err, wire.APIEndTxn, req.Version)
+	if err == nil && end.TransactionVersion2 {
+		resp.ProducerID, resp.ProducerEpoch = next.ProducerID, next.Epoch
+	}
+	return resp
 }

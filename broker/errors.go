@@ -8,12 +8,15 @@ import (
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // Kafka errors are data in responses. Handlers produce Go errors (their own
-// sentinels below, or errors from storage and wire) and errorCode maps them
-// to Kafka error codes here, in one place.
+// sentinels below, or the sentinels of storage, wire, producers and the
+// group and transaction coordinators) and errorCode maps them to Kafka
+// error codes here, in one table; codes that depend on the request's
+// version are decided here too (produceErrorCode, txnErrorCode).
 
 // Sentinel errors of the broker's handlers; each maps to one Kafka error.
 var (
@@ -40,26 +43,11 @@ var (
 	errNoCoordinator       = errors.New("coordinator not available")
 )
 
-// kafkaError carries a Kafka error code decided elsewhere — by the
-// transaction coordinator's own mapping (broker/txn) — through the broker's
-// Go errors; errorCode answers its code.
-type kafkaError struct {
-	code int16
-	err  error
-}
-
-func (e *kafkaError) Error() string { return e.err.Error() }
-func (e *kafkaError) Unwrap() error { return e.err }
-
 // errorCode maps an error to the Kafka error code a response carries; nil
 // is 0 (NONE). Unrecognised errors are UNKNOWN_SERVER_ERROR.
 func errorCode(err error) int16 {
 	if err == nil {
 		return 0
-	}
-	var coded *kafkaError
-	if errors.As(err, &coded) {
-		return coded.code
 	}
 	for _, m := range errorCodes {
 		if errors.Is(err, m.err) {
@@ -134,6 +122,56 @@ var errorCodes = []struct {
 	{group.ErrUnknownTopicID, kerr.UnknownTopicID},
 	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{group.ErrUnstableOffset, kerr.UnstableOffsetCommit},
+
+	// Transaction coordinator (broker/txn). A fenced producer is
+	// INVALID_PRODUCER_EPOCH here, the code Produce and the versions
+	// before KIP-588 get; txnErrorCode answers PRODUCER_FENCED from the
+	// versions in producerFencedSince.
+	{txn.ErrProducerFenced, kerr.InvalidProducerEpoch},
+	{txn.ErrInvalidRequest, kerr.InvalidRequest},
+	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
+	{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
+	{txn.ErrInvalidTransactionTimeout, kerr.InvalidTransactionTimeout},
+	// A failed __transaction_state append or producer id allocation is
+	// retriable for the client.
+	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{txn.ErrCoordinatorClosed, kerr.NotCoordinator},
+	{txn.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{txn.ErrOperationNotAttempted, kerr.OperationNotAttempted},
+	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
+	{txn.ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
+}
+
+// producerFencedSince is, per API, the first request version that knows
+// PRODUCER_FENCED (KIP-588, Kafka 2.7); older versions get
+// INVALID_PRODUCER_EPOCH for a fenced producer. Produce is not listed: it
+// answers INVALID_PRODUCER_EPOCH in every version (KAFKA-10687), which
+// clients treat as abortable rather than fatal.
+var producerFencedSince = map[int16]int16{
+	wire.APIInitProducerID:     4,
+	wire.APIAddPartitionsToTxn: 2,
+	wire.APIAddOffsetsToTxn:    2,
+	wire.APIEndTxn:             2,
+	wire.APITxnOffsetCommit:    3,
+}
+
+// txnErrorCode is errorCode for a response of a transactional API (key
+// api) of the given request version: a fenced producer is PRODUCER_FENCED
+// from producerFencedSince on, and an error the table does not know is
+// COORDINATOR_NOT_AVAILABLE (retriable), as Kafka maps a failed
+// transaction log append.
+func txnErrorCode(err error, api, version int16) int16 {
+	code := errorCode(err)
+	switch {
+	case code == kerr.UnknownServerError.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	case errors.Is(err, txn.ErrProducerFenced):
+		if since, ok := producerFencedSince[api]; ok && version >= since {
+			return kerr.ProducerFenced.Code
+		}
+	}
+	return code
 }
 
 // produceErrorCode is errorCode for a Produce partition of the given

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -37,7 +38,12 @@ func handleInitProducerID(ctx context.Context, c *connection, req *kmsg.InitProd
 		resp.ErrorCode = errorCode(fmt.Errorf("%w: empty transactional id", errInvalidRequest))
 		return resp
 	case req.TransactionalID != nil:
-		return c.broker.transactions.InitProducerID(ctx, req)
+		got, err := c.broker.transactions.InitProducerID(ctx, initRequest(req))
+		resp.ErrorCode = txnErrorCode(err, wire.APIInitProducerID, req.Version)
+		if err == nil {
+			resp.ProducerID, resp.ProducerEpoch = got.ProducerID, got.Epoch
+		}
+		return resp
 	}
 	id, err := c.broker.producerIDs.Next()
 	if err != nil {
@@ -47,4 +53,15 @@ func handleInitProducerID(ctx context.Context, c *connection, req *kmsg.InitProd
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp
+}
+
+// initRequest decodes an InitProducerId with a transactional id. The
+// producer's current id and epoch (KIP-360) exist from v3, and count only
+// when either is set (-1/-1 is a new instance).
+func initRequest(req *kmsg.InitProducerIDRequest) txn.InitRequest {
+	init := txn.InitRequest{TransactionalID: *req.TransactionalID, TimeoutMs: req.TransactionTimeoutMillis}
+	if req.Version >= 3 && (req.ProducerID != -1 || req.ProducerEpoch != -1) {
+		init.Current = &txn.ProducerIDEpoch{ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
+	}
+	return init
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -15,6 +16,23 @@ func init() {
 	register(wire.APIListTransactions, 0, 1, groupHandler(inReader, handleListTransactions))
 }
 
-func handleListTransactions(ctx context.Context, c *connection, req *kmsg.ListTransactionsRequest) kmsg.Response {
-	return c.broker.transactions.ListTransactions(ctx, req)
+func handleListTransactions(_ context.Context, c *connection, req *kmsg.ListTransactionsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+	filter := txn.ListFilter{States: req.StateFilters, ProducerIDs: req.ProducerIDFilters}
+	if req.Version >= 1 && req.DurationFilterMillis >= 0 {
+		duration := req.DurationFilterMillis
+		filter.MinDurationMs = &duration
+	}
+	if req.Version >= 2 && req.TransactionalIDPattern != nil {
+		filter.Pattern = *req.TransactionalIDPattern
+	}
+	result, err := c.broker.transactions.ListTransactions(filter)
+	resp.ErrorCode = txnErrorCode(err, wire.APIListTransactions, req.Version)
+	resp.UnknownStateFilters = result.UnknownStates
+	for _, listing := range result.Transactions {
+		resp.TransactionStates = append(resp.TransactionStates, kmsg.ListTransactionsResponseTransactionState{
+			TransactionalID: listing.TransactionalID, ProducerID: listing.ProducerID, TransactionState: listing.State.String(),
+		})
+	}
+	return resp
 }

@@ -7,9 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/broker/txn"
@@ -139,36 +136,20 @@ func (p *partition) checkGuard(producerID int64, guard *verificationGuard) error
 
 // verifyTransactionalBatch asks the coordinator whether the producer's
 // open transaction includes the partition; under transaction version 2 a
-// Produce v12+ adds it (KIP-890 part 2) when it is not in yet.
+// Produce v12+ adds it (KIP-890 part 2) when it is not in yet. The
+// coordinator's sentinels reach the Produce response through the error
+// table (a fenced producer is INVALID_PRODUCER_EPOCH there).
 func (b *Broker) verifyTransactionalBatch(tx produceTxn, producerID int64, epoch int16, topicName string, index int32) error {
-	transactionalID := string(tx.transactionalID)
-	err := b.transactions.VerifyPartition(transactionalID, producerID, epoch, topicName, index)
-	if err == nil {
-		return nil
+	producer := txn.Producer{TransactionalID: string(tx.transactionalID), ProducerID: producerID, Epoch: epoch}
+	partition := txn.TopicPartition{Topic: topicName, Partition: index}
+	err := b.transactions.VerifyPartition(producer, partition)
+	if err == nil || !errors.Is(err, txn.ErrInvalidTxnState) || tx.version < 12 || b.transactionVersion < 2 {
+		return err
 	}
-	if !errors.Is(err, txn.ErrInvalidTxnState) || tx.version < 12 || b.transactionVersion < 2 {
-		return &kafkaError{code: txn.ProduceErrorCode(err), err: err}
+	if err := b.transactions.AddProducedPartition(tx.ctx, producer, partition); err != nil {
+		return fmt.Errorf("add %s to transaction %q: %w", partition, producer.TransactionalID, err)
 	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 5
-	transaction := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	transaction.TransactionalID, transaction.ProducerID, transaction.ProducerEpoch = transactionalID, producerID, epoch
-	topic := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	topic.Topic, topic.Partitions = topicName, []int32{index}
-	transaction.Topics = append(transaction.Topics, topic)
-	req.Transactions = append(req.Transactions, transaction)
-	resp := b.transactions.AddPartitionsToTxn(tx.ctx, req)
-	code := kerr.UnknownServerError.Code
-	if len(resp.Transactions) == 1 && len(resp.Transactions[0].Topics) == 1 && len(resp.Transactions[0].Topics[0].Partitions) == 1 {
-		code = resp.Transactions[0].Topics[0].Partitions[0].ErrorCode
-	}
-	if code == 0 {
-		return nil
-	}
-	if code == kerr.ProducerFenced.Code {
-		code = kerr.InvalidProducerEpoch.Code // Produce never answers PRODUCER_FENCED (see txn.ProduceErrorCode)
-	}
-	return &kafkaError{code: code, err: fmt.Errorf("add %s-%d to transaction %q: %w", topicName, index, transactionalID, kerr.ErrorForCode(code))}
+	return nil
 }
 
 // markerResult is the outcome of appendMarker.

@@ -26,11 +26,12 @@ import (
 // transaction-state-topic.json there on first start and may not change.
 // Retention is off: the coordinator replays the whole log at startup.
 //
-// Goroutines: the coordinator runs its own timer goroutine (timeouts,
-// expiry) and one completion goroutine per transaction in PrepareCommit or
-// PrepareAbort; completions write markers into partitions (taking each
-// partition's append lock) and call the group coordinator. Close stops
-// them before the partition logs and the group coordinator are closed.
+// Goroutines: the coordinator's core runs none; its production driver
+// (txn.GoroutineDriver) runs a timer goroutine (timeouts, expiry) and one
+// completion goroutine per transaction in PrepareCommit or PrepareAbort;
+// completions write markers into partitions (taking each partition's
+// append lock) and call the group coordinator. Close stops them before the
+// partition logs and the group coordinator are closed.
 //
 // Transaction version: transaction.version (our broker property, default
 // 2) selects KIP-890 part 2. At 2 the broker advertises the finalized
@@ -77,7 +78,6 @@ func (b *Broker) openTransactions() error {
 		IDExpiration:           settings.TransactionalIDExpiration,
 		CleanupInterval:        settings.TransactionCleanupInterval,
 		OffsetsTopicPartitions: int(settings.OffsetsTopicPartitions),
-		TransactionVersion2:    b.transactionVersion >= 2,
 		PartitionExists:        b.partitionExists,
 	}
 	committer := txn.OffsetCommitterFunc(func(ctx context.Context, _ string, producerID int64, producerEpoch int16, commit bool) error {

@@ -34,10 +34,6 @@ func init() {
 	register(wire.APITxnOffsetCommit, 0, 6, groupHandler(inReader, handleTxnOffsetCommit))
 }
 
-// txnOffsetCommitFencedVersion is the first TxnOffsetCommit version
-// answered PRODUCER_FENCED rather than INVALID_PRODUCER_EPOCH.
-const txnOffsetCommitFencedVersion = 3
-
 func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	if code := c.broker.checkTxnOffsetCommit(ctx, req); code != 0 {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -113,25 +109,15 @@ func (b *Broker) checkTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if req.Group == "" || req.TransactionalID == "" {
 		return kerr.InvalidRequest.Code
 	}
-	offsets := b.transactions.OffsetsPartition(req.Group)
-	err := b.transactions.VerifyPartition(req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsets.Topic, offsets.Partition)
+	producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
+	err := b.transactions.VerifyPartition(producer, b.transactions.OffsetsPartition(req.Group))
 	if err == nil {
 		return 0
 	}
 	if errors.Is(err, txn.ErrInvalidTxnState) && req.Version >= 5 && b.transactionVersion >= 2 {
-		add := kmsg.NewPtrAddOffsetsToTxnRequest()
-		add.Version = 4
-		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group
-		code := b.transactions.AddOffsetsToTxn(ctx, add).ErrorCode
-		if code == kerr.ProducerFenced.Code && req.Version < txnOffsetCommitFencedVersion {
-			code = kerr.InvalidProducerEpoch.Code
-		}
-		return code
+		err = b.transactions.AddOffsets(ctx, producer, req.Group)
 	}
-	code := txn.ProduceErrorCode(err) // INVALID_PRODUCER_EPOCH for a fenced producer
-	if code == kerr.InvalidProducerEpoch.Code && req.Version >= txnOffsetCommitFencedVersion {
-		code = kerr.ProducerFenced.Code
-	}
+	code := txnErrorCode(err, wire.APITxnOffsetCommit, req.Version)
 	if code != 0 {
 		b.logger.Debug("transactional offset commit refused", "group", req.Group,
 			"transactional_id", req.TransactionalID, "error", fmt.Sprint(err))

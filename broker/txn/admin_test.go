@@ -5,9 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DescribeTransactions and ListTransactions report what the coordinator
@@ -20,53 +17,56 @@ func TestDescribeAndListTransactions(t *testing.T) {
 	idle := h.init("idle", 30000)
 	done := h.init("done", 30000)
 	h.add(done, tp("a", 0))
-	expectCode(t, "commit", h.endTxn(done, 3, true).ErrorCode, nil)
+	wantErr(t, "commit", h.endTxn(done, true), nil)
 	h.waitIdle()
 
 	d := h.describe("open")
-	if d.ErrorCode != 0 || d.State != "Ongoing" || d.TimeoutMillis != 60000 || d.StartTimestamp != start ||
-		d.ProducerID != open.pid || d.ProducerEpoch != open.epoch || len(d.Topics) != 2 ||
-		d.Topics[0].Topic != "a" || !slices.Equal(d.Topics[1].Partitions, []int32{0, 1}) {
+	if d.State != StateOngoing || d.TimeoutMs != 60000 || d.StartTime != start ||
+		d.ProducerID != open.pid || d.ProducerEpoch != open.epoch ||
+		!slices.Equal(d.Partitions, []TopicPartition{tp("a", 0), tp("b", 0), tp("b", 1)}) {
 		t.Fatalf("describe open: %+v", d)
 	}
-	if d := h.describe("done"); d.State != "CompleteCommit" || d.StartTimestamp != -1 || len(d.Topics) != 0 {
+	if d := h.describe("done"); d.State != StateCompleteCommit || d.StartTime != -1 || len(d.Partitions) != 0 {
 		t.Fatalf("describe done: %+v", d)
 	}
 
-	list := func(version int16, states []string, pids []int64, duration int64, pattern *string) ([]string, []string) {
-		req := kmsg.NewPtrListTransactionsRequest()
-		req.Version, req.StateFilters, req.ProducerIDFilters, req.DurationFilterMillis, req.TransactionalIDPattern = version, states, pids, duration, pattern
-		resp := h.c.ListTransactions(context.Background(), req)
-		if resp.ErrorCode != 0 {
-			t.Fatalf("list: %v", kerr.ErrorForCode(resp.ErrorCode))
+	list := func(filter ListFilter) ([]string, []string) {
+		result, err := h.c.ListTransactions(filter)
+		if err != nil {
+			t.Fatalf("list: %v", err)
 		}
 		var ids []string
-		for _, state := range resp.TransactionStates {
-			ids = append(ids, state.TransactionalID+"/"+state.TransactionState)
+		for _, listing := range result.Transactions {
+			ids = append(ids, listing.TransactionalID+"/"+listing.State.String())
 		}
-		return ids, resp.UnknownStateFilters
+		return ids, result.UnknownStates
 	}
-	if ids, _ := list(0, nil, nil, -1, nil); !slices.Equal(ids, []string{"done/CompleteCommit", "idle/Empty", "open/Ongoing"}) {
+	if ids, _ := list(ListFilter{}); !slices.Equal(ids, []string{"done/CompleteCommit", "idle/Empty", "open/Ongoing"}) {
 		t.Fatalf("list all: %v", ids)
 	}
-	ids, unknown := list(0, []string{"Empty", "Bogus"}, nil, -1, nil)
+	ids, unknown := list(ListFilter{States: []string{"Empty", "Bogus"}})
 	if !slices.Equal(ids, []string{"idle/Empty"}) || !slices.Equal(unknown, []string{"Bogus"}) {
 		t.Fatalf("state filter: %v %v", ids, unknown)
 	}
-	if ids, _ := list(0, nil, []int64{done.pid}, -1, nil); !slices.Equal(ids, []string{"done/CompleteCommit"}) {
+	if ids, unknown := list(ListFilter{States: []string{"Bogus"}}); len(ids) != 0 || !slices.Equal(unknown, []string{"Bogus"}) {
+		t.Fatalf("only unknown states: %v %v", ids, unknown)
+	}
+	if ids, _ := list(ListFilter{ProducerIDs: []int64{done.pid}}); !slices.Equal(ids, []string{"done/CompleteCommit"}) {
 		t.Fatalf("producer filter: %v", ids)
 	}
 	h.clock.Advance(5 * time.Second)
-	if ids, _ := list(1, nil, nil, 4000, nil); !slices.Equal(ids, []string{"open/Ongoing"}) {
+	duration := func(ms int64) *int64 { return &ms }
+	if ids, _ := list(ListFilter{MinDurationMs: duration(4000)}); !slices.Equal(ids, []string{"open/Ongoing"}) {
 		t.Fatalf("duration filter 4 s: %v", ids)
 	}
-	if ids, _ := list(1, nil, nil, 6000, nil); len(ids) != 0 {
-		t.Fatalf("duration filter 6 s: %v", ids)
+	if ids, _ := list(ListFilter{MinDurationMs: duration(5000)}); len(ids) != 0 {
+		t.Fatalf("duration filter 5 s (open exactly that long): %v", ids)
 	}
-	pattern := "^(i|d)"
-	if ids, _ := list(2, nil, nil, -1, &pattern); !slices.Equal(ids, []string{"done/CompleteCommit", "idle/Empty"}) {
+	if ids, _ := list(ListFilter{Pattern: "^(i|d)"}); !slices.Equal(ids, []string{"done/CompleteCommit", "idle/Empty"}) {
 		t.Fatalf("pattern filter: %v", ids)
 	}
+	_, err := h.c.ListTransactions(ListFilter{Pattern: "("})
+	wantErr(t, "bad pattern", err, ErrInvalidRegularExpression)
 	_ = idle
 }
 
@@ -78,15 +78,15 @@ func TestReloadKeepsLatestValuePerID(t *testing.T) {
 	h.add(a, tp("x", 0))
 	a = h.init("a", 60000) // fences and aborts, then bumps
 	h.add(a, tp("y", 1))
-	expectCode(t, "AddOffsets", h.addOffsets(a, 3, "g"), nil)
+	wantErr(t, "AddOffsets", h.addOffsets(a, "g"), nil)
 	b := h.init("b", 60000)
 	h.add(b, tp("x", 0))
-	expectCode(t, "commit b", h.endTxn(b, 3, true).ErrorCode, nil)
+	wantErr(t, "commit b", h.endTxn(b, true), nil)
 	c := h.init("c", 60000)
 	h.waitIdle()
 	h.clock.Advance(8 * 24 * time.Hour) // past transactional.id.expiration.ms for the idle ones
 	h.add(a, tp("y", 2))                // keeps a fresh, open
-	result, err := h.c.Tick(context.Background())
+	result, err := h.c.Tick(context.Background(), h.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +101,12 @@ func TestReloadKeepsLatestValuePerID(t *testing.T) {
 	h.start()
 	after := h.describe("a")
 	if before.State != after.State || before.ProducerEpoch != after.ProducerEpoch || before.ProducerID != after.ProducerID ||
-		before.State != "CompleteAbort" {
+		before.State != StateCompleteAbort {
 		t.Fatalf("a before %+v after %+v", before, after)
 	}
 	for _, id := range []string{"b", "c"} {
-		expectCode(t, "expired "+id, h.describe(id).ErrorCode, kerr.TransactionalIDNotFound)
+		_, err := h.c.DescribeTransaction(id)
+		wantErr(t, "expired "+id, err, ErrTransactionalIDNotFound)
 	}
 	// An expired id starts again with a new producer id.
 	again := h.init("c", 60000)
@@ -115,99 +116,67 @@ func TestReloadKeepsLatestValuePerID(t *testing.T) {
 }
 
 // KIP-890 part 1: VerifyPartition and the brokers' VerifyOnly form of
-// AddPartitionsToTxn (v4+) accept only partitions of the open transaction
-// of the current producer.
+// AddPartitionsToTxn accept only partitions of the open transaction of the
+// current producer; the implicit add of part 2 adds.
 func TestVerifyPartitions(t *testing.T) {
 	h := newHarness(t)
 	p := h.init("app", 60000)
-	if err := h.c.VerifyPartition("app", p.pid, p.epoch, "a", 0); err == nil {
+	if err := h.c.VerifyPartition(p.typed(), tp("a", 0)); err == nil {
 		t.Fatal("verified a partition with no transaction open")
 	}
 	h.add(p, tp("a", 0))
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 4
-	for _, transaction := range []kmsg.AddPartitionsToTxnRequestTransaction{
-		{TransactionalID: "app", ProducerID: p.pid, ProducerEpoch: p.epoch, VerifyOnly: true,
-			Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "a", Partitions: []int32{0, 1}}}},
-		{TransactionalID: "app", ProducerID: p.pid, ProducerEpoch: p.epoch - 1, VerifyOnly: true,
-			Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "a", Partitions: []int32{0}}}},
-		{TransactionalID: "nobody", ProducerID: 1, ProducerEpoch: 0, VerifyOnly: true,
-			Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "a", Partitions: []int32{0}}}},
-	} {
-		req.Transactions = append(req.Transactions, transaction)
-	}
-	resp := h.c.AddPartitionsToTxn(context.Background(), req)
-	var codes []int16
-	for _, transaction := range resp.Transactions {
-		for _, topic := range transaction.Topics {
-			for _, partition := range topic.Partitions {
-				codes = append(codes, partition.ErrorCode)
-			}
-		}
-	}
-	want := []int16{0, kerr.InvalidTxnState.Code, kerr.ProducerFenced.Code, kerr.InvalidProducerIDMapping.Code}
-	if !slices.Equal(codes, want) {
-		t.Fatalf("verify codes %v, want %v", codes, want)
-	}
+	errs := h.c.VerifyPartitions(p.typed(), []TopicPartition{tp("a", 0), tp("a", 1)})
+	wantErr(t, "added partition", errs[0], nil)
+	wantErr(t, "partition not added", errs[1], ErrInvalidTxnState)
+	stale := producer{id: "app", pid: p.pid, epoch: p.epoch - 1}
+	wantErr(t, "older epoch", h.c.VerifyPartitions(stale.typed(), []TopicPartition{tp("a", 0)})[0], ErrProducerFenced)
+	nobody := producer{id: "nobody", pid: 1, epoch: 0}
+	wantErr(t, "unknown id", h.c.VerifyPartitions(nobody.typed(), []TopicPartition{tp("a", 0)})[0], ErrInvalidProducerIDMapping)
 	if got := len(h.states("app")); got != 2 {
 		t.Fatalf("verification wrote to the log: %d records", got)
 	}
-	// The v5 add form (a partition leader adding implicitly) adds.
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version = 5
-	add.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "app", ProducerID: p.pid, ProducerEpoch: p.epoch,
-		Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "b", Partitions: []int32{3}}}}}
-	if code := h.c.AddPartitionsToTxn(context.Background(), add).Transactions[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("v5 add: %v", kerr.ErrorForCode(code))
-	}
-	if err := h.c.VerifyPartition("app", p.pid, p.epoch, "b", 3); err != nil {
-		t.Fatalf("verify after implicit add: %v", err)
-	}
-	if code := ProduceErrorCode(h.c.VerifyPartition("app", p.pid, p.epoch-1, "b", 3)); code != kerr.InvalidProducerEpoch.Code {
-		t.Fatalf("produce code for a fenced producer: %v", kerr.ErrorForCode(code))
-	}
+	// The implicit add (a partition leader adding for a Produce v12+).
+	wantErr(t, "implicit add", h.c.AddProducedPartition(context.Background(), p.typed(), tp("b", 3)), nil)
+	wantErr(t, "verify after implicit add", h.c.VerifyPartition(p.typed(), tp("b", 3)), nil)
+	wantErr(t, "implicit add by a fenced producer", h.c.AddProducedPartition(context.Background(), stale.typed(), tp("b", 4)), ErrProducerFenced)
 }
 
-// KIP-890 part 2 (transaction version 2, EndTxn v5): every EndTxn bumps the
-// epoch, markers carry the bumped epoch, the response hands it to the
-// producer, and a retry with the old epoch is answered with the same.
+// KIP-890 part 2 (transaction version 2): every EndTxn bumps the epoch,
+// markers carry the bumped epoch, the result hands it to the producer, and
+// a retry with the old epoch is answered with the same.
 func TestTransactionVersion2BumpsEpochAtEveryEnd(t *testing.T) {
 	h := newHarness(t)
-	h.cfg.TransactionVersion2 = true
-	h.c.Close()
-	h.start()
 	p := h.init("app", 60000)
 	h.add(p, tp("a", 0))
-	resp := h.endTxn(p, 5, true)
-	expectCode(t, "EndTxn v5", resp.ErrorCode, nil)
-	if resp.ProducerID != p.pid || resp.ProducerEpoch != p.epoch+1 {
-		t.Fatalf("EndTxn v5 returned %d/%d", resp.ProducerID, resp.ProducerEpoch)
+	next, err := h.endTxnV2(p, true)
+	wantErr(t, "EndTxn v2", err, nil)
+	if next.pid != p.pid || next.epoch != p.epoch+1 {
+		t.Fatalf("EndTxn v2 returned %d/%d", next.pid, next.epoch)
 	}
 	h.waitIdle()
 	if calls := h.markers.succeeded(); len(calls) != 1 || calls[0].ProducerEpoch != p.epoch+1 {
 		t.Fatalf("markers %+v", calls)
 	}
-	retry := h.endTxn(p, 5, true)
-	if retry.ErrorCode != 0 || retry.ProducerEpoch != p.epoch+1 {
-		t.Fatalf("retry: %+v", retry)
+	retry, err := h.endTxnV2(p, true)
+	if err != nil || retry != next {
+		t.Fatalf("retry: %+v %v", retry, err)
 	}
-	next := producer{id: "app", pid: resp.ProducerID, epoch: resp.ProducerEpoch}
-	expectCode(t, "old epoch add", h.addPartitions(p, 3, tp("a", 0))[0], kerr.ProducerFenced)
+	wantErr(t, "old epoch add", h.addPartitions(p, tp("a", 0))[0], ErrProducerFenced)
 	h.add(next, tp("a", 0))
 	// An abort with nothing open still bumps.
-	resp = h.endTxn(next, 5, false)
-	expectCode(t, "abort", resp.ErrorCode, nil)
-	resp = h.endTxn(producer{id: "app", pid: resp.ProducerID, epoch: resp.ProducerEpoch}, 5, false)
-	if resp.ErrorCode != 0 || resp.ProducerEpoch != next.epoch+2 {
-		t.Fatalf("empty abort: %+v", resp)
+	aborted, err := h.endTxnV2(next, false)
+	wantErr(t, "abort", err, nil)
+	empty, err := h.endTxnV2(aborted, false)
+	if err != nil || empty.epoch != next.epoch+2 {
+		t.Fatalf("empty abort: %+v %v", empty, err)
 	}
-	// v4 keeps the classic behaviour and reports no producer id.
+	// A classic EndTxn keeps the classic behaviour.
 	h.waitIdle()
-	cur := producer{id: "app", pid: resp.ProducerID, epoch: resp.ProducerEpoch}
-	h.add(cur, tp("a", 0))
-	v4 := h.endTxn(cur, 4, true)
-	if v4.ErrorCode != 0 || v4.ProducerID != -1 {
-		t.Fatalf("v4: %+v", v4)
+	h.add(empty, tp("a", 0))
+	wantErr(t, "classic EndTxn", h.endTxn(empty, true), nil)
+	h.waitIdle()
+	if d := h.describe("app"); d.ProducerEpoch != empty.epoch || d.State != StateCompleteCommit {
+		t.Fatalf("classic EndTxn bumped or did not commit: %+v", d)
 	}
 }
 
@@ -215,9 +184,6 @@ func TestTransactionVersion2BumpsEpochAtEveryEnd(t *testing.T) {
 // id at epoch 0, and a retry from the old id is still recognized.
 func TestTransactionVersion2RotatesProducerID(t *testing.T) {
 	h := newHarness(t)
-	h.cfg.TransactionVersion2 = true
-	h.c.Close()
-	h.start()
 	p := h.init("app", 60000)
 	// Fast-forward the epoch by writing a state, as a long-lived producer
 	// would reach it.
@@ -230,16 +196,16 @@ func TestTransactionVersion2RotatesProducerID(t *testing.T) {
 	e.mu.Unlock()
 	p.epoch = maxProducerEpoch - 1
 	h.add(p, tp("a", 0))
-	resp := h.endTxn(p, 5, true)
-	if resp.ErrorCode != 0 || resp.ProducerID == p.pid || resp.ProducerEpoch != 0 {
-		t.Fatalf("rotation: %+v", resp)
+	next, err := h.endTxnV2(p, true)
+	if err != nil || next.pid == p.pid || next.epoch != 0 {
+		t.Fatalf("rotation: %+v %v", next, err)
 	}
 	h.waitIdle()
 	if calls := h.markers.succeeded(); len(calls) != 1 || calls[0].ProducerID != p.pid || calls[0].ProducerEpoch != maxProducerEpoch {
 		t.Fatalf("markers %+v", calls)
 	}
-	retry := h.endTxn(p, 5, true)
-	if retry.ErrorCode != 0 || retry.ProducerID != resp.ProducerID || retry.ProducerEpoch != 0 {
-		t.Fatalf("retry after rotation: %+v", retry)
+	retry, err := h.endTxnV2(p, true)
+	if err != nil || retry != next {
+		t.Fatalf("retry after rotation: %+v %v", retry, err)
 	}
 }

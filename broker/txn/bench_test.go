@@ -3,8 +3,6 @@ package txn
 import (
 	"context"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BenchmarkTransactionCycle measures AddPartitionsToTxn + EndTxn(commit),
@@ -17,22 +15,19 @@ func BenchmarkTransactionCycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	id := "bench"
-	init := kmsg.NewPtrInitProducerIDRequest()
-	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
-	resp := c.InitProducerID(context.Background(), init)
-	add := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, resp.ProducerID, resp.ProducerEpoch
-	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "out", Partitions: []int32{0, 1, 2}}}
-	end := kmsg.NewPtrEndTxnRequest()
-	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 3, id, resp.ProducerID, resp.ProducerEpoch, true
+	got, err := c.InitProducerID(context.Background(), InitRequest{TransactionalID: "bench", TimeoutMs: 60000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	producer := Producer{TransactionalID: "bench", ProducerID: got.ProducerID, Epoch: got.Epoch}
+	partitions := []TopicPartition{{Topic: "out", Partition: 0}, {Topic: "out", Partition: 1}, {Topic: "out", Partition: 2}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if code := c.AddPartitionsToTxn(context.Background(), add).Topics[0].Partitions[0].ErrorCode; code != 0 {
-			b.Fatalf("add: %d", code)
+		if err := c.AddPartitions(context.Background(), producer, partitions)[0]; err != nil {
+			b.Fatalf("add: %v", err)
 		}
-		if code := c.EndTxn(context.Background(), end).ErrorCode; code != 0 {
-			b.Fatalf("end: %d", code)
+		if _, err := c.EndTxn(context.Background(), EndRequest{Producer: producer, Commit: true}); err != nil {
+			b.Fatalf("end: %v", err)
 		}
 	}
 }

@@ -67,19 +67,21 @@ type Config struct {
 	IDExpiration time.Duration
 	// CleanupInterval is
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms (default
-	// 10 s): how often the timer loop aborts timed-out transactions and
-	// expires ids. Negative disables the loop (tests call Tick).
+	// 10 s): how often the production driver calls Tick to abort
+	// timed-out transactions and expire ids. Negative: it never does
+	// (tests call Tick).
 	CleanupInterval time.Duration
-	// CompletionWait bounds how long InitProducerId and EndTxn wait for
-	// markers and the Complete record before replying (default 5 s).
-	// InitProducerId answers CONCURRENT_TRANSACTIONS if the fenced
-	// transaction is not complete by then; EndTxn answers success anyway,
-	// since its decision is durable. Negative: EndTxn replies as soon as
-	// Prepare* is durable and InitProducerId answers
-	// CONCURRENT_TRANSACTIONS after starting the abort, as Kafka does.
+	// CompletionWait bounds how long the production driver lets
+	// InitProducerId and EndTxn wait for markers and the Complete record
+	// before replying (default 5 s). InitProducerId answers
+	// ErrConcurrentTransactions if the fenced transaction is not complete
+	// by then; EndTxn answers success anyway, since its decision is
+	// durable. Negative: EndTxn replies as soon as Prepare* is durable and
+	// InitProducerId answers ErrConcurrentTransactions after starting the
+	// abort, as Kafka does.
 	CompletionWait time.Duration
-	// MarkerRetryBackoff is the pause between attempts to write markers
-	// or the Complete record (default 100 ms).
+	// MarkerRetryBackoff is the production driver's pause between
+	// attempts to write markers or the Complete record (default 100 ms).
 	MarkerRetryBackoff time.Duration
 	// OffsetsTopicPartitions is offsets.topic.num.partitions (default 50):
 	// AddOffsetsToTxn adds the group's __consumer_offsets partition to the
@@ -87,14 +89,16 @@ type Config struct {
 	OffsetsTopicPartitions int
 	// CoordinatorEpoch is written into every marker.
 	CoordinatorEpoch int32
-	// TransactionVersion2 enables KIP-890 part 2 for EndTxn v5+: the epoch
-	// is bumped at every EndTxn and returned in the response.
-	TransactionVersion2 bool
 	// PartitionExists, if set, is asked for each partition added to a
-	// transaction; false answers UNKNOWN_TOPIC_OR_PARTITION.
+	// transaction; false answers ErrUnknownPartition.
 	PartitionExists func(topic string, partition int32) bool
-	// Now is the clock (default time.Now).
+	// Now is the clock requests are timed with (default time.Now); Tick
+	// gets its time as an argument. Tests inject a fake clock.
 	Now func() time.Time
+	// Driver runs the background work: Tick, the completions, the wait
+	// for a completion (default: NewGoroutineDriver, driver.go). Tests
+	// inject one that does nothing by itself and step the coordinator.
+	Driver Driver
 }
 
 func (c Config) withDefaults() Config {
@@ -142,11 +146,8 @@ type Coordinator struct {
 	entries map[string]*entry
 	closed  bool
 
-	// stop is canceled by Close; background work (completions, the timer
-	// loop) runs under it and is counted in background.
-	stop       context.Context
-	cancel     context.CancelFunc
-	background sync.WaitGroup
+	// driver runs Tick and the completions (Config.Driver).
+	driver Driver
 }
 
 // entry is one transactional id.
@@ -159,9 +160,9 @@ type entry struct {
 	// written is false while meta exists only in memory (a new id whose
 	// first InitProducerId has not been written yet); guarded by mu.
 	written bool
-	// completion is non-nil while meta.State is Prepare*: it is closed
-	// when Complete* is written. Guarded by mu.
-	completion chan struct{}
+	// completion is non-nil while meta.State is Prepare*: the second
+	// phase handed to the driver. Guarded by mu.
+	completion *Completion
 	// removed is set (under mu) when the id expired and left the map; a
 	// request that locked it looks the id up again.
 	removed bool
@@ -171,28 +172,28 @@ type entry struct {
 	published atomic.Pointer[Metadata]
 }
 
-// NewCoordinator loads the log and returns a coordinator serving it.
-// Transactions found in PrepareCommit or PrepareAbort are driven to
-// completion in the background (markers re-sent, then Complete written).
-// offsets may be nil when no group coordinator is wired in.
+// NewCoordinator loads the log and returns a coordinator serving it, with
+// its driver started. The completions of transactions found in
+// PrepareCommit or PrepareAbort are handed to the driver (markers re-sent,
+// then Complete written). offsets may be nil when no group coordinator is
+// wired in.
 func NewCoordinator(cfg Config, log Log, ids PIDSource, markers MarkerWriter, offsets OffsetCommitter) (*Coordinator, error) {
 	if log == nil || ids == nil || markers == nil {
 		return nil, errors.New("new transaction coordinator: log, producer id source and marker writer are required")
 	}
 	cfg = cfg.withDefaults()
-	c := &Coordinator{cfg: cfg, log: log, ids: ids, markers: markers, offsets: offsets, entries: make(map[string]*entry)}
+	c := &Coordinator{cfg: cfg, log: log, ids: ids, markers: markers, offsets: offsets, entries: make(map[string]*entry), driver: cfg.Driver}
+	if c.driver == nil {
+		c.driver = NewGoroutineDriver()
+	}
 	if err := c.load(); err != nil {
 		return nil, err
 	}
-	c.stop, c.cancel = context.WithCancel(context.Background())
+	c.driver.Start(c)
 	for _, e := range c.entries {
 		if e.meta.State.preparing() {
 			c.startCompletion(e)
 		}
-	}
-	if cfg.CleanupInterval > 0 {
-		c.background.Add(1)
-		go c.runTimer()
 	}
 	return c, nil
 }
@@ -227,9 +228,9 @@ func (c *Coordinator) load() error {
 	return nil
 }
 
-// Close stops the timer loop and pending completions and waits for them.
-// Transactions left in Prepare* are completed by the next coordinator
-// that loads the log.
+// Close refuses new requests and stops the driver, waiting until it no
+// longer calls the coordinator (no Tick or Step runs). Transactions left in
+// Prepare* are completed by the next coordinator that loads the log.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -238,8 +239,7 @@ func (c *Coordinator) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.cancel()
-	c.background.Wait()
+	c.driver.Stop()
 	return nil
 }
 
@@ -319,22 +319,4 @@ func (c *Coordinator) snapshot(transactionalID string) *Metadata {
 		return nil
 	}
 	return e.published.Load()
-}
-
-// waitCompletion waits until done is closed, ctx ends, the coordinator
-// closes, or CompletionWait passes; it reports whether done closed.
-func (c *Coordinator) waitCompletion(ctx context.Context, done <-chan struct{}) bool {
-	if c.cfg.CompletionWait < 0 {
-		return false
-	}
-	timer := time.NewTimer(c.cfg.CompletionWait)
-	defer timer.Stop()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-	case <-c.stop.Done():
-	case <-timer.C:
-	}
-	return false
 }

@@ -1,85 +1,58 @@
 package txn
 
 import (
-	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeTransactions (key 65), version 0: the state, timeout, start
-// time, producer id/epoch and participants of each transactional id;
-// TRANSACTIONAL_ID_NOT_FOUND for ids this coordinator does not hold.
+// DescribeTransactions (key 65): the state, timeout, start time, producer
+// id/epoch and participants of a transactional id;
+// ErrTransactionalIDNotFound for ids this coordinator does not hold.
 //
-// ListTransactions (key 66), versions 0–2: the transactional ids, filtered
-// by state names (unknown names are echoed in UnknownStateFilters), by
-// producer id, v1+ by running longer than DurationFilterMillis (only open
-// transactions), v2+ by a regular expression on the id.
+// ListTransactions (key 66): the transactional ids, filtered by state
+// names (unknown names are answered in UnknownStates), by producer id, by
+// running longer than a duration (only open transactions), and by a
+// regular expression on the id. Both read the published states and take
+// no transaction's lock.
 
-// DescribeTransactions serves a DescribeTransactions request. It reads the
-// published states and takes no transaction's lock.
-func (c *Coordinator) DescribeTransactions(_ context.Context, req *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse {
-	resp := kmsg.NewPtrDescribeTransactionsResponse()
-	resp.Version = req.Version
-	closed := c.isClosed()
-	for _, id := range req.TransactionalIDs {
-		state := kmsg.NewDescribeTransactionsResponseTransactionState()
-		state.TransactionalID = id
-		m := c.snapshot(id)
-		switch {
-		case closed:
-			state.ErrorCode = kerr.NotCoordinator.Code
-		case m == nil:
-			state.ErrorCode = kerr.TransactionalIDNotFound.Code
-		default:
-			state.State = m.State.String()
-			state.TimeoutMillis = m.TimeoutMs
-			state.StartTimestamp = m.StartTime
-			state.ProducerID = m.ProducerID
-			state.ProducerEpoch = m.ProducerEpoch
-			for _, tp := range m.Partitions {
-				last := len(state.Topics) - 1
-				if last < 0 || state.Topics[last].Topic != tp.Topic {
-					state.Topics = append(state.Topics, kmsg.DescribeTransactionsResponseTransactionStateTopic{Topic: tp.Topic})
-					last++
-				}
-				state.Topics[last].Partitions = append(state.Topics[last].Partitions, tp.Partition)
-			}
-		}
-		resp.TransactionStates = append(resp.TransactionStates, state)
+// DescribeTransaction returns a copy of the transactional id's durable
+// state.
+func (c *Coordinator) DescribeTransaction(transactionalID string) (Metadata, error) {
+	if c.isClosed() {
+		return Metadata{}, fmt.Errorf("describe transactional id %q: %w", transactionalID, ErrCoordinatorClosed)
 	}
-	return resp
+	m := c.snapshot(transactionalID)
+	if m == nil {
+		return Metadata{}, fmt.Errorf("describe transactional id %q: %w", transactionalID, ErrTransactionalIDNotFound)
+	}
+	return m.clone(), nil
 }
 
-// ListTransactions serves a ListTransactions request.
-func (c *Coordinator) ListTransactions(_ context.Context, req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse {
-	resp := kmsg.NewPtrListTransactionsResponse()
-	resp.Version = req.Version
+// ListTransactions lists the transactional ids filter selects.
+func (c *Coordinator) ListTransactions(filter ListFilter) (ListResult, error) {
+	var result ListResult
 	if c.isClosed() {
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return resp
+		return result, fmt.Errorf("list transactions: %w", ErrCoordinatorClosed)
 	}
 	states := make(map[State]bool)
-	for _, name := range req.StateFilters {
+	for _, name := range filter.States {
 		state, ok := stateByName(name)
 		if !ok {
-			resp.UnknownStateFilters = append(resp.UnknownStateFilters, name)
+			result.UnknownStates = append(result.UnknownStates, name)
 			continue
 		}
 		states[state] = true
 	}
-	if len(req.StateFilters) > 0 && len(states) == 0 {
-		return resp // only unknown states asked for: nothing matches
+	if len(filter.States) > 0 && len(states) == 0 {
+		return result, nil // only unknown states asked for: nothing matches
 	}
 	var pattern *regexp.Regexp
-	if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
-		compiled, err := regexp.Compile(*req.TransactionalIDPattern)
+	if filter.Pattern != "" {
+		compiled, err := regexp.Compile(filter.Pattern)
 		if err != nil {
-			resp.ErrorCode = kerr.InvalidRegularExpression.Code
-			return resp
+			return result, fmt.Errorf("list transactions: pattern %q: %w: %v", filter.Pattern, ErrInvalidRegularExpression, err)
 		}
 		pattern = compiled
 	}
@@ -87,19 +60,17 @@ func (c *Coordinator) ListTransactions(_ context.Context, req *kmsg.ListTransact
 	for _, m := range c.all() {
 		switch {
 		case len(states) > 0 && !states[m.State]:
-		case len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, m.ProducerID):
-		case req.Version >= 1 && req.DurationFilterMillis >= 0 && (m.StartTime == noTimestamp || now-m.StartTime <= req.DurationFilterMillis):
+		case len(filter.ProducerIDs) > 0 && !slices.Contains(filter.ProducerIDs, m.ProducerID):
+		case filter.MinDurationMs != nil && (m.StartTime == noTimestamp || now-m.StartTime <= *filter.MinDurationMs):
 		case pattern != nil && !pattern.MatchString(m.TransactionalID):
 		default:
-			resp.TransactionStates = append(resp.TransactionStates, kmsg.ListTransactionsResponseTransactionState{
-				TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, TransactionState: m.State.String(),
-			})
+			result.Transactions = append(result.Transactions, Listing{TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, State: m.State})
 		}
 	}
-	slices.SortFunc(resp.TransactionStates, func(a, b kmsg.ListTransactionsResponseTransactionState) int {
+	slices.SortFunc(result.Transactions, func(a, b Listing) int {
 		return strings.Compare(a.TransactionalID, b.TransactionalID)
 	})
-	return resp
+	return result, nil
 }
 
 // stateByName finds a state by the name String gives it.

@@ -1,5 +1,5 @@
 // Package txn is the transaction coordinator and its durable transaction
-// log (seed §3.2.2, §4, §5; KIP-98, KIP-360, KIP-447, KIP-588, KIP-890).
+// log (KIP-98, KIP-360, KIP-447, KIP-588, KIP-890).
 //
 // A transactional id maps to a producer id and epoch; the coordinator
 // stores that mapping and the state of the id's transaction in a log
@@ -7,16 +7,56 @@
 // epoch, records which partitions and consumer groups take part in a
 // transaction, and ends it in two phases: PrepareCommit or PrepareAbort is
 // written first — the outcome is then decided, without asking the
-// participants (seed §5.1) — then a COMMIT or ABORT marker goes to every
-// participant partition and the groups' offsets are completed, and finally
+// participants — then a COMMIT or ABORT marker goes to every participant
+// partition and the groups' offsets are completed, and finally
 // CompleteCommit or CompleteAbort is written.
 //
-// It is a library: the broker's handlers (init_producer_id.go,
-// add_partitions_to_txn.go, ...) call the entry points, which take kmsg
-// requests and return kmsg responses with Kafka error codes. The broker
-// supplies a Log (StorageLog over broker/storage), a PIDSource
+// # Typed API
+//
+// It is a library that knows nothing of the Kafka protocol: the entry
+// points take typed inputs (api.go: InitRequest, Producer, EndRequest,
+// ListFilter, TopicPartition) and return typed results and errors —
+// InitProducerID, AddPartitions, VerifyPartitions, AddOffsets, EndTxn,
+// DescribeTransaction, ListTransactions, and for the broker's produce and
+// TxnOffsetCommit paths VerifyPartition and AddProducedPartition (KIP-890's
+// implicit add). The broker's per-API files (init_producer_id.go,
+// add_partitions_to_txn.go, add_offsets_to_txn.go, end_txn.go,
+// describe_transactions.go, list_transactions.go) decode Kafka requests
+// into these types, applying each version's rules (which fields exist,
+// whether EndTxn v5 runs transaction version 2), and encode the answers.
+// The broker supplies a Log (StorageLog over broker/storage), a PIDSource
 // (*producers.IDAllocator), a MarkerWriter (its WriteTxnMarkers path) and
 // an OffsetCommitter (the group coordinator's CompleteTxn).
+//
+// # Sentinel errors
+//
+// Every error an entry point returns wraps one sentinel of errors.go
+// (ErrProducerFenced, ErrInvalidTxnState, ...) with context; per-partition
+// answers (AddPartitions, VerifyPartitions) are one error per partition.
+// The broker maps sentinels to Kafka error codes in its one error table
+// (broker/errors.go), which also decides what depends on the request's
+// version: a fenced producer is PRODUCER_FENCED from InitProducerId v4,
+// AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2 and TxnOffsetCommit v3,
+// INVALID_PRODUCER_EPOCH before and in every Produce version.
+//
+// # Deterministic core
+//
+// The coordinator starts no goroutine, sets no timer and reads the clock
+// only through Config.Now; what needs a goroutine or a timer goes through
+// its Driver (driver.go), so a test drives it step by step, as etcd raft's
+// core is driven. Time moves by Tick(ctx, now), which aborts timed-out
+// transactions and expires idle ids as of now. The second phase of a
+// transaction is a Completion handed to Driver.Complete when Prepare* is
+// durable (or found at load); each Completion.Step makes one attempt at
+// what is left — the markers still missing, the groups still pending, then
+// the Complete record — and reports done or the error. A request that
+// waits for a completion (InitProducerId fencing an open transaction,
+// EndTxn) waits through Driver.Await. The production driver,
+// GoroutineDriver (the default), calls Tick every Config.CleanupInterval,
+// steps each completion on its own goroutine with
+// Config.MarkerRetryBackoff between failed attempts, and lets Await wait
+// Config.CompletionWait; step_test.go uses a driver that does nothing by
+// itself.
 //
 // # States
 //
@@ -43,48 +83,49 @@
 // has its own mutex (entry.mu), held from a request's decision until the
 // new state is durable in the log and installed, so transitions of one id
 // are serialized while ids proceed in parallel (Log.Append is called
-// concurrently for different ids). Lock order: entry.mu, then
-// Coordinator.mu; never the reverse. Readers that must not wait —
-// DescribeTransactions, ListTransactions, VerifyPartition on the produce
-// path — read an immutable copy published after each transition.
+// concurrently for different ids). Lock order: Completion.mu, then
+// entry.mu, then Coordinator.mu; never the reverse. Readers that must not
+// wait — DescribeTransaction, ListTransactions, VerifyPartition(s) on the
+// produce path — read an immutable copy published after each transition.
 //
-// Completion (markers, offsets, Complete*) runs on one goroutine per
-// transaction in Prepare*, started when Prepare* is durable or found at
-// load; it owns only its copy of the prepared state and takes entry.mu to
-// write Complete*. No request moves an id out of Prepare*, so nothing
-// races it; requests meanwhile get CONCURRENT_TRANSACTIONS. The timer loop
-// (every Config.CleanupInterval) calls Tick, which takes each id's lock
-// with TryLock (skipping busy ids until the next tick) to abort timed-out
-// transactions and expire idle ids. Close stops both and waits for them.
+// A Completion owns only its copy of the prepared state and its lists of
+// what is left; Step takes entry.mu only to write Complete*. No request
+// moves an id out of Prepare*, so nothing races it; requests meanwhile get
+// ErrConcurrentTransactions. Tick takes each id's lock with TryLock
+// (skipping busy ids until the next tick). Close refuses new requests and
+// stops the driver, which returns once no Tick or Step of its own runs;
+// a Step after Close fails with ErrCoordinatorClosed.
 //
 // # When replies are sent
 //
 // Every state change is appended to the log before the request that
 // caused it is answered; a failed append leaves the state unchanged and
-// answers COORDINATOR_NOT_AVAILABLE (retriable). EndTxn answers once
-// Prepare* is durable and the transaction completed, or Config.
-// CompletionWait passed (the decision is durable either way; a negative
-// CompletionWait answers right after Prepare*, as Kafka does).
-// InitProducerId on an id with an open transaction fences and aborts it and
-// waits for the abort to complete before bumping the epoch again (so the
-// new instance gets epoch + 2), answering CONCURRENT_TRANSACTIONS if that
-// takes longer than CompletionWait; the client retries.
+// answers ErrCoordinatorNotAvailable (retriable). EndTxn answers once
+// Prepare* is durable and the transaction completed, or Driver.Await gave
+// up (the decision is durable either way; with a negative
+// Config.CompletionWait the production driver answers right after
+// Prepare*, as Kafka does). InitProducerId on an id with an open
+// transaction fences and aborts it and waits for the abort to complete
+// before bumping the epoch again (so the new instance gets epoch + 2),
+// answering ErrConcurrentTransactions if Await gives up first; the client
+// retries.
 //
 // # Errors
 //
-//	INVALID_REQUEST (42)             empty transactional id or group; half-set KIP-360 id/epoch
-//	INVALID_TRANSACTION_TIMEOUT (50) timeout not in (0, transaction.max.timeout.ms]
-//	INVALID_PRODUCER_ID_MAPPING (49) unknown transactional id, or another producer id
-//	PRODUCER_FENCED (90)             another epoch (a newer instance or a timeout bumped it);
-//	                                 INVALID_PRODUCER_EPOCH (47) for InitProducerId < v4,
-//	                                 AddPartitionsToTxn/AddOffsetsToTxn/EndTxn < v2, and Produce
-//	CONCURRENT_TRANSACTIONS (51)     the previous transaction is still completing
-//	INVALID_TXN_STATE (48)           EndTxn commit while PrepareAbort/CompleteAbort (and the
-//	                                 reverse), EndTxn with nothing open, a partition not in the
-//	                                 transaction (verification)
-//	TRANSACTIONAL_ID_NOT_FOUND (105) DescribeTransactions of an unknown id
-//	COORDINATOR_NOT_AVAILABLE (15)   the log append or producer id allocation failed
-//	NOT_COORDINATOR (16)             the coordinator is closed
+//	ErrInvalidRequest            empty transactional id or group; half-set KIP-360 id/epoch
+//	ErrInvalidTransactionTimeout timeout not in (0, transaction.max.timeout.ms]
+//	ErrInvalidProducerIDMapping  unknown transactional id, or another producer id
+//	ErrProducerFenced            another epoch (a newer instance or a timeout bumped it)
+//	ErrConcurrentTransactions    the previous transaction is still completing
+//	ErrInvalidTxnState           EndTxn commit while PrepareAbort/CompleteAbort (and the
+//	                             reverse), EndTxn with nothing open, a partition not in the
+//	                             transaction (verification)
+//	ErrUnknownPartition          Config.PartitionExists says no (the request's other
+//	                             partitions get ErrOperationNotAttempted)
+//	ErrTransactionalIDNotFound   DescribeTransaction of an unknown id
+//	ErrInvalidRegularExpression  ListTransactions' pattern does not compile
+//	ErrCoordinatorNotAvailable   the log append or producer id allocation failed
+//	ErrCoordinatorClosed         the coordinator is closed
 //
 // The producer id and epoch are checked before the state, so a fenced
 // producer gets the fencing error in every state, never a success and
@@ -93,17 +134,18 @@
 //
 // # KIP-890
 //
-// Part 1 (server-side verification): VerifyPartition, and
-// AddPartitionsToTxn v4+ with VerifyOnly, accept a transactional batch only
-// if its producer id and epoch are current and its partition was added to
-// the open transaction. Part 2 (transaction version 2) is behind
-// Config.TransactionVersion2 and applies to EndTxn v5+: Prepare* bumps the
-// epoch (a new producer id, NextProducerID, when it is exhausted), markers
-// carry the bumped epoch, the response hands it to the producer, a retry
-// with the previous epoch is recognized (LastProducerEpoch), and an abort
-// with nothing open still bumps the epoch. The implicit add of a partition
-// by a Produce v12+ is the broker sending AddPartitionsToTxn v5 (not
-// VerifyOnly) here. TRANSACTION_ABORTABLE is not produced.
+// Part 1 (server-side verification): VerifyPartition and VerifyPartitions
+// (AddPartitionsToTxn v4+ with VerifyOnly) accept a transactional batch
+// only if its producer id and epoch are current and its partition was
+// added to the open transaction. Part 2 (transaction version 2) is
+// EndRequest.TransactionVersion2, which the broker sets for EndTxn v5+ at
+// transaction.version 2: Prepare* bumps the epoch (a new producer id,
+// NextProducerID, when it is exhausted), markers carry the bumped epoch,
+// the result hands it to the producer, a retry with the previous epoch is
+// recognized (LastProducerEpoch), and an abort with nothing open still
+// bumps the epoch. The implicit add of a partition by a Produce v12+ is
+// AddProducedPartition, of a group by a TxnOffsetCommit v5+ AddOffsets.
+// TRANSACTION_ABORTABLE is not produced.
 //
 // # Transaction log records
 //
@@ -142,7 +184,9 @@
 //	             (this broker's extension; Kafka ignores unknown tags)
 //	10001  2     last producer epoch, int16 (this broker's extension; default -1)
 //
-// A value of null (a tombstone) deletes the id. Load keeps the latest value
+// record.go encodes and decodes these by hand over wire's primitives; the
+// tests check the bytes against franz-go's generated codec for Kafka's
+// schema. A value of null (a tombstone) deletes the id. Load keeps the latest value
 // per key; a record that does not decode (ErrCorruptRecord) fails the load
 // rather than be guessed at. Values in state PrepareEpochFence are never
 // written and are refused on load. The groups extension exists because the

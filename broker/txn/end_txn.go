@@ -4,27 +4,24 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// EndTxn (key 26), versions 0–5: commit or abort the open transaction.
-// PrepareCommit or PrepareAbort is written first — from then on the
-// outcome is decided (seed §5.1) — then markers go to every participant and
-// CompleteCommit/CompleteAbort is written, in the background (see
-// completion.go). The reply is sent once Prepare* is durable and either the
-// transaction completed or Config.CompletionWait passed: it never claims
-// success before the decision is durable, and normally the next
-// transaction does not meet CONCURRENT_TRANSACTIONS. A retry after success
-// is idempotent (commit after CompleteCommit with the same epoch → success).
-// v2+ get PRODUCER_FENCED where older versions get INVALID_PRODUCER_EPOCH.
+// EndTxn (key 26): commit or abort the open transaction. PrepareCommit or
+// PrepareAbort is written first — from then on the outcome is decided,
+// without asking the participants — then markers go to every participant
+// and CompleteCommit/CompleteAbort is written, by the Driver stepping the
+// Completion (completion.go). The reply is sent once Prepare* is durable
+// and either the transaction completed or the Driver's Await gave up: it
+// never claims success before the decision is durable, and normally the
+// next transaction does not meet ErrConcurrentTransactions. A retry after
+// success is idempotent (commit after CompleteCommit with the same epoch →
+// success).
 //
-// v5 with Config.TransactionVersion2 is KIP-890 part 2: Prepare* bumps the
+// EndRequest.TransactionVersion2 is KIP-890 part 2: Prepare* bumps the
 // epoch (a new producer id when exhausted), so every marker fences the
-// epoch that wrote the data, and the response carries the producer id and
-// epoch to use next; a retry with the previous epoch is recognized. An
-// abort with no transaction open still bumps the epoch. Without the flag,
-// v5 behaves like v4 and answers producer id and epoch -1.
+// epoch that wrote the data, and the result is the producer id and epoch
+// to use next; a retry with the previous epoch is recognized. An abort with
+// no transaction open still bumps the epoch.
 
 // endAction is what EndTxn does in the id's current state.
 type endAction int
@@ -39,18 +36,14 @@ const (
 	endAbortEmpty
 )
 
-// EndTxn serves an EndTxn request.
-func (c *Coordinator) EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
-	resp := kmsg.NewPtrEndTxnResponse()
-	resp.Version = req.Version
-	resp.ProducerID, resp.ProducerEpoch = noProducerID, noProducerEpoch
-	version2 := req.Version >= 5 && c.cfg.TransactionVersion2
-	producerID, epoch, err := c.endTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, version2)
-	resp.ErrorCode = errorCode(err, req.Version, endTxnFencedVersion)
-	if err == nil && version2 {
-		resp.ProducerID, resp.ProducerEpoch = producerID, epoch
+// EndTxn serves an EndTxn: the producer id and epoch the producer
+// continues with (changed only under transaction version 2).
+func (c *Coordinator) EndTxn(ctx context.Context, req EndRequest) (ProducerIDEpoch, error) {
+	producerID, epoch, err := c.endTxn(ctx, req.TransactionalID, req.ProducerID, req.Epoch, req.Commit, req.TransactionVersion2)
+	if err != nil {
+		return ProducerIDEpoch{ProducerID: noProducerID, Epoch: noProducerEpoch}, err
 	}
-	return resp
+	return ProducerIDEpoch{ProducerID: producerID, Epoch: epoch}, nil
 }
 
 // endTxn ends the transaction and returns the producer id and epoch the
@@ -92,9 +85,9 @@ func (c *Coordinator) endTxn(ctx context.Context, transactionalID string, produc
 		return 0, 0, err
 	}
 	c.startCompletion(e)
-	done := e.completion
+	done := e.completionDone()
 	e.mu.Unlock()
-	c.waitCompletion(ctx, done)
+	c.driver.Await(ctx, done)
 	if next.NextProducerID != noProducerID {
 		return next.NextProducerID, 0, nil
 	}

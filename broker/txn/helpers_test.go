@@ -7,9 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // clock is an injected clock tests move by hand.
@@ -182,75 +179,72 @@ type producer struct {
 
 func (h *harness) init(id string, timeoutMs int32) producer {
 	h.t.Helper()
-	p, code := h.tryInit(id, timeoutMs, 5, nil)
-	if code != 0 {
-		h.t.Fatalf("InitProducerId(%q): %v", id, kerr.ErrorForCode(code))
+	p, err := h.tryInit(id, timeoutMs, nil)
+	if err != nil {
+		h.t.Fatalf("InitProducerId(%q): %v", id, err)
 	}
 	return p
 }
 
-func (h *harness) tryInit(id string, timeoutMs int32, version int16, expected *producer) (producer, int16) {
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version = version
-	req.TransactionalID = &id
-	req.TransactionTimeoutMillis = timeoutMs
-	if expected != nil {
-		req.ProducerID, req.ProducerEpoch = expected.pid, expected.epoch
+// tryInit is InitProducerId; current, if not nil, is the KIP-360 producer
+// id and epoch the producer holds.
+func (h *harness) tryInit(id string, timeoutMs int32, current *producer) (producer, error) {
+	req := InitRequest{TransactionalID: id, TimeoutMs: timeoutMs}
+	if current != nil {
+		req.Current = &ProducerIDEpoch{ProducerID: current.pid, Epoch: current.epoch}
 	}
-	resp := h.c.InitProducerID(context.Background(), req)
-	return producer{id: id, pid: resp.ProducerID, epoch: resp.ProducerEpoch}, resp.ErrorCode
+	got, err := h.c.InitProducerID(context.Background(), req)
+	return producer{id: id, pid: got.ProducerID, epoch: got.Epoch}, err
 }
 
-func (h *harness) addPartitions(p producer, version int16, partitions ...TopicPartition) []int16 {
+func (p producer) typed() Producer {
+	return Producer{TransactionalID: p.id, ProducerID: p.pid, Epoch: p.epoch}
+}
+
+func (h *harness) addPartitions(p producer, partitions ...TopicPartition) []error {
 	h.t.Helper()
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = version
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch = p.id, p.pid, p.epoch
-	for _, tp := range partitions {
-		topic := kmsg.AddPartitionsToTxnRequestTopic{Topic: tp.Topic, Partitions: []int32{tp.Partition}}
-		req.Topics = append(req.Topics, topic)
+	errs := h.c.AddPartitions(context.Background(), p.typed(), partitions)
+	if len(errs) != len(partitions) {
+		h.t.Fatalf("AddPartitions answered %d partitions, want %d", len(errs), len(partitions))
 	}
-	resp := h.c.AddPartitionsToTxn(context.Background(), req)
-	var codes []int16
-	for _, topic := range resp.Topics {
-		for _, partition := range topic.Partitions {
-			codes = append(codes, partition.ErrorCode)
-		}
-	}
-	if len(codes) != len(partitions) {
-		h.t.Fatalf("AddPartitionsToTxn answered %d partitions, want %d", len(codes), len(partitions))
-	}
-	return codes
+	return errs
 }
 
 // add adds partitions and fails the test on any error.
 func (h *harness) add(p producer, partitions ...TopicPartition) {
 	h.t.Helper()
-	for i, code := range h.addPartitions(p, 3, partitions...) {
-		if code != 0 {
-			h.t.Fatalf("AddPartitionsToTxn %s: %v", partitions[i], kerr.ErrorForCode(code))
+	for i, err := range h.addPartitions(p, partitions...) {
+		if err != nil {
+			h.t.Fatalf("AddPartitions %s: %v", partitions[i], err)
 		}
 	}
 }
 
-func (h *harness) addOffsets(p producer, version int16, group string) int16 {
-	req := kmsg.NewPtrAddOffsetsToTxnRequest()
-	req.Version = version
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = p.id, p.pid, p.epoch, group
-	return h.c.AddOffsetsToTxn(context.Background(), req).ErrorCode
+func (h *harness) addOffsets(p producer, group string) error {
+	return h.c.AddOffsets(context.Background(), p.typed(), group)
 }
 
-func (h *harness) endTxn(p producer, version int16, commit bool) *kmsg.EndTxnResponse {
-	req := kmsg.NewPtrEndTxnRequest()
-	req.Version = version
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = p.id, p.pid, p.epoch, commit
-	return h.c.EndTxn(context.Background(), req)
+// endTxn is a classic EndTxn (transaction version 0/1).
+func (h *harness) endTxn(p producer, commit bool) error {
+	_, err := h.c.EndTxn(context.Background(), EndRequest{Producer: p.typed(), Commit: commit})
+	return err
 }
 
-func (h *harness) describe(id string) kmsg.DescribeTransactionsResponseTransactionState {
-	req := kmsg.NewPtrDescribeTransactionsRequest()
-	req.TransactionalIDs = []string{id}
-	return h.c.DescribeTransactions(context.Background(), req).TransactionStates[0]
+// endTxnV2 is an EndTxn under transaction version 2 (KIP-890 part 2): the
+// producer to continue with.
+func (h *harness) endTxnV2(p producer, commit bool) (producer, error) {
+	next, err := h.c.EndTxn(context.Background(), EndRequest{Producer: p.typed(), Commit: commit, TransactionVersion2: true})
+	return producer{id: p.id, pid: next.ProducerID, epoch: next.Epoch}, err
+}
+
+// describe returns the id's state; the test fails if it is unknown.
+func (h *harness) describe(id string) Metadata {
+	h.t.Helper()
+	m, err := h.c.DescribeTransaction(id)
+	if err != nil {
+		h.t.Fatalf("describe %q: %v", id, err)
+	}
+	return m
 }
 
 // waitIdle waits for every completion, with a deadline.
@@ -263,14 +257,17 @@ func (h *harness) waitIdle() {
 	}
 }
 
-func expectCode(t *testing.T, what string, got int16, want *kerr.Error) {
+// wantErr fails unless err wraps want (nil: unless err is nil).
+func wantErr(t *testing.T, what string, err, want error) {
 	t.Helper()
-	wantCode := int16(0)
-	if want != nil {
-		wantCode = want.Code
+	if want == nil {
+		if err != nil {
+			t.Fatalf("%s: %v, want no error", what, err)
+		}
+		return
 	}
-	if got != wantCode {
-		t.Fatalf("%s: got %v, want %v", what, kerr.ErrorForCode(got), kerr.ErrorForCode(wantCode))
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: %v, want %v", what, err, want)
 	}
 }
 

@@ -4,53 +4,26 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// InitProducerId (key 22), versions 0–5. Without a transactional id it
-// hands out a new producer id at epoch 0 (the idempotent producer). With
-// one, it fences every older instance of the id: the epoch is bumped (a
-// new producer id when the epoch is exhausted) and an open transaction is
-// aborted first — fence epoch, PrepareAbort, markers, CompleteAbort — and
-// the reply waits for that (up to Config.CompletionWait; past it the
-// answer is CONCURRENT_TRANSACTIONS and the client retries). v3+ carries
-// the producer's current id and epoch (KIP-360) so a producer can bump its
-// own epoch to recover, and a retry of a bump that succeeded returns the
-// same id and epoch. v4+ gets PRODUCER_FENCED where older versions get
-// INVALID_PRODUCER_EPOCH.
+// InitProducerId (key 22) with a transactional id fences every older
+// instance of the id: the epoch is bumped (a new producer id when the
+// epoch is exhausted) and an open transaction is aborted first — fence
+// epoch, PrepareAbort, markers, CompleteAbort — and the reply waits for
+// that (as long as the Driver's Await allows; past it the answer is
+// ErrConcurrentTransactions and the client retries). A producer that
+// names its current id and epoch (KIP-360) bumps its own epoch to recover,
+// and a retry of a bump that succeeded returns the same id and epoch.
+// Without a transactional id the broker hands out producer ids itself.
 
-// producerAndEpoch is a KIP-360 expected producer id and epoch.
-type producerAndEpoch struct {
-	producerID int64
-	epoch      int16
-}
-
-// InitProducerID serves an InitProducerId request.
-func (c *Coordinator) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
-	resp := kmsg.NewPtrInitProducerIDResponse()
-	resp.Version = req.Version
-	resp.ProducerID, resp.ProducerEpoch = noProducerID, noProducerEpoch
-	var producerID int64
-	var epoch int16
-	var err error
-	if req.TransactionalID == nil {
-		producerID, err = c.ids.Next()
-		if err != nil {
-			err = fmt.Errorf("allocate producer id: %w: %w", ErrCoordinatorNotAvailable, err)
-		}
-	} else {
-		var expected *producerAndEpoch
-		if req.Version >= 3 && (req.ProducerID != noProducerID || req.ProducerEpoch != noProducerEpoch) {
-			expected = &producerAndEpoch{producerID: req.ProducerID, epoch: req.ProducerEpoch}
-		}
-		producerID, epoch, err = c.initTransactional(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, expected)
+// InitProducerID serves an InitProducerId with a transactional id: the
+// producer id and epoch the new instance uses.
+func (c *Coordinator) InitProducerID(ctx context.Context, req InitRequest) (ProducerIDEpoch, error) {
+	producerID, epoch, err := c.initTransactional(ctx, req.TransactionalID, req.TimeoutMs, req.Current)
+	if err != nil {
+		return ProducerIDEpoch{ProducerID: noProducerID, Epoch: noProducerEpoch}, err
 	}
-	resp.ErrorCode = errorCode(err, req.Version, initProducerIDFencedVersion)
-	if err == nil {
-		resp.ProducerID, resp.ProducerEpoch = producerID, epoch
-	}
-	return resp
+	return ProducerIDEpoch{ProducerID: producerID, Epoch: epoch}, nil
 }
 
 // initAction is what InitProducerId does in the id's current state.
@@ -69,15 +42,15 @@ const (
 )
 
 // initDecision decides InitProducerId for m (pure; see initAction).
-func (m *Metadata) initDecision(expected *producerAndEpoch) (initAction, error) {
+func (m *Metadata) initDecision(expected *ProducerIDEpoch) (initAction, error) {
 	if expected != nil {
-		if (expected.producerID == noProducerID) != (expected.epoch == noProducerEpoch) {
-			return 0, fmt.Errorf("producer id %d with epoch %d: %w", expected.producerID, expected.epoch, ErrInvalidRequest)
+		if (expected.ProducerID == noProducerID) != (expected.Epoch == noProducerEpoch) {
+			return 0, fmt.Errorf("producer id %d with epoch %d: %w", expected.ProducerID, expected.Epoch, ErrInvalidRequest)
 		}
-		valid := m.ProducerEpoch == noProducerEpoch || expected.producerID == m.ProducerID ||
-			(expected.producerID == m.PreviousProducerID && epochExhausted(expected.epoch))
+		valid := m.ProducerEpoch == noProducerEpoch || expected.ProducerID == m.ProducerID ||
+			(expected.ProducerID == m.PreviousProducerID && epochExhausted(expected.Epoch))
 		if !valid {
-			return 0, fmt.Errorf("transactional id %q: producer id %d is not %d: %w", m.TransactionalID, expected.producerID, m.ProducerID, ErrProducerFenced)
+			return 0, fmt.Errorf("transactional id %q: producer id %d is not %d: %w", m.TransactionalID, expected.ProducerID, m.ProducerID, ErrProducerFenced)
 		}
 	}
 	switch m.State {
@@ -87,15 +60,15 @@ func (m *Metadata) initDecision(expected *producerAndEpoch) (initAction, error) 
 		return initFence, nil
 	case StateEmpty, StateCompleteCommit, StateCompleteAbort:
 		if expected == nil || m.ProducerEpoch == noProducerEpoch ||
-			(expected.producerID == m.ProducerID && expected.epoch == m.ProducerEpoch) {
+			(expected.ProducerID == m.ProducerID && expected.Epoch == m.ProducerEpoch) {
 			return initBump, nil
 		}
-		retry := m.LastProducerEpoch != noProducerEpoch && expected.epoch == m.LastProducerEpoch &&
-			(expected.producerID == m.ProducerID || (expected.producerID == m.PreviousProducerID && m.ProducerEpoch == 0))
+		retry := m.LastProducerEpoch != noProducerEpoch && expected.Epoch == m.LastProducerEpoch &&
+			(expected.ProducerID == m.ProducerID || (expected.ProducerID == m.PreviousProducerID && m.ProducerEpoch == 0))
 		if retry {
 			return initRetry, nil
 		}
-		return 0, fmt.Errorf("transactional id %q: epoch %d is not the current %d: %w", m.TransactionalID, expected.epoch, m.ProducerEpoch, ErrProducerFenced)
+		return 0, fmt.Errorf("transactional id %q: epoch %d is not the current %d: %w", m.TransactionalID, expected.Epoch, m.ProducerEpoch, ErrProducerFenced)
 	}
 	return 0, fmt.Errorf("transactional id %q in state %s: %w", m.TransactionalID, m.State, ErrConcurrentTransactions)
 }
@@ -104,7 +77,7 @@ func (m *Metadata) initDecision(expected *producerAndEpoch) (initAction, error) 
 // newProducerID at epoch 0 when the epoch is exhausted (newProducerID is
 // only called then). A bump the same producer asked for (expected matches)
 // remembers the old epoch so a retry is recognized.
-func (m *Metadata) bumpForInit(now time.Time, timeoutMs int32, expected *producerAndEpoch, newProducerID func() (int64, error)) (Metadata, error) {
+func (m *Metadata) bumpForInit(now time.Time, timeoutMs int32, expected *ProducerIDEpoch, newProducerID func() (int64, error)) (Metadata, error) {
 	var rotateTo int64 = noProducerID
 	if m.ProducerEpoch != noProducerEpoch && epochExhausted(m.ProducerEpoch) {
 		id, err := newProducerID()
@@ -154,7 +127,7 @@ func (m *Metadata) fenceAndPrepareAbort(now time.Time, ownBump bool) (Metadata, 
 }
 
 // initTransactional is InitProducerId with a transactional id.
-func (c *Coordinator) initTransactional(ctx context.Context, transactionalID string, timeoutMs int32, expected *producerAndEpoch) (int64, int16, error) {
+func (c *Coordinator) initTransactional(ctx context.Context, transactionalID string, timeoutMs int32, expected *ProducerIDEpoch) (int64, int16, error) {
 	if transactionalID == "" {
 		return 0, 0, fmt.Errorf("empty transactional id: %w", ErrInvalidRequest)
 	}
@@ -196,7 +169,7 @@ func (c *Coordinator) initTransactional(ctx context.Context, transactionalID str
 			e.mu.Unlock()
 			return next.ProducerID, next.ProducerEpoch, nil
 		case initFence:
-			ownBump := expected != nil && expected.producerID == e.meta.ProducerID && expected.epoch == e.meta.ProducerEpoch
+			ownBump := expected != nil && expected.ProducerID == e.meta.ProducerID && expected.Epoch == e.meta.ProducerEpoch
 			if err := c.fence(ctx, e, ownBump); err != nil {
 				e.mu.Unlock()
 				return 0, 0, err
@@ -204,9 +177,9 @@ func (c *Coordinator) initTransactional(ctx context.Context, transactionalID str
 		}
 		// initWait, or the fence just started the abort: wait for it
 		// to complete, then decide again.
-		done := e.completion
+		done := e.completionDone()
 		e.mu.Unlock()
-		if !c.waitCompletion(ctx, done) {
+		if !c.driver.Await(ctx, done) {
 			return 0, 0, fmt.Errorf("transactional id %q: previous transaction still completing: %w", transactionalID, ErrConcurrentTransactions)
 		}
 	}

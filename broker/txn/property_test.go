@@ -2,17 +2,16 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // model is what a correct coordinator does for one transactional id shared
-// by two producer instances (seed §3.2.2: the newest instance wins).
+// by two producer instances (the newest instance wins).
 type model struct {
 	// current is the producer id and epoch the coordinator holds.
 	current producer
@@ -63,22 +62,21 @@ func runFencingProperty(t *testing.T, seed uint64) {
 		if !r.initialized[i] {
 			op = 0
 		}
-		version := int16(r.rng.IntN(4))
-		r.trace = append(r.trace, fmt.Sprintf("%d:op%d:v%d", i, op, version))
+		r.trace = append(r.trace, fmt.Sprintf("%d:op%d", i, op))
 		switch op {
 		case 0:
 			r.initProducerID(i)
 		case 1, 2:
-			r.addPartition(i, version)
+			r.addPartition(i)
 		case 3, 4:
-			r.endTxn(i, version, op == 3)
+			r.endTxn(i, op == 3)
 		case 5:
 			r.verify(i)
 		case 6:
 			r.tick()
 		}
-		d := r.h.describe(sharedID)
-		if d.ErrorCode == 0 && (d.State != r.m.state.String() || d.ProducerEpoch != r.m.current.epoch) {
+		d, err := r.h.c.DescribeTransaction(sharedID)
+		if err == nil && (d.State != r.m.state || d.ProducerEpoch != r.m.current.epoch) {
 			r.fail("coordinator %s epoch %d, model %s epoch %d", d.State, d.ProducerEpoch, r.m.state, r.m.current.epoch)
 		}
 	}
@@ -97,9 +95,9 @@ func (r *propertyRun) fenced(i int) bool { return r.instances[i] != r.m.current 
 func (r *propertyRun) initProducerID(i int) {
 	open := r.m.state == StateOngoing
 	markersBefore := len(r.h.markers.succeeded())
-	p, code := r.h.tryInit(sharedID, 1000, 4, nil)
-	if code != 0 {
-		r.fail("InitProducerId: %v", kerr.ErrorForCode(code))
+	p, err := r.h.tryInit(sharedID, 1000, nil)
+	if err != nil {
+		r.fail("InitProducerId: %v", err)
 	}
 	wantEpoch := r.m.current.epoch + 1
 	if open {
@@ -117,15 +115,15 @@ func (r *propertyRun) initProducerID(i int) {
 }
 
 // addPartition: the current instance always succeeds; a fenced one never.
-func (r *propertyRun) addPartition(i int, version int16) {
+func (r *propertyRun) addPartition(i int) {
 	partition := tp("t", int32(r.rng.IntN(3)))
-	code := r.h.addPartitions(r.instances[i], version, partition)[0]
+	err := r.h.addPartitions(r.instances[i], partition)[0]
 	if r.fenced(i) {
-		r.checkFencedCode("AddPartitionsToTxn", code, version, addPartitionsFencedVersion)
+		r.checkFenced("AddPartitions", err)
 		return
 	}
-	if code != 0 {
-		r.fail("AddPartitionsToTxn by the current producer: %v", kerr.ErrorForCode(code))
+	if err != nil {
+		r.fail("AddPartitions by the current producer: %v", err)
 	}
 	if r.m.state != StateOngoing {
 		r.m.partitions, r.m.start = nil, r.h.clock.Now()
@@ -141,17 +139,17 @@ func (r *propertyRun) addPartition(i int, version int16) {
 // completes with markers on exactly the participants at its epoch; a
 // repeat of a completed decision succeeds; the opposite decision or no
 // open transaction is INVALID_TXN_STATE; a fenced instance is refused.
-func (r *propertyRun) endTxn(i int, version int16, commit bool) {
+func (r *propertyRun) endTxn(i int, commit bool) {
 	r.h.markers.mu.Lock()
 	r.h.markers.failures = r.rng.IntN(3)
 	r.h.markers.mu.Unlock()
 	markersBefore := len(r.h.markers.succeeded())
-	code := r.h.endTxn(r.instances[i], version, commit).ErrorCode
+	err := r.h.endTxn(r.instances[i], commit)
 	if r.fenced(i) {
-		r.checkFencedCode("EndTxn", code, version, endTxnFencedVersion)
+		r.checkFenced("EndTxn", err)
 		return
 	}
-	var want *kerr.Error
+	var want error
 	switch {
 	case r.m.state == StateOngoing:
 		calls := r.h.markers.succeeded()[markersBefore:]
@@ -165,10 +163,10 @@ func (r *propertyRun) endTxn(i int, version int16, commit bool) {
 		}
 	case r.m.state == StateCompleteCommit && commit, r.m.state == StateCompleteAbort && !commit:
 	default:
-		want = kerr.InvalidTxnState
+		want = ErrInvalidTxnState
 	}
-	if (want == nil && code != 0) || (want != nil && code != want.Code) {
-		r.fail("EndTxn(commit=%v) in %s: %v, want %v", commit, r.m.state, kerr.ErrorForCode(code), want)
+	if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
+		r.fail("EndTxn(commit=%v) in %s: %v, want %v", commit, r.m.state, err, want)
 	}
 }
 
@@ -176,7 +174,7 @@ func (r *propertyRun) endTxn(i int, version int16, commit bool) {
 // partition of its open transaction.
 func (r *propertyRun) verify(i int) {
 	partition := tp("t", int32(r.rng.IntN(3)))
-	err := r.h.c.VerifyPartition(sharedID, r.instances[i].pid, r.instances[i].epoch, partition.Topic, partition.Partition)
+	err := r.h.c.VerifyPartition(r.instances[i].typed(), partition)
 	wantOK := !r.fenced(i) && r.m.state == StateOngoing && slices.Contains(r.m.partitions, partition)
 	if (err == nil) != wantOK {
 		r.fail("VerifyPartition %s: %v, want ok=%v", partition, err, wantOK)
@@ -187,7 +185,7 @@ func (r *propertyRun) verify(i int) {
 // with an epoch bump, which fences both instances.
 func (r *propertyRun) tick() {
 	r.h.clock.Advance(time.Duration(r.rng.IntN(1500)) * time.Millisecond)
-	result, err := r.h.c.Tick(context.Background())
+	result, err := r.h.c.Tick(context.Background(), r.h.clock.Now())
 	if err != nil {
 		r.fail("Tick: %v", err)
 	}
@@ -202,13 +200,9 @@ func (r *propertyRun) tick() {
 	}
 }
 
-// checkFencedCode fails unless code is the fencing error for the version.
-func (r *propertyRun) checkFencedCode(api string, code, version, fencedFrom int16) {
-	want := kerr.ProducerFenced
-	if version < fencedFrom {
-		want = kerr.InvalidProducerEpoch
-	}
-	if code != want.Code {
-		r.fail("%s v%d from a fenced producer: %v, want %v", api, version, kerr.ErrorForCode(code), want)
+// checkFenced fails unless err is the fencing error.
+func (r *propertyRun) checkFenced(api string, err error) {
+	if !errors.Is(err, ErrProducerFenced) {
+		r.fail("%s from a fenced producer: %v, want %v", api, err, ErrProducerFenced)
 	}
 }

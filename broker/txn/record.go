@@ -7,7 +7,7 @@ import (
 	"math"
 	"unicode/utf16"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/exactly-eos/exactly/wire"
 )
 
 // Record format versions (see doc.go for the byte layouts).
@@ -29,112 +29,211 @@ const (
 // decoded. Load fails with it rather than guess.
 var ErrCorruptRecord = errors.New("corrupt transaction log record")
 
-// encodeKey encodes a __transaction_state key.
+// Tags of value version 1 that Kafka defines (KIP-890), each written only
+// when not at its default.
+const (
+	tagPreviousProducerID       uint32 = 0
+	tagNextProducerID           uint32 = 1
+	tagClientTransactionVersion uint32 = 2
+)
+
+// encodeKey encodes a __transaction_state key: version 0, then the
+// transactional id as an int16-length string.
 func encodeKey(transactionalID string) []byte {
-	key := kmsg.TxnMetadataKey{Version: keyVersion, TransactionalID: transactionalID}
-	return key.AppendTo(nil)
+	return wire.AppendString(wire.AppendInt16(nil, keyVersion), transactionalID)
 }
 
-// decodeKey decodes a key; only version 0 exists.
+// decodeKey decodes a key; only version 0 exists. Bytes after the id are
+// ignored, as Kafka's generated readers ignore them.
 func decodeKey(data []byte) (string, error) {
 	if len(data) < 2 {
 		return "", fmt.Errorf("key of %d bytes: %w", len(data), ErrCorruptRecord)
 	}
-	if version := int16(binary.BigEndian.Uint16(data)); version != keyVersion {
+	r := wire.Reader{B: data}
+	if version := r.Int16(); version != keyVersion {
 		return "", fmt.Errorf("key version %d: %w", version, ErrCorruptRecord)
 	}
-	var key kmsg.TxnMetadataKey
-	if err := key.ReadFrom(data); err != nil {
-		return "", fmt.Errorf("key: %v: %w", err, ErrCorruptRecord)
+	id := r.String()
+	if r.Err != nil {
+		return "", fmt.Errorf("key: %v: %w", r.Err, ErrCorruptRecord)
 	}
-	return key.TransactionalID, nil
+	return string(id), nil
 }
 
-// encodeValue encodes m as a value of version 1.
+// encodeValue encodes m as a value of version 1 (the layout is in doc.go):
+// the fixed fields, the participants grouped by topic (m.Partitions is
+// sorted), and the tags that are not at their default.
 func encodeValue(m *Metadata) []byte {
-	value := kmsg.NewTxnMetadataValue()
-	value.Version = valueVersion
-	value.ProducerID = m.ProducerID
-	value.ProducerEpoch = m.ProducerEpoch
-	value.TimeoutMillis = m.TimeoutMs
-	value.State = kmsg.TransactionState(m.State)
-	value.Topics = []kmsg.TxnMetadataValueTopic{}
-	for _, tp := range m.Partitions {
-		last := len(value.Topics) - 1
-		if last < 0 || value.Topics[last].Topic != tp.Topic {
-			value.Topics = append(value.Topics, kmsg.TxnMetadataValueTopic{Topic: tp.Topic})
-			last++
+	b := wire.AppendInt16(nil, valueVersion)
+	b = wire.AppendInt64(b, m.ProducerID)
+	b = wire.AppendInt16(b, m.ProducerEpoch)
+	b = wire.AppendInt32(b, m.TimeoutMs)
+	b = append(b, byte(m.State))
+	var topics [][]TopicPartition
+	for i, tp := range m.Partitions {
+		if i == 0 || m.Partitions[i-1].Topic != tp.Topic {
+			topics = append(topics, nil)
 		}
-		value.Topics[last].Partitions = append(value.Topics[last].Partitions, tp.Partition)
+		topics[len(topics)-1] = append(topics[len(topics)-1], tp)
 	}
-	value.LastUpdateTimestamp = m.LastUpdate
-	value.StartTimestamp = m.StartTime
-	value.PreviousProducerID = m.PreviousProducerID
-	value.NextProducerID = m.NextProducerID
-	value.ClientTransactionVersion = m.TransactionVersion
+	b = wire.AppendUvarint(b, uint32(len(topics))+1)
+	for _, topic := range topics {
+		b = wire.AppendCompactString(b, topic[0].Topic)
+		b = wire.AppendUvarint(b, uint32(len(topic))+1)
+		for _, tp := range topic {
+			b = wire.AppendInt32(b, tp.Partition)
+		}
+		b = wire.AppendUvarint(b, 0) // the topic's empty tag buffer
+	}
+	b = wire.AppendInt64(b, m.LastUpdate)
+	b = wire.AppendInt64(b, m.StartTime)
+	type tag struct {
+		tag  uint32
+		data []byte
+	}
+	var tags []tag // in ascending tag order, as the format requires
+	if m.PreviousProducerID != noProducerID {
+		tags = append(tags, tag{tagPreviousProducerID, wire.AppendInt64(nil, m.PreviousProducerID)})
+	}
+	if m.NextProducerID != noProducerID {
+		tags = append(tags, tag{tagNextProducerID, wire.AppendInt64(nil, m.NextProducerID)})
+	}
+	if m.TransactionVersion != 0 {
+		tags = append(tags, tag{tagClientTransactionVersion, wire.AppendInt16(nil, m.TransactionVersion)})
+	}
 	if len(m.Groups) > 0 {
-		value.UnknownTags.Set(tagGroups, encodeGroups(m.Groups))
+		tags = append(tags, tag{tagGroups, encodeGroups(m.Groups)})
 	}
 	if m.LastProducerEpoch != noProducerEpoch {
-		value.UnknownTags.Set(tagLastProducerEpoch, binary.BigEndian.AppendUint16(nil, uint16(m.LastProducerEpoch)))
+		tags = append(tags, tag{tagLastProducerEpoch, wire.AppendInt16(nil, m.LastProducerEpoch)})
 	}
-	return value.AppendTo(nil)
+	b = wire.AppendUvarint(b, uint32(len(tags)))
+	for _, t := range tags {
+		b = wire.AppendUvarint(b, t.tag)
+		b = wire.AppendUvarint(b, uint32(len(t.data)))
+		b = append(b, t.data...)
+	}
+	return b
 }
 
 // decodeValue decodes a value of version 0 or 1 for transactionalID.
+// Unknown tags are skipped; bytes after the value are ignored.
 func decodeValue(transactionalID string, data []byte) (Metadata, error) {
 	if len(data) < 2 {
 		return Metadata{}, fmt.Errorf("value of %d bytes: %w", len(data), ErrCorruptRecord)
 	}
-	if version := int16(binary.BigEndian.Uint16(data)); version < 0 || version > valueVersion {
+	r := wire.Reader{B: data}
+	version := r.Int16()
+	if version < 0 || version > valueVersion {
 		return Metadata{}, fmt.Errorf("value version %d: %w", version, ErrCorruptRecord)
 	}
-	var value kmsg.TxnMetadataValue
-	if err := value.ReadFrom(data); err != nil {
-		return Metadata{}, fmt.Errorf("value: %v: %w", err, ErrCorruptRecord)
-	}
+	flexible := version >= 1
 	m := Metadata{
 		TransactionalID:    transactionalID,
-		ProducerID:         value.ProducerID,
-		ProducerEpoch:      value.ProducerEpoch,
 		LastProducerEpoch:  noProducerEpoch,
-		PreviousProducerID: value.PreviousProducerID,
-		NextProducerID:     value.NextProducerID,
-		TimeoutMs:          value.TimeoutMillis,
-		State:              State(value.State),
-		StartTime:          value.StartTimestamp,
-		LastUpdate:         value.LastUpdateTimestamp,
-		TransactionVersion: value.ClientTransactionVersion,
+		PreviousProducerID: noProducerID,
+		NextProducerID:     noProducerID,
+	}
+	m.ProducerID = r.Int64()
+	m.ProducerEpoch = r.Int16()
+	m.TimeoutMs = r.Int32()
+	m.State = State(r.Int8())
+	partitions := decodeTopics(&r, flexible)
+	m.LastUpdate = r.Int64()
+	m.StartTime = r.Int64()
+	var tagErr error
+	if flexible {
+		tagErr = decodeValueTags(&r, &m)
+	}
+	if r.Err != nil {
+		return Metadata{}, fmt.Errorf("value: %v: %w", r.Err, ErrCorruptRecord)
+	}
+	if tagErr != nil {
+		return Metadata{}, tagErr
 	}
 	if !m.State.valid() || m.State == StatePrepareEpochFence || m.ProducerID < 0 || m.TimeoutMs < 0 {
 		return Metadata{}, fmt.Errorf("value: state %d, producer id %d, timeout %d: %w",
-			value.State, m.ProducerID, m.TimeoutMs, ErrCorruptRecord)
+			int8(m.State), m.ProducerID, m.TimeoutMs, ErrCorruptRecord)
 	}
-	for _, topic := range value.Topics {
-		for _, partition := range topic.Partitions {
-			m.addPartitions([]TopicPartition{{Topic: topic.Topic, Partition: partition}})
+	m.addPartitions(partitions)
+	return m, nil
+}
+
+// decodeTopics reads the participants: an array (null: none) of topics,
+// each a name and an array of partitions; compact encodings with a tag
+// buffer per topic when flexible.
+func decodeTopics(r *wire.Reader, flexible bool) []TopicPartition {
+	var partitions []TopicPartition
+	arrayLen := func(minElem int) int {
+		if flexible {
+			return r.CompactArrayLen(minElem)
+		}
+		return r.ArrayLen(minElem)
+	}
+	topics := arrayLen(2)
+	for range max(topics, 0) {
+		var topic []byte
+		if flexible {
+			topic = r.CompactString()
+		} else {
+			topic = r.String()
+		}
+		count := arrayLen(4)
+		for range max(count, 0) {
+			partitions = append(partitions, TopicPartition{Topic: string(topic), Partition: r.Int32()})
+		}
+		if flexible {
+			r.SkipTaggedFields()
+		}
+		if r.Err != nil {
+			return nil
 		}
 	}
-	var tagErr error
-	value.UnknownTags.Each(func(tag uint32, data []byte) {
+	return partitions
+}
+
+// decodeValueTags reads a version 1 value's tag buffer into m.
+func decodeValueTags(r *wire.Reader, m *Metadata) error {
+	count := r.Uvarint()
+	for i := uint32(0); i < count && r.Err == nil; i++ {
+		tag := r.Uvarint()
+		data := r.Span(int(r.Uvarint()))
+		if r.Err != nil {
+			break
+		}
+		fixed := func(size int) bool { return len(data) == size }
 		switch tag {
+		case tagPreviousProducerID, tagNextProducerID:
+			if !fixed(8) {
+				return fmt.Errorf("value tag %d of %d bytes: %w", tag, len(data), ErrCorruptRecord)
+			}
+			id := int64(binary.BigEndian.Uint64(data))
+			if tag == tagPreviousProducerID {
+				m.PreviousProducerID = id
+			} else {
+				m.NextProducerID = id
+			}
+		case tagClientTransactionVersion:
+			if !fixed(2) {
+				return fmt.Errorf("value tag %d of %d bytes: %w", tag, len(data), ErrCorruptRecord)
+			}
+			m.TransactionVersion = int16(binary.BigEndian.Uint16(data))
 		case tagGroups:
 			groups, err := decodeGroups(data)
 			if err != nil {
-				tagErr = err
+				return err
 			}
 			for _, group := range groups {
 				m.addGroup(group)
 			}
 		case tagLastProducerEpoch:
-			if len(data) != 2 {
-				tagErr = fmt.Errorf("last producer epoch tag of %d bytes: %w", len(data), ErrCorruptRecord)
-				return
+			if !fixed(2) {
+				return fmt.Errorf("last producer epoch tag of %d bytes: %w", len(data), ErrCorruptRecord)
 			}
 			m.LastProducerEpoch = int16(binary.BigEndian.Uint16(data))
 		}
-	})
-	return m, tagErr
+	}
+	return nil
 }
 
 // encodeGroups encodes groups as a compact array of compact strings:

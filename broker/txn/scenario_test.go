@@ -6,9 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // states returns the states written to the log for id, in order.
@@ -25,7 +22,7 @@ func (h *harness) states(id string) []State {
 	return out
 }
 
-// Seed §3.2.2: a producer writes to two partitions and commits a consumer
+// A producer writes to two partitions and commits a consumer
 // group's offsets in one transaction; the coordinator writes PrepareCommit,
 // then COMMIT markers to exactly those partitions with its coordinator
 // epoch, completes the group's offsets, then CompleteCommit. A retried
@@ -38,11 +35,11 @@ func TestCommitWritesMarkersToExactlyTheParticipants(t *testing.T) {
 	}
 	h.add(p, tp("out", 1), tp("out", 0))
 	h.add(p, tp("other", 3), tp("out", 0)) // re-adding is harmless
-	expectCode(t, "AddOffsetsToTxn", h.addOffsets(p, 3, "group-a"), nil)
-	if err := h.c.VerifyPartition(p.id, p.pid, p.epoch, "out", 1); err != nil {
+	wantErr(t, "AddOffsetsToTxn", h.addOffsets(p, "group-a"), nil)
+	if err := h.c.VerifyPartition(p.typed(), tp("out", 1)); err != nil {
 		t.Fatalf("VerifyPartition of an added partition: %v", err)
 	}
-	expectCode(t, "EndTxn commit", h.endTxn(p, 3, true).ErrorCode, nil)
+	wantErr(t, "EndTxn commit", h.endTxn(p, true), nil)
 	h.waitIdle()
 
 	calls := h.markers.succeeded()
@@ -70,17 +67,17 @@ func TestCommitWritesMarkersToExactlyTheParticipants(t *testing.T) {
 	}
 
 	// The retry after success is idempotent.
-	expectCode(t, "EndTxn commit retry", h.endTxn(p, 3, true).ErrorCode, nil)
-	expectCode(t, "EndTxn abort after commit", h.endTxn(p, 3, false).ErrorCode, kerr.InvalidTxnState)
+	wantErr(t, "EndTxn commit retry", h.endTxn(p, true), nil)
+	wantErr(t, "EndTxn abort after commit", h.endTxn(p, false), ErrInvalidTxnState)
 	if n := len(h.states(p.id)); n != len(wantStates) {
 		t.Fatalf("retry wrote %d records", n-len(wantStates))
 	}
-	if err := h.c.VerifyPartition(p.id, p.pid, p.epoch, "out", 1); !errors.Is(err, ErrInvalidTxnState) {
+	if err := h.c.VerifyPartition(p.typed(), tp("out", 1)); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("VerifyPartition after commit: %v", err)
 	}
 	// The next transaction starts clean.
 	h.add(p, tp("out", 2))
-	if d := h.describe(p.id); d.State != "Ongoing" || len(d.Topics) != 1 || !slices.Equal(d.Topics[0].Partitions, []int32{2}) {
+	if d := h.describe(p.id); d.State != StateOngoing || !slices.Equal(d.Partitions, []TopicPartition{tp("out", 2)}) {
 		t.Fatalf("next transaction: %+v", d)
 	}
 }
@@ -90,24 +87,24 @@ func TestAbort(t *testing.T) {
 	h := newHarness(t)
 	p := h.init("app-1", 60000)
 	h.add(p, tp("out", 0))
-	expectCode(t, "EndTxn abort", h.endTxn(p, 1, false).ErrorCode, nil)
+	wantErr(t, "EndTxn abort", h.endTxn(p, false), nil)
 	h.waitIdle()
 	calls := h.markers.succeeded()
 	if len(calls) != 1 || calls[0].Commit || !slices.Equal(calls[0].Partitions, []TopicPartition{tp("out", 0)}) {
 		t.Fatalf("markers %+v", calls)
 	}
-	expectCode(t, "EndTxn abort retry", h.endTxn(p, 1, false).ErrorCode, nil)
-	expectCode(t, "EndTxn commit after abort", h.endTxn(p, 1, true).ErrorCode, kerr.InvalidTxnState)
-	if got := h.describe(p.id).State; got != "CompleteAbort" {
+	wantErr(t, "EndTxn abort retry", h.endTxn(p, false), nil)
+	wantErr(t, "EndTxn commit after abort", h.endTxn(p, true), ErrInvalidTxnState)
+	if got := h.describe(p.id).State; got != StateCompleteAbort {
 		t.Fatalf("state %s", got)
 	}
 }
 
-// Seed §3.2.2: a second instance with the same transactional id fences the
+// A second instance with the same transactional id fences the
 // first. Its open transaction is aborted (markers at the fencing epoch)
 // before the new instance gets its epoch, and every later request of the
-// old instance is refused with PRODUCER_FENCED (INVALID_PRODUCER_EPOCH on
-// versions before KIP-588).
+// old instance is refused as fenced (the broker's tests check the code per
+// request version).
 func TestSecondInstanceFencesTheFirst(t *testing.T) {
 	h := newHarness(t)
 	zombie := h.init("app-1", 60000)
@@ -125,24 +122,21 @@ func TestSecondInstanceFencesTheFirst(t *testing.T) {
 	if got := h.states("app-1"); !slices.Equal(got, wantStates) {
 		t.Fatalf("log %v, want %v", got, wantStates)
 	}
-	expectCode(t, "zombie AddPartitionsToTxn v3", h.addPartitions(zombie, 3, tp("out", 2))[0], kerr.ProducerFenced)
-	expectCode(t, "zombie AddPartitionsToTxn v1", h.addPartitions(zombie, 1, tp("out", 2))[0], kerr.InvalidProducerEpoch)
-	expectCode(t, "zombie AddOffsetsToTxn v3", h.addOffsets(zombie, 3, "g"), kerr.ProducerFenced)
-	expectCode(t, "zombie AddOffsetsToTxn v1", h.addOffsets(zombie, 1, "g"), kerr.InvalidProducerEpoch)
-	expectCode(t, "zombie EndTxn commit v3", h.endTxn(zombie, 3, true).ErrorCode, kerr.ProducerFenced)
-	expectCode(t, "zombie EndTxn abort v1", h.endTxn(zombie, 1, false).ErrorCode, kerr.InvalidProducerEpoch)
-	if _, code := h.tryInit("app-1", 60000, 4, &zombie); code != kerr.ProducerFenced.Code {
-		t.Fatalf("zombie KIP-360 InitProducerId: %v", kerr.ErrorForCode(code))
-	}
-	if err := h.c.VerifyPartition(zombie.id, zombie.pid, zombie.epoch, "out", 0); !errors.Is(err, ErrProducerFenced) {
+	wantErr(t, "zombie AddPartitions", h.addPartitions(zombie, tp("out", 2))[0], ErrProducerFenced)
+	wantErr(t, "zombie AddOffsets", h.addOffsets(zombie, "g"), ErrProducerFenced)
+	wantErr(t, "zombie EndTxn commit", h.endTxn(zombie, true), ErrProducerFenced)
+	wantErr(t, "zombie EndTxn abort", h.endTxn(zombie, false), ErrProducerFenced)
+	_, err := h.tryInit("app-1", 60000, &zombie)
+	wantErr(t, "zombie KIP-360 InitProducerId", err, ErrProducerFenced)
+	if err := h.c.VerifyPartition(zombie.typed(), tp("out", 0)); !errors.Is(err, ErrProducerFenced) {
 		t.Fatalf("zombie produce verification: %v", err)
 	}
 	// The new instance works.
 	h.add(fresh, tp("out", 0))
-	expectCode(t, "fresh commit", h.endTxn(fresh, 3, true).ErrorCode, nil)
+	wantErr(t, "fresh commit", h.endTxn(fresh, true), nil)
 }
 
-// Seed §5.1: once PrepareCommit is durable the outcome is decided. The
+// Once PrepareCommit is durable the outcome is decided. The
 // coordinator crashes while its markers fail; a new coordinator loading the
 // log re-sends the COMMIT markers and writes CompleteCommit.
 func TestCrashAfterPrepareCommitCompletesOnRestart(t *testing.T) {
@@ -153,12 +147,12 @@ func TestCrashAfterPrepareCommitCompletesOnRestart(t *testing.T) {
 	p := h.init("app-1", 60000)
 	h.add(p, tp("out", 0), tp("out", 5))
 	h.markers.failures = 1 << 30 // every marker write fails
-	expectCode(t, "EndTxn commit", h.endTxn(p, 3, true).ErrorCode, nil)
+	wantErr(t, "EndTxn commit", h.endTxn(p, true), nil)
 	waitFor(t, "a failed marker attempt", func() bool { return h.markers.attempts() > 0 })
-	if got := h.describe(p.id).State; got != "PrepareCommit" {
+	if got := h.describe(p.id).State; got != StatePrepareCommit {
 		t.Fatalf("before the crash: %s", got)
 	}
-	expectCode(t, "AddPartitionsToTxn while completing", h.addPartitions(p, 3, tp("out", 9))[0], kerr.ConcurrentTransactions)
+	wantErr(t, "AddPartitionsToTxn while completing", h.addPartitions(p, tp("out", 9))[0], ErrConcurrentTransactions)
 	h.c.Close() // the crash: the completion goroutine stops
 
 	h.markers.mu.Lock()
@@ -176,7 +170,7 @@ func TestCrashAfterPrepareCommitCompletesOnRestart(t *testing.T) {
 	if states[len(states)-1] != StateCompleteCommit {
 		t.Fatalf("log after restart: %v", states)
 	}
-	expectCode(t, "commit retry after restart", h.endTxn(p, 3, true).ErrorCode, nil)
+	wantErr(t, "commit retry after restart", h.endTxn(p, true), nil)
 }
 
 // A marker writer that fails N times is retried until it succeeds; only
@@ -187,12 +181,12 @@ func TestMarkerFailuresAreRetried(t *testing.T) {
 	p := h.init("app-1", 60000)
 	h.add(p, tp("out", 0))
 	h.markers.failures = 3
-	expectCode(t, "EndTxn commit", h.endTxn(p, 3, true).ErrorCode, nil)
+	wantErr(t, "EndTxn commit", h.endTxn(p, true), nil)
 	h.waitIdle()
 	if got := h.markers.attempts(); got != 4 {
 		t.Fatalf("%d marker attempts, want 4", got)
 	}
-	if got := h.describe(p.id).State; got != "CompleteCommit" {
+	if got := h.describe(p.id).State; got != StateCompleteCommit {
 		t.Fatalf("state %s", got)
 	}
 
@@ -206,7 +200,7 @@ func TestMarkerFailuresAreRetried(t *testing.T) {
 	h.c = c
 	t.Cleanup(func() { c.Close() })
 	h.add(p, tp("a", 0), tp("b", 0))
-	expectCode(t, "EndTxn abort", h.endTxn(p, 3, false).ErrorCode, nil)
+	wantErr(t, "EndTxn abort", h.endTxn(p, false), nil)
 	h.waitIdle()
 	if len(partial.calls) != 2 || !slices.Equal(partial.calls[1], []TopicPartition{tp("b", 0)}) {
 		t.Fatalf("partial retry calls %v", partial.calls)
@@ -231,11 +225,11 @@ func TestTimeoutAbortBumpsEpoch(t *testing.T) {
 	p := h.init("app-1", 1000)
 	h.add(p, tp("out", 0))
 	h.clock.Advance(1000 * time.Millisecond)
-	if result, err := h.c.Tick(context.Background()); err != nil || len(result.Aborted) != 0 {
+	if result, err := h.c.Tick(context.Background(), h.clock.Now()); err != nil || len(result.Aborted) != 0 {
 		t.Fatalf("at the timeout exactly: %+v %v", result, err)
 	}
 	h.clock.Advance(time.Millisecond)
-	result, err := h.c.Tick(context.Background())
+	result, err := h.c.Tick(context.Background(), h.clock.Now())
 	if err != nil || !slices.Equal(result.Aborted, []string{"app-1"}) {
 		t.Fatalf("past the timeout: %+v %v", result, err)
 	}
@@ -245,11 +239,11 @@ func TestTimeoutAbortBumpsEpoch(t *testing.T) {
 		t.Fatalf("timeout markers %+v", calls)
 	}
 	d := h.describe(p.id)
-	if d.State != "CompleteAbort" || d.ProducerEpoch != p.epoch+1 {
+	if d.State != StateCompleteAbort || d.ProducerEpoch != p.epoch+1 {
 		t.Fatalf("after timeout: %+v", d)
 	}
-	expectCode(t, "EndTxn commit after timeout", h.endTxn(p, 3, true).ErrorCode, kerr.ProducerFenced)
-	expectCode(t, "AddPartitions after timeout", h.addPartitions(p, 3, tp("out", 0))[0], kerr.ProducerFenced)
+	wantErr(t, "EndTxn commit after timeout", h.endTxn(p, true), ErrProducerFenced)
+	wantErr(t, "AddPartitions after timeout", h.addPartitions(p, tp("out", 0))[0], ErrProducerFenced)
 	// A new session continues.
 	next := h.init("app-1", 1000)
 	if next.epoch != p.epoch+2 {
@@ -271,14 +265,13 @@ func TestConcurrentTransactionsWhileCompleting(t *testing.T) {
 	h.markers.mu.Lock()
 	h.markers.block = block
 	h.markers.mu.Unlock()
-	expectCode(t, "EndTxn commit", h.endTxn(p, 3, true).ErrorCode, nil)
-	expectCode(t, "EndTxn commit again", h.endTxn(p, 3, true).ErrorCode, kerr.ConcurrentTransactions)
-	expectCode(t, "EndTxn abort", h.endTxn(p, 3, false).ErrorCode, kerr.InvalidTxnState)
-	expectCode(t, "AddPartitions", h.addPartitions(p, 3, tp("out", 1))[0], kerr.ConcurrentTransactions)
-	expectCode(t, "AddOffsets", h.addOffsets(p, 3, "g"), kerr.ConcurrentTransactions)
-	if _, code := h.tryInit("app-1", 60000, 4, nil); code != kerr.ConcurrentTransactions.Code {
-		t.Fatalf("InitProducerId while completing: %v", kerr.ErrorForCode(code))
-	}
+	wantErr(t, "EndTxn commit", h.endTxn(p, true), nil)
+	wantErr(t, "EndTxn commit again", h.endTxn(p, true), ErrConcurrentTransactions)
+	wantErr(t, "EndTxn abort", h.endTxn(p, false), ErrInvalidTxnState)
+	wantErr(t, "AddPartitions", h.addPartitions(p, tp("out", 1))[0], ErrConcurrentTransactions)
+	wantErr(t, "AddOffsets", h.addOffsets(p, "g"), ErrConcurrentTransactions)
+	_, err := h.tryInit("app-1", 60000, nil)
+	wantErr(t, "InitProducerId while completing", err, ErrConcurrentTransactions)
 	close(block)
 	h.waitIdle()
 	next := h.init("app-1", 60000)
@@ -287,55 +280,46 @@ func TestConcurrentTransactionsWhileCompleting(t *testing.T) {
 	}
 }
 
-// Request validation: timeouts, unknown ids, the idempotent path, KIP-360
-// bumps and their retries, unknown partitions, failed log appends.
+// Request validation: timeouts, unknown ids, KIP-360 bumps and their
+// retries, unknown partitions, failed log appends.
 func TestRequestErrors(t *testing.T) {
 	h := newHarness(t)
-	if _, code := h.tryInit("x", 900001, 4, nil); code != kerr.InvalidTransactionTimeout.Code {
-		t.Fatalf("timeout above max: %v", kerr.ErrorForCode(code))
-	}
-	if _, code := h.tryInit("x", 0, 4, nil); code != kerr.InvalidTransactionTimeout.Code {
-		t.Fatalf("zero timeout: %v", kerr.ErrorForCode(code))
-	}
-	if _, code := h.tryInit("", 1000, 4, nil); code != kerr.InvalidRequest.Code {
-		t.Fatalf("empty id: %v", kerr.ErrorForCode(code))
-	}
+	_, err := h.tryInit("x", 900001, nil)
+	wantErr(t, "timeout above max", err, ErrInvalidTransactionTimeout)
+	_, err = h.tryInit("x", 0, nil)
+	wantErr(t, "zero timeout", err, ErrInvalidTransactionTimeout)
+	_, err = h.tryInit("", 1000, nil)
+	wantErr(t, "empty id", err, ErrInvalidRequest)
 	unknown := producer{id: "nobody", pid: 5, epoch: 0}
-	expectCode(t, "AddPartitions unknown id", h.addPartitions(unknown, 3, tp("a", 0))[0], kerr.InvalidProducerIDMapping)
-	expectCode(t, "EndTxn unknown id", h.endTxn(unknown, 3, true).ErrorCode, kerr.InvalidProducerIDMapping)
-	expectCode(t, "Describe unknown id", h.describe("nobody").ErrorCode, kerr.TransactionalIDNotFound)
-
-	// Idempotent producers: a new id at epoch 0 each time.
-	idem := kmsg.NewPtrInitProducerIDRequest()
-	first, second := h.c.InitProducerID(context.Background(), idem), h.c.InitProducerID(context.Background(), idem)
-	if first.ErrorCode != 0 || first.ProducerEpoch != 0 || second.ProducerID == first.ProducerID {
-		t.Fatalf("idempotent init: %+v %+v", first, second)
-	}
+	wantErr(t, "AddPartitions unknown id", h.addPartitions(unknown, tp("a", 0))[0], ErrInvalidProducerIDMapping)
+	wantErr(t, "EndTxn unknown id", h.endTxn(unknown, true), ErrInvalidProducerIDMapping)
+	_, err = h.c.DescribeTransaction("nobody")
+	wantErr(t, "Describe unknown id", err, ErrTransactionalIDNotFound)
+	wantErr(t, "AddOffsets empty group", h.addOffsets(unknown, ""), ErrInvalidRequest)
 
 	// KIP-360: the producer bumps its own epoch; a retry of that bump
 	// returns the same id and epoch.
 	p := h.init("app", 1000)
-	expectCode(t, "EndTxn with nothing open", h.endTxn(p, 3, true).ErrorCode, kerr.InvalidTxnState)
-	bumped, code := h.tryInit("app", 1000, 4, &p)
-	if code != 0 || bumped.epoch != p.epoch+1 || bumped.pid != p.pid {
-		t.Fatalf("KIP-360 bump: %+v %v", bumped, kerr.ErrorForCode(code))
+	wantErr(t, "EndTxn with nothing open", h.endTxn(p, true), ErrInvalidTxnState)
+	bumped, err := h.tryInit("app", 1000, &p)
+	if err != nil || bumped.epoch != p.epoch+1 || bumped.pid != p.pid {
+		t.Fatalf("KIP-360 bump: %+v %v", bumped, err)
 	}
-	retried, code := h.tryInit("app", 1000, 4, &p)
-	if code != 0 || retried != bumped {
-		t.Fatalf("KIP-360 retry: %+v %v, want %+v", retried, kerr.ErrorForCode(code), bumped)
+	retried, err := h.tryInit("app", 1000, &p)
+	if err != nil || retried != bumped {
+		t.Fatalf("KIP-360 retry: %+v %v, want %+v", retried, err, bumped)
 	}
 	wrongID := producer{id: "app", pid: p.pid + 100, epoch: bumped.epoch}
-	if _, code := h.tryInit("app", 1000, 4, &wrongID); code != kerr.ProducerFenced.Code {
-		t.Fatalf("KIP-360 with another producer id: %v", kerr.ErrorForCode(code))
-	}
-	if _, code := h.tryInit("app", 1000, 3, &wrongID); code != kerr.InvalidProducerEpoch.Code {
-		t.Fatalf("KIP-360 v3 with another producer id: %v", kerr.ErrorForCode(code))
-	}
+	_, err = h.tryInit("app", 1000, &wrongID)
+	wantErr(t, "KIP-360 with another producer id", err, ErrProducerFenced)
+	halfSet := producer{id: "app", pid: -1, epoch: bumped.epoch}
+	_, err = h.tryInit("app", 1000, &halfSet)
+	wantErr(t, "KIP-360 with only an epoch", err, ErrInvalidRequest)
 
 	// A failed log append changes nothing and is retriable.
 	h.log.FailAppends(1, nil)
-	expectCode(t, "AddPartitions with a failing log", h.addPartitions(bumped, 3, tp("a", 0))[0], kerr.CoordinatorNotAvailable)
-	if d := h.describe("app"); d.State != "Empty" {
+	wantErr(t, "AddPartitions with a failing log", h.addPartitions(bumped, tp("a", 0))[0], ErrCoordinatorNotAvailable)
+	if d := h.describe("app"); d.State != StateEmpty {
 		t.Fatalf("state after failed append: %s", d.State)
 	}
 	h.add(bumped, tp("a", 0))
@@ -344,12 +328,11 @@ func TestRequestErrors(t *testing.T) {
 	h.cfg.PartitionExists = func(topic string, _ int32) bool { return topic != "missing" }
 	h.c.Close()
 	h.start()
-	codes := h.addPartitions(bumped, 3, tp("a", 1), tp("missing", 0))
-	if codes[0] != kerr.OperationNotAttempted.Code || codes[1] != kerr.UnknownTopicOrPartition.Code {
-		t.Fatalf("unknown partition codes %v", codes)
-	}
-	if d := h.describe("app"); len(d.Topics) != 1 || len(d.Topics[0].Partitions) != 1 {
-		t.Fatalf("a refused add changed the participants: %+v", d.Topics)
+	errs := h.addPartitions(bumped, tp("a", 1), tp("missing", 0))
+	wantErr(t, "known partition beside an unknown one", errs[0], ErrOperationNotAttempted)
+	wantErr(t, "unknown partition", errs[1], ErrUnknownPartition)
+	if d := h.describe("app"); !slices.Equal(d.Partitions, []TopicPartition{tp("a", 0)}) {
+		t.Fatalf("a refused add changed the participants: %+v", d.Partitions)
 	}
 }
 
@@ -374,7 +357,7 @@ func TestTimerLoopAbortsTimedOutTransactions(t *testing.T) {
 	h.start()
 	p := h.init("app-1", 1000)
 	h.add(p, tp("out", 0))
-	expectCode(t, "AddOffsetsToTxn", h.addOffsets(p, 3, "g"), nil)
+	wantErr(t, "AddOffsetsToTxn", h.addOffsets(p, "g"), nil)
 	h.clock.Advance(2 * time.Second)
 	waitFor(t, "the timer to abort the transaction", func() bool {
 		m := h.c.snapshot("app-1")

@@ -94,7 +94,7 @@ func TestInitDecision(t *testing.T) {
 	{
 		for _, tc := range []struct {
 			state    State
-			expected *producerAndEpoch
+			expected *ProducerIDEpoch
 			last     int16
 			action   initAction
 			err      error
@@ -106,12 +106,12 @@ func TestInitDecision(t *testing.T) {
 			{StatePrepareCommit, nil, -1, initWait, nil},
 			{StatePrepareAbort, nil, -1, initWait, nil},
 			{StateDead, nil, -1, 0, ErrConcurrentTransactions},
-			{StateEmpty, &producerAndEpoch{10, 5}, -1, initBump, nil},
-			{StateEmpty, &producerAndEpoch{10, 4}, 4, initRetry, nil},
-			{StateEmpty, &producerAndEpoch{10, 4}, -1, 0, ErrProducerFenced},
-			{StateEmpty, &producerAndEpoch{11, 5}, -1, 0, ErrProducerFenced},
-			{StateEmpty, &producerAndEpoch{10, -1}, -1, 0, ErrInvalidRequest},
-			{StateOngoing, &producerAndEpoch{10, 5}, -1, initFence, nil},
+			{StateEmpty, &ProducerIDEpoch{10, 5}, -1, initBump, nil},
+			{StateEmpty, &ProducerIDEpoch{10, 4}, 4, initRetry, nil},
+			{StateEmpty, &ProducerIDEpoch{10, 4}, -1, 0, ErrProducerFenced},
+			{StateEmpty, &ProducerIDEpoch{11, 5}, -1, 0, ErrProducerFenced},
+			{StateEmpty, &ProducerIDEpoch{10, -1}, -1, 0, ErrInvalidRequest},
+			{StateOngoing, &ProducerIDEpoch{10, 5}, -1, initFence, nil},
 		} {
 			m := base(tc.state)
 			m.LastProducerEpoch = tc.last

@@ -9,26 +9,11 @@ import (
 // This file is the timer work: transactions open longer than their
 // timeout are aborted with an epoch bump (so the producer that opened them
 // is fenced), and transactional ids idle longer than Config.IDExpiration
-// are removed (a tombstone is written). The timer loop only calls Tick;
+// are removed (a tombstone is written). Time moves only through Tick's
+// now: the production driver (driver.go) calls Tick every
+// Config.CleanupInterval with Config.Now, tests call it with a fake clock.
 // Tick takes each id's lock like a request does, so the work runs under
-// the same rules as requests (it hands work back to the owner, the entry
-// lock), and tests call Tick directly with an injected clock.
-
-// runTimer calls Tick every CleanupInterval until Close.
-func (c *Coordinator) runTimer() {
-	defer c.background.Done()
-	ticker := time.NewTicker(c.cfg.CleanupInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-c.stop.Done():
-			return
-		case <-ticker.C:
-			// Errors are retried at the next tick; the state is unchanged.
-			_, _ = c.Tick(c.stop)
-		}
-	}
-}
+// the same rules as requests.
 
 // TickResult says what one Tick did.
 type TickResult struct {
@@ -39,14 +24,13 @@ type TickResult struct {
 	Expired []string
 }
 
-// Tick aborts timed-out transactions and expires idle transactional ids
-// as of Config.Now. An id whose lock is held (a request in progress) is
-// skipped until the next tick. The error is the first failure to write;
-// the other ids are still processed.
-func (c *Coordinator) Tick(ctx context.Context) (TickResult, error) {
+// Tick aborts the transactions timed out at now and expires the
+// transactional ids idle at now. An id whose lock is held (a request in
+// progress) is skipped until the next tick. The error is the first failure
+// to write; the other ids are still processed.
+func (c *Coordinator) Tick(ctx context.Context, now time.Time) (TickResult, error) {
 	var result TickResult
 	var firstErr error
-	now := c.cfg.Now()
 	c.mu.Lock()
 	entries := make([]*entry, 0, len(c.entries))
 	for _, e := range c.entries {
