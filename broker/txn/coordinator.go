@@ -290,6 +290,7 @@ func (c *Coordinator) write(ctx context.Context, e *entry, next Metadata) error 
 
 // publish installs next as the entry's state (caller holds e.mu).
 func (c *Coordinator) publish(e *entry, next Metadata) {
+	c.checkPublished(&next)
 	e.meta = next
 	e.written = true
 	published := next.clone()
