@@ -3,11 +3,11 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
@@ -22,21 +22,22 @@ type readerSpec struct {
 	informational bool
 }
 
-// readersFor lists a plan's verification reads: read_committed of the
-// topic every mode; read_uncommitted too for the transactional mode (aborted
-// records must be there, and counted, but not lost); for a run whose
-// consume stage writes a topic (eos-pipeline, at-least-once's relay), each
-// stage's output and the input (see stageReaders).
+// readersFor lists a plan's verification reads: for a run whose consume
+// stage writes a topic (eos-pipeline, a relay), each stage's output and
+// the input (see stageReaders); else the mode's Readers of the topic
+// (read_committed when it names none).
 func readersFor(plan runPlan) []readerSpec {
-	switch {
-	case plan.outputTopic != "":
+	if plan.outputTopic != "" {
 		return plan.stageReaders()
-	case plan.mode == ModeTransactional:
-		return []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}, {plan.topic, verify.ReadUncommitted, 0, false}}
-	case plan.mode == ModeConsumerDedup:
-		return []readerSpec{{plan.topic, verify.ReadCommitted, 0, true}}
 	}
-	return []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}}
+	var readers []readerSpec
+	for _, reader := range plan.spec().Readers {
+		readers = append(readers, readerSpec{plan.topic, reader.Isolation, 0, reader.Informational})
+	}
+	if len(readers) == 0 {
+		readers = []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}}
+	}
+	return readers
 }
 
 // pendingCheck is a check whose violations wait until every reader of the
@@ -80,9 +81,9 @@ func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ver
 	if observations == nil {
 		observations = newRunObservations()
 	}
-	if slices.Contains(ApplicationModes, plan.mode) {
+	if plan.spec().Road == modes.ApplicationRoad {
 		run.Application = &report.ApplicationRun{Database: plan.database}
-		if plan.mode == ModeConsumerDedup {
+		if plan.spec().Stage == modes.DedupStage {
 			run.Application.DedupWindowOffsets = plan.workload.Application.DedupWindow
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -397,8 +398,8 @@ func (s *churnStage) runWorker(worker *churnWorker) error {
 		onAssignment = func(count int) { r.p.watch.set(slot, count) }
 	}
 	var err error
-	switch plan.mode {
-	case ModeEOSPipeline:
+	switch stage := plan.spec().Stage; {
+	case stage == modes.TransactStage:
 		spec := plan.sessionSpec(worker.index)
 		spec.options, spec.onAssignment = append(spec.options, options...), onAssignment
 		spec.group, spec.input = s.group, s.input
@@ -408,7 +409,7 @@ func (s *churnStage) runWorker(worker *churnWorker) error {
 		if session, err = newPipelineSession(spec, metrics); err == nil {
 			err = r.p.work(ctx, session, stageOutput{s.output, uint8(s.number)}, metrics, leave)
 		}
-	case ModeConsumerDedup, ModeExternalOffsets:
+	case stage.UsesDatabase():
 		spec := plan.dbStageSpec(worker.index)
 		spec.options, spec.onAssignment = append(spec.options, options...), onAssignment
 		var stage *dbStage
@@ -422,7 +423,7 @@ func (s *churnStage) runWorker(worker *churnWorker) error {
 			}
 			err = stage.work(ctx, leave)
 		}
-	case ModeAtLeastOnce:
+	case relays(plan.faults, plan.mode):
 		spec := plan.relaySpec(worker.index)
 		spec.options, spec.onAssignment = append(spec.options, options...), onAssignment
 		var relayWorker *relay
@@ -462,7 +463,7 @@ func (r *churnRun) left(worker *churnWorker, records, commits int) {
 // churnSettings adds a group-churn run's consume stage settings.
 func churnSettings(plan runPlan, settings map[string]string) {
 	action, ok := clientAction(plan.faults, faults.ClientGroupChurn)
-	if !ok || !slices.Contains(GroupChurnModes, plan.mode) {
+	if !ok || !plan.spec().AcceptsClientFault(faults.ClientGroupChurn) {
 		return
 	}
 	settings["group.churn"] = fmt.Sprintf("in-process workers join in waves (one with the stage, then %d every %s from %s; "+

@@ -229,7 +229,7 @@ func (l *loadRun) startChainProducer(ctx context.Context, gen int) (*chainProduc
 	plan, workload := l.plan, l.plan.workload
 	slot := workload.Producers + gen
 	spec := workerSpec{
-		Role: workerRoleProducer, Bootstrap: plan.clientBootstrap, FastRetries: hasFaults(plan.faults),
+		Role: workerRoleProducer, Mode: plan.mode, Bootstrap: plan.clientBootstrap, FastRetries: hasFaults(plan.faults),
 		ClientID:        fmt.Sprintf("exactly-loadgen-%s-zombie-chain-%d", plan.topicSuffix, gen),
 		TransactionalID: fmt.Sprintf("exactly-%s-%s-zombie-chain", plan.runIDText, plan.topicSuffix),
 		// A short timeout, so a transaction left open is aborted quickly.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -61,7 +62,9 @@ const (
 // seekToStored (it touches only the database and stats). The hooks are set
 // in a worker subprocess, before work starts.
 type dbStage struct {
-	spec    dbStageSpec
+	spec dbStageSpec
+	// kind is the mode's database stage: dedup or stored offsets.
+	kind    modes.Stage
 	db      *appDB
 	client  *kgo.Client
 	metrics *runMetrics
@@ -77,7 +80,7 @@ type dbStage struct {
 
 // newDBStage creates a worker's group client.
 func newDBStage(spec dbStageSpec, db *appDB, metrics *runMetrics, stats *applicationStats) (*dbStage, error) {
-	stage := &dbStage{spec: spec, db: db, metrics: metrics, stats: stats}
+	stage := &dbStage{spec: spec, kind: specOf(spec.mode).Stage, db: db, metrics: metrics, stats: stats}
 	options := append(append([]kgo.Opt(nil), spec.options...),
 		kgo.ClientID(spec.clientID),
 		kgo.ConsumerGroup(spec.group),
@@ -90,11 +93,11 @@ func newDBStage(spec dbStageSpec, db *appDB, metrics *runMetrics, stats *applica
 		kgo.BlockRebalanceOnPoll(),
 		kgo.WithLogger(clientLogger{metrics: metrics}),
 	)
-	options = append(options, assignmentOptions(spec.input, spec.mode == ModeConsumerDedup, spec.onAssignment)...)
-	switch spec.mode {
-	case ModeExternalOffsets:
+	options = append(options, assignmentOptions(spec.input, stage.kind == modes.DedupStage, spec.onAssignment)...)
+	switch stage.kind {
+	case modes.StoredOffsetsStage:
 		options = append(options, kgo.DisableAutoCommit(), kgo.AdjustFetchOffsetsFn(stage.seekToStored))
-	case ModeConsumerDedup:
+	case modes.DedupStage:
 		options = append(options, kgo.AutoCommitMarks(), kgo.AutoCommitInterval(time.Second))
 	default:
 		return nil, fmt.Errorf("mode %s has no database stage", spec.mode)
@@ -221,7 +224,7 @@ func (s *dbStage) process(ctx context.Context, fetches kgo.Fetches, commit bool)
 		err = s.transact(ctx, byPartition, commit)
 		switch {
 		case err == nil:
-			if s.spec.mode == ModeConsumerDedup {
+			if s.kind == modes.DedupStage {
 				s.client.MarkCommitRecords(all...)
 			}
 			return true, nil
@@ -281,7 +284,7 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 	var rows []outputRow
 	for _, partition := range partitions {
 		var partitionRows []outputRow
-		if s.spec.mode == ModeExternalOffsets {
+		if s.kind == modes.StoredOffsetsStage {
 			partitionRows, err = s.advance(ctx, tx, partition, byPartition[partition])
 		} else {
 			partitionRows, err = s.deduplicate(ctx, tx, partition, byPartition[partition])

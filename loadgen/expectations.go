@@ -43,53 +43,29 @@ type expectation struct {
 	note string
 }
 
-// expectationFor is the expectations table. Without faults every mode must
-// deliver each acknowledged record exactly once, in order. Under faults:
-// at-most-once may lose (records are not retried) but never duplicates;
-// at-least-once may duplicate and reorder (retries without idempotence) but
-// never loses an acknowledged record, and under lost Produce acks it must
-// show duplicates, or the fault did not act; idempotent, transactional and
-// the EOS pipeline must neither lose, duplicate nor reorder. Aborted or
-// fenced records read under read_committed, and records nobody sent, are
-// violations in every cell.
-//
-// The application-level modes: single-writer-check must neither lose nor
-// duplicate, but may reorder (a resent record lands after records sent
-// later); consumer-dedup's table must hold every acknowledged record, and
-// no copy within its window (copies beyond it are counted as unprotected,
-// not bounded), and may reorder as its at-least-once input does;
-// external-offsets' table must hold every input record exactly once, in
-// order.
-//
-// Under group-churn (workers abort their open transaction and leave,
-// waves join): eos-pipeline and external-offsets keep their bounds (0
-// lost, 0 duplicated, in order); at-least-once's relay must lose nothing
-// and must show duplicates — each worker that leaves has produced the
-// poll it did not commit, which the partition's next owner produces again
-// — or the fault did not act; consumer-dedup keeps its bounds too: a
-// leaving worker rolls its database transaction back, so only records
-// committed to the database but not yet auto-committed to Kafka (about a
-// second's worth) come again, far inside the dedup window, which drops
-// them (copies beyond the window would be counted unprotected).
+// expectationFor is the expectations table: a cell's bounds are its
+// mode's (modes.Spec.Expect; each mode's file says why). Without faults
+// every mode must deliver each acknowledged record exactly once, in
+// order. Under faults the mode's UnderFaults bounds hold, and the run
+// must show that its fault acted: a fault fired, or the sharper sign of
+// the plan's client fault (a zombie tried to write, a consume worker was
+// killed, a wave joined and a worker aborted to leave), duplicates for a
+// mode whose retries duplicate under lost Produce acks and for a relay
+// under group-churn (each worker that leaves has produced the poll it did
+// not commit, which the partition's next owner produces again). Aborted
+// or fenced records read under read_committed, and records nobody sent,
+// are violations in every cell.
 func expectationFor(plan faults.Plan, mode string) expectation {
-	e := expectation{sign: signNone}
-	if mode == ModeConsumerDedup {
-		e.note = "copies beyond the dedup window counted as unprotected"
-	}
+	want := specOf(mode).Expect
+	e := expectation{sign: signNone, note: want.Note}
 	if !hasFaults(plan) {
 		return e
 	}
 	e.sign = signFaultFired
-	switch mode {
-	case ModeAtMostOnce, ModeAtMostOnceAcks1:
-		e.lost, e.reordered = mayBePositive, mayBePositive
-	case ModeAtLeastOnce:
-		e.duplicated, e.reordered = mayBePositive, mayBePositive
-		if dropsProduceAcks(plan) {
-			e.sign = signDuplicates
-		}
-	case ModeSingleWriterCheck, ModeConsumerDedup:
-		e.reordered = mayBePositive
+	e.lost, e.duplicated, e.reordered = boundOf(want.UnderFaults.MayLose), boundOf(want.UnderFaults.MayDuplicate),
+		boundOf(want.UnderFaults.MayReorder)
+	if want.AckLossShowsDuplicates && dropsProduceAcks(plan) {
+		e.sign = signDuplicates
 	}
 	switch {
 	case hasClient(plan, faults.ClientZombieProducer):
@@ -104,6 +80,14 @@ func expectationFor(plan faults.Plan, mode string) expectation {
 		e.sign = signProcessFault
 	}
 	return e
+}
+
+// boundOf is mayBePositive when a count may be positive.
+func boundOf(may bool) bound {
+	if may {
+		return mayBePositive
+	}
+	return mustBeZero
 }
 
 // dropsProduceAcks reports whether the plan swallows Produce responses
@@ -275,8 +259,9 @@ func stalledPipeline(run *report.Run, proof evidence) bool {
 		return false
 	}
 	seen := observe(run)
-	// At-least-once's relay (group-churn) may duplicate and reorder.
-	relayed := run.Mode == ModeAtLeastOnce
+	// A relay (at-least-once's, under group-churn) may duplicate and
+	// reorder.
+	relayed := specOf(run.Mode).RelaysUnderChurn
 	return (seen.duplicated == 0 || relayed) && (seen.reordered == 0 || relayed) && seen.abortedVisible == 0 && seen.phantom == 0 &&
 		seen.inconsistent == 0 && seen.pollSkips == 0 && seen.nonMonotonic == 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
@@ -47,7 +48,7 @@ type loadRun struct {
 // producer chain (zombie-producer plans).
 func newTrackedLedger(plan runPlan) (*verify.Ledger, []*trackedLog) {
 	slots := plan.workload.Producers + zombieSlots(plan)
-	if plan.mode == ModeSingleWriterCheck {
+	if plan.spec().Producers == modes.PartitionWriters {
 		slots = plan.workload.Partitions // one writer per partition
 	}
 	ledger := verify.NewLedger(plan.runID, slots)
@@ -62,7 +63,7 @@ func newTrackedLedger(plan runPlan) (*verify.Ledger, []*trackedLog) {
 // makes in plan's run: the first worker and one replacement per firing.
 func zombieSlots(plan runPlan) int {
 	action, ok := clientAction(plan.faults, faults.ClientZombieProducer)
-	if !ok || plan.mode != ModeTransactional {
+	if !ok || !plan.spec().AcceptsClientFault(faults.ClientZombieProducer) {
 		return 0
 	}
 	horizon := time.Duration(plan.workload.Warmup + plan.workload.Duration)
@@ -92,7 +93,7 @@ func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 		workers, err = startChurnStage(ctx, l, churn)
 	case crash:
 		workers, err = startWorkerPipeline(ctx, l, action)
-	case plan.mode == ModeEOSPipeline:
+	case plan.spec().Stage == modes.TransactStage:
 		workers, err = startPipeline(ctx, plan, l.metrics)
 	default:
 		workers, err = startDBStage(ctx, l)
@@ -115,7 +116,7 @@ func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *pipeline) error {
 	plan, workload, metrics := l.plan, l.plan.workload, l.metrics
 	drain := time.Duration(workload.Drain)
-	finalTopic, readCommitted := plan.topic, plan.mode == ModeTransactional
+	finalTopic, readCommitted := plan.topic, plan.spec().Producers == modes.TransactionalProducers
 	if plan.outputTopic != "" {
 		finalTopic, readCommitted = plan.outputTopic, true
 	}
@@ -171,7 +172,7 @@ func (l *loadRun) runProducers(ctx context.Context) error {
 	// transaction may take up to the drain time more.
 	produceCtx, cancel := context.WithDeadline(ctx, l.deadline.Add(time.Duration(workload.Drain)))
 	defer cancel()
-	if plan.mode == ModeSingleWriterCheck {
+	if plan.spec().Producers == modes.PartitionWriters {
 		return l.runSingleWriters(produceCtx)
 	}
 	var wait sync.WaitGroup
@@ -186,7 +187,7 @@ func (l *loadRun) runProducers(ctx context.Context) error {
 		go func() {
 			defer wait.Done()
 			defer p.client.Close()
-			if plan.mode == ModeTransactional {
+			if plan.spec().Producers == modes.TransactionalProducers {
 				errs[index] = p.runTransactional(produceCtx)
 			} else {
 				errs[index] = p.runPlain(produceCtx)
@@ -219,7 +220,7 @@ func newProducer(plan runPlan, index uint32, log recordLog, metrics *runMetrics,
 		index: index, runID: plan.runID, topic: plan.topic, recordSize: workload.RecordSize, keys: workload.Keys,
 		rate: float64(workload.Rate) / float64(workload.Producers), budget: budget, deadline: deadline, start: start,
 		commitInterval: plan.commitInterval, commitRecords: workload.Transaction.CommitRecords,
-		abortShare: workload.Transaction.AbortShare, uniqueKeys: plan.mode == ModeConsumerDedup,
+		abortShare: workload.Transaction.AbortShare, uniqueKeys: plan.spec().UniqueKeys,
 	}, log, metrics)
 }
 

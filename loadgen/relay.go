@@ -30,6 +30,8 @@ type relay struct {
 
 // relaySpec is one relay worker's settings.
 type relaySpec struct {
+	// mode is the run's mode, whose producer options the relay uses.
+	mode            string
 	options         []kgo.Opt // seed brokers, fault and group settings
 	clientID, group string
 	input, output   string
@@ -40,7 +42,7 @@ type relaySpec struct {
 
 // relaySpec is worker index's settings in plan.
 func (plan runPlan) relaySpec(index int) relaySpec {
-	return relaySpec{options: append(plan.clientOptions(), plan.observations.watch(consumersRelay)), clientID: fmt.Sprintf("exactly-loadgen-%s-relay-%d", plan.topicSuffix, index),
+	return relaySpec{mode: plan.mode, options: append(plan.clientOptions(), plan.observations.watch(consumersRelay)), clientID: fmt.Sprintf("exactly-loadgen-%s-relay-%d", plan.topicSuffix, index),
 		group: plan.groupID(), input: plan.topic, output: plan.outputTopic}
 }
 
@@ -48,7 +50,7 @@ func (plan runPlan) relaySpec(index int) relaySpec {
 // auto-commit whose rebalances wait for the poll being relayed, and an
 // at-least-once producer.
 func newRelay(spec relaySpec, metrics *runMetrics) (*relay, error) {
-	producer, err := producerOptions(ModeAtLeastOnce, "", 0)
+	producer, err := producerOptions(spec.mode, "", 0)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
@@ -144,7 +145,7 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 // under the same fault plan.
 func compareWithBaseline(runs []*report.Run) {
 	for _, baseline := range runs {
-		if baseline.Mode != BaselineMode || baseline.Throughput.RecordsPerSecond <= 0 {
+		if baseline.Mode != modes.Baseline() || baseline.Throughput.RecordsPerSecond <= 0 {
 			continue
 		}
 		for _, run := range runs {

@@ -16,10 +16,6 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
-// singleWriterDeliveryTimeout is how long a record may wait for its
-// acknowledgement before the writer treats it as failed and recovers.
-const singleWriterDeliveryTimeout = 10 * time.Second
-
 // recoveryReadTimeout bounds one read of a partition's tail; a recovery
 // that cannot read (the broker is down) waits and tries again.
 const recoveryReadTimeout = 5 * time.Second
@@ -167,7 +163,7 @@ type singleWriter struct {
 // newSingleWriter creates partition's writer and its tail reader.
 func newSingleWriter(plan runPlan, partition int, log recordLog, metrics *runMetrics, stats *applicationStats, budget uint64, deadline, start time.Time) (*singleWriter, error) {
 	workload := plan.workload
-	modeOptions, err := producerOptions(ModeSingleWriterCheck, "", 0)
+	modeOptions, err := producerOptions(plan.mode, "", 0)
 	if err != nil {
 		return nil, err
 	}

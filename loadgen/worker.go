@@ -67,8 +67,9 @@ type workerSpec struct {
 	InstanceID string `json:"instance_id,omitempty"`
 	Input      string `json:"input,omitempty"`
 	Output     string `json:"output,omitempty"`
+	// The run's delivery mode (producer and database stage roles).
+	Mode string `json:"mode,omitempty"`
 	// Database stage role (also Group, Input).
-	Mode     string `json:"mode,omitempty"`
 	Database string `json:"database,omitempty"` // where the worker connects: an SQLite path or a postgres:// URL
 	Run      string `json:"run,omitempty"`
 	Worker   string `json:"worker,omitempty"`
@@ -197,7 +198,7 @@ func RunWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 func runProducerWorker(ctx context.Context, spec workerSpec, reporter *workerReporter) error {
 	metrics := newRunMetrics(time.Now())
 	p, err := buildProducer(producerSpec{
-		options: spec.clientOptions(), clientID: spec.ClientID, mode: ModeTransactional,
+		options: spec.clientOptions(), clientID: spec.ClientID, mode: spec.Mode,
 		transactionalID: spec.TransactionalID, transactionTimeout: spec.TransactionTimeout,
 		index: spec.Producer, runID: spec.RunID, topic: spec.Topic, recordSize: spec.RecordSize, keys: spec.Keys,
 		rate: spec.Rate, budget: spec.Budget, deadline: spec.Deadline, start: time.Now(),

@@ -13,12 +13,12 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -179,7 +179,7 @@ func ParseWorkload(data []byte) (Workload, error) {
 func DefaultWorkload() Workload {
 	return Workload{
 		Name:              "custom",
-		Modes:             slices.Clone(AllModes),
+		Modes:             modes.Names(),
 		Partitions:        4,
 		ReplicationFactor: 1,
 		RecordSize:        1024,
@@ -253,8 +253,8 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("keys.distribution: %q is not none, uniform or zipf", w.Keys.Distribution)
 	}
 	for _, mode := range w.Modes {
-		if !slices.Contains(AllModes, mode) {
-			return fmt.Errorf("modes: %q is not one of %v", mode, AllModes)
+		if _, ok := modes.Lookup(mode); !ok {
+			return fmt.Errorf("modes: %q is not one of %v", mode, modes.Names())
 		}
 	}
 	for i, entry := range w.Faults {
