@@ -185,7 +185,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if flags.bootstrap != "" {
 		kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
 	}
-	target, err := loadgen.StartTarget(ctx, kind, bootstrap, flags.dataDir)
+	target, err := loadgen.StartTarget(ctx, loadgen.TargetConfig{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir,
+		StartEmbedded: startEmbedded})
 	if err != nil {
 		return err
 	}
