@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/verify"
@@ -243,12 +244,12 @@ func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs 
 	input := observations.topic(plan.topic)
 	observer := input.Observer(tableReader)
 	unprotected := newUnprotectedCounter()
-	err := plan.appDB.readOutput(readCtx, plan.topic, func(row outputRow) {
-		value := verify.NewValue(verify.Header{RunID: plan.runID, Producer: row.producer, Sequence: row.seq,
-			SendTime: row.sendTime, Stage: 1}, verify.HeaderSize)
-		checker.Observe(row.partition, row.offset, value)
-		sampler.observe(readRecord{partition: row.partition, offset: row.offset, value: value, writer: verify.Writer{ProducerID: -1}})
-		input.Observe(observer, row.partition, row.offset, verify.NewRecordID(row.producer, row.seq))
+	err := plan.appDB.ReadOutput(readCtx, plan.topic, func(row appdb.Row) {
+		value := verify.NewValue(verify.Header{RunID: plan.runID, Producer: row.Producer, Sequence: row.Seq,
+			SendTime: row.SendTime, Stage: 1}, verify.HeaderSize)
+		checker.Observe(row.Partition, row.Offset, value)
+		sampler.observe(readRecord{partition: row.Partition, offset: row.Offset, value: value, writer: verify.Writer{ProducerID: -1}})
+		input.Observe(observer, row.Partition, row.Offset, verify.NewRecordID(row.Producer, row.Seq))
 		unprotected.observe(row)
 	})
 	run.Application.Table = table + " (" + plan.database + ")"
@@ -282,14 +283,14 @@ func newUnprotectedCounter() *unprotectedCounter {
 	return &unprotectedCounter{firstOffset: make(map[[2]uint64]int64)}
 }
 
-func (u *unprotectedCounter) observe(row outputRow) {
-	key := [2]uint64{uint64(row.producer), row.seq}
+func (u *unprotectedCounter) observe(row appdb.Row) {
+	key := [2]uint64{uint64(row.Producer), row.Seq}
 	first, seen := u.firstOffset[key]
 	if !seen {
-		u.firstOffset[key] = row.offset
+		u.firstOffset[key] = row.Offset
 		return
 	}
-	if row.windowFloor >= 0 && first < row.windowFloor {
+	if row.WindowFloor >= 0 && first < row.WindowFloor {
 		u.count++
 	}
 }

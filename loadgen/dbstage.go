@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
@@ -65,7 +66,7 @@ type dbStage struct {
 	spec dbStageSpec
 	// kind is the mode's database stage: dedup or stored offsets.
 	kind    modes.Stage
-	db      *appDB
+	db      *appdb.DB
 	client  *kgo.Client
 	metrics *runMetrics
 	stats   *applicationStats
@@ -79,7 +80,7 @@ type dbStage struct {
 }
 
 // newDBStage creates a worker's group client.
-func newDBStage(spec dbStageSpec, db *appDB, metrics *runMetrics, stats *applicationStats) (*dbStage, error) {
+func newDBStage(spec dbStageSpec, db *appdb.DB, metrics *runMetrics, stats *applicationStats) (*dbStage, error) {
 	stage := &dbStage{spec: spec, kind: specOf(spec.mode).Stage, db: db, metrics: metrics, stats: stats}
 	options := append(append([]kgo.Opt(nil), spec.options...),
 		kgo.ClientID(spec.clientID),
@@ -124,7 +125,7 @@ func (s *dbStage) seekToStored(ctx context.Context, assigned map[string]map[int3
 	for partition := range assigned[s.spec.input] {
 		partitions = append(partitions, partition)
 	}
-	stored, err := s.db.loadOffsets(ctx, s.spec.run, partitions)
+	stored, err := s.db.LoadOffsets(ctx, s.spec.run, partitions)
 	if err != nil {
 		s.metrics.recordError(err)
 		return nil, err
@@ -250,7 +251,7 @@ func (s *dbStage) seekAgain(ctx context.Context, byPartition map[int32][]*kgo.Re
 	for partition := range byPartition {
 		partitions = append(partitions, partition)
 	}
-	stored, err := s.db.loadOffsets(ctx, s.spec.run, partitions)
+	stored, err := s.db.LoadOffsets(ctx, s.spec.run, partitions)
 	if err != nil {
 		return fmt.Errorf("seek after an offset conflict: %w", err)
 	}
@@ -268,7 +269,7 @@ func (s *dbStage) seekAgain(ctx context.Context, byPartition map[int32][]*kgo.Re
 // the rows of keys not seen and the keys. Without commit it rolls the
 // transaction back once everything is written and returns errLeaving.
 func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Record, commit bool) error {
-	tx, err := s.db.db.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -281,9 +282,9 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 		partitions = append(partitions, partition)
 	}
 	slices.Sort(partitions) // one lock order for every worker
-	var rows []outputRow
+	var rows []appdb.Row
 	for _, partition := range partitions {
-		var partitionRows []outputRow
+		var partitionRows []appdb.Row
 		if s.kind == modes.StoredOffsetsStage {
 			partitionRows, err = s.advance(ctx, tx, partition, byPartition[partition])
 		} else {
@@ -294,7 +295,7 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 		}
 		rows = append(rows, partitionRows...)
 	}
-	if err := s.db.insertOutput(ctx, tx, s.spec.run, s.spec.worker, rows); err != nil {
+	if err := s.db.InsertOutput(ctx, tx, s.spec.run, s.spec.worker, rows); err != nil {
 		return err
 	}
 	if s.crashAt != nil {
@@ -315,19 +316,19 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 }
 
 // committed records a commit's measurements.
-func (s *dbStage) committed(rows []outputRow, took time.Duration) {
+func (s *dbStage) committed(rows []appdb.Row, took time.Duration) {
 	s.stats.databaseCommits.Add(1)
 	if s.onCommit != nil {
 		sendTimes := make([]int64, len(rows))
 		for i, row := range rows {
-			sendTimes[i] = row.sendTime
+			sendTimes[i] = row.SendTime
 		}
 		s.onCommit(int64(len(rows)), sendTimes, took)
 		return
 	}
 	now := time.Now()
 	for _, row := range rows {
-		s.metrics.recordEndToEnd(time.Unix(0, row.sendTime), now)
+		s.metrics.recordEndToEnd(time.Unix(0, row.SendTime), now)
 	}
 	s.metrics.recordTransactionEnd(true, false, took)
 }
@@ -336,8 +337,8 @@ func (s *dbStage) committed(rows []outputRow, took time.Duration) {
 // offset past them. Records below the stored offset were processed
 // already (a redelivery) and are skipped; records starting beyond it mean
 // this worker's position is ahead of the database: a conflict.
-func (s *dbStage) advance(ctx context.Context, tx *sql.Tx, partition int32, records []*kgo.Record) ([]outputRow, error) {
-	stored, found, err := s.db.storedOffset(ctx, tx, s.spec.run, partition)
+func (s *dbStage) advance(ctx context.Context, tx *sql.Tx, partition int32, records []*kgo.Record) ([]appdb.Row, error) {
+	stored, found, err := s.db.StoredOffset(ctx, tx, s.spec.run, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -354,13 +355,13 @@ func (s *dbStage) advance(ctx context.Context, tx *sql.Tx, partition int32, reco
 			return nil, fmt.Errorf("%w: partition %d stored at %d, records start at %d", errOffsetConflict, partition, stored, records[0].Offset)
 		}
 	}
-	rows := make([]outputRow, 0, len(records))
+	rows := make([]appdb.Row, 0, len(records))
 	for _, record := range records {
 		if row, ok := rowOf(record, -1); ok {
 			rows = append(rows, row)
 		}
 	}
-	moved, err := s.db.advanceOffset(ctx, tx, s.spec.run, partition, stored, found, records[len(records)-1].Offset+1)
+	moved, err := s.db.AdvanceOffset(ctx, tx, s.spec.run, partition, stored, found, records[len(records)-1].Offset+1)
 	if err != nil {
 		return nil, err
 	}
@@ -373,8 +374,8 @@ func (s *dbStage) advance(ctx context.Context, tx *sql.Tx, partition int32, reco
 // deduplicate turns one partition's records into rows, dropping those
 // whose key the window holds (or that repeat within the poll), and
 // remembers the new keys, forgetting those that fell out of the window.
-func (s *dbStage) deduplicate(ctx context.Context, tx *sql.Tx, partition int32, records []*kgo.Record) ([]outputRow, error) {
-	highest, err := s.db.highestKeyOffset(ctx, tx, s.spec.run, partition)
+func (s *dbStage) deduplicate(ctx context.Context, tx *sql.Tx, partition int32, records []*kgo.Record) ([]appdb.Row, error) {
+	highest, err := s.db.HighestKeyOffset(ctx, tx, s.spec.run, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -382,14 +383,14 @@ func (s *dbStage) deduplicate(ctx context.Context, tx *sql.Tx, partition int32, 
 	for i, record := range records {
 		keys[i] = string(record.Key)
 	}
-	seen, err := s.db.seenKeys(ctx, tx, s.spec.run, partition, keys)
+	seen, err := s.db.SeenKeys(ctx, tx, s.spec.run, partition, keys)
 	if err != nil {
 		return nil, err
 	}
 	window := dedupWindow{size: s.spec.window, highest: highest}
 	kept := window.filter(records, seen)
 	s.stats.dropped.Add(int64(len(records) - len(kept)))
-	rows := make([]outputRow, 0, len(kept))
+	rows := make([]appdb.Row, 0, len(kept))
 	newKeys, newOffsets := make([]string, 0, len(kept)), make([]int64, 0, len(kept))
 	for _, record := range kept {
 		if row, ok := rowOf(record, window.floor()); ok {
@@ -400,7 +401,7 @@ func (s *dbStage) deduplicate(ctx context.Context, tx *sql.Tx, partition int32, 
 	for _, record := range records {
 		window.highest = max(window.highest, record.Offset)
 	}
-	if err := s.db.rememberKeys(ctx, tx, s.spec.run, partition, newKeys, newOffsets, window.floor()); err != nil {
+	if err := s.db.RememberKeys(ctx, tx, s.spec.run, partition, newKeys, newOffsets, window.floor()); err != nil {
 		return nil, err
 	}
 	return rows, nil
@@ -439,13 +440,13 @@ func (w dedupWindow) filter(records []*kgo.Record, seen map[string]bool) []*kgo.
 
 // rowOf is the output row of an input record, or false for a record
 // without a loadgen header.
-func rowOf(record *kgo.Record, windowFloor int64) (outputRow, bool) {
+func rowOf(record *kgo.Record, windowFloor int64) (appdb.Row, bool) {
 	header, err := verify.DecodeHeader(record.Value)
 	if err != nil {
-		return outputRow{}, false
+		return appdb.Row{}, false
 	}
-	return outputRow{producer: header.Producer, seq: header.Sequence, sendTime: header.SendTime,
-		partition: record.Partition, offset: record.Offset, windowFloor: windowFloor}, true
+	return appdb.Row{Producer: header.Producer, Seq: header.Sequence, SendTime: header.SendTime,
+		Partition: record.Partition, Offset: record.Offset, WindowFloor: windowFloor}, true
 }
 
 // startDBStage starts the in-process workers of plan's stage.

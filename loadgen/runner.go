@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
@@ -71,7 +72,7 @@ type runPlan struct {
 	// appDB is the application database (consumer-dedup,
 	// external-offsets; nil otherwise), databaseDSN where worker
 	// subprocesses connect to it and database its description.
-	appDB       *appDB
+	appDB       *appdb.DB
 	databaseDSN string
 	database    string
 	// observations is where the run's readers note what they read and
@@ -227,7 +228,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 		// Best effort: a target without DeleteTopics keeps the topics.
 		_ = deleteTopics(cleanupCtx, admin, plan.stageTopics()...)
 		if plan.appDB != nil {
-			_ = plan.appDB.deleteRun(cleanupCtx, plan.topic)
+			_ = plan.appDB.DeleteRun(cleanupCtx, plan.topic)
 		}
 	}()
 	proof := loadAndVerify(ctx, admin, plan, options, env, run, tracker)
@@ -353,9 +354,9 @@ func attachDatabase(ctx context.Context, plans []runPlan, dsn string) (closeData
 		}
 		dsn = filepath.Join(temporary, "application.db")
 	}
-	database, err := openAppDB(ctx, dsn)
+	database, err := appdb.Open(ctx, dsn)
 	if err == nil {
-		err = database.createSchema(ctx)
+		err = database.CreateSchema(ctx)
 		if err != nil {
 			database.Close()
 		}
@@ -368,7 +369,7 @@ func attachDatabase(ctx context.Context, plans []runPlan, dsn string) (closeData
 	}
 	for i := range plans {
 		if usesDatabase(plans[i].mode) {
-			plans[i].appDB, plans[i].databaseDSN, plans[i].database = database, dsn, database.describe
+			plans[i].appDB, plans[i].databaseDSN, plans[i].database = database, dsn, database.Describe()
 		}
 	}
 	return func() {

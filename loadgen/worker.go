@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -263,7 +264,7 @@ func readCommands(stdin io.Reader, crash *atomic.Int32) {
 // point the runner asks for.
 func runDBStageWorker(ctx context.Context, spec workerSpec, reporter *workerReporter, crash *atomic.Int32) error {
 	metrics := newRunMetrics(time.Now())
-	db, err := openAppDB(ctx, spec.Database)
+	db, err := appdb.Open(ctx, spec.Database)
 	if err != nil {
 		return err
 	}
