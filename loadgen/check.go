@@ -70,13 +70,13 @@ type readKey struct {
 }
 
 // verifyRun reads back the run's topics, records each checker verdict and
-// returns a few offending records per kind (see offenderSampler). Each read
+// returns a few offending records per kind (see verify.OffenderSampler). Each read
 // is bounded by the workload's drain time. After the read-backs it judges
 // the polls of the run's consumers against them (one check per kind of
 // consumer and topic, see verifyPolls), then counts every check's
 // inconsistent offsets: an offset is inconsistent once any two reads of
 // the run disagree on it.
-func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, run *report.Run) map[string][]string {
+func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*verify.TrackedLog, run *report.Run) map[string][]string {
 	offenders := make(map[string][]string)
 	observations := plan.observations
 	if observations == nil {
@@ -106,8 +106,8 @@ func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ver
 	for _, check := range checks {
 		if check.observations != nil {
 			check.Counts.InconsistentOffsets = check.observations.Inconsistent(check.observer)
-			for _, inconsistency := range check.observations.Inconsistencies(check.observer, maxOffenders) {
-				offenders[offenderInconsistent] = append(offenders[offenderInconsistent], check.label+": "+inconsistency.String())
+			for _, inconsistency := range check.observations.Inconsistencies(check.observer, verify.MaxOffenders) {
+				offenders[verify.OffenderInconsistent] = append(offenders[verify.OffenderInconsistent], check.label+": "+inconsistency.String())
 			}
 		}
 		check.Violations = append(check.Counts.Violations(check.isolation), check.notes...)
@@ -123,7 +123,7 @@ func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ver
 // read-back's own polls (a read_uncommitted read keeping control records
 // must return every offset; any read must only move forward), and the
 // reference it leaves for the topic's consumers.
-func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, reader readerSpec,
+func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*verify.TrackedLog, reader readerSpec,
 	observations *runObservations, offenders map[string][]string) (*pendingCheck, readEnd) {
 	readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
 	defer cancel()
@@ -131,13 +131,13 @@ func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ve
 	observer := topic.Observer(reader.isolation.String())
 	tracker := verify.NewPollTracker("read-back "+reader.isolation.String(), topic, observer)
 	checker := verify.NewChecker(ledger, reader.isolation, reader.stage)
-	sampler := newOffenderSampler(logs, ledger, samplerSpec{topic: reader.topic, inputTopic: plan.topic,
-		stage: reader.stage, isolation: reader.isolation, checker: checker})
+	sampler := verify.NewOffenderSampler(logs, ledger, verify.SamplerSpec{Topic: reader.topic, InputTopic: plan.topic,
+		Stage: reader.stage, Isolation: reader.isolation, Checker: checker})
 	ends, complete, err := readBack(readCtx, admin, plan.bootstrap, reader.topic, plan.workload.Partitions, reader.isolation, tracker,
 		func(record *kgo.Record) {
 			read := readOf(record)
-			checker.Observe(read.partition, read.offset, read.value)
-			sampler.observe(read)
+			checker.Observe(read.Partition, read.Offset, read.Value)
+			sampler.Observe(read)
 		})
 	check := &pendingCheck{Check: report.Check{Reader: reader.isolation.String(), Topic: reader.topic, Complete: complete,
 		Counts: checker.Finish()}, isolation: reader.isolation, observations: topic, observer: observer}
@@ -154,7 +154,7 @@ func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ve
 	} else if !complete {
 		check.notes = append(check.notes, fmt.Sprintf("read back incomplete within %s", plan.workload.Drain))
 	}
-	for kind, examples := range sampler.finish() {
+	for kind, examples := range sampler.Finish() {
 		for _, example := range examples {
 			offenders[kind] = append(offenders[kind], check.Reader+": "+example)
 		}
@@ -194,9 +194,9 @@ func verifyPolls(observations *runObservations, references map[readKey]readEnd, 
 			// return belongs to an aborted (or never committed)
 			// transaction.
 			var unreturned []verify.OffsetRead
-			check.Counts.AbortedVisible, unreturned = group.observations.Unreturned(group.observer, reference.observer, reference.ends, maxOffenders)
+			check.Counts.AbortedVisible, unreturned = group.observations.Unreturned(group.observer, reference.observer, reference.ends, verify.MaxOffenders)
 			for _, read := range unreturned {
-				offenders[offenderAbortedVisible] = append(offenders[offenderAbortedVisible], fmt.Sprintf(
+				offenders[verify.OffenderAbortedVisible] = append(offenders[verify.OffenderAbortedVisible], fmt.Sprintf(
 					"%s: polled topic %s partition %d offset %d (%s), which the read_committed read-back did not return",
 					check.label, group.topic, read.Partition, read.Offset, read.Record))
 			}
@@ -206,15 +206,21 @@ func verifyPolls(observations *runObservations, references map[readKey]readEnd, 
 	return checks
 }
 
+// readOf is what a read needs of a fetched record.
+func readOf(record *kgo.Record) verify.ReadRecord {
+	return verify.ReadRecord{Partition: record.Partition, Offset: record.Offset, Value: record.Value,
+		Writer: verify.Writer{ProducerID: record.ProducerID, ProducerEpoch: record.ProducerEpoch}}
+}
+
 // notePollAnomalies adds a verdict's poll skips and moves back to the
 // offenders.
 func notePollAnomalies(offenders map[string][]string, label string, polls verify.PollVerdict) {
 	for _, anomaly := range polls.Anomalies {
-		kind := offenderPollSkip
+		kind := verify.OffenderPollSkip
 		if anomaly.Backwards() {
-			kind = offenderNonMonotonic
+			kind = verify.OffenderNonMonotonic
 		}
-		if len(offenders[kind]) < maxOffenders {
+		if len(offenders[kind]) < verify.MaxOffenders {
 			offenders[kind] = append(offenders[kind], label+": "+anomaly.String())
 		}
 	}
@@ -233,14 +239,14 @@ const tableReader = "table rows"
 // it came from, and is a read of the input offset it names. For
 // consumer-dedup, an extra copy whose first copy had left the window when
 // it arrived is counted unprotected, not duplicated.
-func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, run *report.Run,
+func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs []*verify.TrackedLog, run *report.Run,
 	observations *runObservations, offenders map[string][]string) *pendingCheck {
 	readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
 	defer cancel()
 	checker := verify.NewChecker(ledger, verify.ReadCommitted, 1)
 	table := fmt.Sprintf("exactly_output where run = %s", plan.topic)
-	sampler := newOffenderSampler(logs, ledger, samplerSpec{topic: table, inputTopic: plan.topic, stage: 1,
-		isolation: verify.ReadCommitted, checker: checker})
+	sampler := verify.NewOffenderSampler(logs, ledger, verify.SamplerSpec{Topic: table, InputTopic: plan.topic, Stage: 1,
+		Isolation: verify.ReadCommitted, Checker: checker})
 	input := observations.topic(plan.topic)
 	observer := input.Observer(tableReader)
 	unprotected := newUnprotectedCounter()
@@ -248,7 +254,7 @@ func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs 
 		value := verify.NewValue(verify.Header{RunID: plan.runID, Producer: row.Producer, Sequence: row.Seq,
 			SendTime: row.SendTime, Stage: 1}, verify.HeaderSize)
 		checker.Observe(row.Partition, row.Offset, value)
-		sampler.observe(readRecord{partition: row.Partition, offset: row.Offset, value: value, writer: verify.Writer{ProducerID: -1}})
+		sampler.Observe(verify.ReadRecord{Partition: row.Partition, Offset: row.Offset, Value: value, Writer: verify.Writer{ProducerID: -1}})
 		input.Observe(observer, row.Partition, row.Offset, verify.NewRecordID(row.Producer, row.Seq))
 		unprotected.observe(row)
 	})
@@ -261,7 +267,7 @@ func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs 
 	if err != nil {
 		check.notes = append(check.notes, "read back failed: "+err.Error())
 	}
-	for kind, examples := range sampler.finish() {
+	for kind, examples := range sampler.Finish() {
 		for _, example := range examples {
 			offenders[kind] = append(offenders[kind], "table: "+example)
 		}

@@ -177,7 +177,7 @@ func (w *workerProcess) stop(grace time.Duration) {
 // it sends and every commit it begins after that must stay invisible.
 type chainProducer struct {
 	process *workerProcess
-	log     *trackedLog
+	log     *verify.TrackedLog
 	// transactionalID is the worker's, for the ledger's acks.
 	transactionalID string
 	resumedAt       atomic.Int64 // Unix nanoseconds; 0 while not a zombie

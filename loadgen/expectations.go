@@ -219,9 +219,9 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 	check("reordered", seen.reordered, want.reordered, "reordered")
 	check("aborted-or-fenced-but-visible under read_committed", seen.abortedVisible, mustBeZero, "aborted-visible")
 	check("never-sent (phantom)", seen.phantom, mustBeZero, "phantom")
-	check(verify.ViolationInconsistentOffsets, seen.inconsistent, mustBeZero, offenderInconsistent)
-	check(verify.ViolationPollSkips, seen.pollSkips, mustBeZero, offenderPollSkip)
-	check(verify.ViolationNonMonotonicPolls, seen.nonMonotonic, mustBeZero, offenderNonMonotonic)
+	check(verify.ViolationInconsistentOffsets, seen.inconsistent, mustBeZero, verify.OffenderInconsistent)
+	check(verify.ViolationPollSkips, seen.pollSkips, mustBeZero, verify.OffenderPollSkip)
+	check(verify.ViolationNonMonotonicPolls, seen.nonMonotonic, mustBeZero, verify.OffenderNonMonotonic)
 	switch {
 	case len(broken) > 0 && stalledPipeline(run, proof):
 		// The output lacks records because the pipeline stopped making

@@ -23,7 +23,7 @@ import (
 type loadRun struct {
 	plan            runPlan
 	ledger          *verify.Ledger
-	logs            []*trackedLog
+	logs            []*verify.TrackedLog
 	metrics         *runMetrics
 	env             *faultEnv
 	start, deadline time.Time
@@ -46,15 +46,15 @@ type loadRun struct {
 // newTrackedLedger returns the run's ledger with a tracked log per slot:
 // the workload's producers, then one slot per generation of the zombie
 // producer chain (zombie-producer plans).
-func newTrackedLedger(plan runPlan) (*verify.Ledger, []*trackedLog) {
+func newTrackedLedger(plan runPlan) (*verify.Ledger, []*verify.TrackedLog) {
 	slots := plan.workload.Producers + zombieSlots(plan)
 	if plan.spec().Producers == modes.PartitionWriters {
 		slots = plan.workload.Partitions // one writer per partition
 	}
 	ledger := verify.NewLedger(plan.runID, slots)
-	logs := make([]*trackedLog, slots)
+	logs := make([]*verify.TrackedLog, slots)
 	for i := range logs {
-		logs[i] = newTrackedLog(ledger.Producer(uint32(i)))
+		logs[i] = verify.NewTrackedLog(ledger.Producer(uint32(i)))
 	}
 	return ledger, logs
 }

@@ -274,7 +274,7 @@ func TestPollWatchCatchesRealJumps(t *testing.T) {
 	if counts.NonMonotonicPolls != 1 || counts.PollSkips != 10 || counts.InconsistentOffsets != 0 {
 		t.Fatalf("counts %+v, want 1 move back (partition 1) and 10 skips (partition 2); offenders %v", counts, offenders)
 	}
-	skip, back1 := strings.Join(offenders[offenderPollSkip], "\n"), strings.Join(offenders[offenderNonMonotonic], "\n")
+	skip, back1 := strings.Join(offenders[verify.OffenderPollSkip], "\n"), strings.Join(offenders[verify.OffenderNonMonotonic], "\n")
 	if !strings.Contains(skip, "polled partition 2 offset 29 then offset 40") || !strings.Contains(skip, "the first: offset 30, producer 0 seq 92") ||
 		!strings.Contains(skip, consumersLive+" "+pollTestTopic) {
 		t.Errorf("skip offender: %q", skip)
@@ -301,12 +301,12 @@ func TestJudgeRunFailsOnSharperAnomalies(t *testing.T) {
 		why    string
 		kind   string
 	}{
-		{"poll skips", ModeEOSPipeline, faults.Plan{}, verify.Counts{PollSkips: 3}, report.StatusFail, "3 records skipped by a poll", offenderPollSkip},
-		{"moves back", ModeAtLeastOnce, ackLoss, verify.Counts{NonMonotonicPolls: 1}, report.StatusFail, "1 non-monotonic polls", offenderNonMonotonic},
-		{"inconsistent offsets", ModeAtMostOnce, ackLoss, verify.Counts{InconsistentOffsets: 2}, report.StatusFail, "2 inconsistent offsets", offenderInconsistent},
-		{"aborted records polled", ModeEOSPipeline, faults.Plan{}, verify.Counts{AbortedVisible: 4}, report.StatusFail, "4 aborted-or-fenced-but-visible", offenderAbortedVisible},
+		{"poll skips", ModeEOSPipeline, faults.Plan{}, verify.Counts{PollSkips: 3}, report.StatusFail, "3 records skipped by a poll", verify.OffenderPollSkip},
+		{"moves back", ModeAtLeastOnce, ackLoss, verify.Counts{NonMonotonicPolls: 1}, report.StatusFail, "1 non-monotonic polls", verify.OffenderNonMonotonic},
+		{"inconsistent offsets", ModeAtMostOnce, ackLoss, verify.Counts{InconsistentOffsets: 2}, report.StatusFail, "2 inconsistent offsets", verify.OffenderInconsistent},
+		{"aborted records polled", ModeEOSPipeline, faults.Plan{}, verify.Counts{AbortedVisible: 4}, report.StatusFail, "4 aborted-or-fenced-but-visible", verify.OffenderAbortedVisible},
 		{"lost writes where loss is allowed", ModeAtMostOnce, ackLoss, verify.Counts{Lost: 2, LostWrites: 2}, report.StatusPass, "", ""},
-		{"lost writes where it is not", ModeIdempotent, ackLoss, verify.Counts{Lost: 2, LostWrites: 1, Unseen: 1}, report.StatusFail, "2 acknowledged-but-lost", offenderLost},
+		{"lost writes where it is not", ModeIdempotent, ackLoss, verify.Counts{Lost: 2, LostWrites: 1, Unseen: 1}, report.StatusFail, "2 acknowledged-but-lost", verify.OffenderLost},
 	}
 	for _, test := range cases {
 		t.Run(test.name, func(t *testing.T) {

@@ -200,7 +200,7 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 }
 
 // recordLog is where a producer logs what it learns of each record: the
-// run's ledger (trackedLog) in process, the report stream of a producer
+// run's ledger (verify.TrackedLog) in process, the report stream of a producer
 // worker subprocess. Its methods are called from the producing goroutine
 // and from client callbacks at once.
 type recordLog interface {
