@@ -13,6 +13,7 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
+	"github.com/exactly-eos/exactly/loadgen/worker"
 )
 
 // dbStageSpec is one consume worker of the consumer-dedup or
@@ -47,17 +48,6 @@ func (plan runPlan) dbStageSpec(index int) dbStageSpec {
 	}
 }
 
-// Crash points of a stage worker under the consumer-crash fault: the
-// worker kills itself (SIGKILL) there when the runner asks.
-const (
-	crashNone = iota
-	// crashAfterCommit: the database transaction committed, the next
-	// poll (and, for consumer-dedup, the Kafka offset commit) not begun.
-	crashAfterCommit
-	// crashInTransaction: output rows inserted, not committed.
-	crashInTransaction
-)
-
 // dbStage is one consume worker. Its work method runs on one goroutine,
 // which owns the client and processes polls; kgo's group goroutine calls
 // seekToStored (it touches only the database and stats). The hooks are set
@@ -73,7 +63,7 @@ type dbStage struct {
 	// onOpen is called when a transaction with records begins; onCommit
 	// after each commit with the rows it delivered, their send times and
 	// how long the commit took; crashAt(point) returns true to make the
-	// worker die at point.
+	// worker die at point (a worker.Crash point).
 	onOpen   func()
 	onCommit func(rows int64, sendTimes []int64, took time.Duration)
 	crashAt  func(point int, rows int) bool
@@ -299,7 +289,7 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 		return err
 	}
 	if s.crashAt != nil {
-		s.crashAt(crashInTransaction, len(rows))
+		s.crashAt(worker.CrashInTransaction, len(rows))
 	}
 	if !commit {
 		return errLeaving // the deferred Rollback ends it
@@ -310,7 +300,7 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 	}
 	s.committed(rows, time.Since(started))
 	if s.crashAt != nil {
-		s.crashAt(crashAfterCommit, len(rows))
+		s.crashAt(worker.CrashAfterCommit, len(rows))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/verify"
+	"github.com/exactly-eos/exactly/loadgen/worker"
 )
 
 // Consumer kinds: the consumers of one kind polling one topic are judged
@@ -303,60 +304,12 @@ func clientIsolation(client *kgo.Client) verify.Isolation {
 	return verify.ReadUncommitted
 }
 
-// Events a worker subprocess writes for its poll tracker, which the
-// runner replays (replayPollEvent) in the order they came.
-const (
-	eventPollAssigned = "poll-assigned"
-	eventPollRevoked  = "poll-revoked"
-	eventPollRewound  = "poll-rewound"
-	eventPolled       = "polled"
-)
-
-// pollReport is a worker subprocess's poll sink: each call becomes one
-// event line.
-type pollReport struct{ reporter *workerReporter }
-
-func (p pollReport) Assigned(partitions []int32) {
-	p.reporter.emit(workerEvent{Event: eventPollAssigned, verifyEvent: verifyEvent{Partitions: partitions}})
-}
-
-func (p pollReport) Revoked(partitions []int32) {
-	p.reporter.emit(workerEvent{Event: eventPollRevoked, verifyEvent: verifyEvent{Partitions: partitions}})
-}
-
-func (p pollReport) Rewound(partitions []int32) {
-	p.reporter.emit(workerEvent{Event: eventPollRewound, verifyEvent: verifyEvent{Partitions: partitions}})
-}
-
-// maxPolledPerEvent bounds the records of one polled event, so that a
-// line stays well below the runner's 1 MiB line limit (about 30 bytes a
-// record); a bigger poll is sent in consecutive events, which the tracker
-// compares as one.
-const maxPolledPerEvent = 4096
-
-func (p pollReport) Polled(partition int32, records []verify.PolledRecord, settled bool) {
-	for chunk := range slices.Chunk(records, maxPolledPerEvent) {
-		event := verifyEvent{Partition: partition, Unsettled: !settled,
-			Offsets: make([]int64, len(chunk)), Records: make([]uint64, len(chunk))}
-		for index, record := range chunk {
-			event.Offsets[index], event.Records[index] = record.Offset, uint64(record.Record)
-		}
-		p.reporter.emit(workerEvent{Event: eventPolled, verifyEvent: event})
-	}
-}
-
-// pollWatchOption is the option a worker subprocess gives its consumer
-// client: its polls go to the runner as events.
-func (r *workerReporter) pollWatchOption() kgo.Opt {
-	return watchOption(func(*kgo.Client, string) verify.PollSink { return pollReport{reporter: r} })
-}
-
 // workerTracker is the tracker of one worker subprocess of spec (a new one
-// per process launched), fed by replayPollEvent; the subprocess's
+// per process launched), fed by worker.ReplayPoll; the subprocess's
 // consumer reads spec.Input read_committed.
-func (r *runObservations) workerTracker(spec workerSpec, name string) verify.PollSink {
+func (r *runObservations) workerTracker(spec worker.Spec, name string) verify.PollSink {
 	kind := consumersPipeline
-	if spec.Role == workerRoleDBStage {
+	if spec.Role == worker.RoleDBStage {
 		kind = consumersDatabase
 	}
 	if r == nil {
@@ -373,55 +326,3 @@ func (discardPolls) Revoked([]int32)                           {}
 func (discardPolls) Rewound([]int32)                           {}
 func (discardPolls) Polled(int32, []verify.PolledRecord, bool) {}
 
-// replayPollEvent feeds a worker subprocess's poll event into sink and
-// reports whether event was one.
-func replayPollEvent(sink verify.PollSink, event workerEvent) bool {
-	switch event.Event {
-	case eventPollAssigned:
-		sink.Assigned(event.Partitions)
-	case eventPollRevoked:
-		sink.Revoked(event.Partitions)
-	case eventPollRewound:
-		sink.Rewound(event.Partitions)
-	case eventPolled:
-		records := make([]verify.PolledRecord, min(len(event.Offsets), len(event.Records)))
-		for index := range records {
-			records[index] = verify.PolledRecord{Offset: event.Offsets[index], Record: verify.RecordID(event.Records[index])}
-		}
-		sink.Polled(event.Partition, records, !event.Unsettled)
-	default:
-		return false
-	}
-	return true
-}
-
-// verifyEvent is the part of a workerEvent the checker needs: where an
-// acknowledged record was written (event ack), and a consume worker's
-// assignment changes and polls (the poll events above).
-type verifyEvent struct {
-	// Ack: the record's partition and offset (-1: unknown), and the
-	// producer id and epoch that wrote it. Polled: the partition.
-	Partition     int32 `json:"pt,omitempty"`
-	Offset        int64 `json:"off,omitempty"`
-	ProducerID    int64 `json:"pid,omitempty"`
-	ProducerEpoch int16 `json:"pe,omitempty"`
-	// Polls: the partitions of an assignment change (none: every
-	// partition, for poll-rewound); the offsets and record ids of a
-	// poll of Partition, and whether it was unsettled.
-	Partitions []int32  `json:"ps,omitempty"`
-	Offsets    []int64  `json:"os,omitempty"`
-	Records    []uint64 `json:"rs,omitempty"`
-	Unsettled  bool     `json:"u,omitempty"`
-}
-
-// ackEvent is an ack's fields in a worker event.
-func ackEvent(at verify.Ack) verifyEvent {
-	return verifyEvent{Partition: at.Partition, Offset: at.Offset, ProducerID: at.ProducerID, ProducerEpoch: at.ProducerEpoch}
-}
-
-// ack is the acknowledgement an ack event reports, by the producer with
-// transactionalID.
-func (e verifyEvent) ack(transactionalID string) verify.Ack {
-	return verify.Ack{Partition: e.Partition, Offset: e.Offset,
-		Writer: verify.Writer{TransactionalID: transactionalID, ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch}}
-}

@@ -1,10 +1,7 @@
 package loadgen
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -17,66 +14,6 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
-
-// TestWorkerPollEventsReplay: what a worker subprocess reports of its
-// polls, decoded and replayed by the runner, gives the tracker the same
-// verdict as the worker's own tracker would, big polls split over several
-// lines included; an ack event carries its position and writer.
-func TestWorkerPollEventsReplay(t *testing.T) {
-	var out bytes.Buffer
-	reporter := &workerReporter{out: bufio.NewWriter(&out)}
-	direct := verify.NewPollTracker("direct", nil, 0)
-	both := []verify.PollSink{pollReport{reporter: reporter}, direct}
-	records := func(from, to int64) []verify.PolledRecord {
-		var polled []verify.PolledRecord
-		for offset := from; offset < to; offset++ {
-			polled = append(polled, verify.PolledRecord{Offset: offset, Record: verify.NewRecordID(1, uint64(offset))})
-		}
-		return polled
-	}
-	for _, sink := range both {
-		sink.Assigned([]int32{0, 1})
-		sink.Polled(0, records(0, maxPolledPerEvent+10), true) // two lines
-		sink.Polled(0, records(maxPolledPerEvent+12, maxPolledPerEvent+20), true)
-		sink.Polled(0, records(5, 8), true) // back
-		sink.Revoked([]int32{0})
-		sink.Assigned([]int32{0})
-		sink.Polled(0, records(3, 4), false)
-		sink.Rewound(nil)
-		sink.Polled(1, records(0, 2), true)
-	}
-	reporter.RecordAcknowledged(7, verify.Ack{Partition: 2, Offset: 41, Writer: verify.Writer{ProducerID: 1000, ProducerEpoch: 3}})
-
-	replayed := verify.NewPollTracker("replayed", nil, 0)
-	var ack workerEvent
-	lines := 0
-	for line := range strings.Lines(out.String()) {
-		lines++
-		var event workerEvent
-		if err := json.Unmarshal([]byte(line), &event); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		if len(line) > 1<<19 {
-			t.Fatalf("a line of %d bytes: the runner reads lines up to 1 MiB", len(line))
-		}
-		if !replayPollEvent(replayed, event) {
-			ack = event
-		}
-	}
-	if lines != 11 {
-		t.Errorf("%d lines, want 10 poll events (9 calls, one poll split in two) and the ack", lines)
-	}
-	want, got := verify.JudgePolls([]*verify.PollTracker{direct}, verify.EveryOffset(map[int32]int64{0: 1 << 20})),
-		verify.JudgePolls([]*verify.PollTracker{replayed}, verify.EveryOffset(map[int32]int64{0: 1 << 20}))
-	if got.Polled != want.Polled || got.Skips != want.Skips || got.NonMonotonic != want.NonMonotonic || want.Skips != 2 || want.NonMonotonic != 1 {
-		t.Errorf("replayed %+v, direct %+v (want 2 skips, 1 move back)", got, want)
-	}
-	at := ack.ack("exactly-p0")
-	if ack.Event != "ack" || ack.Seq != 7 || at.Partition != 2 || at.Offset != 41 || at.ProducerID != 1000 || at.ProducerEpoch != 3 ||
-		at.TransactionalID != "exactly-p0" {
-		t.Errorf("ack event %+v: %+v", ack, at)
-	}
-}
 
 // pollTestTopic is the topic of the kfake poll tests: 3 partitions, 100
 // loadgen records each (producer 0, seq = offset*3 + partition), one
