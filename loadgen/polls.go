@@ -325,4 +325,3 @@ func (discardPolls) Assigned([]int32)                          {}
 func (discardPolls) Revoked([]int32)                           {}
 func (discardPolls) Rewound([]int32)                           {}
 func (discardPolls) Polled(int32, []verify.PolledRecord, bool) {}
-
