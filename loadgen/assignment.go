@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 )
 
 // assignmentWatch follows how many input partitions each consume worker
@@ -95,18 +97,18 @@ func assignmentOptions(topic string, autoCommit bool, report func(count int)) []
 	}
 	return []kgo.Opt{
 		kgo.OnPartitionsAssigned(func(_ context.Context, client *kgo.Client, assigned map[string][]int32) {
-			pollWatchOf(client).assignment(assigned, true)
+			pollwatch.Of(client).Assignment(assigned, true)
 			update(assigned, true)
 		}),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, client *kgo.Client, revoked map[string][]int32) {
 			if autoCommit {
 				_ = client.CommitMarkedOffsets(ctx) // best effort, as kgo's default: a failure means redelivery, which the window absorbs
 			}
-			pollWatchOf(client).assignment(revoked, false)
+			pollwatch.Of(client).Assignment(revoked, false)
 			update(revoked, false)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, client *kgo.Client, lost map[string][]int32) {
-			pollWatchOf(client).assignment(lost, false)
+			pollwatch.Of(client).Assignment(lost, false)
 			update(lost, false)
 		}),
 	}

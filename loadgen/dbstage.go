@@ -12,6 +12,7 @@ import (
 
 	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/modes"
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 	"github.com/exactly-eos/exactly/loadgen/worker"
 )
@@ -141,12 +142,12 @@ func seekOffsets(assigned map[string]map[int32]kgo.Offset, input string, stored 
 // a rollback to leave the group.
 func (s *dbStage) work(ctx context.Context, leave *departure) error {
 	defer s.client.Close()
-	polls := pollWatchOf(s.client) // the poll checker's (polls.go)
+	polls := pollwatch.Of(s.client) // the poll checker's (package pollwatch)
 	for ctx.Err() == nil {
 		pollCtx, cancel := leave.pollContext(ctx)
 		fetches := s.client.PollFetches(pollCtx)
 		cancel()
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			s.client.AllowRebalance()
 			return nil
@@ -250,7 +251,7 @@ func (s *dbStage) seekAgain(ctx context.Context, byPartition map[int32][]*kgo.Re
 		seek[s.spec.input][partition] = kgo.EpochOffset{Epoch: -1, Offset: offset}
 	}
 	s.client.SetOffsets(seek)
-	pollWatchOf(s.client).rewound(partitions) // a seek: the poll checker must not compare across it
+	pollwatch.Of(s.client).Rewound(partitions) // a seek: the poll checker must not compare across it
 	return nil
 }
 

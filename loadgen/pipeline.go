@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -158,12 +159,12 @@ func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*pip
 func (p *pipeline) work(ctx context.Context, session *kgo.GroupTransactSession, output stageOutput, metrics *runMetrics, leave *departure) error {
 	// Close leaves the group; transform ends every transaction it begins.
 	defer session.Close()
-	polls := pollWatchOf(session.Client()) // the poll checker's (polls.go)
+	polls := pollwatch.Of(session.Client()) // the poll checker's (package pollwatch)
 	for ctx.Err() == nil {
 		pollCtx, cancel := leave.pollContext(ctx)
 		fetches := session.PollFetches(pollCtx)
 		cancel()
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return nil
 		}
@@ -184,7 +185,7 @@ func (p *pipeline) work(ctx context.Context, session *kgo.GroupTransactSession, 
 		}
 		commit := leave.commitNext()
 		committed, err := p.transform(ctx, session, fetches, output, metrics, commit)
-		polls.ended(committed) // an End that did not commit rewinds to the committed offsets
+		polls.Ended(committed) // an End that did not commit rewinds to the committed offsets
 		if err != nil {
 			return err
 		}

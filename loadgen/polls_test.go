@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
@@ -50,7 +51,7 @@ func pollTestCluster(t *testing.T) []string {
 // passes.
 func pollUntil(t *testing.T, client *kgo.Client, max int, deadline time.Time, done func() bool) {
 	t.Helper()
-	polls := pollWatchOf(client)
+	polls := pollwatch.Of(client)
 	if polls == nil {
 		t.Fatal("client has no poll watch")
 	}
@@ -61,7 +62,7 @@ func pollUntil(t *testing.T, client *kgo.Client, max int, deadline time.Time, do
 		ctx, cancel := context.WithDeadline(t.Context(), deadline)
 		fetches := client.PollRecords(ctx, max)
 		cancel()
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 	}
 }
 
@@ -184,7 +185,7 @@ func TestPollWatchCatchesRealJumps(t *testing.T) {
 	rewinding := consumer(0)
 	pollUntil(t, rewinding, 1, deadline, func() bool { return polled() >= 60 })
 	seek(rewinding, 0, 20)
-	pollWatchOf(rewinding).rewound([]int32{0})
+	pollwatch.Of(rewinding).Rewound([]int32{0})
 	target := polled() + 80
 	pollUntil(t, rewinding, 1, deadline, func() bool { return polled() >= target })
 	// Partition 1: the same seek back, unreported.
@@ -299,7 +300,7 @@ func TestPollWatchAcrossAnAbortedTransaction(t *testing.T) {
 				t.Fatalf("end(commit=%v): committed %v, %v", commit, committed, err)
 			}
 			if report {
-				pollWatchOf(session.Client()).ended(committed)
+				pollwatch.Of(session.Client()).Ended(committed)
 			}
 		}
 		deadline := time.Now().Add(20 * time.Second)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -70,7 +71,7 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 			// Records written after the read began are not part of
 			// this check.
 			below := slices.DeleteFunc(slices.Clone(partition.Records), func(record *kgo.Record) bool { return record.Offset >= end })
-			polls.Polled(partition.Partition, polledRecords(below), true)
+			polls.Polled(partition.Partition, pollwatch.PolledRecords(below), true)
 			for _, record := range below {
 				if !record.Attrs.IsControl() {
 					observe(record)
@@ -145,10 +146,10 @@ func startLiveConsumers(ctx context.Context, plan runPlan, topic string, readCom
 
 // consumeForLatency polls until ctx ends.
 func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetrics, received *liveCounter) {
-	polls := pollWatchOf(client)
+	polls := pollwatch.Of(client)
 	for ctx.Err() == nil {
 		fetches := client.PollFetches(ctx)
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 		now := time.Now()
 		count := 0
 		fetches.EachRecord(func(record *kgo.Record) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -78,12 +79,12 @@ func newRelay(spec relaySpec, metrics *runMetrics) (*relay, error) {
 // nil), until it leaves after a poll it produced but did not commit.
 func (r *relay) work(ctx context.Context, leave *departure) error {
 	defer r.client.Close()
-	polls := pollWatchOf(r.client) // the poll checker's (polls.go)
+	polls := pollwatch.Of(r.client) // the poll checker's (package pollwatch)
 	for ctx.Err() == nil {
 		pollCtx, cancel := leave.pollContext(ctx)
 		fetches := r.client.PollFetches(pollCtx)
 		cancel()
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			r.client.AllowRebalance()
 			return nil

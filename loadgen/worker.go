@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/appdb"
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 	"github.com/exactly-eos/exactly/loadgen/worker"
 )
@@ -52,7 +53,7 @@ func workerClientOptions(spec worker.Spec) []kgo.Opt {
 // workerPollWatch is the option a worker gives its consumer client: its
 // polls go to the runner as events.
 func workerPollWatch(reporter *worker.Reporter) kgo.Opt {
-	return watchOption(func(*kgo.Client, string) verify.PollSink { return reporter.PollSink() })
+	return pollwatch.Option(func(*kgo.Client, string) verify.PollSink { return reporter.PollSink() })
 }
 
 // runProducerWorker initialises its transactional id (fencing any earlier
