@@ -190,7 +190,7 @@ func TestRelayLeavesDuplicatesNotLosses(t *testing.T) {
 	}
 	defer admin.Close()
 	const partitions = 2
-	spec := relaySpec{options: []kgo.Opt{kgo.SeedBrokers(target.Bootstrap()...)}, group: "relay-test", input: "relay.in", output: "relay.out"}
+	spec := relaySpec{mode: ModeAtLeastOnce, options: []kgo.Opt{kgo.SeedBrokers(target.Bootstrap()...)}, group: "relay-test", input: "relay.in", output: "relay.out"}
 	for _, topic := range []string{spec.input, spec.output} {
 		if err := createTopic(ctx, admin, topic, partitions, 1); err != nil {
 			t.Fatal(err)
