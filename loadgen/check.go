@@ -10,6 +10,7 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -301,14 +302,15 @@ func (u *unprotectedCounter) observe(row appdb.Row) {
 	}
 }
 
-// fill copies the run's counters into its results.
-func (s *applicationStats) fill(application *report.ApplicationRun) {
-	application.DroppedDuplicates = s.dropped.Load()
-	application.DatabaseCommits = s.databaseCommits.Load()
-	application.Seeks = s.seeks.Load()
-	application.OffsetConflicts = s.conflicts.Load()
-	application.Recoveries = s.recoveries.Load()
-	application.FoundWritten = s.foundWritten.Load()
-	application.Resent = s.resent.Load()
-	application.WriterCopies = s.writerCopies.Load()
+// fillApplication copies the run's application counters into its
+// results.
+func fillApplication(s *stages.Stats, application *report.ApplicationRun) {
+	application.DroppedDuplicates = s.Dropped.Load()
+	application.DatabaseCommits = s.DatabaseCommits.Load()
+	application.Seeks = s.Seeks.Load()
+	application.OffsetConflicts = s.Conflicts.Load()
+	application.Recoveries = s.Recoveries.Load()
+	application.FoundWritten = s.FoundWritten.Load()
+	application.Resent = s.Resent.Load()
+	application.WriterCopies = s.WriterCopies.Load()
 }

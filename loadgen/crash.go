@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/worker"
 )
 
@@ -25,22 +26,22 @@ import (
 // startWorkerPipeline runs the consume workers of plan (eos-pipeline, or
 // a database stage) as subprocesses and crashes them at each firing of
 // action, starting a replacement after its restart delay.
-func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAction) (*pipeline, error) {
+func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAction) (*stages.Group, error) {
 	plan := l.plan
 	workers := plan.workload.Pipeline.Workers
-	p, ctx := newPipeline(ctx, workers)
+	p, ctx := stages.NewGroup(ctx, workers)
 	slots := make([]*worker.Slot, workers)
 	for index := range slots {
 		slots[index] = &worker.Slot{Index: index, Spec: plan.consumeWorkerSpec(index), RestartAfter: time.Duration(action.RestartAfter)}
 		if err := l.launchSlot(slots[index], p); err != nil {
-			p.cancel()
+			p.Cancel()
 			for _, started := range slots[:index] {
 				started.Current().Stop(5 * time.Second)
 			}
 			return nil, err
 		}
 	}
-	p.runWorkers(workers, func(index int) error {
+	p.RunWorkers(workers, func(index int) error {
 		slot := slots[index]
 		return slot.Supervise(ctx, func() error { return l.launchSlot(slot, p) }, func(failure string) {
 			if reason := unsupportedReason(errors.New(failure)); reason != "" {
@@ -48,9 +49,9 @@ func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAc
 			}
 		})
 	})
-	p.schedule = func() { scheduleCrashes(ctx, l, action, slots) }
+	p.Schedule = func() { scheduleCrashes(ctx, l, action, slots) }
 	if usesDatabase(plan.mode) {
-		p.schedule = func() { scheduleStageCrashes(ctx, l, action, slots) }
+		p.Schedule = func() { scheduleStageCrashes(ctx, l, action, slots) }
 	}
 	return p, nil
 }
@@ -64,26 +65,26 @@ func (plan runPlan) consumeWorkerSpec(index int) worker.Spec {
 	if usesDatabase(plan.mode) {
 		stage := plan.dbStageSpec(index)
 		return worker.Spec{Role: worker.RoleDBStage, Bootstrap: plan.clientBootstrap, FastRetries: hasFaults(plan.faults),
-			ClientID: stage.clientID, Group: stage.group, Input: stage.input, Mode: plan.mode,
-			Database: plan.databaseDSN, Run: stage.run, Worker: stage.worker, Window: stage.window}
+			ClientID: stage.ClientID, Group: stage.Group, Input: stage.Input, Mode: plan.mode,
+			Database: plan.databaseDSN, Run: stage.Run, Worker: stage.Worker, Window: stage.Window}
 	}
 	session := plan.sessionSpec(index)
 	return worker.Spec{
 		Role: worker.RolePipeline, Bootstrap: plan.clientBootstrap, FastRetries: hasFaults(plan.faults),
-		ClientID: session.clientID, TransactionalID: session.transactionalID,
+		ClientID: session.ClientID, TransactionalID: session.TransactionalID,
 		// A short timeout, as the zombie chain's: the transaction a killed
 		// worker leaves open (and the offsets it holds pending, which
 		// block the partition's next owner) ends within the drain time
 		// even when no replacement's InitProducerId aborts it first.
-		TransactionTimeout: min(session.transactionTimeout, killedWorkerTransactionTimeout), Group: session.group,
-		Input: session.input, Output: plan.outputTopic,
+		TransactionTimeout: min(session.TransactionTimeout, killedWorkerTransactionTimeout), Group: session.Group,
+		Input: session.Input, Output: plan.outputTopic,
 	}
 }
 
 // launchSlot starts the slot's worker process, its events replayed into
 // the run: its polls, its assignment, its open transactions and commits,
 // the crash it reports just before killing itself.
-func (l *loadRun) launchSlot(s *worker.Slot, p *pipeline) error {
+func (l *loadRun) launchSlot(s *worker.Slot, p *stages.Group) error {
 	polls := l.plan.observations.workerTracker(s.Spec, fmt.Sprintf("%s (subprocess of slot %d)", s.Spec.ClientID, s.Index))
 	err := s.Launch(workerLaunch(l.env.self), func(event worker.Event) {
 		if worker.ReplayPoll(polls, event) {
@@ -91,12 +92,12 @@ func (l *loadRun) launchSlot(s *worker.Slot, p *pipeline) error {
 		}
 		switch event.Event {
 		case "assigned":
-			p.watch.set(s.Index, int(event.Count))
+			p.Watch.Set(s.Index, int(event.Count))
 		case "open":
 			s.SetOpen(true)
 		case "committed":
 			l.recordStageCommit(event)
-			p.committed.add(event.Count)
+			p.Committed.Add(event.Count)
 			s.SetOpen(false)
 		case "crashing":
 			s.MarkKilled()
@@ -121,10 +122,10 @@ func (l *loadRun) recordStageCommit(event worker.Event) {
 		l.metrics.recordEndToEnd(time.Unix(0, sendTime), now)
 	}
 	l.metrics.recordTransactionEnd(true, false, time.Duration(event.Took))
-	l.stats.databaseCommits.Add(1)
-	l.stats.dropped.Add(event.Dropped)
-	l.stats.conflicts.Add(event.Conflicts)
-	l.stats.seeks.Add(event.Seeks)
+	l.stats.DatabaseCommits.Add(1)
+	l.stats.Dropped.Add(event.Dropped)
+	l.stats.Conflicts.Add(event.Conflicts)
+	l.stats.Seeks.Add(event.Seeks)
 }
 
 // scheduleCrashes kills a worker at each firing of action before the load's

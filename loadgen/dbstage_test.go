@@ -11,29 +11,9 @@ import (
 
 	"github.com/exactly-eos/exactly/internal/testenv"
 	"github.com/exactly-eos/exactly/loadgen/appdb"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
-
-func keyed(key string, offset int64) *kgo.Record {
-	return &kgo.Record{Key: []byte(key), Offset: offset}
-}
-
-// The dedup window drops a key it holds and a key repeated within one
-// poll, and forgets keys below its floor.
-func TestDedupWindowFiltersSeenKeys(t *testing.T) {
-	window := dedupWindow{size: 3, highest: 10}
-	if window.floor() != 8 {
-		t.Fatalf("floor = %d with highest 10 and size 3, want 8 (offsets 8, 9, 10 held)", window.floor())
-	}
-	if (dedupWindow{size: 3, highest: -1}).floor() != 0 {
-		t.Fatal("an empty window's floor must be 0")
-	}
-	records := []*kgo.Record{keyed("a", 11), keyed("b", 12), keyed("a", 13), keyed("c", 14)}
-	kept := window.filter(records, map[string]bool{"b": true})
-	if len(kept) != 2 || string(kept[0].Key) != "a" || kept[0].Offset != 11 || string(kept[1].Key) != "c" {
-		t.Fatalf("kept %v, want a@11 and c@14", kept)
-	}
-}
 
 // A copy is unprotected when its first copy sat below the window's floor
 // when it was written; a copy within the window is a duplicate.
@@ -46,28 +26,6 @@ func TestUnprotectedCopiesAreTheOnesBeyondTheWindow(t *testing.T) {
 	counter.observe(appdb.Row{Producer: 1, Seq: 1, Offset: 2, WindowFloor: -1}) // no window: a duplicate
 	if counter.count != 1 {
 		t.Fatalf("unprotected = %d, want 1", counter.count)
-	}
-}
-
-// On assignment the external-offsets stage starts each partition at its
-// stored offset, and leaves partitions without one where kgo put them.
-func TestSeekOffsetsMovesToStoredOffsets(t *testing.T) {
-	assigned := map[string]map[int32]kgo.Offset{
-		"in":    {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()},
-		"other": {1: kgo.NewOffset().At(3)},
-	}
-	seeked := seekOffsets(assigned, "in", map[int32]int64{1: 42, 7: 9})
-	if got := seeked["in"][1].EpochOffset(); got.Offset != 42 || got.Epoch != -1 {
-		t.Errorf("partition 1 at %+v, want offset 42 without an epoch", got)
-	}
-	if got := seeked["in"][0].EpochOffset(); got != kgo.NewOffset().AtStart().EpochOffset() {
-		t.Errorf("partition 0 moved to %+v without a stored offset", got)
-	}
-	if got := seeked["other"][1].EpochOffset(); got.Offset != 3 {
-		t.Errorf("another topic moved to %+v", got)
-	}
-	if _, added := seeked["in"][7]; added {
-		t.Error("a stored offset of a partition not assigned was added")
 	}
 }
 
@@ -145,15 +103,15 @@ func TestExternalOffsetsSeekToStoredOffsetOnAssignment(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	stats := &applicationStats{}
-	stage, err := newDBStage(dbStageSpec{mode: ModeExternalOffsets, options: []kgo.Opt{kgo.SeedBrokers(target.Bootstrap()...)},
-		clientID: "seek-test", group: "seek-test", input: topic, run: topic, worker: "w0", window: 1}, db, newRunMetrics(time.Now()), stats)
+	stats := &stages.Stats{}
+	stage, err := stages.NewDBStage(stages.DBSpec{Mode: ModeExternalOffsets, Options: []kgo.Opt{kgo.SeedBrokers(target.Bootstrap()...)},
+		ClientID: "seek-test", Group: "seek-test", Input: topic, Run: topic, Worker: "w0", Window: 1}, db, stageMetrics{newRunMetrics(time.Now())}, stats)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stageCtx, stopStage := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- stage.work(stageCtx, nil) }()
+	go func() { done <- stage.Work(stageCtx, nil) }()
 	for {
 		stored, err := db.LoadOffsets(ctx, topic, []int32{0})
 		if err != nil {
@@ -174,9 +132,9 @@ func TestExternalOffsetsSeekToStoredOffsetOnAssignment(t *testing.T) {
 	if err := db.ReadOutput(ctx, topic, func(row appdb.Row) { offsets = append(offsets, row.Offset) }); err != nil {
 		t.Fatal(err)
 	}
-	if len(offsets) != 40 || offsets[0] != 60 || offsets[39] != 99 || stats.seeks.Load() == 0 {
+	if len(offsets) != 40 || offsets[0] != 60 || offsets[39] != 99 || stats.Seeks.Load() == 0 {
 		t.Fatalf("%d rows from offset %v, %d seeks; want offsets 60..99 once each after a seek", len(offsets), offsets[:min(len(offsets), 3)],
-			stats.seeks.Load())
+			stats.Seeks.Load())
 	}
 	for i, offset := range offsets {
 		if offset != int64(60+i) {

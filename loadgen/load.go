@@ -14,6 +14,7 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -38,7 +39,7 @@ type loadRun struct {
 	admin *kgo.Client
 	// stats counts what the application-level machinery did (shared,
 	// atomics).
-	stats *applicationStats
+	stats *stages.Stats
 	// tracker follows the cell's phases for the progress reporter.
 	tracker *cellTracker
 }
@@ -79,12 +80,12 @@ const stageSettleTimeout = 20 * time.Second
 // external-offsets, as subprocesses under consumer-crash; under
 // group-churn, wave 0 of its churning workers, at-least-once's relay
 // included), and waits until its group has assigned every input partition.
-func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
+func (l *loadRun) startStage(ctx context.Context) (*stages.Group, error) {
 	plan := l.plan
 	if !runsConsumeStage(plan.faults, plan.mode) {
 		return nil, nil
 	}
-	var workers *pipeline
+	var workers *stages.Group
 	var err error
 	action, crash := clientAction(plan.faults, faults.ClientConsumerCrash)
 	churn, churning := clientAction(plan.faults, faults.ClientGroupChurn)
@@ -103,7 +104,7 @@ func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 	}
 	// Every stage of a chain (group-churn) reads a topic of Partitions.
 	partitions := plan.workload.Partitions * chainedStages(plan.faults, plan.mode)
-	if !workers.watch.waitSettled(ctx, partitions, time.Now().Add(stageSettleTimeout)) {
+	if !workers.Watch.WaitSettled(ctx, partitions, time.Now().Add(stageSettleTimeout)) {
 		l.env.note("the consume group did not assign all %d partitions within %s; the load started anyway",
 			partitions, stageSettleTimeout)
 	}
@@ -113,15 +114,15 @@ func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 // drive runs the producers (and live consumers, beside the consume stage
 // started by startStage) until the record budget or the deadline, ends the
 // process faults, then lets the stage and consumers drain.
-func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *pipeline) error {
+func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *stages.Group) error {
 	plan, workload, metrics := l.plan, l.plan.workload, l.metrics
 	drain := time.Duration(workload.Drain)
 	finalTopic, readCommitted := plan.topic, plan.spec().Producers == modes.TransactionalProducers
 	if plan.outputTopic != "" {
 		finalTopic, readCommitted = plan.outputTopic, true
 	}
-	if workers != nil && workers.schedule != nil {
-		go workers.schedule()
+	if workers != nil && workers.Schedule != nil {
+		go workers.Schedule()
 	}
 	var consumers *liveConsumers
 	// The database stages measure end-to-end latency at their commits.
@@ -130,7 +131,7 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *p
 		consumers, err = startLiveConsumers(ctx, plan, finalTopic, readCommitted, metrics)
 		if err != nil {
 			if workers != nil {
-				_ = workers.stop()
+				_ = workers.Stop()
 			}
 			return errors.Join(err, stopFaults())
 		}
@@ -150,12 +151,12 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *p
 	var pipelineErr error
 	if workers != nil {
 		// The pipeline's measured time ends when its output caught up.
-		caughtUp := workers.committed.waitFor(int64(totals.Acknowledged), drainDeadline)
+		caughtUp := workers.Committed.WaitFor(int64(totals.Acknowledged), drainDeadline)
 		metrics.producersDone = time.Now()
-		pipelineErr = workers.stop()
+		pipelineErr = workers.Stop()
 		if !caughtUp {
 			pipelineErr = errors.Join(pipelineErr, fmt.Errorf("pipeline committed %d of %d input records within the drain time %s",
-				workers.committed.load(), totals.Acknowledged, drain))
+				workers.Committed.Load(), totals.Acknowledged, drain))
 		}
 	}
 	if consumers != nil {

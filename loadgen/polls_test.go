@@ -13,6 +13,7 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -100,7 +101,7 @@ func TestPollWatchThroughARebalance(t *testing.T) {
 			kgo.ConsumeTopics(pollTestTopic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxPartitionBytes(1),
 			kgo.DisableAutoCommit(), kgo.HeartbeatInterval(100 * time.Millisecond), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			observations.watch(consumersRelay)},
-			assignmentOptions(pollTestTopic, false, nil)...)
+			stages.AssignmentOptions(pollTestTopic, false, nil)...)
 		client, err := kgo.NewClient(options...)
 		if err != nil {
 			t.Fatal(err)
@@ -280,7 +281,7 @@ func TestPollWatchAcrossAnAbortedTransaction(t *testing.T) {
 		options := append([]kgo.Opt{kgo.SeedBrokers(bootstrap...), kgo.ClientID(group), kgo.TransactionalID(group),
 			kgo.ConsumerGroup(group), kgo.ConsumeTopics(pollTestTopic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.RequireStableFetchOffsets(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), observations.watch(consumersPipeline)},
-			assignmentOptions(pollTestTopic, false, nil)...)
+			stages.AssignmentOptions(pollTestTopic, false, nil)...)
 		session, err := kgo.NewGroupTransactSession(options...)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/pollwatch"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -90,7 +91,7 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 // its client; received is shared (atomic), notify is signalled after each
 // poll that returned records.
 type liveConsumers struct {
-	received liveCounter
+	received stages.Counter
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -100,7 +101,7 @@ type liveConsumers struct {
 func startLiveConsumers(ctx context.Context, plan runPlan, topic string, readCommitted bool, metrics *runMetrics) (*liveConsumers, error) {
 	partitions, count := plan.workload.Partitions, plan.workload.Consumers
 	ctx, cancel := context.WithCancel(ctx)
-	consumers := &liveConsumers{received: newLiveCounter(), cancel: cancel, done: make(chan struct{})}
+	consumers := &liveConsumers{received: stages.NewCounter(), cancel: cancel, done: make(chan struct{})}
 	level := kgo.ReadUncommitted()
 	if readCommitted {
 		level = kgo.ReadCommitted()
@@ -145,7 +146,7 @@ func startLiveConsumers(ctx context.Context, plan runPlan, topic string, readCom
 }
 
 // consumeForLatency polls until ctx ends.
-func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetrics, received *liveCounter) {
+func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetrics, received *stages.Counter) {
 	polls := pollwatch.Of(client)
 	for ctx.Err() == nil {
 		fetches := client.PollFetches(ctx)
@@ -158,14 +159,14 @@ func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetr
 				count++
 			}
 		})
-		received.add(int64(count))
+		received.Add(int64(count))
 	}
 }
 
 // stopAfter waits until the consumers received at least target records or
 // deadline passes, then stops them and waits for them to exit.
 func (c *liveConsumers) stopAfter(target int64, deadline time.Time) {
-	c.received.waitFor(target, deadline)
+	c.received.WaitFor(target, deadline)
 	c.cancel()
 	<-c.done
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 )
 
 // Options configure one invocation of the load generator.
@@ -245,7 +246,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	plan.observations = newRunObservations()
 	ledger, logs := newTrackedLedger(plan)
 	metrics := newRunMetrics(time.Now())
-	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &applicationStats{}, admin: admin,
+	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &stages.Stats{}, admin: admin,
 		tracker: tracker}
 	// A consume stage starts first and the clock once its group settled.
 	workers, stageErr := load.startStage(ctx)
@@ -287,7 +288,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	tracker.enter(progress.PhaseVerifying, 0)
 	proof.offenders = verifyRun(ctx, admin, plan, ledger, logs, run)
 	if run.Application != nil {
-		load.stats.fill(run.Application)
+		fillApplication(load.stats, run.Application)
 	}
 	return proof
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/pollwatch"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 	"github.com/exactly-eos/exactly/loadgen/worker"
 )
@@ -92,21 +93,25 @@ func runProducerWorker(ctx context.Context, spec worker.Spec, reporter *worker.R
 // each transaction it opens and the records each commit carried.
 func runPipelineWorker(ctx context.Context, spec worker.Spec, reporter *worker.Reporter, _ *worker.CrashPoint) error {
 	metrics := newRunMetrics(time.Now())
-	session, err := newPipelineSession(pipelineSessionSpec{
-		options: append(workerClientOptions(spec), workerPollWatch(reporter)), clientID: spec.ClientID, transactionalID: spec.TransactionalID,
-		transactionTimeout: spec.TransactionTimeout, group: spec.Group, input: spec.Input, instanceID: spec.InstanceID,
-		shortSession: true, onAssignment: reporter.Assigned,
-	}, metrics)
+	session, err := stages.NewSession(stages.SessionSpec{
+		Options: append(workerClientOptions(spec), workerPollWatch(reporter)), ClientID: spec.ClientID, TransactionalID: spec.TransactionalID,
+		TransactionTimeout: spec.TransactionTimeout, Group: spec.Group, Input: spec.Input, InstanceID: spec.InstanceID,
+		ShortSession: true, OnAssignment: reporter.Assigned,
+	}, stageMetrics{metrics})
 	if err != nil {
 		return err
 	}
 	reporter.Emit(worker.Event{Event: "ready"})
-	p := &pipeline{committed: newLiveCounter(),
-		onBegin: func() { reporter.Emit(worker.Event{Event: "open"}) },
-		onEnd:   func(committed int64) { reporter.Emit(worker.Event{Event: "committed", Count: committed}) },
+	p := &stages.Group{Committed: stages.NewCounter(),
+		OnBegin: func() { reporter.Emit(worker.Event{Event: "open"}) },
+		OnEnd:   func(committed int64) { reporter.Emit(worker.Event{Event: "committed", Count: committed}) },
 	}
-	return p.work(ctx, session, stageOutput{spec.Output, 1}, metrics, nil)
+	return p.Transact(ctx, session, stages.Output{Topic: spec.Output, Stage: 1}, stageMetrics{metrics}, nil)
 }
+
+// crashCommands are the runner's crash requests (worker.Crash points) of
+// the database stage's crash points.
+var crashCommands = map[int]int{stages.CrashAfterCommit: worker.CrashAfterCommit, stages.CrashInTransaction: worker.CrashInTransaction}
 
 // runDBStageWorker runs one database stage worker, reporting each
 // database commit, and kills itself at the crash point the runner asks
@@ -118,28 +123,28 @@ func runDBStageWorker(ctx context.Context, spec worker.Spec, reporter *worker.Re
 		return err
 	}
 	defer db.Close()
-	stats := &applicationStats{}
-	stage, err := newDBStage(dbStageSpec{mode: spec.Mode, options: append(workerClientOptions(spec), workerPollWatch(reporter)), clientID: spec.ClientID,
-		group: spec.Group, input: spec.Input, run: spec.Run, worker: spec.Worker, window: spec.Window, shortSession: true,
-		onAssignment: reporter.Assigned},
-		db, metrics, stats)
+	stats := &stages.Stats{}
+	stage, err := stages.NewDBStage(stages.DBSpec{Mode: spec.Mode, Options: append(workerClientOptions(spec), workerPollWatch(reporter)), ClientID: spec.ClientID,
+		Group: spec.Group, Input: spec.Input, Run: spec.Run, Worker: spec.Worker, Window: spec.Window, ShortSession: true,
+		OnAssignment: reporter.Assigned},
+		db, stageMetrics{metrics}, stats)
 	if err != nil {
 		return err
 	}
 	var reported struct{ dropped, conflicts, seeks int64 }
-	stage.onOpen = func() { reporter.Emit(worker.Event{Event: "open"}) }
-	stage.onCommit = func(rows int64, sendTimes []int64, took time.Duration) {
-		dropped, conflicts, seeks := stats.dropped.Load(), stats.conflicts.Load(), stats.seeks.Load()
+	stage.OnOpen = func() { reporter.Emit(worker.Event{Event: "open"}) }
+	stage.OnCommit = func(rows int64, sendTimes []int64, took time.Duration) {
+		dropped, conflicts, seeks := stats.Dropped.Load(), stats.Conflicts.Load(), stats.Seeks.Load()
 		reporter.Emit(worker.Event{Event: "committed", Count: rows, SendTimes: sendTimes, Took: max(took.Nanoseconds(), 1),
 			Dropped: dropped - reported.dropped, Conflicts: conflicts - reported.conflicts, Seeks: seeks - reported.seeks})
 		reported.dropped, reported.conflicts, reported.seeks = dropped, conflicts, seeks
 	}
-	stage.crashAt = func(point int, rows int) bool {
-		if crash.Load() != point {
+	stage.CrashAt = func(point int, rows int) bool {
+		if crash.Load() != crashCommands[point] {
 			return false
 		}
 		where := fmt.Sprintf("killed itself (SIGKILL, pid %d) right after committing %d rows to the database, before its next poll", os.Getpid(), rows)
-		if point == worker.CrashInTransaction {
+		if point == stages.CrashInTransaction {
 			where = fmt.Sprintf("killed itself (SIGKILL, pid %d) inside an open database transaction holding %d rows", os.Getpid(), rows)
 		}
 		reporter.Emit(worker.Event{Event: "crashing", Message: where})
@@ -147,5 +152,5 @@ func runDBStageWorker(ctx context.Context, spec worker.Spec, reporter *worker.Re
 		select {} // the signal is on its way
 	}
 	reporter.Emit(worker.Event{Event: "ready"})
-	return stage.work(ctx, nil)
+	return stage.Work(ctx, nil)
 }
