@@ -1,7 +1,3 @@
-// Package loadgen is the load generator of `exactly loadgen`: it runs
-// workloads in each delivery mode against a Kafka-compatible cluster through
-// franz-go, measures throughput and latency with HdrHistogram, and checks
-// every record it wrote with package verify.
 package loadgen
 
 import (

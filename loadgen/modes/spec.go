@@ -15,8 +15,9 @@
 //
 // The machinery a Spec names lives elsewhere: producers, the single
 // writers and the run's orchestration in package loadgen, the consume
-// stages (transact pipeline, database stages, relay) in the load
-// generator's stage code, the checks in loadgen/verify.
+// stages (transact pipeline, database stages, relay) in package
+// loadgen/stages, the worker subprocesses in loadgen/worker, the checks in
+// loadgen/verify.
 package modes
 
 import (
