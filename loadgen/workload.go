@@ -58,7 +58,8 @@ type Workload struct {
 	// Pipeline configures the eos-pipeline mode, and the consume workers
 	// of consumer-dedup and external-offsets.
 	Pipeline PipelineSpec `yaml:"pipeline" json:"pipeline"`
-	// Application configures the application-level modes (seed §3.1).
+	// Application configures the application-level modes (the
+	// application's road to exactly-once).
 	Application ApplicationSpec `yaml:"application" json:"application"`
 	// Faults is the fault matrix: each entry runs delivery modes under one
 	// fault plan. Empty: every mode of Modes, without faults.
