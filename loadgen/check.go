@@ -19,13 +19,13 @@ type readerSpec struct {
 	topic     string
 	isolation verify.Isolation
 	stage     uint8
-	// informational reads are not judged: consumer-dedup's input, whose
+	// informational reads are not judged: a dedup stage's input, whose
 	// duplicates are what the consumer must drop, is only counted.
 	informational bool
 }
 
 // readersFor lists a plan's verification reads: for a run whose consume
-// stage writes a topic (eos-pipeline, a relay), each stage's output and
+// stage writes a topic (a transact stage, a relay), each stage's output and
 // the input (see stageReaders); else the mode's Readers of the topic
 // (read_committed when it names none).
 func readersFor(plan runPlan) []readerSpec {
@@ -237,9 +237,9 @@ const tableReader = "table rows"
 
 // verifyTable reads the run's output rows from the application database
 // and checks them like a topic read: each row stands for the input record
-// it came from, and is a read of the input offset it names. For
-// consumer-dedup, an extra copy whose first copy had left the window when
-// it arrived is counted unprotected, not duplicated.
+// it came from, and is a read of the input offset it names. For a dedup
+// stage, an extra copy whose first copy had left the window when it
+// arrived is counted unprotected, not duplicated.
 func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs []*verify.TrackedLog, run *report.Run,
 	observations *runObservations, offenders map[string][]string) *pendingCheck {
 	readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))

@@ -23,11 +23,11 @@ import (
 // The group-churn fault (faults.GroupChurn) runs a consume stage as
 // in-process workers that join the stage's group in waves and leave it:
 // no worker is killed, each leaves the way an application does, after
-// ending its open transaction with an abort. The stage is the mode's own:
-// eos-pipeline's GroupTransactSession workers, consumer-dedup's and
-// external-offsets' database stages, or at-least-once's relay. The
-// workers' loops (pipeline.work, dbStage.work, relay.work) consult a
-// departure between polls.
+// ending its open transaction with an abort. The stage is the mode's own
+// (its modes.Spec's Stage): transact workers (GroupTransactSession), a
+// database stage, or, for a mode without a stage, a relay. The workers'
+// loops (stages.Group.Transact, DBStage.Work, Relay.Work) consult a
+// stages.Departure between polls.
 
 // churnSessionTimeout is the workers' session timeout, as TestTxnEtl's.
 const churnSessionTimeout = 20 * time.Second

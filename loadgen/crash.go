@@ -11,10 +11,10 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/worker"
 )
 
-// Under the consumer-crash fault each consume worker position (an
-// eos-pipeline worker, or a database stage worker) is a worker.Slot: a
-// worker subprocess, replaced by a new one when it is killed. An
-// eos-pipeline replacement keeps the transactional.id, so its
+// Under the consumer-crash fault each consume worker position (a
+// transact worker, or a database stage worker) is a worker.Slot: a worker
+// subprocess, replaced by a new one when it is killed. A transact
+// worker's replacement keeps the transactional.id, so its
 // InitProducerId aborts the killed worker's open transaction; a database
 // stage's replacement resumes from the database (its stored offsets or
 // its dedup window). Workers are dynamic group members with a 6 s session:
@@ -23,8 +23,8 @@ import (
 // slots' supervisor goroutines start and reap processes; the crash
 // scheduler kills them (or tells them where to kill themselves).
 
-// startWorkerPipeline runs the consume workers of plan (eos-pipeline, or
-// a database stage) as subprocesses and crashes them at each firing of
+// startWorkerPipeline runs the consume workers of plan (transact workers,
+// or a database stage) as subprocesses and crashes them at each firing of
 // action, starting a replacement after its restart delay.
 func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAction) (*stages.Group, error) {
 	plan := l.plan
@@ -57,7 +57,7 @@ func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAc
 }
 
 // killedWorkerTransactionTimeout bounds transaction.timeout.ms of
-// eos-pipeline workers the consumer-crash fault kills.
+// transact workers the consumer-crash fault kills.
 const killedWorkerTransactionTimeout = 10 * time.Second
 
 // consumeWorkerSpec is consume worker index's subprocess settings.
@@ -115,7 +115,7 @@ func (l *loadRun) launchSlot(s *worker.Slot, p *stages.Group) error {
 // the run's measurements.
 func (l *loadRun) recordStageCommit(event worker.Event) {
 	if len(event.SendTimes) == 0 && event.Took == 0 {
-		return // an eos-pipeline worker's report: no measurements
+		return // a transact worker's report: no measurements
 	}
 	now := time.Now()
 	for _, sendTime := range event.SendTimes {

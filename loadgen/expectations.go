@@ -31,7 +31,7 @@ const (
 	signConsumerCrash               // a pipeline worker was killed
 	signProcessFault                // a launched broker was killed or paused
 	signGroupChurn                  // a wave joined mid-run and a worker aborted a transaction to leave
-	signChurnDuplicates             // signGroupChurn, and duplicates appeared (at-least-once's relay)
+	signChurnDuplicates             // signGroupChurn, and duplicates appeared (a relay)
 )
 
 // expectation is one cell of the expectations table: the bounds a delivery
@@ -39,7 +39,7 @@ const (
 type expectation struct {
 	lost, duplicated, reordered bound
 	sign                        sign
-	// note adds what the bounds do not say (consumer-dedup's window).
+	// note adds what the bounds do not say (a dedup window's reach).
 	note string
 }
 
@@ -242,25 +242,24 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 			run.Status, run.Reason = report.StatusUntestable, why
 		}
 		if proof.loadErr != nil && run.Status == report.StatusPass {
-			// Under faults a producer may give up (at-most-once has no
-			// retries); the bounds held over everything it sent.
+			// Under faults a producer may give up (without retries);
+			// the bounds held over everything it sent.
 			run.Reason = "load error under faults (bounds held): " + proof.loadErr.Error()
 		}
 	}
 	expectation.Why = run.Reason
 }
 
-// stalledPipeline reports whether a consume stage's (eos-pipeline,
-// consumer-dedup, external-offsets, at-least-once's relay) only broken
-// bound is output records missing because its workers did not catch up
-// (the drain's "pipeline committed" error says they did not).
+// stalledPipeline reports whether a consume stage's (transact, database
+// or relay) only broken bound is output records missing because its
+// workers did not catch up (the drain's "pipeline committed" error says
+// they did not).
 func stalledPipeline(run *report.Run, proof evidence) bool {
 	if proof.loadErr == nil || !strings.Contains(proof.loadErr.Error(), "pipeline committed") {
 		return false
 	}
 	seen := observe(run)
-	// A relay (at-least-once's, under group-churn) may duplicate and
-	// reorder.
+	// A relay (under group-churn) may duplicate and reorder.
 	relayed := specOf(run.Mode).RelaysUnderChurn
 	return (seen.duplicated == 0 || relayed) && (seen.reordered == 0 || relayed) && seen.abortedVisible == 0 && seen.phantom == 0 &&
 		seen.inconsistent == 0 && seen.pollSkips == 0 && seen.nonMonotonic == 0

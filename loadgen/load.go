@@ -75,11 +75,10 @@ func zombieSlots(plan runPlan) int {
 // settle before the load starts anyway.
 const stageSettleTimeout = 20 * time.Second
 
-// startStage starts the plan's consume stage, if it has one (the
-// eos-pipeline workers, or the database stage of consumer-dedup and
-// external-offsets, as subprocesses under consumer-crash; under
-// group-churn, wave 0 of its churning workers, at-least-once's relay
-// included), and waits until its group has assigned every input partition.
+// startStage starts the plan's consume stage, if it has one (transact
+// workers or a database stage, as subprocesses under consumer-crash;
+// under group-churn, wave 0 of its churning workers, a relay included),
+// and waits until its group has assigned every input partition.
 func (l *loadRun) startStage(ctx context.Context) (*stages.Group, error) {
 	plan := l.plan
 	if !runsConsumeStage(plan.faults, plan.mode) {
@@ -244,7 +243,7 @@ type producerSpec struct {
 	commitRecords      int
 	abortShare         float64
 	// uniqueKeys gives every record its own key, p<producer>-<sequence>
-	// (consumer-dedup), instead of one drawn from keys.
+	// (modes.Spec.UniqueKeys), instead of one drawn from keys.
 	uniqueKeys bool
 }
 

@@ -116,7 +116,7 @@ func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, e
 
 // chainedStages is the number of chained consume-transform-produce
 // stages of a run of mode under plan: group-churn's stages for a mode
-// whose stage chains (eos-pipeline's), else 1.
+// whose stage chains (a transact stage), else 1.
 func chainedStages(plan faults.Plan, mode string) int {
 	if action, ok := clientAction(plan, faults.ClientGroupChurn); ok && specOf(mode).Stage.Chains() {
 		return action.ChainedStages()

@@ -35,8 +35,8 @@ type Options struct {
 	// subprocess) and client faults (producer and pipeline workers). Empty:
 	// those runs are not applicable.
 	Self SelfCommand
-	// Database is the application database of consumer-dedup and
-	// external-offsets: a postgres:// URL or an SQLite file path. Empty:
+	// Database is the application database of the database stages: a
+	// postgres:// URL or an SQLite file path. Empty:
 	// an SQLite file in a temporary directory, removed afterwards.
 	Database string
 	// RunID, when not 0, is the invocation's run id (else a random one),
@@ -63,15 +63,15 @@ type runPlan struct {
 	faults          faults.Plan
 	// topicSuffix names the run in topic, group and transactional ids.
 	topicSuffix string
-	// topic is where load producers write; outputTopic is the pipeline's
-	// (or at-least-once's relay's) output, empty for other modes;
-	// chainTopics are the topics between them when stages are chained
-	// (eos-pipeline under group-churn; see stageTopics).
+	// topic is where load producers write; outputTopic is the output of
+	// a stage that writes a topic (transact, or a relay), empty for other
+	// modes; chainTopics are the topics between them when stages are
+	// chained (a transact stage under group-churn; see stageTopics).
 	topic       string
 	outputTopic string
 	chainTopics []string
-	// appDB is the application database (consumer-dedup,
-	// external-offsets; nil otherwise), databaseDSN where worker
+	// appDB is the application database (a mode with a database stage;
+	// nil otherwise), databaseDSN where worker
 	// subprocesses connect to it and database its description.
 	appDB       *appdb.DB
 	databaseDSN string

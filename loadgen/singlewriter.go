@@ -21,7 +21,7 @@ import (
 const recoveryReadTimeout = 5 * time.Second
 
 // writerState is what a single writer knows of its records on its
-// partition: the pure core of the single-writer-check mode (no client),
+// partition: the pure core of the partition writers (no client),
 // so its recovery decisions can be tested from a partition's tail alone.
 //
 // Invariant: every record of this writer at an offset below knownGood is

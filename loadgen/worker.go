@@ -20,8 +20,8 @@ import (
 
 // The roles a worker subprocess runs (the protocol, the process and its
 // supervision live in package worker): a transactional producer of the
-// zombie-producer chain, an eos-pipeline worker or a database stage
-// worker under consumer-crash.
+// zombie-producer chain, a transact worker or a database stage worker
+// under consumer-crash.
 
 // workerRoles are the roles RunWorker serves.
 var workerRoles = map[string]worker.Role{

@@ -53,10 +53,9 @@ type Workload struct {
 	// Drain caps how long consumers and pipeline workers may take to catch
 	// up after producers stop, and how long each verification read may take.
 	Drain Duration `yaml:"drain" json:"drain"`
-	// Transaction configures the transactional mode.
+	// Transaction configures transactional producers.
 	Transaction TransactionSpec `yaml:"transaction" json:"transaction"`
-	// Pipeline configures the eos-pipeline mode, and the consume workers
-	// of consumer-dedup and external-offsets.
+	// Pipeline configures the consume stages' workers.
 	Pipeline PipelineSpec `yaml:"pipeline" json:"pipeline"`
 	// Application configures the application-level modes (the
 	// application's road to exactly-once).
@@ -96,7 +95,7 @@ type PipelineSpec struct {
 
 // ApplicationSpec configures the application-level modes.
 type ApplicationSpec struct {
-	// DedupWindow is consumer-dedup's window: the keys of the last
+	// DedupWindow is the dedup stage's window: the keys of the last
 	// DedupWindow offsets of each partition are remembered; a copy that
 	// arrives later than that after the first is not detected.
 	DedupWindow int64 `yaml:"dedup_window" json:"dedup_window"`

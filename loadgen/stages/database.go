@@ -206,7 +206,7 @@ const maxTransactionAttempts = 5
 var errLeaving = errors.New("rolled back: the worker leaves the group")
 
 // process commits one poll's records to the database (retrying transient
-// failures), then marks them for Kafka's commit (consumer-dedup). When
+// failures), then marks them for Kafka's commit (the dedup stage). When
 // commit is false (a worker leaving under group-churn) it writes them in a
 // database transaction and rolls it back, marking nothing. It reports
 // whether the poll was committed to the database.
@@ -263,9 +263,9 @@ func (s *DBStage) seekAgain(ctx context.Context, byPartition map[int32][]*kgo.Re
 	return nil
 }
 
-// transact writes one poll in one database transaction: for
-// external-offsets the rows and the advanced offsets, for consumer-dedup
-// the rows of keys not seen and the keys. Without commit it rolls the
+// transact writes one poll in one database transaction: for the
+// stored-offsets stage the rows and the advanced offsets, for the dedup
+// stage the rows of keys not seen and the keys. Without commit it rolls the
 // transaction back once everything is written and returns errLeaving.
 func (s *DBStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Record, commit bool) error {
 	tx, err := s.db.Begin(ctx)

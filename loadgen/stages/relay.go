@@ -13,7 +13,7 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
-// Relay is the at-least-once mode's consume stage, run under group-churn:
+// Relay is the consume stage a mode without one runs under group-churn:
 // the classic at-least-once consume-produce loop. Workers in one consumer
 // group read the input topic; for each poll a worker produces every
 // record (its header's stage set to 1) to the same partition of the
@@ -43,8 +43,8 @@ type RelaySpec struct {
 }
 
 // NewRelay creates a relay worker's client: a group consumer without
-// auto-commit whose rebalances wait for the poll being relayed, and an
-// at-least-once producer.
+// auto-commit whose rebalances wait for the poll being relayed, and a
+// producer with the mode's producer options.
 func NewRelay(spec RelaySpec, metrics Metrics) (*Relay, error) {
 	mode, ok := modes.Lookup(spec.Mode)
 	if !ok {

@@ -2,7 +2,7 @@
 // in one consumer group, that read the topic the load's producers write.
 //
 //	transact.go  consume-transform-produce in one Kafka transaction per
-//	             poll (GroupTransactSession; eos-pipeline), chained under
+//	             poll (GroupTransactSession), chained under
 //	             group-churn
 //	database.go  the database stages (the application's road): a
 //	             deduplicating consumer, or output rows and offsets in one

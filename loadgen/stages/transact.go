@@ -106,8 +106,8 @@ func (p *Group) Transact(ctx context.Context, session *kgo.GroupTransactSession,
 }
 
 // Output is where a pipeline worker writes: the topic, and the stage
-// number its records carry in their header (1 for eos-pipeline; stage k
-// of a chain under group-churn).
+// number its records carry in their header (1; stage k of a chain under
+// group-churn).
 type Output struct {
 	Topic string
 	Stage uint8
