@@ -3,12 +3,14 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/appdb"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -17,26 +19,27 @@ type readerSpec struct {
 	topic     string
 	isolation verify.Isolation
 	stage     uint8
-	// informational reads are not judged: consumer-dedup's input, whose
+	// informational reads are not judged: a dedup stage's input, whose
 	// duplicates are what the consumer must drop, is only counted.
 	informational bool
 }
 
-// readersFor lists a plan's verification reads: read_committed of the
-// topic every mode; read_uncommitted too for the transactional mode (aborted
-// records must be there, and counted, but not lost); for a run whose
-// consume stage writes a topic (eos-pipeline, at-least-once's relay), each
-// stage's output and the input (see stageReaders).
+// readersFor lists a plan's verification reads: for a run whose consume
+// stage writes a topic (a transact stage, a relay), each stage's output and
+// the input (see stageReaders); else the mode's Readers of the topic
+// (read_committed when it names none).
 func readersFor(plan runPlan) []readerSpec {
-	switch {
-	case plan.outputTopic != "":
+	if plan.outputTopic != "" {
 		return plan.stageReaders()
-	case plan.mode == ModeTransactional:
-		return []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}, {plan.topic, verify.ReadUncommitted, 0, false}}
-	case plan.mode == ModeConsumerDedup:
-		return []readerSpec{{plan.topic, verify.ReadCommitted, 0, true}}
 	}
-	return []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}}
+	var readers []readerSpec
+	for _, reader := range plan.spec().Readers {
+		readers = append(readers, readerSpec{plan.topic, reader.Isolation, 0, reader.Informational})
+	}
+	if len(readers) == 0 {
+		readers = []readerSpec{{plan.topic, verify.ReadCommitted, 0, false}}
+	}
+	return readers
 }
 
 // pendingCheck is a check whose violations wait until every reader of the
@@ -68,21 +71,21 @@ type readKey struct {
 }
 
 // verifyRun reads back the run's topics, records each checker verdict and
-// returns a few offending records per kind (see offenderSampler). Each read
+// returns a few offending records per kind (see verify.OffenderSampler). Each read
 // is bounded by the workload's drain time. After the read-backs it judges
 // the polls of the run's consumers against them (one check per kind of
 // consumer and topic, see verifyPolls), then counts every check's
 // inconsistent offsets: an offset is inconsistent once any two reads of
 // the run disagree on it.
-func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, run *report.Run) map[string][]string {
+func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*verify.TrackedLog, run *report.Run) map[string][]string {
 	offenders := make(map[string][]string)
 	observations := plan.observations
 	if observations == nil {
 		observations = newRunObservations()
 	}
-	if slices.Contains(ApplicationModes, plan.mode) {
+	if plan.spec().Road == modes.ApplicationRoad {
 		run.Application = &report.ApplicationRun{Database: plan.database}
-		if plan.mode == ModeConsumerDedup {
+		if plan.spec().Stage == modes.DedupStage {
 			run.Application.DedupWindowOffsets = plan.workload.Application.DedupWindow
 		}
 	}
@@ -104,8 +107,8 @@ func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ver
 	for _, check := range checks {
 		if check.observations != nil {
 			check.Counts.InconsistentOffsets = check.observations.Inconsistent(check.observer)
-			for _, inconsistency := range check.observations.Inconsistencies(check.observer, maxOffenders) {
-				offenders[offenderInconsistent] = append(offenders[offenderInconsistent], check.label+": "+inconsistency.String())
+			for _, inconsistency := range check.observations.Inconsistencies(check.observer, verify.MaxOffenders) {
+				offenders[verify.OffenderInconsistent] = append(offenders[verify.OffenderInconsistent], check.label+": "+inconsistency.String())
 			}
 		}
 		check.Violations = append(check.Counts.Violations(check.isolation), check.notes...)
@@ -121,7 +124,7 @@ func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ver
 // read-back's own polls (a read_uncommitted read keeping control records
 // must return every offset; any read must only move forward), and the
 // reference it leaves for the topic's consumers.
-func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, reader readerSpec,
+func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*verify.TrackedLog, reader readerSpec,
 	observations *runObservations, offenders map[string][]string) (*pendingCheck, readEnd) {
 	readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
 	defer cancel()
@@ -129,13 +132,13 @@ func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ve
 	observer := topic.Observer(reader.isolation.String())
 	tracker := verify.NewPollTracker("read-back "+reader.isolation.String(), topic, observer)
 	checker := verify.NewChecker(ledger, reader.isolation, reader.stage)
-	sampler := newOffenderSampler(logs, ledger, samplerSpec{topic: reader.topic, inputTopic: plan.topic,
-		stage: reader.stage, isolation: reader.isolation, checker: checker})
+	sampler := verify.NewOffenderSampler(logs, ledger, verify.SamplerSpec{Topic: reader.topic, InputTopic: plan.topic,
+		Stage: reader.stage, Isolation: reader.isolation, Checker: checker})
 	ends, complete, err := readBack(readCtx, admin, plan.bootstrap, reader.topic, plan.workload.Partitions, reader.isolation, tracker,
 		func(record *kgo.Record) {
 			read := readOf(record)
-			checker.Observe(read.partition, read.offset, read.value)
-			sampler.observe(read)
+			checker.Observe(read.Partition, read.Offset, read.Value)
+			sampler.Observe(read)
 		})
 	check := &pendingCheck{Check: report.Check{Reader: reader.isolation.String(), Topic: reader.topic, Complete: complete,
 		Counts: checker.Finish()}, isolation: reader.isolation, observations: topic, observer: observer}
@@ -152,7 +155,7 @@ func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ve
 	} else if !complete {
 		check.notes = append(check.notes, fmt.Sprintf("read back incomplete within %s", plan.workload.Drain))
 	}
-	for kind, examples := range sampler.finish() {
+	for kind, examples := range sampler.Finish() {
 		for _, example := range examples {
 			offenders[kind] = append(offenders[kind], check.Reader+": "+example)
 		}
@@ -192,9 +195,9 @@ func verifyPolls(observations *runObservations, references map[readKey]readEnd, 
 			// return belongs to an aborted (or never committed)
 			// transaction.
 			var unreturned []verify.OffsetRead
-			check.Counts.AbortedVisible, unreturned = group.observations.Unreturned(group.observer, reference.observer, reference.ends, maxOffenders)
+			check.Counts.AbortedVisible, unreturned = group.observations.Unreturned(group.observer, reference.observer, reference.ends, verify.MaxOffenders)
 			for _, read := range unreturned {
-				offenders[offenderAbortedVisible] = append(offenders[offenderAbortedVisible], fmt.Sprintf(
+				offenders[verify.OffenderAbortedVisible] = append(offenders[verify.OffenderAbortedVisible], fmt.Sprintf(
 					"%s: polled topic %s partition %d offset %d (%s), which the read_committed read-back did not return",
 					check.label, group.topic, read.Partition, read.Offset, read.Record))
 			}
@@ -204,15 +207,21 @@ func verifyPolls(observations *runObservations, references map[readKey]readEnd, 
 	return checks
 }
 
+// readOf is what a read needs of a fetched record.
+func readOf(record *kgo.Record) verify.ReadRecord {
+	return verify.ReadRecord{Partition: record.Partition, Offset: record.Offset, Value: record.Value,
+		Writer: verify.Writer{ProducerID: record.ProducerID, ProducerEpoch: record.ProducerEpoch}}
+}
+
 // notePollAnomalies adds a verdict's poll skips and moves back to the
 // offenders.
 func notePollAnomalies(offenders map[string][]string, label string, polls verify.PollVerdict) {
 	for _, anomaly := range polls.Anomalies {
-		kind := offenderPollSkip
+		kind := verify.OffenderPollSkip
 		if anomaly.Backwards() {
-			kind = offenderNonMonotonic
+			kind = verify.OffenderNonMonotonic
 		}
-		if len(offenders[kind]) < maxOffenders {
+		if len(offenders[kind]) < verify.MaxOffenders {
 			offenders[kind] = append(offenders[kind], label+": "+anomaly.String())
 		}
 	}
@@ -228,26 +237,26 @@ const tableReader = "table rows"
 
 // verifyTable reads the run's output rows from the application database
 // and checks them like a topic read: each row stands for the input record
-// it came from, and is a read of the input offset it names. For
-// consumer-dedup, an extra copy whose first copy had left the window when
-// it arrived is counted unprotected, not duplicated.
-func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs []*trackedLog, run *report.Run,
+// it came from, and is a read of the input offset it names. For a dedup
+// stage, an extra copy whose first copy had left the window when it
+// arrived is counted unprotected, not duplicated.
+func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs []*verify.TrackedLog, run *report.Run,
 	observations *runObservations, offenders map[string][]string) *pendingCheck {
 	readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
 	defer cancel()
 	checker := verify.NewChecker(ledger, verify.ReadCommitted, 1)
 	table := fmt.Sprintf("exactly_output where run = %s", plan.topic)
-	sampler := newOffenderSampler(logs, ledger, samplerSpec{topic: table, inputTopic: plan.topic, stage: 1,
-		isolation: verify.ReadCommitted, checker: checker})
+	sampler := verify.NewOffenderSampler(logs, ledger, verify.SamplerSpec{Topic: table, InputTopic: plan.topic, Stage: 1,
+		Isolation: verify.ReadCommitted, Checker: checker})
 	input := observations.topic(plan.topic)
 	observer := input.Observer(tableReader)
 	unprotected := newUnprotectedCounter()
-	err := plan.appDB.readOutput(readCtx, plan.topic, func(row outputRow) {
-		value := verify.NewValue(verify.Header{RunID: plan.runID, Producer: row.producer, Sequence: row.seq,
-			SendTime: row.sendTime, Stage: 1}, verify.HeaderSize)
-		checker.Observe(row.partition, row.offset, value)
-		sampler.observe(readRecord{partition: row.partition, offset: row.offset, value: value, writer: verify.Writer{ProducerID: -1}})
-		input.Observe(observer, row.partition, row.offset, verify.NewRecordID(row.producer, row.seq))
+	err := plan.appDB.ReadOutput(readCtx, plan.topic, func(row appdb.Row) {
+		value := verify.NewValue(verify.Header{RunID: plan.runID, Producer: row.Producer, Sequence: row.Seq,
+			SendTime: row.SendTime, Stage: 1}, verify.HeaderSize)
+		checker.Observe(row.Partition, row.Offset, value)
+		sampler.Observe(verify.ReadRecord{Partition: row.Partition, Offset: row.Offset, Value: value, Writer: verify.Writer{ProducerID: -1}})
+		input.Observe(observer, row.Partition, row.Offset, verify.NewRecordID(row.Producer, row.Seq))
 		unprotected.observe(row)
 	})
 	run.Application.Table = table + " (" + plan.database + ")"
@@ -259,7 +268,7 @@ func verifyTable(ctx context.Context, plan runPlan, ledger *verify.Ledger, logs 
 	if err != nil {
 		check.notes = append(check.notes, "read back failed: "+err.Error())
 	}
-	for kind, examples := range sampler.finish() {
+	for kind, examples := range sampler.Finish() {
 		for _, example := range examples {
 			offenders[kind] = append(offenders[kind], "table: "+example)
 		}
@@ -281,26 +290,27 @@ func newUnprotectedCounter() *unprotectedCounter {
 	return &unprotectedCounter{firstOffset: make(map[[2]uint64]int64)}
 }
 
-func (u *unprotectedCounter) observe(row outputRow) {
-	key := [2]uint64{uint64(row.producer), row.seq}
+func (u *unprotectedCounter) observe(row appdb.Row) {
+	key := [2]uint64{uint64(row.Producer), row.Seq}
 	first, seen := u.firstOffset[key]
 	if !seen {
-		u.firstOffset[key] = row.offset
+		u.firstOffset[key] = row.Offset
 		return
 	}
-	if row.windowFloor >= 0 && first < row.windowFloor {
+	if row.WindowFloor >= 0 && first < row.WindowFloor {
 		u.count++
 	}
 }
 
-// fill copies the run's counters into its results.
-func (s *applicationStats) fill(application *report.ApplicationRun) {
-	application.DroppedDuplicates = s.dropped.Load()
-	application.DatabaseCommits = s.databaseCommits.Load()
-	application.Seeks = s.seeks.Load()
-	application.OffsetConflicts = s.conflicts.Load()
-	application.Recoveries = s.recoveries.Load()
-	application.FoundWritten = s.foundWritten.Load()
-	application.Resent = s.resent.Load()
-	application.WriterCopies = s.writerCopies.Load()
+// fillApplication copies the run's application counters into its
+// results.
+func fillApplication(s *stages.Stats, application *report.ApplicationRun) {
+	application.DroppedDuplicates = s.Dropped.Load()
+	application.DatabaseCommits = s.DatabaseCommits.Load()
+	application.Seeks = s.Seeks.Load()
+	application.OffsetConflicts = s.Conflicts.Load()
+	application.Recoveries = s.Recoveries.Load()
+	application.FoundWritten = s.FoundWritten.Load()
+	application.Resent = s.Resent.Load()
+	application.WriterCopies = s.WriterCopies.Load()
 }

@@ -16,22 +16,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
-	"github.com/exactly-eos/exactly/loadgen/verify"
+	"github.com/exactly-eos/exactly/loadgen/modes"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 )
 
 // The group-churn fault (faults.GroupChurn) runs a consume stage as
 // in-process workers that join the stage's group in waves and leave it:
 // no worker is killed, each leaves the way an application does, after
-// ending its open transaction with an abort. The stage is the mode's own:
-// eos-pipeline's GroupTransactSession workers, consumer-dedup's and
-// external-offsets' database stages, or at-least-once's relay. The
-// workers' loops (pipeline.work, dbStage.work, relay.work) consult a
-// departure between polls.
-
-// churnPollSlice bounds one poll of a churning worker, so a worker asked
-// to leave notices between polls even when no records arrive (franz-go's
-// TestTxnEtl polls with 100 ms).
-const churnPollSlice = 200 * time.Millisecond
+// ending its open transaction with an abort. The stage is the mode's own
+// (its modes.Spec's Stage): transact workers (GroupTransactSession), a
+// database stage, or, for a mode without a stage, a relay. The workers'
+// loops (stages.Group.Transact, DBStage.Work, Relay.Work) consult a
+// stages.Departure between polls.
 
 // churnSessionTimeout is the workers' session timeout, as TestTxnEtl's.
 const churnSessionTimeout = 20 * time.Second
@@ -39,109 +35,6 @@ const churnSessionTimeout = 20 * time.Second
 // churnPhaseEndTimeout bounds the wait for a phase's workers to leave
 // before a wave with another balancer joins.
 const churnPhaseEndTimeout = 30 * time.Second
-
-// departure tells one churning worker when to leave: after afterCommits
-// commits (-1: not by count), or once leave is closed (its phase ended).
-// The worker's goroutine owns commits; the stage's hooks are safe to call
-// from it.
-type departure struct {
-	afterCommits int
-	leave        <-chan struct{}
-	commits      int
-	// onCommitted receives each committed poll; onLeft is told how many
-	// records the aborted transaction held (0: the worker left between
-	// polls with nothing open) and after how many commits.
-	onCommitted func(fetches kgo.Fetches)
-	onLeft      func(records, commits int)
-}
-
-// pollContext bounds a churning worker's poll by churnPollSlice; without
-// churn (d nil) the poll waits on ctx alone.
-func (d *departure) pollContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d == nil {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, churnPollSlice)
-}
-
-// requested reports whether the worker's phase ended.
-func (d *departure) requested() bool {
-	if d == nil {
-		return false
-	}
-	select {
-	case <-d.leave:
-		return true
-	default:
-		return false
-	}
-}
-
-// commitNext reports whether the poll about to be processed may commit;
-// false means: end it with an abort, then leave.
-func (d *departure) commitNext() bool {
-	if d == nil {
-		return true
-	}
-	return !(d.afterCommits >= 0 && d.commits >= d.afterCommits) && !d.requested()
-}
-
-// committed counts a committed poll and reports it.
-func (d *departure) committed(fetches kgo.Fetches) {
-	if d == nil {
-		return
-	}
-	d.commits++
-	if d.onCommitted != nil {
-		d.onCommitted(fetches)
-	}
-}
-
-// aborted reports a transaction of records ended with an abort to leave.
-func (d *departure) aborted(records int) {
-	if d != nil && d.onLeft != nil {
-		d.onLeft(records, d.commits)
-	}
-}
-
-// leftIdle reports a worker leaving with no transaction open.
-func (d *departure) leftIdle() { d.aborted(0) }
-
-// identityCounter turns the polls a stage's last step committed into the
-// stage's progress: the number of distinct load records (producer,
-// sequence) among them, added to counter. A record processed twice (churn
-// hands a partition over from its committed offset; a broken broker may
-// let a copy through) counts once, so the drain waits for every input
-// record even when the output holds copies, whatever offsets transaction
-// markers take in a chained stage's input. mu guards seen.
-type identityCounter struct {
-	mu      sync.Mutex
-	seen    map[[2]uint64]struct{}
-	counter liveCounter
-}
-
-func newIdentityCounter(counter liveCounter) *identityCounter {
-	return &identityCounter{seen: make(map[[2]uint64]struct{}), counter: counter}
-}
-
-// commit counts the poll's records not counted before.
-func (c *identityCounter) commit(fetches kgo.Fetches) {
-	c.mu.Lock()
-	gained := int64(0)
-	fetches.EachRecord(func(record *kgo.Record) {
-		header, err := verify.DecodeHeader(record.Value)
-		if err != nil {
-			return // not a loadgen record
-		}
-		identity := [2]uint64{uint64(header.Producer), header.Sequence}
-		if _, counted := c.seen[identity]; !counted {
-			c.seen[identity] = struct{}{}
-			gained++
-		}
-	})
-	c.mu.Unlock()
-	c.counter.add(gained)
-}
 
 // churnWorker is one worker of a group-churn run.
 type churnWorker struct {
@@ -198,7 +91,7 @@ type churnRun struct {
 	l       *loadRun
 	action  faults.ClientAction
 	waves   []faults.ChurnWave
-	p       *pipeline
+	p       *stages.Group
 	ctx     context.Context
 	perWave int
 	stages  []*churnStage
@@ -212,17 +105,16 @@ type churnRun struct {
 // action; the returned pipeline's schedule joins the other waves once the
 // load's clock runs, and its committed counts the distinct records the
 // last stage committed.
-func startChurnStage(ctx context.Context, l *loadRun, action faults.ClientAction) (*pipeline, error) {
+func startChurnStage(ctx context.Context, l *loadRun, action faults.ClientAction) (*stages.Group, error) {
 	plan := l.plan
 	horizon := time.Duration(plan.workload.Warmup + plan.workload.Duration)
 	perWave := action.Workers + len(action.LeaveAfter)
 	topics := plan.stageTopics()
-	stages := chainedStages(plan.faults, plan.mode)
-	p, ctx := newPipeline(ctx, perWave*stages)
-	p.errs = make(chan error, faults.MaxChurnWorkers+1)
-	p.identities = newIdentityCounter(p.committed)
+	stageCount := chainedStages(plan.faults, plan.mode)
+	p, ctx := stages.NewChurningGroup(ctx, perWave*stageCount, faults.MaxChurnWorkers+1)
+	p.Identities = stages.NewIdentityCounter(p.Committed)
 	r := &churnRun{l: l, action: action, waves: action.Waves(horizon), p: p, ctx: ctx, perWave: perWave}
-	for number := 1; number <= stages; number++ {
+	for number := 1; number <= stageCount; number++ {
 		stage := &churnStage{run: r, number: number, group: plan.groupID(), input: plan.topic}
 		if number > 1 {
 			stage.group, stage.input = fmt.Sprintf("%s-s%d", plan.groupID(), number), topics[number-1]
@@ -235,15 +127,14 @@ func startChurnStage(ctx context.Context, l *loadRun, action faults.ClientAction
 	for _, stage := range r.stages {
 		stage.join(r.waves[0])
 	}
-	p.schedule = r.schedule
+	p.Schedule = r.schedule
 	go func() {
 		<-ctx.Done()
 		r.mu.Lock()
 		r.stopping = true
 		r.mu.Unlock()
 		r.wait.Wait()
-		close(p.done)
-		close(p.errs)
+		p.Finish()
 	}()
 	return p, nil
 }
@@ -341,7 +232,7 @@ func (s *churnStage) join(wave faults.ChurnWave) {
 			defer r.wait.Done()
 			defer close(worker.exited)
 			if err := s.runWorker(worker); err != nil {
-				r.p.errs <- fmt.Errorf("group-churn worker %s: %w", worker.name(), err)
+				r.p.Fail(fmt.Errorf("group-churn worker %s: %w", worker.name(), err))
 			}
 		}()
 		roles = append(roles, worker.role())
@@ -386,48 +277,48 @@ func (s *churnStage) runWorker(worker *churnWorker) error {
 	r := s.run
 	plan, metrics, ctx := r.l.plan, r.l.metrics, r.ctx
 	options := churnGroupOptions(worker.wave.Phase, worker.instanceID)
-	leave := &departure{afterCommits: worker.leaveAfter, leave: worker.leave,
-		onLeft: func(records, commits int) { r.left(worker, records, commits) }}
+	leave := &stages.Departure{AfterCommits: worker.leaveAfter, Leave: worker.leave,
+		OnLeft: func(records, commits int) { r.left(worker, records, commits) }}
 	if s.number == len(r.stages) {
-		leave.onCommitted = r.p.identities.commit
+		leave.OnCommitted = r.p.Identities.Commit
 	}
 	var onAssignment func(int)
 	if worker.index < r.perWave {
 		slot := (s.number-1)*r.perWave + worker.index
-		onAssignment = func(count int) { r.p.watch.set(slot, count) }
+		onAssignment = func(count int) { r.p.Watch.Set(slot, count) }
 	}
 	var err error
-	switch plan.mode {
-	case ModeEOSPipeline:
+	switch stage := plan.spec().Stage; {
+	case stage == modes.TransactStage:
 		spec := plan.sessionSpec(worker.index)
-		spec.options, spec.onAssignment = append(spec.options, options...), onAssignment
-		spec.group, spec.input = s.group, s.input
-		spec.clientID = fmt.Sprintf("exactly-loadgen-pipeline-s%d-%d", s.number, worker.index)
-		spec.transactionalID = fmt.Sprintf("exactly-%s-%s-s%d-w%d", plan.runIDText, plan.topicSuffix, s.number, worker.index)
+		spec.Options, spec.OnAssignment = append(spec.Options, options...), onAssignment
+		spec.Group, spec.Input = s.group, s.input
+		spec.ClientID = fmt.Sprintf("exactly-loadgen-pipeline-s%d-%d", s.number, worker.index)
+		spec.TransactionalID = fmt.Sprintf("exactly-%s-%s-s%d-w%d", plan.runIDText, plan.topicSuffix, s.number, worker.index)
 		var session *kgo.GroupTransactSession
-		if session, err = newPipelineSession(spec, metrics); err == nil {
-			err = r.p.work(ctx, session, stageOutput{s.output, uint8(s.number)}, metrics, leave)
+		if session, err = stages.NewSession(spec, stageMetrics{metrics}); err == nil {
+			err = r.p.Transact(ctx, session, stages.Output{Topic: s.output, Stage: uint8(s.number)}, stageMetrics{metrics}, leave)
 		}
-	case ModeConsumerDedup, ModeExternalOffsets:
+	case stage.UsesDatabase():
 		spec := plan.dbStageSpec(worker.index)
-		spec.options, spec.onAssignment = append(spec.options, options...), onAssignment
-		var stage *dbStage
-		if stage, err = newDBStage(spec, plan.appDB, metrics, r.l.stats); err == nil {
-			stage.onCommit = func(rows int64, sendTimes []int64, took time.Duration) {
+		spec.Options, spec.OnAssignment = append(spec.Options, options...), onAssignment
+		var stage *stages.DBStage
+		if stage, err = stages.NewDBStage(spec, plan.appDB, stageMetrics{metrics}, r.l.stats); err == nil {
+			stage.OnCommit = func(rows int64, sendTimes []int64, took time.Duration) {
 				now := time.Now()
 				for _, sendTime := range sendTimes {
 					metrics.recordEndToEnd(time.Unix(0, sendTime), now)
 				}
 				metrics.recordTransactionEnd(true, false, took)
 			}
-			err = stage.work(ctx, leave)
+			err = stage.Work(ctx, leave)
 		}
-	case ModeAtLeastOnce:
+	case relays(plan.faults, plan.mode):
 		spec := plan.relaySpec(worker.index)
-		spec.options, spec.onAssignment = append(spec.options, options...), onAssignment
-		var relayWorker *relay
-		if relayWorker, err = newRelay(spec, metrics); err == nil {
-			err = relayWorker.work(ctx, leave)
+		spec.Options, spec.OnAssignment = append(spec.Options, options...), onAssignment
+		var relayWorker *stages.Relay
+		if relayWorker, err = stages.NewRelay(spec, stageMetrics{metrics}); err == nil {
+			err = relayWorker.Work(ctx, leave)
 		}
 	default:
 		err = fmt.Errorf("mode %s has no consume stage", plan.mode)
@@ -462,7 +353,7 @@ func (r *churnRun) left(worker *churnWorker, records, commits int) {
 // churnSettings adds a group-churn run's consume stage settings.
 func churnSettings(plan runPlan, settings map[string]string) {
 	action, ok := clientAction(plan.faults, faults.ClientGroupChurn)
-	if !ok || !slices.Contains(GroupChurnModes, plan.mode) {
+	if !ok || !plan.spec().AcceptsClientFault(faults.ClientGroupChurn) {
 		return
 	}
 	settings["group.churn"] = fmt.Sprintf("in-process workers join in waves (one with the stage, then %d every %s from %s; "+
@@ -470,9 +361,9 @@ func churnSettings(plan runPlan, settings map[string]string) {
 		"(static members: LeaveGroup by group.instance.id); balancer phases %s",
 		action.Count, action.Every, action.After, action.Workers, action.LeaveAfter, strings.Join(action.Phases, ", "))
 	settings["session.timeout.ms"] = strconv.FormatInt(churnSessionTimeout.Milliseconds(), 10)
-	if stages := chainedStages(plan.faults, plan.mode); stages > 1 {
+	if stageCount := chainedStages(plan.faults, plan.mode); stageCount > 1 {
 		settings["pipeline.stages"] = fmt.Sprintf("%d chained (stage k reads stage k-1's output read_committed): %s",
-			stages, strings.Join(plan.stageTopics(), " -> "))
+			stageCount, strings.Join(plan.stageTopics(), " -> "))
 	}
 	if relays(plan.faults, plan.mode) {
 		settings["relay"] = "a consumer group reads the input, produces each record to the output (acks=all, retries, " +

@@ -12,6 +12,7 @@ import (
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -126,56 +127,6 @@ func TestGroupChurnExpectations(t *testing.T) {
 	}
 }
 
-// A departure lets a worker commit afterCommits polls, then asks it to
-// abort the next; once its phase ends it aborts whatever comes next.
-func TestDepartureCommitsThenLeaves(t *testing.T) {
-	var left []int
-	leave := make(chan struct{})
-	d := &departure{afterCommits: 2, leave: leave, onLeft: func(records, commits int) { left = append(left, records, commits) }}
-	for range 2 {
-		if !d.commitNext() {
-			t.Fatalf("after %d commits the worker must still commit", d.commits)
-		}
-		d.committed(nil)
-	}
-	if d.commitNext() {
-		t.Fatal("after 2 commits the worker must abort its next poll")
-	}
-	d.aborted(7)
-	if !slices.Equal(left, []int{7, 2}) {
-		t.Fatalf("left reported %v, want 7 records after 2 commits", left)
-	}
-	stays := &departure{afterCommits: -1, leave: leave}
-	if !stays.commitNext() || stays.requested() {
-		t.Fatal("a worker that stays commits until its phase ends")
-	}
-	close(leave)
-	if stays.commitNext() || !stays.requested() {
-		t.Fatal("once its phase ended a worker aborts and leaves")
-	}
-	var none *departure // no churn: always commit, never leave
-	if !none.commitNext() || none.requested() {
-		t.Fatal("a nil departure must commit and stay")
-	}
-}
-
-// The identity counter counts each load record once, however often the
-// stage commits it, and ignores values without a loadgen header.
-func TestIdentityCounterCountsDistinctRecords(t *testing.T) {
-	counter := newIdentityCounter(newLiveCounter())
-	record := func(producer uint32, seq uint64) *kgo.Record {
-		return &kgo.Record{Value: verify.NewValue(verify.Header{RunID: 1, Producer: producer, Sequence: seq, Stage: 1}, 64)}
-	}
-	poll := func(records ...*kgo.Record) kgo.Fetches {
-		return kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{{Records: records}}}}}}
-	}
-	counter.commit(poll(record(0, 1), record(0, 2), record(1, 1)))
-	counter.commit(poll(record(0, 2), record(1, 1), record(1, 2), &kgo.Record{Value: []byte("not a loadgen record")}))
-	if got := counter.counter.load(); got != 4 {
-		t.Fatalf("counted %d, want 4 distinct records", got)
-	}
-}
-
 // At-least-once's relay is the classic loop: a worker that leaves after
 // producing a poll it did not commit leaves that poll's records to the
 // partition's next owner, who produces them again. Every input record
@@ -190,8 +141,8 @@ func TestRelayLeavesDuplicatesNotLosses(t *testing.T) {
 	}
 	defer admin.Close()
 	const partitions = 2
-	spec := relaySpec{options: []kgo.Opt{kgo.SeedBrokers(target.Bootstrap()...)}, group: "relay-test", input: "relay.in", output: "relay.out"}
-	for _, topic := range []string{spec.input, spec.output} {
+	spec := stages.RelaySpec{Mode: ModeAtLeastOnce, Options: []kgo.Opt{kgo.SeedBrokers(target.Bootstrap()...)}, Group: "relay-test", Input: "relay.in", Output: "relay.out"}
+	for _, topic := range []string{spec.Input, spec.Output} {
 		if err := createTopic(ctx, admin, topic, partitions, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +153,7 @@ func TestRelayLeavesDuplicatesNotLosses(t *testing.T) {
 		var records []*kgo.Record
 		for range count {
 			value := verify.NewValue(verify.Header{RunID: 1, Sequence: next}, 64)
-			records = append(records, &kgo.Record{Topic: spec.input, Partition: int32(next % partitions), Value: value})
+			records = append(records, &kgo.Record{Topic: spec.Input, Partition: int32(next % partitions), Value: value})
 			next++
 		}
 		if err := admin.ProduceSync(ctx, records...).FirstErr(); err != nil {
@@ -210,18 +161,19 @@ func TestRelayLeavesDuplicatesNotLosses(t *testing.T) {
 		}
 	}
 	metrics := newRunMetrics(time.Now())
-	counter := newIdentityCounter(newLiveCounter())
+	progress := stages.NewCounter()
+	counter := stages.NewIdentityCounter(progress)
 	committed, left := make(chan struct{}, 16), make(chan int, 1)
-	first := &departure{afterCommits: 1, leave: make(chan struct{}),
-		onCommitted: func(fetches kgo.Fetches) { counter.commit(fetches); committed <- struct{}{} },
-		onLeft:      func(records, _ int) { left <- records }}
-	spec.clientID = "relay-0"
-	worker, err := newRelay(spec, metrics)
+	first := &stages.Departure{AfterCommits: 1, Leave: make(chan struct{}),
+		OnCommitted: func(fetches kgo.Fetches) { counter.Commit(fetches); committed <- struct{}{} },
+		OnLeft:      func(records, _ int) { left <- records }}
+	spec.ClientID = "relay-0"
+	worker, err := stages.NewRelay(spec, stageMetrics{metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 2)
-	go func() { done <- worker.work(ctx, first) }()
+	go func() { done <- worker.Work(ctx, first) }()
 	produce(40)
 	waitSignal(ctx, t, committed, "the first worker's commit")
 	produce(60) // the first worker relays some of these, does not commit them, and leaves
@@ -234,23 +186,23 @@ func TestRelayLeavesDuplicatesNotLosses(t *testing.T) {
 	if err := <-done; err != nil || aborted == 0 {
 		t.Fatalf("first worker: %v, aborted poll of %d records", err, aborted)
 	}
-	spec.clientID = "relay-1"
-	second, err := newRelay(spec, metrics)
+	spec.ClientID = "relay-1"
+	second, err := stages.NewRelay(spec, stageMetrics{metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stayCtx, stop := context.WithCancel(ctx)
 	go func() {
-		done <- second.work(stayCtx, &departure{afterCommits: -1, leave: make(chan struct{}), onCommitted: counter.commit})
+		done <- second.Work(stayCtx, &stages.Departure{AfterCommits: -1, Leave: make(chan struct{}), OnCommitted: counter.Commit})
 	}()
-	if !counter.counter.waitFor(100, time.Now().Add(30*time.Second)) {
-		t.Fatalf("the relay committed %d of 100 records", counter.counter.load())
+	if !progress.WaitFor(100, time.Now().Add(30*time.Second)) {
+		t.Fatalf("the relay committed %d of 100 records", progress.Load())
 	}
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	copies := readOutputCopies(ctx, t, admin, target.Bootstrap(), spec.output, partitions)
+	copies := readOutputCopies(ctx, t, admin, target.Bootstrap(), spec.Output, partitions)
 	duplicated := 0
 	for seq := range next {
 		switch n := copies[seq]; {

@@ -31,7 +31,7 @@ const (
 	signConsumerCrash               // a pipeline worker was killed
 	signProcessFault                // a launched broker was killed or paused
 	signGroupChurn                  // a wave joined mid-run and a worker aborted a transaction to leave
-	signChurnDuplicates             // signGroupChurn, and duplicates appeared (at-least-once's relay)
+	signChurnDuplicates             // signGroupChurn, and duplicates appeared (a relay)
 )
 
 // expectation is one cell of the expectations table: the bounds a delivery
@@ -39,57 +39,33 @@ const (
 type expectation struct {
 	lost, duplicated, reordered bound
 	sign                        sign
-	// note adds what the bounds do not say (consumer-dedup's window).
+	// note adds what the bounds do not say (a dedup window's reach).
 	note string
 }
 
-// expectationFor is the expectations table. Without faults every mode must
-// deliver each acknowledged record exactly once, in order. Under faults:
-// at-most-once may lose (records are not retried) but never duplicates;
-// at-least-once may duplicate and reorder (retries without idempotence) but
-// never loses an acknowledged record, and under lost Produce acks it must
-// show duplicates, or the fault did not act; idempotent, transactional and
-// the EOS pipeline must neither lose, duplicate nor reorder. Aborted or
-// fenced records read under read_committed, and records nobody sent, are
-// violations in every cell.
-//
-// The application-level modes: single-writer-check must neither lose nor
-// duplicate, but may reorder (a resent record lands after records sent
-// later); consumer-dedup's table must hold every acknowledged record, and
-// no copy within its window (copies beyond it are counted as unprotected,
-// not bounded), and may reorder as its at-least-once input does;
-// external-offsets' table must hold every input record exactly once, in
-// order.
-//
-// Under group-churn (workers abort their open transaction and leave,
-// waves join): eos-pipeline and external-offsets keep their bounds (0
-// lost, 0 duplicated, in order); at-least-once's relay must lose nothing
-// and must show duplicates — each worker that leaves has produced the
-// poll it did not commit, which the partition's next owner produces again
-// — or the fault did not act; consumer-dedup keeps its bounds too: a
-// leaving worker rolls its database transaction back, so only records
-// committed to the database but not yet auto-committed to Kafka (about a
-// second's worth) come again, far inside the dedup window, which drops
-// them (copies beyond the window would be counted unprotected).
+// expectationFor is the expectations table: a cell's bounds are its
+// mode's (modes.Spec.Expect; each mode's file says why). Without faults
+// every mode must deliver each acknowledged record exactly once, in
+// order. Under faults the mode's UnderFaults bounds hold, and the run
+// must show that its fault acted: a fault fired, or the sharper sign of
+// the plan's client fault (a zombie tried to write, a consume worker was
+// killed, a wave joined and a worker aborted to leave), duplicates for a
+// mode whose retries duplicate under lost Produce acks and for a relay
+// under group-churn (each worker that leaves has produced the poll it did
+// not commit, which the partition's next owner produces again). Aborted
+// or fenced records read under read_committed, and records nobody sent,
+// are violations in every cell.
 func expectationFor(plan faults.Plan, mode string) expectation {
-	e := expectation{sign: signNone}
-	if mode == ModeConsumerDedup {
-		e.note = "copies beyond the dedup window counted as unprotected"
-	}
+	want := specOf(mode).Expect
+	e := expectation{sign: signNone, note: want.Note}
 	if !hasFaults(plan) {
 		return e
 	}
 	e.sign = signFaultFired
-	switch mode {
-	case ModeAtMostOnce, ModeAtMostOnceAcks1:
-		e.lost, e.reordered = mayBePositive, mayBePositive
-	case ModeAtLeastOnce:
-		e.duplicated, e.reordered = mayBePositive, mayBePositive
-		if dropsProduceAcks(plan) {
-			e.sign = signDuplicates
-		}
-	case ModeSingleWriterCheck, ModeConsumerDedup:
-		e.reordered = mayBePositive
+	e.lost, e.duplicated, e.reordered = boundOf(want.UnderFaults.MayLose), boundOf(want.UnderFaults.MayDuplicate),
+		boundOf(want.UnderFaults.MayReorder)
+	if want.AckLossShowsDuplicates && dropsProduceAcks(plan) {
+		e.sign = signDuplicates
 	}
 	switch {
 	case hasClient(plan, faults.ClientZombieProducer):
@@ -104,6 +80,14 @@ func expectationFor(plan faults.Plan, mode string) expectation {
 		e.sign = signProcessFault
 	}
 	return e
+}
+
+// boundOf is mayBePositive when a count may be positive.
+func boundOf(may bool) bound {
+	if may {
+		return mayBePositive
+	}
+	return mustBeZero
 }
 
 // dropsProduceAcks reports whether the plan swallows Produce responses
@@ -235,9 +219,9 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 	check("reordered", seen.reordered, want.reordered, "reordered")
 	check("aborted-or-fenced-but-visible under read_committed", seen.abortedVisible, mustBeZero, "aborted-visible")
 	check("never-sent (phantom)", seen.phantom, mustBeZero, "phantom")
-	check(verify.ViolationInconsistentOffsets, seen.inconsistent, mustBeZero, offenderInconsistent)
-	check(verify.ViolationPollSkips, seen.pollSkips, mustBeZero, offenderPollSkip)
-	check(verify.ViolationNonMonotonicPolls, seen.nonMonotonic, mustBeZero, offenderNonMonotonic)
+	check(verify.ViolationInconsistentOffsets, seen.inconsistent, mustBeZero, verify.OffenderInconsistent)
+	check(verify.ViolationPollSkips, seen.pollSkips, mustBeZero, verify.OffenderPollSkip)
+	check(verify.ViolationNonMonotonicPolls, seen.nonMonotonic, mustBeZero, verify.OffenderNonMonotonic)
 	switch {
 	case len(broken) > 0 && stalledPipeline(run, proof):
 		// The output lacks records because the pipeline stopped making
@@ -258,25 +242,25 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 			run.Status, run.Reason = report.StatusUntestable, why
 		}
 		if proof.loadErr != nil && run.Status == report.StatusPass {
-			// Under faults a producer may give up (at-most-once has no
-			// retries); the bounds held over everything it sent.
+			// Under faults a producer may give up (without retries);
+			// the bounds held over everything it sent.
 			run.Reason = "load error under faults (bounds held): " + proof.loadErr.Error()
 		}
 	}
 	expectation.Why = run.Reason
 }
 
-// stalledPipeline reports whether a consume stage's (eos-pipeline,
-// consumer-dedup, external-offsets, at-least-once's relay) only broken
-// bound is output records missing because its workers did not catch up
-// (the drain's "pipeline committed" error says they did not).
+// stalledPipeline reports whether a consume stage's (transact, database
+// or relay) only broken bound is output records missing because its
+// workers did not catch up (the drain's "pipeline committed" error says
+// they did not).
 func stalledPipeline(run *report.Run, proof evidence) bool {
 	if proof.loadErr == nil || !strings.Contains(proof.loadErr.Error(), "pipeline committed") {
 		return false
 	}
 	seen := observe(run)
-	// At-least-once's relay (group-churn) may duplicate and reorder.
-	relayed := run.Mode == ModeAtLeastOnce
+	// A relay (under group-churn) may duplicate and reorder.
+	relayed := specOf(run.Mode).RelaysUnderChurn
 	return (seen.duplicated == 0 || relayed) && (seen.reordered == 0 || relayed) && seen.abortedVisible == 0 && seen.phantom == 0 &&
 		seen.inconsistent == 0 && seen.pollSkips == 0 && seen.nonMonotonic == 0
 }

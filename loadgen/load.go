@@ -12,7 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -22,7 +24,7 @@ import (
 type loadRun struct {
 	plan            runPlan
 	ledger          *verify.Ledger
-	logs            []*trackedLog
+	logs            []*verify.TrackedLog
 	metrics         *runMetrics
 	env             *faultEnv
 	start, deadline time.Time
@@ -37,7 +39,7 @@ type loadRun struct {
 	admin *kgo.Client
 	// stats counts what the application-level machinery did (shared,
 	// atomics).
-	stats *applicationStats
+	stats *stages.Stats
 	// tracker follows the cell's phases for the progress reporter.
 	tracker *cellTracker
 }
@@ -45,15 +47,15 @@ type loadRun struct {
 // newTrackedLedger returns the run's ledger with a tracked log per slot:
 // the workload's producers, then one slot per generation of the zombie
 // producer chain (zombie-producer plans).
-func newTrackedLedger(plan runPlan) (*verify.Ledger, []*trackedLog) {
+func newTrackedLedger(plan runPlan) (*verify.Ledger, []*verify.TrackedLog) {
 	slots := plan.workload.Producers + zombieSlots(plan)
-	if plan.mode == ModeSingleWriterCheck {
+	if plan.spec().Producers == modes.PartitionWriters {
 		slots = plan.workload.Partitions // one writer per partition
 	}
 	ledger := verify.NewLedger(plan.runID, slots)
-	logs := make([]*trackedLog, slots)
+	logs := make([]*verify.TrackedLog, slots)
 	for i := range logs {
-		logs[i] = newTrackedLog(ledger.Producer(uint32(i)))
+		logs[i] = verify.NewTrackedLog(ledger.Producer(uint32(i)))
 	}
 	return ledger, logs
 }
@@ -62,7 +64,7 @@ func newTrackedLedger(plan runPlan) (*verify.Ledger, []*trackedLog) {
 // makes in plan's run: the first worker and one replacement per firing.
 func zombieSlots(plan runPlan) int {
 	action, ok := clientAction(plan.faults, faults.ClientZombieProducer)
-	if !ok || plan.mode != ModeTransactional {
+	if !ok || !plan.spec().AcceptsClientFault(faults.ClientZombieProducer) {
 		return 0
 	}
 	horizon := time.Duration(plan.workload.Warmup + plan.workload.Duration)
@@ -73,17 +75,16 @@ func zombieSlots(plan runPlan) int {
 // settle before the load starts anyway.
 const stageSettleTimeout = 20 * time.Second
 
-// startStage starts the plan's consume stage, if it has one (the
-// eos-pipeline workers, or the database stage of consumer-dedup and
-// external-offsets, as subprocesses under consumer-crash; under
-// group-churn, wave 0 of its churning workers, at-least-once's relay
-// included), and waits until its group has assigned every input partition.
-func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
+// startStage starts the plan's consume stage, if it has one (transact
+// workers or a database stage, as subprocesses under consumer-crash;
+// under group-churn, wave 0 of its churning workers, a relay included),
+// and waits until its group has assigned every input partition.
+func (l *loadRun) startStage(ctx context.Context) (*stages.Group, error) {
 	plan := l.plan
 	if !runsConsumeStage(plan.faults, plan.mode) {
 		return nil, nil
 	}
-	var workers *pipeline
+	var workers *stages.Group
 	var err error
 	action, crash := clientAction(plan.faults, faults.ClientConsumerCrash)
 	churn, churning := clientAction(plan.faults, faults.ClientGroupChurn)
@@ -92,7 +93,7 @@ func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 		workers, err = startChurnStage(ctx, l, churn)
 	case crash:
 		workers, err = startWorkerPipeline(ctx, l, action)
-	case plan.mode == ModeEOSPipeline:
+	case plan.spec().Stage == modes.TransactStage:
 		workers, err = startPipeline(ctx, plan, l.metrics)
 	default:
 		workers, err = startDBStage(ctx, l)
@@ -102,7 +103,7 @@ func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 	}
 	// Every stage of a chain (group-churn) reads a topic of Partitions.
 	partitions := plan.workload.Partitions * chainedStages(plan.faults, plan.mode)
-	if !workers.watch.waitSettled(ctx, partitions, time.Now().Add(stageSettleTimeout)) {
+	if !workers.Watch.WaitSettled(ctx, partitions, time.Now().Add(stageSettleTimeout)) {
 		l.env.note("the consume group did not assign all %d partitions within %s; the load started anyway",
 			partitions, stageSettleTimeout)
 	}
@@ -112,15 +113,15 @@ func (l *loadRun) startStage(ctx context.Context) (*pipeline, error) {
 // drive runs the producers (and live consumers, beside the consume stage
 // started by startStage) until the record budget or the deadline, ends the
 // process faults, then lets the stage and consumers drain.
-func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *pipeline) error {
+func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *stages.Group) error {
 	plan, workload, metrics := l.plan, l.plan.workload, l.metrics
 	drain := time.Duration(workload.Drain)
-	finalTopic, readCommitted := plan.topic, plan.mode == ModeTransactional
+	finalTopic, readCommitted := plan.topic, plan.spec().Producers == modes.TransactionalProducers
 	if plan.outputTopic != "" {
 		finalTopic, readCommitted = plan.outputTopic, true
 	}
-	if workers != nil && workers.schedule != nil {
-		go workers.schedule()
+	if workers != nil && workers.Schedule != nil {
+		go workers.Schedule()
 	}
 	var consumers *liveConsumers
 	// The database stages measure end-to-end latency at their commits.
@@ -129,7 +130,7 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *p
 		consumers, err = startLiveConsumers(ctx, plan, finalTopic, readCommitted, metrics)
 		if err != nil {
 			if workers != nil {
-				_ = workers.stop()
+				_ = workers.Stop()
 			}
 			return errors.Join(err, stopFaults())
 		}
@@ -149,12 +150,12 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *p
 	var pipelineErr error
 	if workers != nil {
 		// The pipeline's measured time ends when its output caught up.
-		caughtUp := workers.committed.waitFor(int64(totals.Acknowledged), drainDeadline)
+		caughtUp := workers.Committed.WaitFor(int64(totals.Acknowledged), drainDeadline)
 		metrics.producersDone = time.Now()
-		pipelineErr = workers.stop()
+		pipelineErr = workers.Stop()
 		if !caughtUp {
 			pipelineErr = errors.Join(pipelineErr, fmt.Errorf("pipeline committed %d of %d input records within the drain time %s",
-				workers.committed.load(), totals.Acknowledged, drain))
+				workers.Committed.Load(), totals.Acknowledged, drain))
 		}
 	}
 	if consumers != nil {
@@ -171,7 +172,7 @@ func (l *loadRun) runProducers(ctx context.Context) error {
 	// transaction may take up to the drain time more.
 	produceCtx, cancel := context.WithDeadline(ctx, l.deadline.Add(time.Duration(workload.Drain)))
 	defer cancel()
-	if plan.mode == ModeSingleWriterCheck {
+	if plan.spec().Producers == modes.PartitionWriters {
 		return l.runSingleWriters(produceCtx)
 	}
 	var wait sync.WaitGroup
@@ -186,7 +187,7 @@ func (l *loadRun) runProducers(ctx context.Context) error {
 		go func() {
 			defer wait.Done()
 			defer p.client.Close()
-			if plan.mode == ModeTransactional {
+			if plan.spec().Producers == modes.TransactionalProducers {
 				errs[index] = p.runTransactional(produceCtx)
 			} else {
 				errs[index] = p.runPlain(produceCtx)
@@ -219,7 +220,7 @@ func newProducer(plan runPlan, index uint32, log recordLog, metrics *runMetrics,
 		index: index, runID: plan.runID, topic: plan.topic, recordSize: workload.RecordSize, keys: workload.Keys,
 		rate: float64(workload.Rate) / float64(workload.Producers), budget: budget, deadline: deadline, start: start,
 		commitInterval: plan.commitInterval, commitRecords: workload.Transaction.CommitRecords,
-		abortShare: workload.Transaction.AbortShare, uniqueKeys: plan.mode == ModeConsumerDedup,
+		abortShare: workload.Transaction.AbortShare, uniqueKeys: plan.spec().UniqueKeys,
 	}, log, metrics)
 }
 
@@ -242,7 +243,7 @@ type producerSpec struct {
 	commitRecords      int
 	abortShare         float64
 	// uniqueKeys gives every record its own key, p<producer>-<sequence>
-	// (consumer-dedup), instead of one drawn from keys.
+	// (modes.Spec.UniqueKeys), instead of one drawn from keys.
 	uniqueKeys bool
 }
 

@@ -3,11 +3,11 @@ package loadgen
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -39,8 +39,8 @@ func (e MatrixEntry) validate() error {
 		return fmt.Errorf("duration: %s is negative", e.Duration)
 	}
 	for _, mode := range e.Modes {
-		if !slices.Contains(AllModes, mode) {
-			return fmt.Errorf("modes: %q is not one of %v", mode, AllModes)
+		if _, ok := modes.Lookup(mode); !ok {
+			return fmt.Errorf("modes: %q is not one of %v", mode, modes.Names())
 		}
 	}
 	return nil
@@ -65,8 +65,8 @@ func matrixOf(workload Workload) ([]MatrixEntry, []faults.Plan, error) {
 }
 
 // planRuns expands a workload into runs: for each matrix entry (or once,
-// without faults), one per mode, and one per commit interval for the
-// transactional mode. Runs of a workload without a fault matrix keep bare
+// without faults), one per mode, and one per commit interval for a mode
+// that sweeps them (named <mode>@<interval>). Runs of a workload without a fault matrix keep bare
 // mode names; matrix runs are named "<mode>:<plan>".
 func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, error) {
 	entries, plans, err := matrixOf(workload)
@@ -84,15 +84,15 @@ func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, e
 			cellWorkload.Duration = max(workload.Duration, Duration(plans[i].Duration))
 		}
 		cellWorkload.Partitions = max(workload.Partitions, plans[i].Partitions)
-		modes := entry.Modes
-		if len(modes) == 0 {
-			modes = workload.Modes
+		cellModes := entry.Modes
+		if len(cellModes) == 0 {
+			cellModes = workload.Modes
 		}
-		for _, mode := range modes {
+		for _, mode := range cellModes {
 			for _, interval := range commitIntervals(mode, workload) {
 				run := runPlan{name: mode, mode: mode, workload: cellWorkload, commitInterval: interval,
 					runID: runID, runIDText: runIDText, bootstrap: bootstrap, clientBootstrap: bootstrap, faults: plans[i]}
-				if mode == ModeTransactional {
+				if run.spec().SweepsCommitIntervals {
 					run.name = fmt.Sprintf("%s@%s", mode, interval)
 				}
 				if len(workload.Faults) > 0 {
@@ -100,7 +100,7 @@ func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, e
 				}
 				run.topicSuffix = strings.NewReplacer("@", "-", ".", "_", ":", ".").Replace(run.name)
 				run.topic = "exactly." + runIDText + "." + run.topicSuffix
-				if mode == ModeEOSPipeline || relays(plans[i], mode) {
+				if run.spec().Stage.WritesTopic() || relays(plans[i], mode) {
 					run.topic += ".in"
 					run.outputTopic = "exactly." + runIDText + "." + run.topicSuffix + ".out"
 					for stage := 1; stage < chainedStages(plans[i], mode); stage++ {
@@ -115,10 +115,10 @@ func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, e
 }
 
 // chainedStages is the number of chained consume-transform-produce
-// stages of a run of mode under plan: group-churn's stages for
-// eos-pipeline, else 1.
+// stages of a run of mode under plan: group-churn's stages for a mode
+// whose stage chains (a transact stage), else 1.
 func chainedStages(plan faults.Plan, mode string) int {
-	if action, ok := clientAction(plan, faults.ClientGroupChurn); ok && mode == ModeEOSPipeline {
+	if action, ok := clientAction(plan, faults.ClientGroupChurn); ok && specOf(mode).Stage.Chains() {
 		return action.ChainedStages()
 	}
 	return 1
@@ -147,9 +147,9 @@ func (plan runPlan) stageReaders() []readerSpec {
 }
 
 // commitIntervals lists the runs of one mode: one per commit interval for
-// the transactional mode, one (interval 0) otherwise.
+// a mode that sweeps them, one (interval 0) otherwise.
 func commitIntervals(mode string, workload Workload) []time.Duration {
-	if mode != ModeTransactional {
+	if !specOf(mode).SweepsCommitIntervals {
 		return []time.Duration{0}
 	}
 	var intervals []time.Duration
@@ -177,16 +177,17 @@ func clientAction(plan faults.Plan, kind faults.ClientActionKind) (faults.Client
 // PlanModes lists the modes a plan's client faults restrict it to, for
 // help text: nil when it applies to every mode (launched brokers aside).
 func PlanModes(plan faults.Plan) []string {
-	var modes []string
-	for _, mode := range AllModes {
+	all := modes.Names()
+	var applicable []string
+	for _, mode := range all {
 		if notApplicable(plan, mode, true) == "" {
-			modes = append(modes, mode)
+			applicable = append(applicable, mode)
 		}
 	}
-	if len(modes) == len(AllModes) {
+	if len(applicable) == len(all) {
 		return nil
 	}
-	return modes
+	return applicable
 }
 
 // notApplicable says why a plan cannot run in a mode against a target, or
@@ -196,15 +197,29 @@ func notApplicable(plan faults.Plan, mode string, launched bool) string {
 	if plan.NeedsProcesses() && !launched {
 		return "not-applicable (needs a broker loadgen launched)"
 	}
+	// A client fault applies to the modes whose spec lists it.
+	spec := specOf(mode)
 	for _, action := range plan.Clients {
-		switch {
-		case action.Action == faults.ClientZombieProducer && mode != ModeTransactional:
-			return "not-applicable (zombie-producer needs the transactional mode)"
-		case action.Action == faults.ClientConsumerCrash && !hasConsumeStage(mode):
-			return "not-applicable (consumer-crash needs a consume stage: eos-pipeline, consumer-dedup or external-offsets)"
-		case action.Action == faults.ClientGroupChurn && !slices.Contains(GroupChurnModes, mode):
-			return "not-applicable (group-churn needs a consume stage: " + strings.Join(GroupChurnModes, ", ") + ")"
+		if spec.AcceptsClientFault(action.Action) {
+			continue
+		}
+		accepting := modes.Accepting(action.Action)
+		switch action.Action {
+		case faults.ClientZombieProducer:
+			return "not-applicable (zombie-producer needs the " + orList(accepting) + " mode)"
+		case faults.ClientConsumerCrash:
+			return "not-applicable (consumer-crash needs a consume stage: " + orList(accepting) + ")"
+		case faults.ClientGroupChurn:
+			return "not-applicable (group-churn needs a consume stage: " + strings.Join(accepting, ", ") + ")"
 		}
 	}
 	return ""
+}
+
+// orList renders "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

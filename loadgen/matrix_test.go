@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,7 +119,8 @@ func TestMatrixAgainstEmbeddedBroker(t *testing.T) {
 		MatrixEntry{Plan: "ack-loss", Modes: []string{ModeAtLeastOnce, ModeIdempotent}},
 		MatrixEntry{Plan: killSoon, Modes: []string{ModeAtLeastOnce}, Duration: Duration(3 * time.Second)},
 	)
-	target, err := StartTarget(t.Context(), TargetEmbedded, nil, t.TempDir())
+	target, err := StartTarget(t.Context(), TargetConfig{Kind: TargetEmbedded, DataDir: t.TempDir(),
+		StartEmbedded: func(ctx context.Context, dataDir string) (Target, error) { return startEmbeddedWith(ctx, dataDir, nil) }})
 	if err != nil {
 		t.Fatal(err)
 	}

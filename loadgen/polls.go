@@ -1,15 +1,14 @@
 package loadgen
 
 import (
-	"context"
-	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/verify"
+	"github.com/exactly-eos/exactly/loadgen/worker"
 )
 
 // Consumer kinds: the consumers of one kind polling one topic are judged
@@ -141,222 +140,25 @@ func (t *lockedTracker) Polled(partition int32, records []verify.PolledRecord, s
 	t.tracker.Polled(partition, records, settled)
 }
 
-// pollWatch links one consumer client to its poll tracker. It is a kgo
-// hook, so it travels inside the client's options and everything holding
-// the client finds it (pollWatchOf): kgo binds it when the client is made
-// (OnNewClient: the client's topic and id name its tracker) and marks the
-// start of each poll (OnPollStart); assignmentOptions' callbacks report
-// assignment changes; the poll loop reports each poll's records (fetched)
-// and the positions it moves itself (rewound). All methods are nil-safe:
-// a client without a watch reports nothing.
-//
-// bound is set once, in OnNewClient, and read by kgo's callback goroutines
-// (atomic); the polling goroutine owns mark (OnPollStart and fetched run
-// on it).
-type pollWatch struct {
-	// bind makes the sink once the client exists.
-	bind  func(client *kgo.Client, topic string) verify.PollSink
-	bound atomic.Pointer[boundWatch]
-	mark  verify.PollMark
-}
-
-// boundWatch is a watch bound to its client: the topic it watches and the
-// gate that orders the client's callbacks and polls into the sink.
-type boundWatch struct {
-	topic string
-	gate  *verify.PollGate
-}
-
-var (
-	_ kgo.HookNewClient = (*pollWatch)(nil)
-	_ kgo.HookPollStart = (*pollWatch)(nil)
-)
-
-// OnNewClient binds the watch to the client's (first) consumed topic.
-func (w *pollWatch) OnNewClient(client *kgo.Client) {
-	topic := consumedTopic(client)
-	w.bound.Store(&boundWatch{topic: topic, gate: verify.NewPollGate(w.bind(client, topic))})
-}
-
-// OnPollStart marks the start of a poll.
-func (w *pollWatch) OnPollStart(context.Context) {
-	if bound := w.bound.Load(); bound != nil {
-		w.mark = bound.gate.Mark()
-	}
-}
-
-// pollWatchOf returns the watch in client's hooks, or nil.
-func pollWatchOf(client *kgo.Client) *pollWatch {
-	if client == nil {
-		return nil
-	}
-	hooks, _ := client.OptValue(kgo.WithHooks).([]kgo.Hook)
-	for _, hook := range hooks {
-		if watch, ok := hook.(*pollWatch); ok && watch.bound.Load() != nil {
-			return watch
-		}
-	}
-	return nil
-}
-
-// watchOption is the client option installing a watch whose sink bind
-// makes; nil bind gives an option that installs nothing.
-func watchOption(bind func(client *kgo.Client, topic string) verify.PollSink) kgo.Opt {
-	if bind == nil {
-		return kgo.WithHooks()
-	}
-	return kgo.WithHooks(&pollWatch{bind: bind})
-}
-
 // watch returns the option that tracks an in-process consumer of kind:
 // its tracker joins the group of kind on the topic it consumes, named by
 // its client id. A nil runObservations tracks nothing.
 func (r *runObservations) watch(kind string) kgo.Opt {
 	if r == nil {
-		return watchOption(nil)
+		return pollwatch.Option(nil)
 	}
-	return watchOption(func(client *kgo.Client, topic string) verify.PollSink {
+	return pollwatch.Option(func(client *kgo.Client, topic string) verify.PollSink {
 		id, _ := client.OptValue(kgo.ClientID).(string)
-		return r.group(kind, topic, clientIsolation(client)).tracker(id)
+		return r.group(kind, topic, pollwatch.ClientIsolation(client)).tracker(id)
 	})
-}
-
-// assignment reports an assignment change of the watched topic.
-func (w *pollWatch) assignment(partitions map[string][]int32, assigned bool) {
-	if w == nil {
-		return
-	}
-	bound := w.bound.Load()
-	if len(partitions[bound.topic]) == 0 {
-		return
-	}
-	if assigned {
-		bound.gate.Assigned(partitions[bound.topic])
-	} else {
-		bound.gate.Revoked(partitions[bound.topic])
-	}
-}
-
-// fetched reports a poll's records of the watched topic: call it on the
-// polling goroutine right after the poll returns.
-func (w *pollWatch) fetched(fetches kgo.Fetches) {
-	if w == nil {
-		return
-	}
-	bound := w.bound.Load()
-	fetches.EachPartition(func(partition kgo.FetchTopicPartition) {
-		if partition.Topic != bound.topic || len(partition.Records) == 0 {
-			return
-		}
-		bound.gate.Polled(w.mark, partition.Partition, polledRecords(partition.Records))
-	})
-}
-
-// rewound reports that the consumer moved its own position on partitions
-// (nil: every partition) between polls: a seek, or a transactional
-// session resetting to its committed offsets after an abort.
-func (w *pollWatch) rewound(partitions []int32) {
-	if w != nil {
-		w.bound.Load().gate.Rewound(partitions)
-	}
-}
-
-// ended reports a GroupTransactSession's End: a transaction that did not
-// commit resets every partition to the committed offsets.
-func (w *pollWatch) ended(committed bool) {
-	if !committed {
-		w.rewound(nil)
-	}
-}
-
-// polledRecords is what a tracker needs of records: offsets and ids (0
-// for a control record).
-func polledRecords(records []*kgo.Record) []verify.PolledRecord {
-	polled := make([]verify.PolledRecord, len(records))
-	for index, record := range records {
-		polled[index].Offset = record.Offset
-		if !record.Attrs.IsControl() {
-			polled[index].Record = verify.IdentifyValue(record.Value)
-		}
-	}
-	return polled
-}
-
-// consumedTopic is the first topic client consumes (by group or by
-// partition).
-func consumedTopic(client *kgo.Client) string {
-	if topics, _ := client.OptValue(kgo.ConsumeTopics).([]string); len(topics) > 0 {
-		return topics[0]
-	}
-	partitions, _ := client.OptValue(kgo.ConsumePartitions).(map[string]map[int32]kgo.Offset)
-	if topics := slices.Sorted(maps.Keys(partitions)); len(topics) > 0 {
-		return topics[0]
-	}
-	return ""
-}
-
-// clientIsolation is client's fetch isolation level.
-func clientIsolation(client *kgo.Client) verify.Isolation {
-	if level, _ := client.OptValue(kgo.FetchIsolationLevel).(int8); level == 1 {
-		return verify.ReadCommitted
-	}
-	return verify.ReadUncommitted
-}
-
-// Events a worker subprocess writes for its poll tracker, which the
-// runner replays (replayPollEvent) in the order they came.
-const (
-	eventPollAssigned = "poll-assigned"
-	eventPollRevoked  = "poll-revoked"
-	eventPollRewound  = "poll-rewound"
-	eventPolled       = "polled"
-)
-
-// pollReport is a worker subprocess's poll sink: each call becomes one
-// event line.
-type pollReport struct{ reporter *workerReporter }
-
-func (p pollReport) Assigned(partitions []int32) {
-	p.reporter.emit(workerEvent{Event: eventPollAssigned, verifyEvent: verifyEvent{Partitions: partitions}})
-}
-
-func (p pollReport) Revoked(partitions []int32) {
-	p.reporter.emit(workerEvent{Event: eventPollRevoked, verifyEvent: verifyEvent{Partitions: partitions}})
-}
-
-func (p pollReport) Rewound(partitions []int32) {
-	p.reporter.emit(workerEvent{Event: eventPollRewound, verifyEvent: verifyEvent{Partitions: partitions}})
-}
-
-// maxPolledPerEvent bounds the records of one polled event, so that a
-// line stays well below the runner's 1 MiB line limit (about 30 bytes a
-// record); a bigger poll is sent in consecutive events, which the tracker
-// compares as one.
-const maxPolledPerEvent = 4096
-
-func (p pollReport) Polled(partition int32, records []verify.PolledRecord, settled bool) {
-	for chunk := range slices.Chunk(records, maxPolledPerEvent) {
-		event := verifyEvent{Partition: partition, Unsettled: !settled,
-			Offsets: make([]int64, len(chunk)), Records: make([]uint64, len(chunk))}
-		for index, record := range chunk {
-			event.Offsets[index], event.Records[index] = record.Offset, uint64(record.Record)
-		}
-		p.reporter.emit(workerEvent{Event: eventPolled, verifyEvent: event})
-	}
-}
-
-// pollWatchOption is the option a worker subprocess gives its consumer
-// client: its polls go to the runner as events.
-func (r *workerReporter) pollWatchOption() kgo.Opt {
-	return watchOption(func(*kgo.Client, string) verify.PollSink { return pollReport{reporter: r} })
 }
 
 // workerTracker is the tracker of one worker subprocess of spec (a new one
-// per process launched), fed by replayPollEvent; the subprocess's
+// per process launched), fed by worker.ReplayPoll; the subprocess's
 // consumer reads spec.Input read_committed.
-func (r *runObservations) workerTracker(spec workerSpec, name string) verify.PollSink {
+func (r *runObservations) workerTracker(spec worker.Spec, name string) verify.PollSink {
 	kind := consumersPipeline
-	if spec.Role == workerRoleDBStage {
+	if spec.Role == worker.RoleDBStage {
 		kind = consumersDatabase
 	}
 	if r == nil {
@@ -372,56 +174,3 @@ func (discardPolls) Assigned([]int32)                          {}
 func (discardPolls) Revoked([]int32)                           {}
 func (discardPolls) Rewound([]int32)                           {}
 func (discardPolls) Polled(int32, []verify.PolledRecord, bool) {}
-
-// replayPollEvent feeds a worker subprocess's poll event into sink and
-// reports whether event was one.
-func replayPollEvent(sink verify.PollSink, event workerEvent) bool {
-	switch event.Event {
-	case eventPollAssigned:
-		sink.Assigned(event.Partitions)
-	case eventPollRevoked:
-		sink.Revoked(event.Partitions)
-	case eventPollRewound:
-		sink.Rewound(event.Partitions)
-	case eventPolled:
-		records := make([]verify.PolledRecord, min(len(event.Offsets), len(event.Records)))
-		for index := range records {
-			records[index] = verify.PolledRecord{Offset: event.Offsets[index], Record: verify.RecordID(event.Records[index])}
-		}
-		sink.Polled(event.Partition, records, !event.Unsettled)
-	default:
-		return false
-	}
-	return true
-}
-
-// verifyEvent is the part of a workerEvent the checker needs: where an
-// acknowledged record was written (event ack), and a consume worker's
-// assignment changes and polls (the poll events above).
-type verifyEvent struct {
-	// Ack: the record's partition and offset (-1: unknown), and the
-	// producer id and epoch that wrote it. Polled: the partition.
-	Partition     int32 `json:"pt,omitempty"`
-	Offset        int64 `json:"off,omitempty"`
-	ProducerID    int64 `json:"pid,omitempty"`
-	ProducerEpoch int16 `json:"pe,omitempty"`
-	// Polls: the partitions of an assignment change (none: every
-	// partition, for poll-rewound); the offsets and record ids of a
-	// poll of Partition, and whether it was unsettled.
-	Partitions []int32  `json:"ps,omitempty"`
-	Offsets    []int64  `json:"os,omitempty"`
-	Records    []uint64 `json:"rs,omitempty"`
-	Unsettled  bool     `json:"u,omitempty"`
-}
-
-// ackEvent is an ack's fields in a worker event.
-func ackEvent(at verify.Ack) verifyEvent {
-	return verifyEvent{Partition: at.Partition, Offset: at.Offset, ProducerID: at.ProducerID, ProducerEpoch: at.ProducerEpoch}
-}
-
-// ack is the acknowledgement an ack event reports, by the producer with
-// transactionalID.
-func (e verifyEvent) ack(transactionalID string) verify.Ack {
-	return verify.Ack{Partition: e.Partition, Offset: e.Offset,
-		Writer: verify.Writer{TransactionalID: transactionalID, ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch}}
-}

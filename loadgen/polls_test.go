@@ -1,10 +1,7 @@
 package loadgen
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -14,69 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
-
-// TestWorkerPollEventsReplay: what a worker subprocess reports of its
-// polls, decoded and replayed by the runner, gives the tracker the same
-// verdict as the worker's own tracker would, big polls split over several
-// lines included; an ack event carries its position and writer.
-func TestWorkerPollEventsReplay(t *testing.T) {
-	var out bytes.Buffer
-	reporter := &workerReporter{out: bufio.NewWriter(&out)}
-	direct := verify.NewPollTracker("direct", nil, 0)
-	both := []verify.PollSink{pollReport{reporter: reporter}, direct}
-	records := func(from, to int64) []verify.PolledRecord {
-		var polled []verify.PolledRecord
-		for offset := from; offset < to; offset++ {
-			polled = append(polled, verify.PolledRecord{Offset: offset, Record: verify.NewRecordID(1, uint64(offset))})
-		}
-		return polled
-	}
-	for _, sink := range both {
-		sink.Assigned([]int32{0, 1})
-		sink.Polled(0, records(0, maxPolledPerEvent+10), true) // two lines
-		sink.Polled(0, records(maxPolledPerEvent+12, maxPolledPerEvent+20), true)
-		sink.Polled(0, records(5, 8), true) // back
-		sink.Revoked([]int32{0})
-		sink.Assigned([]int32{0})
-		sink.Polled(0, records(3, 4), false)
-		sink.Rewound(nil)
-		sink.Polled(1, records(0, 2), true)
-	}
-	reporter.RecordAcknowledged(7, verify.Ack{Partition: 2, Offset: 41, Writer: verify.Writer{ProducerID: 1000, ProducerEpoch: 3}})
-
-	replayed := verify.NewPollTracker("replayed", nil, 0)
-	var ack workerEvent
-	lines := 0
-	for line := range strings.Lines(out.String()) {
-		lines++
-		var event workerEvent
-		if err := json.Unmarshal([]byte(line), &event); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		if len(line) > 1<<19 {
-			t.Fatalf("a line of %d bytes: the runner reads lines up to 1 MiB", len(line))
-		}
-		if !replayPollEvent(replayed, event) {
-			ack = event
-		}
-	}
-	if lines != 11 {
-		t.Errorf("%d lines, want 10 poll events (9 calls, one poll split in two) and the ack", lines)
-	}
-	want, got := verify.JudgePolls([]*verify.PollTracker{direct}, verify.EveryOffset(map[int32]int64{0: 1 << 20})),
-		verify.JudgePolls([]*verify.PollTracker{replayed}, verify.EveryOffset(map[int32]int64{0: 1 << 20}))
-	if got.Polled != want.Polled || got.Skips != want.Skips || got.NonMonotonic != want.NonMonotonic || want.Skips != 2 || want.NonMonotonic != 1 {
-		t.Errorf("replayed %+v, direct %+v (want 2 skips, 1 move back)", got, want)
-	}
-	at := ack.ack("exactly-p0")
-	if ack.Event != "ack" || ack.Seq != 7 || at.Partition != 2 || at.Offset != 41 || at.ProducerID != 1000 || at.ProducerEpoch != 3 ||
-		at.TransactionalID != "exactly-p0" {
-		t.Errorf("ack event %+v: %+v", ack, at)
-	}
-}
 
 // pollTestTopic is the topic of the kfake poll tests: 3 partitions, 100
 // loadgen records each (producer 0, seq = offset*3 + partition), one
@@ -113,7 +52,7 @@ func pollTestCluster(t *testing.T) []string {
 // passes.
 func pollUntil(t *testing.T, client *kgo.Client, max int, deadline time.Time, done func() bool) {
 	t.Helper()
-	polls := pollWatchOf(client)
+	polls := pollwatch.Of(client)
 	if polls == nil {
 		t.Fatal("client has no poll watch")
 	}
@@ -124,7 +63,7 @@ func pollUntil(t *testing.T, client *kgo.Client, max int, deadline time.Time, do
 		ctx, cancel := context.WithDeadline(t.Context(), deadline)
 		fetches := client.PollRecords(ctx, max)
 		cancel()
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 	}
 }
 
@@ -162,7 +101,7 @@ func TestPollWatchThroughARebalance(t *testing.T) {
 			kgo.ConsumeTopics(pollTestTopic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxPartitionBytes(1),
 			kgo.DisableAutoCommit(), kgo.HeartbeatInterval(100 * time.Millisecond), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			observations.watch(consumersRelay)},
-			assignmentOptions(pollTestTopic, false, nil)...)
+			stages.AssignmentOptions(pollTestTopic, false, nil)...)
 		client, err := kgo.NewClient(options...)
 		if err != nil {
 			t.Fatal(err)
@@ -247,7 +186,7 @@ func TestPollWatchCatchesRealJumps(t *testing.T) {
 	rewinding := consumer(0)
 	pollUntil(t, rewinding, 1, deadline, func() bool { return polled() >= 60 })
 	seek(rewinding, 0, 20)
-	pollWatchOf(rewinding).rewound([]int32{0})
+	pollwatch.Of(rewinding).Rewound([]int32{0})
 	target := polled() + 80
 	pollUntil(t, rewinding, 1, deadline, func() bool { return polled() >= target })
 	// Partition 1: the same seek back, unreported.
@@ -274,7 +213,7 @@ func TestPollWatchCatchesRealJumps(t *testing.T) {
 	if counts.NonMonotonicPolls != 1 || counts.PollSkips != 10 || counts.InconsistentOffsets != 0 {
 		t.Fatalf("counts %+v, want 1 move back (partition 1) and 10 skips (partition 2); offenders %v", counts, offenders)
 	}
-	skip, back1 := strings.Join(offenders[offenderPollSkip], "\n"), strings.Join(offenders[offenderNonMonotonic], "\n")
+	skip, back1 := strings.Join(offenders[verify.OffenderPollSkip], "\n"), strings.Join(offenders[verify.OffenderNonMonotonic], "\n")
 	if !strings.Contains(skip, "polled partition 2 offset 29 then offset 40") || !strings.Contains(skip, "the first: offset 30, producer 0 seq 92") ||
 		!strings.Contains(skip, consumersLive+" "+pollTestTopic) {
 		t.Errorf("skip offender: %q", skip)
@@ -301,12 +240,12 @@ func TestJudgeRunFailsOnSharperAnomalies(t *testing.T) {
 		why    string
 		kind   string
 	}{
-		{"poll skips", ModeEOSPipeline, faults.Plan{}, verify.Counts{PollSkips: 3}, report.StatusFail, "3 records skipped by a poll", offenderPollSkip},
-		{"moves back", ModeAtLeastOnce, ackLoss, verify.Counts{NonMonotonicPolls: 1}, report.StatusFail, "1 non-monotonic polls", offenderNonMonotonic},
-		{"inconsistent offsets", ModeAtMostOnce, ackLoss, verify.Counts{InconsistentOffsets: 2}, report.StatusFail, "2 inconsistent offsets", offenderInconsistent},
-		{"aborted records polled", ModeEOSPipeline, faults.Plan{}, verify.Counts{AbortedVisible: 4}, report.StatusFail, "4 aborted-or-fenced-but-visible", offenderAbortedVisible},
+		{"poll skips", ModeEOSPipeline, faults.Plan{}, verify.Counts{PollSkips: 3}, report.StatusFail, "3 records skipped by a poll", verify.OffenderPollSkip},
+		{"moves back", ModeAtLeastOnce, ackLoss, verify.Counts{NonMonotonicPolls: 1}, report.StatusFail, "1 non-monotonic polls", verify.OffenderNonMonotonic},
+		{"inconsistent offsets", ModeAtMostOnce, ackLoss, verify.Counts{InconsistentOffsets: 2}, report.StatusFail, "2 inconsistent offsets", verify.OffenderInconsistent},
+		{"aborted records polled", ModeEOSPipeline, faults.Plan{}, verify.Counts{AbortedVisible: 4}, report.StatusFail, "4 aborted-or-fenced-but-visible", verify.OffenderAbortedVisible},
 		{"lost writes where loss is allowed", ModeAtMostOnce, ackLoss, verify.Counts{Lost: 2, LostWrites: 2}, report.StatusPass, "", ""},
-		{"lost writes where it is not", ModeIdempotent, ackLoss, verify.Counts{Lost: 2, LostWrites: 1, Unseen: 1}, report.StatusFail, "2 acknowledged-but-lost", offenderLost},
+		{"lost writes where it is not", ModeIdempotent, ackLoss, verify.Counts{Lost: 2, LostWrites: 1, Unseen: 1}, report.StatusFail, "2 acknowledged-but-lost", verify.OffenderLost},
 	}
 	for _, test := range cases {
 		t.Run(test.name, func(t *testing.T) {
@@ -342,7 +281,7 @@ func TestPollWatchAcrossAnAbortedTransaction(t *testing.T) {
 		options := append([]kgo.Opt{kgo.SeedBrokers(bootstrap...), kgo.ClientID(group), kgo.TransactionalID(group),
 			kgo.ConsumerGroup(group), kgo.ConsumeTopics(pollTestTopic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.RequireStableFetchOffsets(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), observations.watch(consumersPipeline)},
-			assignmentOptions(pollTestTopic, false, nil)...)
+			stages.AssignmentOptions(pollTestTopic, false, nil)...)
 		session, err := kgo.NewGroupTransactSession(options...)
 		if err != nil {
 			t.Fatal(err)
@@ -362,7 +301,7 @@ func TestPollWatchAcrossAnAbortedTransaction(t *testing.T) {
 				t.Fatalf("end(commit=%v): committed %v, %v", commit, committed, err)
 			}
 			if report {
-				pollWatchOf(session.Client()).ended(committed)
+				pollwatch.Of(session.Client()).Ended(committed)
 			}
 		}
 		deadline := time.Now().Add(20 * time.Second)

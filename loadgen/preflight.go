@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/loadgen/errtext"
 )
 
 // preflightTimeout bounds each step of Preflight: reaching the cluster,
@@ -99,14 +101,14 @@ func probeTopicCreation(ctx context.Context, client *kgo.Client, dials *dialReco
 		if ctx.Err() != nil {
 			return fmt.Errorf("preflight of %s: %w", cluster, ctx.Err())
 		}
-		if host, dialErr := dials.failed(); dialErr != nil && (networkCause(err) != "" || isTimeout(err)) {
+		if host, dialErr := dials.failed(); dialErr != nil && (errtext.NetworkCause(err) != "" || errtext.IsTimeout(err)) {
 			// The seed answered, but the controller it advertises does not:
 			// the usual advertised.listeners mistake.
 			return fmt.Errorf("%s answered, but the broker it advertises at %s does not (%s): make the brokers' advertised.listeners reachable from this machine",
-				cluster, host, networkCause(dialErr))
+				cluster, host, errtext.NetworkCause(dialErr))
 		}
 		return fmt.Errorf("%s did not create topic %s (%s): the load generator needs to create and delete its own topics named exactly.<run id>.*",
-			cluster, topic, oneLine(errorCause(err, true)))
+			cluster, topic, errtext.OneLine(errorCause(err, true)))
 	}
 	var refusal error
 	for _, created := range response.Topics {
@@ -115,7 +117,7 @@ func probeTopicCreation(ctx context.Context, client *kgo.Client, dials *dialReco
 		if err := kerr.ErrorForCode(created.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			message := ""
 			if created.ErrorMessage != nil {
-				message = oneLine(*created.ErrorMessage)
+				message = errtext.OneLine(*created.ErrorMessage)
 			}
 			refusal = refusedError(cluster, topic, workload, brokers, err, message)
 		}
@@ -229,10 +231,10 @@ func (d *dialRecorder) failed() (host string, err error) {
 func (d *dialRecorder) cause(err error) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.connected && d.lastErr != nil && isTimeout(err) {
+	if !d.connected && d.lastErr != nil && errtext.IsTimeout(err) {
 		err = d.lastErr // the context ended while dialing: say why
 	}
-	return oneLine(errorCause(err, d.connected))
+	return errtext.OneLine(errorCause(err, d.connected))
 }
 
 // errorCause names a connection failure in a few words: connection
@@ -243,7 +245,7 @@ func errorCause(err error, connected bool) string {
 	if errors.As(err, &firstEOF) || (connected && errors.Is(err, syscall.ECONNRESET)) {
 		return "it closed the connection at once: not a Kafka listener, or one that requires TLS or SASL"
 	}
-	if cause := networkCause(err); cause != "" {
+	if cause := errtext.NetworkCause(err); cause != "" {
 		return cause
 	}
 	switch {
@@ -253,52 +255,12 @@ func errorCause(err error, connected bool) string {
 		return "a TLS listener answered; this client speaks plaintext"
 	case strings.Contains(err.Error(), "invalid large response size"):
 		return "it answered, but not in the Kafka protocol"
-	case isTimeout(err) && connected:
+	case errtext.IsTimeout(err) && connected:
 		return fmt.Sprintf("it accepted the connection but gave no Kafka answer within %v", preflightTimeout)
-	case isTimeout(err):
+	case errtext.IsTimeout(err):
 		return fmt.Sprintf("timed out after %v", preflightTimeout)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "it closed the connection: not a Kafka listener?"
 	}
 	return err.Error()
-}
-
-// networkCause names a failure to reach a server in a few words, or
-// returns "" when err is not one: connection refused or reset, a DNS
-// failure, an unreachable host or network, a dial that timed out.
-func networkCause(err error) string {
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.As(err, &dnsErr):
-		switch {
-		case dnsErr.IsNotFound:
-			return "DNS: no such host " + dnsErr.Name
-		case dnsErr.IsTimeout:
-			return "DNS lookup of " + dnsErr.Name + " timed out"
-		}
-		return "DNS lookup of " + dnsErr.Name + " failed: " + dnsErr.Err
-	case errors.Is(err, syscall.EHOSTUNREACH):
-		return "host unreachable"
-	case errors.Is(err, syscall.ENETUNREACH):
-		return "network unreachable"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset"
-	case errors.As(err, &opErr) && opErr.Op == "dial" && opErr.Timeout():
-		return "connection timed out"
-	}
-	return ""
-}
-
-// isTimeout reports whether err is a deadline or a network timeout.
-func isTimeout(err error) bool {
-	var netErr net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
-}
-
-// oneLine folds a message onto one line.
-func oneLine(text string) string {
-	return strings.Join(strings.Fields(text), " ")
 }

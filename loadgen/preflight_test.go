@@ -169,7 +169,7 @@ func TestPreflightNamesWhyNoBrokerAnswers(t *testing.T) {
 		{hangsUp, "closed the connection"},
 	}
 	for _, test := range cases {
-		target, err := StartTarget(t.Context(), TargetBootstrap, []string{test.address}, "")
+		target, err := StartTarget(t.Context(), TargetConfig{Kind: TargetBootstrap, Bootstrap: []string{test.address}})
 		if err != nil {
 			t.Fatal(err)
 		}

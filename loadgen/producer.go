@@ -31,7 +31,7 @@ type producer struct {
 	deadline   time.Time // no send after this
 	next       uint64    // next sequence
 
-	// transactional settings (transactional mode only)
+	// transactional settings (transactional producers only)
 	commitInterval time.Duration
 	commitRecords  int
 	abortShare     float64
@@ -39,7 +39,8 @@ type producer struct {
 	// txnErrors counts promise errors in the open transaction; the
 	// producer goroutine resets it at each Begin.
 	txnErrors atomic.Int64
-	// uniqueKeys: every record's key is p<id>-<sequence> (consumer-dedup).
+	// uniqueKeys: every record's key is p<id>-<sequence> (a mode whose
+	// consumer recognises copies by their key).
 	uniqueKeys bool
 	// writer names the client's transactional id and whether its acks
 	// carry offsets (not with acks=0); the first promise sets it.
@@ -200,7 +201,7 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 }
 
 // recordLog is where a producer logs what it learns of each record: the
-// run's ledger (trackedLog) in process, the report stream of a producer
+// run's ledger (verify.TrackedLog) in process, the report stream of a producer
 // worker subprocess. Its methods are called from the producing goroutine
 // and from client callbacks at once.
 type recordLog interface {
@@ -281,7 +282,7 @@ func (k *keyChooser) next() []byte {
 	return strconv.AppendUint([]byte("key-"), index, 10)
 }
 
-// uniqueKey is the key of record seq of producer id in consumer-dedup:
+// uniqueKey is the key of record seq of producer id with unique keys:
 // unique per record, so a consumer can recognise a copy by its key.
 func uniqueKey(id uint32, seq uint64) []byte {
 	return fmt.Appendf(nil, "p%d-%d", id, seq)

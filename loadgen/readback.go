@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -70,7 +72,7 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 			// Records written after the read began are not part of
 			// this check.
 			below := slices.DeleteFunc(slices.Clone(partition.Records), func(record *kgo.Record) bool { return record.Offset >= end })
-			polls.Polled(partition.Partition, polledRecords(below), true)
+			polls.Polled(partition.Partition, pollwatch.PolledRecords(below), true)
 			for _, record := range below {
 				if !record.Attrs.IsControl() {
 					observe(record)
@@ -89,7 +91,7 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 // its client; received is shared (atomic), notify is signalled after each
 // poll that returned records.
 type liveConsumers struct {
-	received liveCounter
+	received stages.Counter
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -99,7 +101,7 @@ type liveConsumers struct {
 func startLiveConsumers(ctx context.Context, plan runPlan, topic string, readCommitted bool, metrics *runMetrics) (*liveConsumers, error) {
 	partitions, count := plan.workload.Partitions, plan.workload.Consumers
 	ctx, cancel := context.WithCancel(ctx)
-	consumers := &liveConsumers{received: newLiveCounter(), cancel: cancel, done: make(chan struct{})}
+	consumers := &liveConsumers{received: stages.NewCounter(), cancel: cancel, done: make(chan struct{})}
 	level := kgo.ReadUncommitted()
 	if readCommitted {
 		level = kgo.ReadCommitted()
@@ -144,11 +146,11 @@ func startLiveConsumers(ctx context.Context, plan runPlan, topic string, readCom
 }
 
 // consumeForLatency polls until ctx ends.
-func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetrics, received *liveCounter) {
-	polls := pollWatchOf(client)
+func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetrics, received *stages.Counter) {
+	polls := pollwatch.Of(client)
 	for ctx.Err() == nil {
 		fetches := client.PollFetches(ctx)
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 		now := time.Now()
 		count := 0
 		fetches.EachRecord(func(record *kgo.Record) {
@@ -157,14 +159,14 @@ func consumeForLatency(ctx context.Context, client *kgo.Client, metrics *runMetr
 				count++
 			}
 		})
-		received.add(int64(count))
+		received.Add(int64(count))
 	}
 }
 
 // stopAfter waits until the consumers received at least target records or
 // deadline passes, then stops them and waits for them to exit.
 func (c *liveConsumers) stopAfter(target int64, deadline time.Time) {
-	c.received.waitFor(target, deadline)
+	c.received.WaitFor(target, deadline)
 	c.cancel()
 	<-c.done
 }

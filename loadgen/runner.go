@@ -13,9 +13,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/stages"
 )
 
 // Options configure one invocation of the load generator.
@@ -32,8 +35,8 @@ type Options struct {
 	// subprocess) and client faults (producer and pipeline workers). Empty:
 	// those runs are not applicable.
 	Self SelfCommand
-	// Database is the application database of consumer-dedup and
-	// external-offsets: a postgres:// URL or an SQLite file path. Empty:
+	// Database is the application database of the database stages: a
+	// postgres:// URL or an SQLite file path. Empty:
 	// an SQLite file in a temporary directory, removed afterwards.
 	Database string
 	// RunID, when not 0, is the invocation's run id (else a random one),
@@ -60,17 +63,17 @@ type runPlan struct {
 	faults          faults.Plan
 	// topicSuffix names the run in topic, group and transactional ids.
 	topicSuffix string
-	// topic is where load producers write; outputTopic is the pipeline's
-	// (or at-least-once's relay's) output, empty for other modes;
-	// chainTopics are the topics between them when stages are chained
-	// (eos-pipeline under group-churn; see stageTopics).
+	// topic is where load producers write; outputTopic is the output of
+	// a stage that writes a topic (transact, or a relay), empty for other
+	// modes; chainTopics are the topics between them when stages are
+	// chained (a transact stage under group-churn; see stageTopics).
 	topic       string
 	outputTopic string
 	chainTopics []string
-	// appDB is the application database (consumer-dedup,
-	// external-offsets; nil otherwise), databaseDSN where worker
+	// appDB is the application database (a mode with a database stage;
+	// nil otherwise), databaseDSN where worker
 	// subprocesses connect to it and database its description.
-	appDB       *appDB
+	appDB       *appdb.DB
 	databaseDSN string
 	database    string
 	// observations is where the run's readers note what they read and
@@ -144,7 +147,7 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 // under the same fault plan.
 func compareWithBaseline(runs []*report.Run) {
 	for _, baseline := range runs {
-		if baseline.Mode != BaselineMode || baseline.Throughput.RecordsPerSecond <= 0 {
+		if baseline.Mode != modes.Baseline() || baseline.Throughput.RecordsPerSecond <= 0 {
 			continue
 		}
 		for _, run := range runs {
@@ -226,7 +229,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 		// Best effort: a target without DeleteTopics keeps the topics.
 		_ = deleteTopics(cleanupCtx, admin, plan.stageTopics()...)
 		if plan.appDB != nil {
-			_ = plan.appDB.deleteRun(cleanupCtx, plan.topic)
+			_ = plan.appDB.DeleteRun(cleanupCtx, plan.topic)
 		}
 	}()
 	proof := loadAndVerify(ctx, admin, plan, options, env, run, tracker)
@@ -243,7 +246,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	plan.observations = newRunObservations()
 	ledger, logs := newTrackedLedger(plan)
 	metrics := newRunMetrics(time.Now())
-	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &applicationStats{}, admin: admin,
+	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &stages.Stats{}, admin: admin,
 		tracker: tracker}
 	// A consume stage starts first and the clock once its group settled.
 	workers, stageErr := load.startStage(ctx)
@@ -285,7 +288,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	tracker.enter(progress.PhaseVerifying, 0)
 	proof.offenders = verifyRun(ctx, admin, plan, ledger, logs, run)
 	if run.Application != nil {
-		load.stats.fill(run.Application)
+		fillApplication(load.stats, run.Application)
 	}
 	return proof
 }
@@ -352,9 +355,9 @@ func attachDatabase(ctx context.Context, plans []runPlan, dsn string) (closeData
 		}
 		dsn = filepath.Join(temporary, "application.db")
 	}
-	database, err := openAppDB(ctx, dsn)
+	database, err := appdb.Open(ctx, dsn)
 	if err == nil {
-		err = database.createSchema(ctx)
+		err = database.CreateSchema(ctx)
 		if err != nil {
 			database.Close()
 		}
@@ -367,7 +370,7 @@ func attachDatabase(ctx context.Context, plans []runPlan, dsn string) (closeData
 	}
 	for i := range plans {
 		if usesDatabase(plans[i].mode) {
-			plans[i].appDB, plans[i].databaseDSN, plans[i].database = database, dsn, database.describe
+			plans[i].appDB, plans[i].databaseDSN, plans[i].database = database, dsn, database.Describe()
 		}
 	}
 	return func() {

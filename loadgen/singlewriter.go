@@ -6,26 +6,22 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
-
-// singleWriterDeliveryTimeout is how long a record may wait for its
-// acknowledgement before the writer treats it as failed and recovers.
-const singleWriterDeliveryTimeout = 10 * time.Second
 
 // recoveryReadTimeout bounds one read of a partition's tail; a recovery
 // that cannot read (the broker is down) waits and tries again.
 const recoveryReadTimeout = 5 * time.Second
 
 // writerState is what a single writer knows of its records on its
-// partition: the pure core of the single-writer-check mode (no client),
+// partition: the pure core of the partition writers (no client),
 // so its recovery decisions can be tested from a partition's tail alone.
 //
 // Invariant: every record of this writer at an offset below knownGood is
@@ -156,7 +152,7 @@ type singleWriter struct {
 	recordSize int
 	log        recordLog
 	metrics    *runMetrics
-	stats      *applicationStats
+	stats      *stages.Stats
 	pacer      pacer
 	budget     uint64
 	deadline   time.Time
@@ -165,9 +161,9 @@ type singleWriter struct {
 }
 
 // newSingleWriter creates partition's writer and its tail reader.
-func newSingleWriter(plan runPlan, partition int, log recordLog, metrics *runMetrics, stats *applicationStats, budget uint64, deadline, start time.Time) (*singleWriter, error) {
+func newSingleWriter(plan runPlan, partition int, log recordLog, metrics *runMetrics, stats *stages.Stats, budget uint64, deadline, start time.Time) (*singleWriter, error) {
 	workload := plan.workload
-	modeOptions, err := producerOptions(ModeSingleWriterCheck, "", 0)
+	modeOptions, err := producerOptions(plan.mode, "", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +261,7 @@ func (w *singleWriter) resolved(header verify.Header, record *kgo.Record) {
 // there written and resends the others. A read that fails (broker down)
 // is retried until ctx ends.
 func (w *singleWriter) recover(ctx context.Context) error {
-	w.stats.recoveries.Add(1)
+	w.stats.Recoveries.Add(1)
 	if err := w.client.Flush(ctx); err != nil {
 		return fmt.Errorf("single writer %d recovery flush: %w", w.partition, err)
 	}
@@ -289,15 +285,15 @@ func (w *singleWriter) recover(ctx context.Context) error {
 
 // apply carries out a recovery's decision.
 func (w *singleWriter) apply(ctx context.Context, decision recoveryDecision) {
-	w.stats.foundWritten.Add(int64(len(decision.written)))
-	w.stats.writerCopies.Add(int64(decision.copies))
+	w.stats.FoundWritten.Add(int64(len(decision.written)))
+	w.stats.WriterCopies.Add(int64(decision.copies))
 	for _, record := range decision.written {
 		if header, err := verify.DecodeHeader(record.Value); err == nil {
 			w.resolved(header, record)
 		}
 	}
 	for _, record := range decision.resend {
-		w.stats.resent.Add(1)
+		w.stats.Resent.Add(1)
 		w.metrics.retries.Add(1)
 		w.produce(ctx, &kgo.Record{Topic: record.Topic, Partition: record.Partition, Key: record.Key, Value: record.Value})
 	}
@@ -396,13 +392,4 @@ func splitBudget(records int64, count, index int) uint64 {
 		budget++
 	}
 	return budget
-}
-
-// applicationStats counts what the application-level machinery did in one
-// run: recoveries of single writers, duplicates a dedup consumer dropped,
-// offset conflicts of the external-offsets stage. Every goroutine of the
-// run may add (atomics).
-type applicationStats struct {
-	recoveries, foundWritten, resent, writerCopies atomic.Int64
-	dropped, conflicts, databaseCommits, seeks     atomic.Int64
 }

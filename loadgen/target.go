@@ -28,12 +28,31 @@ const (
 	TargetBootstrap = "bootstrap"
 )
 
+// TargetConfig says which cluster to run against.
+type TargetConfig struct {
+	// Kind is one of the Target kinds.
+	Kind string
+	// Bootstrap lists the host:port seed brokers of a bootstrap target.
+	Bootstrap []string
+	// DataDir is where an embedded broker keeps its log (empty: a
+	// temporary directory).
+	DataDir string
+	// StartEmbedded starts our broker in this process. The load generator
+	// does not link the broker: the exactly command (cmd/exactly)
+	// provides it. Nil: the embedded target is not available.
+	StartEmbedded func(ctx context.Context, dataDir string) (Target, error)
+}
+
 // StartTarget starts (embedded, kfake) or names (bootstrap) the cluster to
-// run against. dataDir is where an embedded broker keeps its log.
-func StartTarget(ctx context.Context, kind string, bootstrap []string, dataDir string) (Target, error) {
-	switch kind {
+// run against.
+func StartTarget(ctx context.Context, config TargetConfig) (Target, error) {
+	bootstrap := config.Bootstrap
+	switch config.Kind {
 	case TargetEmbedded:
-		return startEmbedded(ctx, dataDir)
+		if config.StartEmbedded == nil {
+			return nil, errors.New("the embedded broker is not built into this program: use --target kfake or --bootstrap host:port")
+		}
+		return config.StartEmbedded(ctx, config.DataDir)
 	case TargetKfake:
 		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 		if err != nil {
@@ -51,7 +70,7 @@ func StartTarget(ctx context.Context, kind string, bootstrap []string, dataDir s
 		}
 		return &bootstrapTarget{addresses: bootstrap}, nil
 	}
-	return nil, fmt.Errorf("unknown target %q: use embedded, kfake, or --bootstrap host:port", kind)
+	return nil, fmt.Errorf("unknown target %q: use embedded, kfake, or --bootstrap host:port", config.Kind)
 }
 
 // kfakeTarget is franz-go's in-memory fake cluster, in process.

@@ -1,7 +1,3 @@
-// Package loadgen is the load generator of `exactly loadgen`: it runs
-// workloads in each delivery mode against a Kafka-compatible cluster through
-// franz-go, measures throughput and latency with HdrHistogram, and checks
-// every record it wrote with package verify.
 package loadgen
 
 import (
@@ -13,12 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -57,12 +53,12 @@ type Workload struct {
 	// Drain caps how long consumers and pipeline workers may take to catch
 	// up after producers stop, and how long each verification read may take.
 	Drain Duration `yaml:"drain" json:"drain"`
-	// Transaction configures the transactional mode.
+	// Transaction configures transactional producers.
 	Transaction TransactionSpec `yaml:"transaction" json:"transaction"`
-	// Pipeline configures the eos-pipeline mode, and the consume workers
-	// of consumer-dedup and external-offsets.
+	// Pipeline configures the consume stages' workers.
 	Pipeline PipelineSpec `yaml:"pipeline" json:"pipeline"`
-	// Application configures the application-level modes (seed §3.1).
+	// Application configures the application-level modes (the
+	// application's road to exactly-once).
 	Application ApplicationSpec `yaml:"application" json:"application"`
 	// Faults is the fault matrix: each entry runs delivery modes under one
 	// fault plan. Empty: every mode of Modes, without faults.
@@ -99,7 +95,7 @@ type PipelineSpec struct {
 
 // ApplicationSpec configures the application-level modes.
 type ApplicationSpec struct {
-	// DedupWindow is consumer-dedup's window: the keys of the last
+	// DedupWindow is the dedup stage's window: the keys of the last
 	// DedupWindow offsets of each partition are remembered; a copy that
 	// arrives later than that after the first is not detected.
 	DedupWindow int64 `yaml:"dedup_window" json:"dedup_window"`
@@ -179,7 +175,7 @@ func ParseWorkload(data []byte) (Workload, error) {
 func DefaultWorkload() Workload {
 	return Workload{
 		Name:              "custom",
-		Modes:             slices.Clone(AllModes),
+		Modes:             modes.Names(),
 		Partitions:        4,
 		ReplicationFactor: 1,
 		RecordSize:        1024,
@@ -253,8 +249,8 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("keys.distribution: %q is not none, uniform or zipf", w.Keys.Distribution)
 	}
 	for _, mode := range w.Modes {
-		if !slices.Contains(AllModes, mode) {
-			return fmt.Errorf("modes: %q is not one of %v", mode, AllModes)
+		if _, ok := modes.Lookup(mode); !ok {
+			return fmt.Errorf("modes: %q is not one of %v", mode, modes.Names())
 		}
 	}
 	for i, entry := range w.Faults {

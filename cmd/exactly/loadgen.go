@@ -18,6 +18,7 @@ import (
 
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
@@ -43,7 +44,7 @@ type loadgenFlags struct {
 
 func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workload, "workload", "standard", "workload YAML file, or the name of a shipped workload ("+strings.Join(loadgen.WorkloadNames(), ", ")+")")
-	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run (default: the workload's): "+strings.Join(loadgen.AllModes, ", "))
+	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run (default: the workload's): "+strings.Join(modes.Names(), ", "))
 	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka); --bootstrap implies an existing cluster")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port...] of an existing Kafka-compatible cluster")
 	fs.StringVar(&f.out, "out", "results", "directory for the results JSON file")
@@ -149,16 +150,7 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		"exactly-once side by side, about 6 minutes) against the\n"+
 		"embedded broker, with the expectations table; exit status 0 iff no run failed its expectation\n"+
 		"(unsupported, untestable and not-applicable runs are listed, not failed).\n\n"+
-		"Delivery modes, in Kafka's client settings:\n"+
-		"  at-most-once         acks=0, enable.idempotence=false\n"+
-		"  at-most-once-acks1   acks=1, retries=0, enable.idempotence=false\n"+
-		"  at-least-once        acks=all, retries, enable.idempotence=false, max.in.flight.requests.per.connection=5\n"+
-		"  idempotent           acks=all, enable.idempotence=true\n"+
-		"  transactional        transactional.id per producer, commit every --commit-interval, isolation.level=read_committed readers\n"+
-		"  eos-pipeline         consume-transform-produce in one transaction (GroupTransactSession), isolation.level=read_committed\n"+
-		"  single-writer-check  acks=all, enable.idempotence=false, one writer per partition that reads back the tail after an error\n"+
-		"  consumer-dedup       at-least-once producer with unique keys; the consumer drops keys seen within --dedup-window\n"+
-		"  external-offsets     enable.auto.commit=false; results and offsets in one database transaction, seek() on assignment\n\n"+
+		"Delivery modes, in Kafka's client settings:\n"+modes.Help()+"\n"+
 		"Fault plans (--faults; --list-plans names them):\n"+planHelp(), stderr)
 	var flags loadgenFlags
 	flags.register(fs)
@@ -193,7 +185,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if flags.bootstrap != "" {
 		kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
 	}
-	target, err := loadgen.StartTarget(ctx, kind, bootstrap, flags.dataDir)
+	target, err := loadgen.StartTarget(ctx, loadgen.TargetConfig{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir,
+		StartEmbedded: startEmbedded})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,11 @@
 //	exactly cluster    run a local multi-broker cluster
 //	exactly loadgen    run the delivery-guarantee benchmark suite
 //	exactly dashboard  render result JSON files as an HTML dashboard
+//
+// The load generator (package loadgen) runs against the broker embedded in
+// this command (target_embedded.go), which hands it to loadgen.StartTarget:
+// loadgen itself does not link the broker. Its delivery modes are listed
+// in `exactly loadgen --help` from their registry, package loadgen/modes.
 package main
 
 import (

@@ -10,12 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/exactly-eos/exactly/loadgen/modes"
 )
 
 // BaselineModeName is the delivery mode whose throughput the others are
-// compared with (loadgen.BaselineMode: acks=all, retries, no idempotence).
-// ratio_to_baseline in a results file is relative to that run.
-const BaselineModeName = "at-least-once"
+// compared with (the registered mode marked Baseline, at-least-once:
+// acks=all, retries, no idempotence). ratio_to_baseline in a results file
+// is relative to that run.
+var BaselineModeName = modes.Baseline()
 
 // DashboardOptions adjust a rendered dashboard.
 type DashboardOptions struct {

@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/exactly-eos/exactly/loadgen/modes"
 )
 
 // charted reports whether a run's measurements belong on the charts: an
@@ -308,14 +310,21 @@ type sweepSeries struct {
 	points []sweepPoint
 }
 
-// sweepSeriesOf returns the transactional runs of results that state a
-// positive commit interval and were measured, one series per fault plan
+// sweepSeriesOf returns the runs of results in a mode that sweeps commit
+// intervals (transactional) that state a positive commit interval and were measured, one series per fault plan
 // (in first-seen order), each by increasing interval.
+// sweepsCommitIntervals reports whether mode is registered as sweeping
+// commit intervals.
+func sweepsCommitIntervals(mode string) bool {
+	spec, ok := modes.Lookup(mode)
+	return ok && spec.SweepsCommitIntervals
+}
+
 func sweepSeriesOf(results *Results) []sweepSeries {
 	var series []sweepSeries
 	index := map[string]int{}
 	for _, run := range results.Runs {
-		if !charted(run) || run.Mode != "transactional" || run.Throughput.RecordsPerSecond <= 0 {
+		if !charted(run) || !sweepsCommitIntervals(run.Mode) || run.Throughput.RecordsPerSecond <= 0 {
 			continue
 		}
 		interval, err := strconv.ParseFloat(run.ClientSettings["commit.interval.ms"], 64)

@@ -69,6 +69,12 @@
 // Acknowledged positions cost 16 bytes per acknowledged record and the
 // offset observations 9 bytes per offset read per topic, so ten million
 // records cost a few hundred megabytes at most.
+//
+// Beside the counts, a run names a few offending records per kind
+// (offenders.go): a TrackedLog mirrors, per producer, what the ledger
+// knows of each record, and an OffenderSampler, fed each read like a
+// Checker, names the lost, duplicated, reordered, aborted-but-visible and
+// phantom ones with where they were read and who wrote them.
 package verify
 
 import (

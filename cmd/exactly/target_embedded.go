@@ -1,4 +1,4 @@
-package loadgen
+package main
 
 import (
 	"context"
@@ -6,10 +6,14 @@ import (
 	"os"
 
 	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/loadgen"
 )
 
 // embeddedTarget is our own broker, started in this process on a loopback
-// port with its log in a temporary directory.
+// port with its log in a temporary directory: loadgen's "embedded" target.
+// It lives here, not in package loadgen, so that the load generator does
+// not link the broker; runLoadgen hands startEmbedded to
+// loadgen.StartTarget.
 type embeddedTarget struct {
 	broker  *broker.Broker
 	dataDir string
@@ -18,14 +22,7 @@ type embeddedTarget struct {
 
 // startEmbedded starts the broker. An empty dataDir means a fresh temporary
 // directory, removed on Close.
-func startEmbedded(ctx context.Context, dataDir string) (Target, error) {
-	return startEmbeddedWith(ctx, dataDir, nil)
-}
-
-// startEmbeddedWith starts the broker with server.properties settings
-// (tests set group.initial.rebalance.delay.ms=0, so consume stages do not
-// wait for Kafka's initial rebalance delay before each run).
-func startEmbeddedWith(ctx context.Context, dataDir string, properties map[string]string) (Target, error) {
+func startEmbedded(ctx context.Context, dataDir string) (loadgen.Target, error) {
 	owned := dataDir == ""
 	if owned {
 		dir, err := os.MkdirTemp("", "exactly-loadgen-*")
@@ -34,7 +31,7 @@ func startEmbeddedWith(ctx context.Context, dataDir string, properties map[strin
 		}
 		dataDir = dir
 	}
-	b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir, Properties: properties})
+	b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir})
 	if err != nil {
 		if owned {
 			os.RemoveAll(dataDir)
@@ -44,7 +41,7 @@ func startEmbeddedWith(ctx context.Context, dataDir string, properties map[strin
 	return &embeddedTarget{broker: b, dataDir: dataDir, owned: owned}, nil
 }
 
-func (t *embeddedTarget) Kind() string        { return TargetEmbedded }
+func (t *embeddedTarget) Kind() string        { return loadgen.TargetEmbedded }
 func (t *embeddedTarget) Bootstrap() []string { return []string{t.broker.Addr()} }
 func (t *embeddedTarget) Description() string {
 	return "exactly broker, embedded in process, " + t.broker.Addr() + ", data in " + t.dataDir

@@ -1,55 +1,42 @@
-package loadgen
+package verify
 
 import (
 	"fmt"
 	"strings"
 	"sync"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
-// maxOffenders bounds the offending records named per kind and reader.
-const maxOffenders = 5
+// Offenders: the few offending records a run names per kind of
+// violation, beside the checker's counts. A TrackedLog mirrors what the
+// ledger knows of each record of one producer; an OffenderSampler, fed
+// each record one read returned (as a Checker is), names the lost,
+// duplicated, reordered, aborted-but-visible and phantom ones.
 
-// bitset is a growable set of sequence numbers.
-type bitset []uint64
+// MaxOffenders bounds the offending records named per kind and reader.
+const MaxOffenders = 5
 
-func (b *bitset) set(seq uint64) {
-	word := int(seq / 64)
-	for len(*b) <= word {
-		*b = append(*b, 0)
-	}
-	(*b)[word] |= 1 << (seq % 64)
-}
-
-func (b bitset) has(seq uint64) bool {
-	word := int(seq / 64)
-	return word < len(b) && b[word]&(1<<(seq%64)) != 0
-}
-
-// trackedLog is a producer's ledger log plus a mirror of what the ledger
+// TrackedLog is a producer's ledger log plus a mirror of what the ledger
 // knows of each record, so that the matrix can name offending records (the
 // ledger only counts them). Its methods are called from the producing
 // goroutine and client callbacks at once: mu guards the mirror.
-type trackedLog struct {
-	*verify.ProducerLog
+type TrackedLog struct {
+	*ProducerLog
 
 	mu           sync.Mutex
-	acknowledged bitset
-	doubtful     bitset // errored, or in a transaction whose end errored
-	aborted      bitset // sent to abort, or in an aborted transaction
+	acknowledged bitmap
+	doubtful     bitmap // errored, or in a transaction whose end errored
+	aborted      bitmap // sent to abort, or in an aborted transaction
 }
 
-func newTrackedLog(log *verify.ProducerLog) *trackedLog { return &trackedLog{ProducerLog: log} }
+// NewTrackedLog wraps a producer's ledger log.
+func NewTrackedLog(log *ProducerLog) *TrackedLog { return &TrackedLog{ProducerLog: log} }
 
 // RecordSent logs a send in the ledger and the mirror.
-func (t *trackedLog) RecordSent(seq uint64, fate verify.Fate) error {
+func (t *TrackedLog) RecordSent(seq uint64, fate Fate) error {
 	if err := t.ProducerLog.RecordSent(seq, fate); err != nil {
 		return err
 	}
-	if fate == verify.FateAbort {
+	if fate == FateAbort {
 		t.mu.Lock()
 		t.aborted.set(seq)
 		t.mu.Unlock()
@@ -58,7 +45,7 @@ func (t *trackedLog) RecordSent(seq uint64, fate verify.Fate) error {
 }
 
 // RecordAcknowledged logs an acknowledgement in the ledger and the mirror.
-func (t *trackedLog) RecordAcknowledged(seq uint64, at verify.Ack) {
+func (t *TrackedLog) RecordAcknowledged(seq uint64, at Ack) {
 	t.ProducerLog.RecordAcknowledged(seq, at)
 	t.mu.Lock()
 	t.acknowledged.set(seq)
@@ -66,7 +53,7 @@ func (t *trackedLog) RecordAcknowledged(seq uint64, at verify.Ack) {
 }
 
 // RecordErrored logs a failed produce in the ledger and the mirror.
-func (t *trackedLog) RecordErrored(seq uint64) {
+func (t *TrackedLog) RecordErrored(seq uint64) {
 	t.ProducerLog.RecordErrored(seq)
 	t.mu.Lock()
 	t.doubtful.set(seq)
@@ -75,15 +62,15 @@ func (t *trackedLog) RecordErrored(seq uint64) {
 
 // RecordTransactionEnd logs a transaction's outcome in the ledger and the
 // mirror.
-func (t *trackedLog) RecordTransactionEnd(first, end uint64, outcome verify.TransactionOutcome) {
+func (t *TrackedLog) RecordTransactionEnd(first, end uint64, outcome TransactionOutcome) {
 	t.ProducerLog.RecordTransactionEnd(first, end, outcome)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for seq := first; seq < end; seq++ {
 		switch outcome {
-		case verify.TransactionAborted:
+		case TransactionAborted:
 			t.aborted.set(seq)
-		case verify.TransactionUnknown:
+		case TransactionUnknown:
 			t.doubtful.set(seq)
 		}
 	}
@@ -91,65 +78,59 @@ func (t *trackedLog) RecordTransactionEnd(first, end uint64, outcome verify.Tran
 
 // TransactionEnding does nothing: in process, the outcome is all the
 // ledger needs.
-func (t *trackedLog) TransactionEnding(first, end uint64) {}
+func (t *TrackedLog) TransactionEnding(first, end uint64) {}
 
 // committed reports whether the ledger counts seq as committed: it must be
 // read exactly once.
-func (t *trackedLog) committed(seq uint64) bool {
+func (t *TrackedLog) committed(seq uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.acknowledged.has(seq) && !t.doubtful.has(seq) && !t.aborted.has(seq)
 }
 
 // isAborted reports whether seq must stay invisible to read_committed.
-func (t *trackedLog) isAborted(seq uint64) bool {
+func (t *TrackedLog) isAborted(seq uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.aborted.has(seq)
 }
 
-// Offender kinds: the keys of verifyRun's offenders, which judgeRun lists
+// Offender kinds: the keys of a run's offenders, which its verdict lists
 // under a broken bound.
 const (
-	offenderLost           = "lost"
-	offenderDuplicated     = "duplicated"
-	offenderReordered      = "reordered"
-	offenderAbortedVisible = "aborted-visible"
-	offenderPhantom        = "phantom"
-	offenderInconsistent   = "inconsistent-offsets"
-	offenderPollSkip       = "poll-skip"
-	offenderNonMonotonic   = "non-monotonic"
+	OffenderLost           = "lost"
+	OffenderDuplicated     = "duplicated"
+	OffenderReordered      = "reordered"
+	OffenderAbortedVisible = "aborted-visible"
+	OffenderPhantom        = "phantom"
+	OffenderInconsistent   = "inconsistent-offsets"
+	OffenderPollSkip       = "poll-skip"
+	OffenderNonMonotonic   = "non-monotonic"
 )
 
-// readRecord is one record a verification read returned: where it was
-// read, the producer session its batch names (a table row has none), and
-// its value.
-type readRecord struct {
-	partition int32
-	offset    int64
-	writer    verify.Writer
-	value     []byte
+// ReadRecord is one record a verification read returned: where it was
+// read, the producer session its batch names (a table row has none:
+// ProducerID -1), and its value.
+type ReadRecord struct {
+	Partition int32
+	Offset    int64
+	Writer    Writer
+	Value     []byte
 }
 
-// readOf is what a read needs of a fetched record.
-func readOf(record *kgo.Record) readRecord {
-	return readRecord{partition: record.Partition, offset: record.Offset, value: record.Value,
-		writer: verify.Writer{ProducerID: record.ProducerID, ProducerEpoch: record.ProducerEpoch}}
-}
-
-// offenderSampler names a few offending records of one read-back: lost
+// OffenderSampler names a few offending records of one read-back: lost
 // (lost writes and unseen), duplicated, reordered, aborted-but-visible and
 // phantom ones, each by topic, partition, offset, producer and sequence,
 // and the producer id, epoch and transactional id that wrote it where
-// known. It is fed by the reading goroutine, like a verify.Checker, and
+// known. It is fed by the reading goroutine, like a Checker, and
 // asks that checker where the read got to.
-type offenderSampler struct {
-	logs      []*trackedLog
-	ledger    *verify.Ledger
-	checker   *verify.Checker
+type OffenderSampler struct {
+	logs      []*TrackedLog
+	ledger    *Ledger
+	checker   *Checker
 	runID     uint64
 	stage     uint8
-	isolation verify.Isolation
+	isolation Isolation
 	// topic is the topic read; inputTopic the topic the load producers
 	// wrote (where acknowledged offsets are).
 	topic, inputTopic string
@@ -167,19 +148,21 @@ type partitionKeyOf struct {
 	partition int32
 }
 
-// samplerSpec says what one read is: its topic and the topic the load
+// SamplerSpec says what one read is: its topic and the topic the load
 // producers wrote, the stage and isolation it reads with, and the checker
 // it feeds.
-type samplerSpec struct {
-	topic, inputTopic string
-	stage             uint8
-	isolation         verify.Isolation
-	checker           *verify.Checker
+type SamplerSpec struct {
+	Topic, InputTopic string
+	Stage             uint8
+	Isolation         Isolation
+	Checker           *Checker
 }
 
-func newOffenderSampler(logs []*trackedLog, ledger *verify.Ledger, spec samplerSpec) *offenderSampler {
-	sampler := &offenderSampler{logs: logs, ledger: ledger, checker: spec.checker, runID: ledger.RunID(),
-		stage: spec.stage, isolation: spec.isolation, topic: spec.topic, inputTopic: spec.inputTopic,
+// NewOffenderSampler returns the sampler of one read of the run whose
+// ledger and producer logs are given.
+func NewOffenderSampler(logs []*TrackedLog, ledger *Ledger, spec SamplerSpec) *OffenderSampler {
+	sampler := &OffenderSampler{logs: logs, ledger: ledger, checker: spec.Checker, runID: ledger.RunID(),
+		stage: spec.Stage, isolation: spec.Isolation, topic: spec.Topic, inputTopic: spec.InputTopic,
 		first: make([][]int64, len(logs)), firstPartition: make([][]int32, len(logs)),
 		highest: make(map[partitionKeyOf]uint64), examples: make(map[string][]string)}
 	for i, log := range logs {
@@ -190,14 +173,14 @@ func newOffenderSampler(logs []*trackedLog, ledger *verify.Ledger, spec samplerS
 	return sampler
 }
 
-func (s *offenderSampler) note(kind, format string, args ...any) {
-	if len(s.examples[kind]) < maxOffenders {
+func (s *OffenderSampler) note(kind, format string, args ...any) {
+	if len(s.examples[kind]) < MaxOffenders {
 		s.examples[kind] = append(s.examples[kind], fmt.Sprintf(format, args...))
 	}
 }
 
 // at names where a record was read: "topic t partition 2 offset 45".
-func (s *offenderSampler) at(partition int32, offset int64) string {
+func (s *OffenderSampler) at(partition int32, offset int64) string {
 	return fmt.Sprintf("topic %s partition %d offset %d", s.topic, partition, offset)
 }
 
@@ -206,11 +189,11 @@ func (s *offenderSampler) at(partition int32, offset int64) string {
 // the ledger knows the writer, transactional id included; for a later
 // stage it names the batch's writer (a pipeline worker), then the input
 // record's.
-func (s *offenderSampler) record(producer uint32, seq uint64, r readRecord) string {
+func (s *OffenderSampler) record(producer uint32, seq uint64, r ReadRecord) string {
 	text := fmt.Sprintf("producer %d seq %d", producer, seq)
 	var writers []string
-	if s.stage != 0 && r.writer.ProducerID >= 0 {
-		writers = append(writers, "written by "+r.writer.String())
+	if s.stage != 0 && r.Writer.ProducerID >= 0 {
+		writers = append(writers, "written by "+r.Writer.String())
 	}
 	if at, ok := s.ledger.Producer(producer).Acknowledged(seq); ok && at.Writer.String() != "" {
 		writer := at.Writer.String()
@@ -218,8 +201,8 @@ func (s *offenderSampler) record(producer uint32, seq uint64, r readRecord) stri
 			writer = fmt.Sprintf("input at topic %s partition %d offset %d by %s", s.inputTopic, at.Partition, at.Offset, writer)
 		}
 		writers = append(writers, writer)
-	} else if s.stage == 0 && r.writer.ProducerID >= 0 {
-		writers = append(writers, r.writer.String())
+	} else if s.stage == 0 && r.Writer.ProducerID >= 0 {
+		writers = append(writers, r.Writer.String())
 	}
 	if len(writers) > 0 {
 		text += " (" + strings.Join(writers, "; ") + ")"
@@ -227,54 +210,54 @@ func (s *offenderSampler) record(producer uint32, seq uint64, r readRecord) stri
 	return text
 }
 
-// observe feeds one record read.
-func (s *offenderSampler) observe(r readRecord) {
-	header, err := verify.DecodeHeader(r.value)
+// Observe feeds one record read.
+func (s *OffenderSampler) Observe(r ReadRecord) {
+	header, err := DecodeHeader(r.Value)
 	if err != nil || header.RunID != s.runID || header.Stage != s.stage {
 		return
 	}
 	producer, seq := header.Producer, header.Sequence
 	if int(producer) >= len(s.logs) || seq >= uint64(len(s.first[producer])) {
-		s.note(offenderPhantom, "%s: producer %d seq %d was never sent", s.at(r.partition, r.offset), producer, seq)
+		s.note(OffenderPhantom, "%s: producer %d seq %d was never sent", s.at(r.Partition, r.Offset), producer, seq)
 		return
 	}
 	if firstOffset := s.first[producer][seq]; firstOffset != 0 {
-		s.note(offenderDuplicated, "%s: %s, read before at partition %d offset %d",
-			s.at(r.partition, r.offset), s.record(producer, seq, r), s.firstPartition[producer][seq], firstOffset-1)
+		s.note(OffenderDuplicated, "%s: %s, read before at partition %d offset %d",
+			s.at(r.Partition, r.Offset), s.record(producer, seq, r), s.firstPartition[producer][seq], firstOffset-1)
 		return
 	}
-	s.first[producer][seq], s.firstPartition[producer][seq] = r.offset+1, r.partition
-	if s.isolation == verify.ReadCommitted && s.logs[producer].isAborted(seq) {
-		s.note(offenderAbortedVisible, "%s: %s (aborted or fenced) visible", s.at(r.partition, r.offset), s.record(producer, seq, r))
+	s.first[producer][seq], s.firstPartition[producer][seq] = r.Offset+1, r.Partition
+	if s.isolation == ReadCommitted && s.logs[producer].isAborted(seq) {
+		s.note(OffenderAbortedVisible, "%s: %s (aborted or fenced) visible", s.at(r.Partition, r.Offset), s.record(producer, seq, r))
 	}
-	key := partitionKeyOf{producer: producer, partition: r.partition}
+	key := partitionKeyOf{producer: producer, partition: r.Partition}
 	if highest, ok := s.highest[key]; ok && seq < highest {
-		s.note(offenderReordered, "%s: %s read after seq %d", s.at(r.partition, r.offset), s.record(producer, seq, r), highest)
+		s.note(OffenderReordered, "%s: %s read after seq %d", s.at(r.Partition, r.Offset), s.record(producer, seq, r), highest)
 		return
 	}
 	s.highest[key] = seq
 }
 
-// finish adds lost records and returns the examples by kind. A lost
+// Finish adds lost records and returns the examples by kind. A lost
 // record is named a lost write when the read got past its acknowledged
-// offset, else unseen (see verify.Counts).
-func (s *offenderSampler) finish() map[string][]string {
+// offset, else unseen (see Counts).
+func (s *OffenderSampler) Finish() map[string][]string {
 	for producer, log := range s.logs {
 		for seq, firstOffset := range s.first[producer] {
-			if len(s.examples[offenderLost]) >= maxOffenders {
+			if len(s.examples[OffenderLost]) >= MaxOffenders {
 				return s.examples
 			}
 			if firstOffset != 0 || !log.committed(uint64(seq)) {
 				continue
 			}
-			s.note(offenderLost, "%s", s.lost(uint32(producer), uint64(seq)))
+			s.note(OffenderLost, "%s", s.lost(uint32(producer), uint64(seq)))
 		}
 	}
 	return s.examples
 }
 
 // lost describes one lost record.
-func (s *offenderSampler) lost(producer uint32, seq uint64) string {
+func (s *OffenderSampler) lost(producer uint32, seq uint64) string {
 	at, known := s.ledger.Producer(producer).Acknowledged(seq)
 	record := fmt.Sprintf("producer %d seq %d", producer, seq)
 	if !known {

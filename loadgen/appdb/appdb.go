@@ -1,4 +1,24 @@
-package loadgen
+// Package appdb is the application database of the database consume
+// stages (the application's road to exactly-once: a deduplicating
+// consumer, offsets stored with the results): the consumer's own store,
+// where its output rows, its partition offsets (the stored-offsets stage)
+// and the keys it has seen (the dedup stage) live. One set of tables serves every run of an
+// invocation; each row carries its run (the run's input topic), so a
+// PostgreSQL database shared between invocations stays consistent.
+//
+//	exactly_output   one row per record the stage delivered; a plain table
+//	                 (no unique key on producer/sequence: duplicates must
+//	                 stay visible to the checker)
+//	exactly_offsets  (run, partition_id) → next_offset, the position the
+//	                 stored-offsets stage resumes from
+//	exactly_dedup    (run, partition_id, record_key) → input_offset, the
+//	                 dedup window of keys seen
+//
+// Two dialects, SQLite and PostgreSQL, share the SQL; differences
+// (placeholders, the id column, row locks) are in sqlDialect. The stages
+// that write here live in package loadgen (dbstage.go); the runner reads
+// the output table back for the checker.
+package appdb
 
 import (
 	"context"
@@ -15,25 +35,9 @@ import (
 	// The two database/sql drivers of the application-level modes.
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
-)
 
-// The application database of the consumer-dedup and external-offsets
-// modes (seed §3.1): the consumer's own store, where its output rows, its
-// partition offsets (external-offsets) and the keys it has seen
-// (consumer-dedup) live. One set of tables serves every run of an
-// invocation; each row carries its run (the run's input topic), so a
-// PostgreSQL database shared between invocations stays consistent.
-//
-//	exactly_output   one row per record the stage delivered; a plain table
-//	                 (no unique key on producer/sequence: duplicates must
-//	                 stay visible to the checker)
-//	exactly_offsets  (run, partition_id) → next_offset, the position the
-//	                 external-offsets stage resumes from
-//	exactly_dedup    (run, partition_id, record_key) → input_offset, the
-//	                 consumer-dedup window of keys seen
-//
-// Two dialects share the SQL; differences (placeholders, the id column,
-// row locks) are in sqlDialect.
+	"github.com/exactly-eos/exactly/loadgen/errtext"
+)
 
 // Database kinds.
 const (
@@ -76,12 +80,12 @@ func (d sqlDialect) bind(query string) string {
 	return out.String()
 }
 
-// appDB is an open application database. *sql.DB is safe for concurrent
-// use; appDB adds only immutable fields.
-type appDB struct {
+// DB is an open application database. *sql.DB is safe for concurrent
+// use; DB adds only immutable fields.
+type DB struct {
 	db       *sql.DB
 	dialect  sqlDialect
-	describe string // for results: kind and location, without credentials
+	describe string // Describe's
 	location string // for errors: the URL without its password, or the file
 }
 
@@ -90,32 +94,32 @@ func IsPostgresURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
-// appDBConnectTimeout bounds openAppDB's first connection.
-const appDBConnectTimeout = 10 * time.Second
+// connectTimeout bounds Open's first connection.
+const connectTimeout = 10 * time.Second
 
-// openAppDB opens dsn: a postgres:// or postgresql:// URL, or an SQLite
+// Open opens dsn: a postgres:// or postgresql:// URL, or an SQLite
 // file path (optionally prefixed "sqlite:"), created if missing. It
-// connects at once (bounded by appDBConnectTimeout), so a wrong URL or a
+// connects at once (bounded by connectTimeout), so a wrong URL or a
 // server that is down fails before any run, with a one-line error that
 // says what to fix and never shows the URL's password.
-func openAppDB(ctx context.Context, dsn string) (*appDB, error) {
+func Open(ctx context.Context, dsn string) (*DB, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("application database: empty location")
 	}
-	var database *appDB
+	var database *DB
 	if IsPostgresURL(dsn) {
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
-			return nil, appDBError(dsn, "cannot use the URL", err)
+			return nil, openError(dsn, "cannot use the URL", err)
 		}
 		db.SetMaxOpenConns(8)
-		database = &appDB{db: db, dialect: postgresDialect, location: redactURL(dsn),
-			describe: "postgres " + redactURL(dsn) + " (synchronous_commit as the server sets it)"}
+		database = &DB{db: db, dialect: postgresDialect, location: RedactURL(dsn),
+			describe: "postgres " + RedactURL(dsn) + " (synchronous_commit as the server sets it)"}
 	} else {
 		path := strings.TrimPrefix(dsn, "sqlite:")
 		absolute, err := filepath.Abs(path)
 		if err != nil {
-			return nil, appDBError(dsn, "cannot resolve the path", err)
+			return nil, openError(dsn, "cannot resolve the path", err)
 		}
 		// WAL lets readers run beside the writer; synchronous=NORMAL in WAL
 		// mode survives a process crash (the runner's SIGKILL), not power
@@ -129,13 +133,13 @@ func openAppDB(ctx context.Context, dsn string) (*appDB, error) {
 		query.Set("_txlock", "immediate")
 		db, err := sql.Open("sqlite", "file:"+absolute+"?"+query.Encode())
 		if err != nil {
-			return nil, appDBError(absolute, "cannot open", err)
+			return nil, openError(absolute, "cannot open", err)
 		}
 		db.SetMaxOpenConns(4)
-		database = &appDB{db: db, dialect: sqliteDialect, location: "sqlite " + absolute,
+		database = &DB{db: db, dialect: sqliteDialect, location: "sqlite " + absolute,
 			describe: "sqlite " + absolute + " (modernc.org/sqlite, WAL, synchronous=NORMAL)"}
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, appDBConnectTimeout)
+	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := database.db.PingContext(pingCtx); err != nil {
 		database.db.Close()
@@ -146,29 +150,29 @@ func openAppDB(ctx context.Context, dsn string) (*appDB, error) {
 		if database.dialect.name == databaseSQLite {
 			what = "cannot open"
 		}
-		return nil, appDBError(dsn, what, err)
+		return nil, openError(dsn, what, err)
 	}
 	return database, nil
 }
 
-// appDBError is the one-line error for an application database that
+// openError is the one-line error for an application database that
 // cannot be used: its location without the password, what failed and a
 // terse cause, and the fix.
-func appDBError(dsn, what string, err error) error {
+func openError(dsn, what string, err error) error {
 	if !IsPostgresURL(dsn) {
 		path := strings.TrimPrefix(dsn, "sqlite:")
 		return fmt.Errorf("application database sqlite %s: %s (%s); check that its directory exists and is writable",
-			path, what, oneLine(err.Error()))
+			path, what, errtext.OneLine(err.Error()))
 	}
 	return fmt.Errorf("application database %s: %s (%s); check the URL and that PostgreSQL is running, or leave --db out to use a temporary SQLite file",
-		redactURL(dsn), what, postgresCause(dsn, err))
+		RedactURL(dsn), what, postgresCause(dsn, err))
 }
 
 // postgresCause says in a few words why PostgreSQL at dsn failed with
 // err: a network failure, the server's own message, or the driver's
 // error folded onto one line, with the URL's password masked.
 func postgresCause(dsn string, err error) string {
-	if cause := networkCause(err); cause != "" {
+	if cause := errtext.NetworkCause(err); cause != "" {
 		return cause
 	}
 	var pgErr *pgconn.PgError
@@ -176,15 +180,15 @@ func postgresCause(dsn string, err error) string {
 	switch {
 	case errors.As(err, &pgErr):
 		cause = pgErr.Message + " (SQLSTATE " + pgErr.Code + ")"
-	case isTimeout(err):
-		cause = fmt.Sprintf("no answer within %v", appDBConnectTimeout)
+	case errtext.IsTimeout(err):
+		cause = fmt.Sprintf("no answer within %v", connectTimeout)
 	default:
 		cause = err.Error()
 	}
 	for _, secret := range urlSecrets(dsn) {
 		cause = strings.ReplaceAll(cause, secret, "xxxxx")
 	}
-	return oneLine(cause)
+	return errtext.OneLine(cause)
 }
 
 // urlSecrets returns the passwords a database URL carries: its userinfo
@@ -204,9 +208,9 @@ func urlSecrets(dsn string) []string {
 	return secrets
 }
 
-// redactURL drops the password from a database URL: the userinfo's, and
+// RedactURL drops the password from a database URL: the userinfo's, and
 // a password query parameter's value.
-func redactURL(dsn string) string {
+func RedactURL(dsn string) string {
 	parsed, err := url.Parse(dsn)
 	if err != nil {
 		return "(unparsable URL)"
@@ -221,13 +225,20 @@ func redactURL(dsn string) string {
 	return parsed.String()
 }
 
-// Close closes the connection pool.
-func (a *appDB) Close() error { return a.db.Close() }
+// Describe says what the database is, for results: its kind and
+// location, without credentials.
+func (a *DB) Describe() string { return a.describe }
 
-// createSchema creates the tables if missing. The runner calls it once per
+// Begin starts a transaction (SQLite's takes the write lock at once).
+func (a *DB) Begin(ctx context.Context) (*sql.Tx, error) { return a.db.BeginTx(ctx, nil) }
+
+// Close closes the connection pool.
+func (a *DB) Close() error { return a.db.Close() }
+
+// CreateSchema creates the tables if missing. The runner calls it once per
 // invocation, before any stage starts (concurrent CREATE TABLE IF NOT
 // EXISTS can fail on PostgreSQL).
-func (a *appDB) createSchema(ctx context.Context) error {
+func (a *DB) CreateSchema(ctx context.Context) error {
 	statements := []string{
 		`CREATE TABLE IF NOT EXISTS exactly_output (
 			id ` + a.dialect.idColumn + `,
@@ -260,15 +271,15 @@ func (a *appDB) createSchema(ctx context.Context) error {
 					a.location, postgresCause("", err))
 			}
 			return fmt.Errorf("application database %s: cannot create its tables (%s); check that the file is an SQLite database this user can write",
-				a.location, oneLine(err.Error()))
+				a.location, errtext.OneLine(err.Error()))
 		}
 	}
 	return nil
 }
 
-// deleteRun removes a run's rows once verified, so a shared database is
+// DeleteRun removes a run's rows once verified, so a shared database is
 // left as it was found.
-func (a *appDB) deleteRun(ctx context.Context, run string) error {
+func (a *DB) DeleteRun(ctx context.Context, run string) error {
 	for _, table := range []string{"exactly_output", "exactly_offsets", "exactly_dedup"} {
 		if _, err := a.db.ExecContext(ctx, a.dialect.bind("DELETE FROM "+table+" WHERE run = ?"), run); err != nil {
 			return fmt.Errorf("delete run %s from %s: %w", run, table, err)
@@ -277,24 +288,27 @@ func (a *appDB) deleteRun(ctx context.Context, run string) error {
 	return nil
 }
 
-// outputRow is one row of exactly_output.
-type outputRow struct {
-	producer  uint32
-	seq       uint64
-	sendTime  int64
-	partition int32
-	offset    int64
-	// windowFloor is, for consumer-dedup, the lowest input offset whose key
-	// the window still held when this row was written (-1: no window).
-	windowFloor int64
+// Row is one row of exactly_output: the input record it came from (its
+// loadgen header's producer, sequence and send time, and its input
+// partition and offset).
+type Row struct {
+	Producer  uint32
+	Seq       uint64
+	SendTime  int64
+	Partition int32
+	Offset    int64
+	// WindowFloor is, for the dedup stage, the lowest input offset whose
+	// key the window still held when this row was written (-1: no
+	// window).
+	WindowFloor int64
 }
 
 // insertRowsChunk bounds the rows of one multi-row INSERT (8 parameters
 // each: within SQLite's and PostgreSQL's parameter limits).
 const insertRowsChunk = 400
 
-// insertOutput appends rows to exactly_output in tx.
-func (a *appDB) insertOutput(ctx context.Context, tx *sql.Tx, run, worker string, rows []outputRow) error {
+// InsertOutput appends rows to exactly_output in tx.
+func (a *DB) InsertOutput(ctx context.Context, tx *sql.Tx, run, worker string, rows []Row) error {
 	for start := 0; start < len(rows); start += insertRowsChunk {
 		chunk := rows[start:min(start+insertRowsChunk, len(rows))]
 		var query strings.Builder
@@ -305,7 +319,7 @@ func (a *appDB) insertOutput(ctx context.Context, tx *sql.Tx, run, worker string
 				query.WriteString(", ")
 			}
 			query.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, run, int64(row.producer), int64(row.seq), row.sendTime, row.partition, row.offset, row.windowFloor, worker)
+			args = append(args, run, int64(row.Producer), int64(row.Seq), row.SendTime, row.Partition, row.Offset, row.WindowFloor, worker)
 		}
 		if _, err := tx.ExecContext(ctx, a.dialect.bind(query.String()), args...); err != nil {
 			return fmt.Errorf("insert %d output rows: %w", len(chunk), err)
@@ -314,9 +328,9 @@ func (a *appDB) insertOutput(ctx context.Context, tx *sql.Tx, run, worker string
 	return nil
 }
 
-// storedOffset reads a partition's stored next offset in tx, locking its
+// StoredOffset reads a partition's stored next offset in tx, locking its
 // row on PostgreSQL until tx ends.
-func (a *appDB) storedOffset(ctx context.Context, tx *sql.Tx, run string, partition int32) (offset int64, found bool, err error) {
+func (a *DB) StoredOffset(ctx context.Context, tx *sql.Tx, run string, partition int32) (offset int64, found bool, err error) {
 	query := a.dialect.bind("SELECT next_offset FROM exactly_offsets WHERE run = ? AND partition_id = ?" + a.dialect.forUpdate)
 	err = tx.QueryRowContext(ctx, query, run, partition).Scan(&offset)
 	switch {
@@ -328,10 +342,10 @@ func (a *appDB) storedOffset(ctx context.Context, tx *sql.Tx, run string, partit
 	return offset, true, nil
 }
 
-// advanceOffset moves a partition's stored offset from `from` (found:
+// AdvanceOffset moves a partition's stored offset from `from` (found:
 // whether a row existed) to `to`, as a compare-and-set: it reports false
 // when another transaction changed the row first.
-func (a *appDB) advanceOffset(ctx context.Context, tx *sql.Tx, run string, partition int32, from int64, found bool, to int64) (bool, error) {
+func (a *DB) AdvanceOffset(ctx context.Context, tx *sql.Tx, run string, partition int32, from int64, found bool, to int64) (bool, error) {
 	var result sql.Result
 	var err error
 	if found {
@@ -351,9 +365,9 @@ func (a *appDB) advanceOffset(ctx context.Context, tx *sql.Tx, run string, parti
 	return affected == 1, nil
 }
 
-// loadOffsets returns the stored next offsets of the given partitions
+// LoadOffsets returns the stored next offsets of the given partitions
 // (partitions without a row are absent).
-func (a *appDB) loadOffsets(ctx context.Context, run string, partitions []int32) (map[int32]int64, error) {
+func (a *DB) LoadOffsets(ctx context.Context, run string, partitions []int32) (map[int32]int64, error) {
 	offsets := make(map[int32]int64, len(partitions))
 	for _, partition := range partitions {
 		var offset int64
@@ -370,9 +384,9 @@ func (a *appDB) loadOffsets(ctx context.Context, run string, partitions []int32)
 	return offsets, nil
 }
 
-// highestKeyOffset returns the highest input offset of a key the dedup
+// HighestKeyOffset returns the highest input offset of a key the dedup
 // window of a partition holds, or -1 when it holds none.
-func (a *appDB) highestKeyOffset(ctx context.Context, tx *sql.Tx, run string, partition int32) (int64, error) {
+func (a *DB) HighestKeyOffset(ctx context.Context, tx *sql.Tx, run string, partition int32) (int64, error) {
 	var highest sql.NullInt64
 	err := tx.QueryRowContext(ctx, a.dialect.bind("SELECT MAX(input_offset) FROM exactly_dedup WHERE run = ? AND partition_id = ?"),
 		run, partition).Scan(&highest)
@@ -385,8 +399,8 @@ func (a *appDB) highestKeyOffset(ctx context.Context, tx *sql.Tx, run string, pa
 	return highest.Int64, nil
 }
 
-// seenKeys returns which of keys the dedup window of a partition holds.
-func (a *appDB) seenKeys(ctx context.Context, tx *sql.Tx, run string, partition int32, keys []string) (map[string]bool, error) {
+// SeenKeys returns which of keys the dedup window of a partition holds.
+func (a *DB) SeenKeys(ctx context.Context, tx *sql.Tx, run string, partition int32, keys []string) (map[string]bool, error) {
 	seen := make(map[string]bool)
 	for start := 0; start < len(keys); start += insertRowsChunk {
 		chunk := keys[start:min(start+insertRowsChunk, len(keys))]
@@ -415,9 +429,9 @@ func (a *appDB) seenKeys(ctx context.Context, tx *sql.Tx, run string, partition 
 	return seen, nil
 }
 
-// rememberKeys adds keys (with their input offsets) to a partition's
+// RememberKeys adds keys (with their input offsets) to a partition's
 // window and forgets those below floor.
-func (a *appDB) rememberKeys(ctx context.Context, tx *sql.Tx, run string, partition int32, keys []string, offsets []int64, floor int64) error {
+func (a *DB) RememberKeys(ctx context.Context, tx *sql.Tx, run string, partition int32, keys []string, offsets []int64, floor int64) error {
 	for start := 0; start < len(keys); start += insertRowsChunk {
 		end := min(start+insertRowsChunk, len(keys))
 		var query strings.Builder
@@ -441,8 +455,8 @@ func (a *appDB) rememberKeys(ctx context.Context, tx *sql.Tx, run string, partit
 	return nil
 }
 
-// countOutput counts a run's output rows.
-func (a *appDB) countOutput(ctx context.Context, run string) (int64, error) {
+// CountOutput counts a run's output rows.
+func (a *DB) CountOutput(ctx context.Context, run string) (int64, error) {
 	var count int64
 	if err := a.db.QueryRowContext(ctx, a.dialect.bind("SELECT COUNT(*) FROM exactly_output WHERE run = ?"), run).Scan(&count); err != nil {
 		return 0, fmt.Errorf("count output rows of %s: %w", run, err)
@@ -450,9 +464,9 @@ func (a *appDB) countOutput(ctx context.Context, run string) (int64, error) {
 	return count, nil
 }
 
-// readOutput feeds every output row of run to observe, partition by
+// ReadOutput feeds every output row of run to observe, partition by
 // partition in insertion order.
-func (a *appDB) readOutput(ctx context.Context, run string, observe func(outputRow)) error {
+func (a *DB) ReadOutput(ctx context.Context, run string, observe func(Row)) error {
 	rows, err := a.db.QueryContext(ctx, a.dialect.bind(
 		"SELECT producer, seq, send_time, input_partition, input_offset, window_floor FROM exactly_output WHERE run = ? ORDER BY input_partition, id"), run)
 	if err != nil {
@@ -460,15 +474,15 @@ func (a *appDB) readOutput(ctx context.Context, run string, observe func(outputR
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var row outputRow
+		var row Row
 		var producer, seq int64
-		if err := rows.Scan(&producer, &seq, &row.sendTime, &row.partition, &row.offset, &row.windowFloor); err != nil {
+		if err := rows.Scan(&producer, &seq, &row.SendTime, &row.Partition, &row.Offset, &row.WindowFloor); err != nil {
 			return fmt.Errorf("read output rows of %s: %w", run, err)
 		}
 		if producer < 0 || producer > int64(^uint32(0)) || seq < 0 {
 			return fmt.Errorf("read output rows of %s: producer %d sequence %d out of range", run, producer, seq)
 		}
-		row.producer, row.seq = uint32(producer), uint64(seq)
+		row.Producer, row.Seq = uint32(producer), uint64(seq)
 		observe(row)
 	}
 	if err := rows.Err(); err != nil {

@@ -1,4 +1,4 @@
-package loadgen
+package stages
 
 import (
 	"context"
@@ -10,124 +10,127 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/appdb"
+	"github.com/exactly-eos/exactly/loadgen/modes"
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
-// dbStageSpec is one consume worker of the consumer-dedup or
-// external-offsets mode, in process or in a worker subprocess.
-type dbStageSpec struct {
-	mode     string
-	options  []kgo.Opt // seed brokers and fault settings
-	clientID string
-	group    string
-	input    string
-	// run keys the run's rows in the database (the input topic).
-	run string
-	// worker names the worker in its output rows.
-	worker string
-	// window is consumer-dedup's window in offsets per partition.
-	window int64
-	// shortSession sets a 6 s session timeout, so the group notices a
+// DBSpec is one database stage worker, in process or in a worker
+// subprocess.
+type DBSpec struct {
+	// Mode is the run's delivery mode, whose Stage (modes.DedupStage or
+	// modes.StoredOffsetsStage) the worker runs.
+	Mode     string
+	Options  []kgo.Opt // seed brokers and fault settings
+	ClientID string
+	Group    string
+	Input    string
+	// Run keys the run's rows in the database (the input topic).
+	Run string
+	// Worker names the worker in its output rows.
+	Worker string
+	// Window is the dedup stage's window in offsets per partition.
+	Window int64
+	// ShortSession sets a 6 s session timeout, so the group notices a
 	// killed worker quickly.
-	shortSession bool
-	// onAssignment, when set, is told how many input partitions the
+	ShortSession bool
+	// OnAssignment, when set, is told how many input partitions the
 	// worker holds after each change.
-	onAssignment func(count int)
+	OnAssignment func(count int)
 }
 
-// dbStageSpec returns worker index's settings in plan.
-func (plan runPlan) dbStageSpec(index int) dbStageSpec {
-	return dbStageSpec{
-		mode: plan.mode, options: append(plan.clientOptions(), plan.observations.watch(consumersDatabase)),
-		clientID: fmt.Sprintf("exactly-loadgen-%s-consumer-%d", plan.topicSuffix, index),
-		group:    "exactly-" + plan.runIDText + "-" + plan.topicSuffix, input: plan.topic, run: plan.topic,
-		worker: fmt.Sprintf("w%d", index), window: plan.workload.Application.DedupWindow,
-	}
+// DBStage is one database stage worker. Its Work method runs on one
+// goroutine, which owns the client and processes polls; kgo's group
+// goroutine calls seekToStored (it touches only the database and stats).
+// The hooks are set before Work starts.
+type DBStage struct {
+	spec DBSpec
+	// kind is the mode's database stage: dedup or stored offsets.
+	kind    modes.Stage
+	db      *appdb.DB
+	client  *kgo.Client
+	metrics Metrics
+	stats   *Stats
+	// OnOpen is called when a transaction with records begins; OnCommit
+	// after each commit with the rows it delivered, their send times and
+	// how long the commit took (unset: the stage records them in its
+	// Metrics); CrashAt(point, rows) is called at each crash point (in a
+	// worker subprocess, it kills the worker when the runner asked).
+	OnOpen   func()
+	OnCommit func(rows int64, sendTimes []int64, took time.Duration)
+	CrashAt  func(point int, rows int) bool
 }
 
-// Crash points of a stage worker under the consumer-crash fault: the
-// worker kills itself (SIGKILL) there when the runner asks.
+// Crash points of a database stage worker (DBStage.CrashAt).
 const (
-	crashNone = iota
-	// crashAfterCommit: the database transaction committed, the next
-	// poll (and, for consumer-dedup, the Kafka offset commit) not begun.
-	crashAfterCommit
-	// crashInTransaction: output rows inserted, not committed.
-	crashInTransaction
+	// CrashAfterCommit: the database transaction committed, the next
+	// poll (and the Kafka offset commit) not begun.
+	CrashAfterCommit = iota + 1
+	// CrashInTransaction: output rows inserted, not committed.
+	CrashInTransaction
 )
 
-// dbStage is one consume worker. Its work method runs on one goroutine,
-// which owns the client and processes polls; kgo's group goroutine calls
-// seekToStored (it touches only the database and stats). The hooks are set
-// in a worker subprocess, before work starts.
-type dbStage struct {
-	spec    dbStageSpec
-	db      *appDB
-	client  *kgo.Client
-	metrics *runMetrics
-	stats   *applicationStats
-	// onOpen is called when a transaction with records begins; onCommit
-	// after each commit with the rows it delivered, their send times and
-	// how long the commit took; crashAt(point) returns true to make the
-	// worker die at point.
-	onOpen   func()
-	onCommit func(rows int64, sendTimes []int64, took time.Duration)
-	crashAt  func(point int, rows int) bool
-}
+// Close closes the worker's client (a worker that never ran: Work closes
+// it otherwise).
+func (s *DBStage) Close() { s.client.Close() }
 
-// newDBStage creates a worker's group client.
-func newDBStage(spec dbStageSpec, db *appDB, metrics *runMetrics, stats *applicationStats) (*dbStage, error) {
-	stage := &dbStage{spec: spec, db: db, metrics: metrics, stats: stats}
-	options := append(append([]kgo.Opt(nil), spec.options...),
-		kgo.ClientID(spec.clientID),
-		kgo.ConsumerGroup(spec.group),
-		kgo.ConsumeTopics(spec.input),
+// NewDBStage creates a worker's group client.
+func NewDBStage(spec DBSpec, db *appdb.DB, metrics Metrics, stats *Stats) (*DBStage, error) {
+	stage := &DBStage{spec: spec, db: db, metrics: metrics, stats: stats}
+	if mode, ok := modes.Lookup(spec.Mode); ok {
+		stage.kind = mode.Stage
+	}
+	options := append(append([]kgo.Opt(nil), spec.Options...),
+		kgo.ClientID(spec.ClientID),
+		kgo.ConsumerGroup(spec.Group),
+		kgo.ConsumeTopics(spec.Input),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(100*time.Millisecond),
 		// A rebalance waits until the poll being processed is committed
 		// to the database: a partition moves with its stored offsets.
 		kgo.BlockRebalanceOnPoll(),
-		kgo.WithLogger(clientLogger{metrics: metrics}),
+		kgo.WithLogger(metrics.Logger()),
 	)
-	options = append(options, assignmentOptions(spec.input, spec.mode == ModeConsumerDedup, spec.onAssignment)...)
-	switch spec.mode {
-	case ModeExternalOffsets:
+	options = append(options, AssignmentOptions(spec.Input, stage.kind == modes.DedupStage, spec.OnAssignment)...)
+	switch stage.kind {
+	case modes.StoredOffsetsStage:
 		options = append(options, kgo.DisableAutoCommit(), kgo.AdjustFetchOffsetsFn(stage.seekToStored))
-	case ModeConsumerDedup:
+	case modes.DedupStage:
 		options = append(options, kgo.AutoCommitMarks(), kgo.AutoCommitInterval(time.Second))
 	default:
-		return nil, fmt.Errorf("mode %s has no database stage", spec.mode)
+		return nil, fmt.Errorf("mode %s has no database stage", spec.Mode)
 	}
-	if spec.shortSession {
+	if spec.ShortSession {
 		options = append(options, kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))
 	}
 	client, err := kgo.NewClient(options...)
 	if err != nil {
-		return nil, fmt.Errorf("%s consumer %s: %w", spec.mode, spec.worker, err)
+		return nil, fmt.Errorf("%s consumer %s: %w", spec.Mode, spec.Worker, err)
 	}
 	stage.client = client
 	return stage, nil
 }
 
-// seekToStored is the external-offsets stage's seek on assignment (the
-// seed's KafkaConsumer.seek() in onPartitionsAssigned): every partition
+// seekToStored is the stored-offsets stage's seek on assignment (a
+// KafkaConsumer.seek() in onPartitionsAssigned): every partition
 // assigned starts at the offset stored in the database, or at the log
 // start when none is stored. kgo calls it after each assignment, before
 // fetching begins (SetOffsets in OnPartitionsAssigned would be skipped:
 // the partitions are not consumed yet).
-func (s *dbStage) seekToStored(ctx context.Context, assigned map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
-	partitions := make([]int32, 0, len(assigned[s.spec.input]))
-	for partition := range assigned[s.spec.input] {
+func (s *DBStage) seekToStored(ctx context.Context, assigned map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	partitions := make([]int32, 0, len(assigned[s.spec.Input]))
+	for partition := range assigned[s.spec.Input] {
 		partitions = append(partitions, partition)
 	}
-	stored, err := s.db.loadOffsets(ctx, s.spec.run, partitions)
+	stored, err := s.db.LoadOffsets(ctx, s.spec.Run, partitions)
 	if err != nil {
-		s.metrics.recordError(err)
+		s.metrics.RecordError(err)
 		return nil, err
 	}
-	s.stats.seeks.Add(1)
-	return seekOffsets(assigned, s.spec.input, stored), nil
+	s.stats.Seeks.Add(1)
+	return seekOffsets(assigned, s.spec.Input, stored), nil
 }
 
 // seekOffsets returns assigned with the input topic's partitions moved to
@@ -142,24 +145,24 @@ func seekOffsets(assigned map[string]map[int32]kgo.Offset, input string, stored 
 	return assigned
 }
 
-// work polls and processes until ctx ends or processing fails, or, under
+// Work polls and processes until ctx ends or processing fails, or, under
 // group-churn (leave not nil), until it ends a database transaction with
 // a rollback to leave the group.
-func (s *dbStage) work(ctx context.Context, leave *departure) error {
+func (s *DBStage) Work(ctx context.Context, leave *Departure) error {
 	defer s.client.Close()
-	polls := pollWatchOf(s.client) // the poll checker's (polls.go)
+	polls := pollwatch.Of(s.client) // the poll checker's (package pollwatch)
 	for ctx.Err() == nil {
 		pollCtx, cancel := leave.pollContext(ctx)
 		fetches := s.client.PollFetches(pollCtx)
 		cancel()
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			s.client.AllowRebalance()
 			return nil
 		}
 		for _, fetchErr := range fetches.Errors() {
 			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
-				s.metrics.recordError(fetchErr.Err)
+				s.metrics.RecordError(fetchErr.Err)
 			}
 		}
 		if fetches.NumRecords() == 0 {
@@ -168,7 +171,7 @@ func (s *dbStage) work(ctx context.Context, leave *departure) error {
 				leave.leftIdle()
 				return nil
 			}
-			if reason := s.metrics.unsupportedMode(); reason != "" {
+			if reason := s.metrics.UnsupportedMode(); reason != "" {
 				return errors.New(reason)
 			}
 			continue
@@ -203,15 +206,15 @@ const maxTransactionAttempts = 5
 var errLeaving = errors.New("rolled back: the worker leaves the group")
 
 // process commits one poll's records to the database (retrying transient
-// failures), then marks them for Kafka's commit (consumer-dedup). When
+// failures), then marks them for Kafka's commit (the dedup stage). When
 // commit is false (a worker leaving under group-churn) it writes them in a
 // database transaction and rolls it back, marking nothing. It reports
 // whether the poll was committed to the database.
-func (s *dbStage) process(ctx context.Context, fetches kgo.Fetches, commit bool) (bool, error) {
+func (s *DBStage) process(ctx context.Context, fetches kgo.Fetches, commit bool) (bool, error) {
 	byPartition := make(map[int32][]*kgo.Record)
 	var all []*kgo.Record
 	fetches.EachRecord(func(record *kgo.Record) {
-		if record.Topic == s.spec.input {
+		if record.Topic == s.spec.Input {
 			byPartition[record.Partition] = append(byPartition[record.Partition], record)
 			all = append(all, record)
 		}
@@ -221,67 +224,67 @@ func (s *dbStage) process(ctx context.Context, fetches kgo.Fetches, commit bool)
 		err = s.transact(ctx, byPartition, commit)
 		switch {
 		case err == nil:
-			if s.spec.mode == ModeConsumerDedup {
+			if s.kind == modes.DedupStage {
 				s.client.MarkCommitRecords(all...)
 			}
 			return true, nil
 		case errors.Is(err, errLeaving):
 			return false, nil
 		case errors.Is(err, errOffsetConflict):
-			s.stats.conflicts.Add(1)
+			s.stats.Conflicts.Add(1)
 			return false, s.seekAgain(ctx, byPartition)
 		case ctx.Err() != nil:
 			return false, nil // stopping: the poll stays uncommitted, as after a crash
 		}
-		s.metrics.recordError(err)
-		if !sleepUntil(ctx, time.Now().Add(faultRetryBackoff(attempt))) {
+		s.metrics.RecordError(err)
+		if !sleepUntil(ctx, time.Now().Add(retryBackoff(attempt))) {
 			return false, nil
 		}
 	}
-	return false, fmt.Errorf("%s worker %s: %w", s.spec.mode, s.spec.worker, err)
+	return false, fmt.Errorf("%s worker %s: %w", s.spec.Mode, s.spec.Worker, err)
 }
 
 // seekAgain moves the poll's partitions back to their stored offsets.
-func (s *dbStage) seekAgain(ctx context.Context, byPartition map[int32][]*kgo.Record) error {
+func (s *DBStage) seekAgain(ctx context.Context, byPartition map[int32][]*kgo.Record) error {
 	partitions := make([]int32, 0, len(byPartition))
 	for partition := range byPartition {
 		partitions = append(partitions, partition)
 	}
-	stored, err := s.db.loadOffsets(ctx, s.spec.run, partitions)
+	stored, err := s.db.LoadOffsets(ctx, s.spec.Run, partitions)
 	if err != nil {
 		return fmt.Errorf("seek after an offset conflict: %w", err)
 	}
-	seek := map[string]map[int32]kgo.EpochOffset{s.spec.input: {}}
+	seek := map[string]map[int32]kgo.EpochOffset{s.spec.Input: {}}
 	for partition, offset := range stored {
-		seek[s.spec.input][partition] = kgo.EpochOffset{Epoch: -1, Offset: offset}
+		seek[s.spec.Input][partition] = kgo.EpochOffset{Epoch: -1, Offset: offset}
 	}
 	s.client.SetOffsets(seek)
-	pollWatchOf(s.client).rewound(partitions) // a seek: the poll checker must not compare across it
+	pollwatch.Of(s.client).Rewound(partitions) // a seek: the poll checker must not compare across it
 	return nil
 }
 
-// transact writes one poll in one database transaction: for
-// external-offsets the rows and the advanced offsets, for consumer-dedup
-// the rows of keys not seen and the keys. Without commit it rolls the
+// transact writes one poll in one database transaction: for the
+// stored-offsets stage the rows and the advanced offsets, for the dedup
+// stage the rows of keys not seen and the keys. Without commit it rolls the
 // transaction back once everything is written and returns errLeaving.
-func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Record, commit bool) error {
-	tx, err := s.db.db.BeginTx(ctx, nil)
+func (s *DBStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Record, commit bool) error {
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	if s.onOpen != nil {
-		s.onOpen()
+	if s.OnOpen != nil {
+		s.OnOpen()
 	}
 	partitions := make([]int32, 0, len(byPartition))
 	for partition := range byPartition {
 		partitions = append(partitions, partition)
 	}
 	slices.Sort(partitions) // one lock order for every worker
-	var rows []outputRow
+	var rows []appdb.Row
 	for _, partition := range partitions {
-		var partitionRows []outputRow
-		if s.spec.mode == ModeExternalOffsets {
+		var partitionRows []appdb.Row
+		if s.kind == modes.StoredOffsetsStage {
 			partitionRows, err = s.advance(ctx, tx, partition, byPartition[partition])
 		} else {
 			partitionRows, err = s.deduplicate(ctx, tx, partition, byPartition[partition])
@@ -291,11 +294,11 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 		}
 		rows = append(rows, partitionRows...)
 	}
-	if err := s.db.insertOutput(ctx, tx, s.spec.run, s.spec.worker, rows); err != nil {
+	if err := s.db.InsertOutput(ctx, tx, s.spec.Run, s.spec.Worker, rows); err != nil {
 		return err
 	}
-	if s.crashAt != nil {
-		s.crashAt(crashInTransaction, len(rows))
+	if s.CrashAt != nil {
+		s.CrashAt(CrashInTransaction, len(rows))
 	}
 	if !commit {
 		return errLeaving // the deferred Rollback ends it
@@ -305,36 +308,36 @@ func (s *dbStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 		return fmt.Errorf("commit: %w", err)
 	}
 	s.committed(rows, time.Since(started))
-	if s.crashAt != nil {
-		s.crashAt(crashAfterCommit, len(rows))
+	if s.CrashAt != nil {
+		s.CrashAt(CrashAfterCommit, len(rows))
 	}
 	return nil
 }
 
 // committed records a commit's measurements.
-func (s *dbStage) committed(rows []outputRow, took time.Duration) {
-	s.stats.databaseCommits.Add(1)
-	if s.onCommit != nil {
+func (s *DBStage) committed(rows []appdb.Row, took time.Duration) {
+	s.stats.DatabaseCommits.Add(1)
+	if s.OnCommit != nil {
 		sendTimes := make([]int64, len(rows))
 		for i, row := range rows {
-			sendTimes[i] = row.sendTime
+			sendTimes[i] = row.SendTime
 		}
-		s.onCommit(int64(len(rows)), sendTimes, took)
+		s.OnCommit(int64(len(rows)), sendTimes, took)
 		return
 	}
 	now := time.Now()
 	for _, row := range rows {
-		s.metrics.recordEndToEnd(time.Unix(0, row.sendTime), now)
+		s.metrics.RecordEndToEnd(time.Unix(0, row.SendTime), now)
 	}
-	s.metrics.recordTransactionEnd(true, false, took)
+	s.metrics.RecordTransactionEnd(true, false, took)
 }
 
 // advance turns one partition's records into rows and moves its stored
 // offset past them. Records below the stored offset were processed
 // already (a redelivery) and are skipped; records starting beyond it mean
 // this worker's position is ahead of the database: a conflict.
-func (s *dbStage) advance(ctx context.Context, tx *sql.Tx, partition int32, records []*kgo.Record) ([]outputRow, error) {
-	stored, found, err := s.db.storedOffset(ctx, tx, s.spec.run, partition)
+func (s *DBStage) advance(ctx context.Context, tx *sql.Tx, partition int32, records []*kgo.Record) ([]appdb.Row, error) {
+	stored, found, err := s.db.StoredOffset(ctx, tx, s.spec.Run, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -351,13 +354,13 @@ func (s *dbStage) advance(ctx context.Context, tx *sql.Tx, partition int32, reco
 			return nil, fmt.Errorf("%w: partition %d stored at %d, records start at %d", errOffsetConflict, partition, stored, records[0].Offset)
 		}
 	}
-	rows := make([]outputRow, 0, len(records))
+	rows := make([]appdb.Row, 0, len(records))
 	for _, record := range records {
 		if row, ok := rowOf(record, -1); ok {
 			rows = append(rows, row)
 		}
 	}
-	moved, err := s.db.advanceOffset(ctx, tx, s.spec.run, partition, stored, found, records[len(records)-1].Offset+1)
+	moved, err := s.db.AdvanceOffset(ctx, tx, s.spec.Run, partition, stored, found, records[len(records)-1].Offset+1)
 	if err != nil {
 		return nil, err
 	}
@@ -370,8 +373,8 @@ func (s *dbStage) advance(ctx context.Context, tx *sql.Tx, partition int32, reco
 // deduplicate turns one partition's records into rows, dropping those
 // whose key the window holds (or that repeat within the poll), and
 // remembers the new keys, forgetting those that fell out of the window.
-func (s *dbStage) deduplicate(ctx context.Context, tx *sql.Tx, partition int32, records []*kgo.Record) ([]outputRow, error) {
-	highest, err := s.db.highestKeyOffset(ctx, tx, s.spec.run, partition)
+func (s *DBStage) deduplicate(ctx context.Context, tx *sql.Tx, partition int32, records []*kgo.Record) ([]appdb.Row, error) {
+	highest, err := s.db.HighestKeyOffset(ctx, tx, s.spec.Run, partition)
 	if err != nil {
 		return nil, err
 	}
@@ -379,14 +382,14 @@ func (s *dbStage) deduplicate(ctx context.Context, tx *sql.Tx, partition int32, 
 	for i, record := range records {
 		keys[i] = string(record.Key)
 	}
-	seen, err := s.db.seenKeys(ctx, tx, s.spec.run, partition, keys)
+	seen, err := s.db.SeenKeys(ctx, tx, s.spec.Run, partition, keys)
 	if err != nil {
 		return nil, err
 	}
-	window := dedupWindow{size: s.spec.window, highest: highest}
+	window := dedupWindow{size: s.spec.Window, highest: highest}
 	kept := window.filter(records, seen)
-	s.stats.dropped.Add(int64(len(records) - len(kept)))
-	rows := make([]outputRow, 0, len(kept))
+	s.stats.Dropped.Add(int64(len(records) - len(kept)))
+	rows := make([]appdb.Row, 0, len(kept))
 	newKeys, newOffsets := make([]string, 0, len(kept)), make([]int64, 0, len(kept))
 	for _, record := range kept {
 		if row, ok := rowOf(record, window.floor()); ok {
@@ -397,13 +400,13 @@ func (s *dbStage) deduplicate(ctx context.Context, tx *sql.Tx, partition int32, 
 	for _, record := range records {
 		window.highest = max(window.highest, record.Offset)
 	}
-	if err := s.db.rememberKeys(ctx, tx, s.spec.run, partition, newKeys, newOffsets, window.floor()); err != nil {
+	if err := s.db.RememberKeys(ctx, tx, s.spec.Run, partition, newKeys, newOffsets, window.floor()); err != nil {
 		return nil, err
 	}
 	return rows, nil
 }
 
-// dedupWindow is consumer-dedup's window over one partition: the keys of
+// dedupWindow is the dedup stage's window over one partition: the keys of
 // the records at offsets from floor() up to highest, the highest offset
 // processed. A copy of a record whose first copy fell below the floor is
 // not detected: the window bounds the store, and the results count such
@@ -436,41 +439,11 @@ func (w dedupWindow) filter(records []*kgo.Record, seen map[string]bool) []*kgo.
 
 // rowOf is the output row of an input record, or false for a record
 // without a loadgen header.
-func rowOf(record *kgo.Record, windowFloor int64) (outputRow, bool) {
+func rowOf(record *kgo.Record, windowFloor int64) (appdb.Row, bool) {
 	header, err := verify.DecodeHeader(record.Value)
 	if err != nil {
-		return outputRow{}, false
+		return appdb.Row{}, false
 	}
-	return outputRow{producer: header.Producer, seq: header.Sequence, sendTime: header.SendTime,
-		partition: record.Partition, offset: record.Offset, windowFloor: windowFloor}, true
-}
-
-// startDBStage starts the in-process workers of plan's stage.
-func startDBStage(ctx context.Context, l *loadRun) (*pipeline, error) {
-	workers := l.plan.workload.Pipeline.Workers
-	p, ctx := newPipeline(ctx, workers)
-	var stages []*dbStage
-	for index := range workers {
-		spec := l.plan.dbStageSpec(index)
-		spec.onAssignment = func(count int) { p.watch.set(index, count) }
-		stage, err := newDBStage(spec, l.plan.appDB, l.metrics, l.stats)
-		if err != nil {
-			p.cancel()
-			for _, started := range stages {
-				started.client.Close()
-			}
-			return nil, err
-		}
-		stage.onCommit = func(rows int64, sendTimes []int64, took time.Duration) {
-			now := time.Now()
-			for _, sendTime := range sendTimes {
-				l.metrics.recordEndToEnd(time.Unix(0, sendTime), now)
-			}
-			l.metrics.recordTransactionEnd(true, false, took)
-			p.committed.add(rows)
-		}
-		stages = append(stages, stage)
-	}
-	p.runWorkers(workers, func(index int) error { return stages[index].work(ctx, nil) })
-	return p, nil
+	return appdb.Row{Producer: header.Producer, Seq: header.Sequence, SendTime: header.SendTime,
+		Partition: record.Partition, Offset: record.Offset, WindowFloor: windowFloor}, true
 }

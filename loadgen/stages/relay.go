@@ -1,4 +1,4 @@
-package loadgen
+package stages
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/modes"
+	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
-// relay is the at-least-once mode's consume stage, run under group-churn:
+// Relay is the consume stage a mode without one runs under group-churn:
 // the classic at-least-once consume-produce loop. Workers in one consumer
 // group read the input topic; for each poll a worker produces every
 // record (its header's stage set to 1) to the same partition of the
@@ -22,73 +24,70 @@ import (
 // aborted transaction) leaves its output written and its offsets not
 // committed, so the partition's next owner produces those records again:
 // duplicates, never losses. The worker's goroutine owns the client.
-type relay struct {
+type Relay struct {
 	client  *kgo.Client
 	output  string
-	metrics *runMetrics
+	metrics Metrics
 }
 
-// relaySpec is one relay worker's settings.
-type relaySpec struct {
-	options         []kgo.Opt // seed brokers, fault and group settings
-	clientID, group string
-	input, output   string
-	// onAssignment, when set, is told how many input partitions the
+// RelaySpec is one Relay worker's settings.
+type RelaySpec struct {
+	// Mode is the run's mode, whose producer options the relay uses.
+	Mode            string
+	Options         []kgo.Opt // seed brokers, fault and group settings
+	ClientID, Group string
+	Input, Output   string
+	// OnAssignment, when set, is told how many input partitions the
 	// worker holds after each change.
-	onAssignment func(count int)
+	OnAssignment func(count int)
 }
 
-// relaySpec is worker index's settings in plan.
-func (plan runPlan) relaySpec(index int) relaySpec {
-	return relaySpec{options: append(plan.clientOptions(), plan.observations.watch(consumersRelay)), clientID: fmt.Sprintf("exactly-loadgen-%s-relay-%d", plan.topicSuffix, index),
-		group: plan.groupID(), input: plan.topic, output: plan.outputTopic}
-}
-
-// newRelay creates a relay worker's client: a group consumer without
-// auto-commit whose rebalances wait for the poll being relayed, and an
-// at-least-once producer.
-func newRelay(spec relaySpec, metrics *runMetrics) (*relay, error) {
-	producer, err := producerOptions(ModeAtLeastOnce, "", 0)
-	if err != nil {
-		return nil, err
+// NewRelay creates a relay worker's client: a group consumer without
+// auto-commit whose rebalances wait for the poll being relayed, and a
+// producer with the mode's producer options.
+func NewRelay(spec RelaySpec, metrics Metrics) (*Relay, error) {
+	mode, ok := modes.Lookup(spec.Mode)
+	if !ok {
+		return nil, fmt.Errorf("unknown delivery mode %q", spec.Mode)
 	}
-	options := append(append(append([]kgo.Opt(nil), spec.options...), producer...),
-		kgo.ClientID(spec.clientID),
-		kgo.ConsumerGroup(spec.group),
-		kgo.ConsumeTopics(spec.input),
+	producer := mode.ProducerOptions(modes.ProducerParams{})
+	options := append(append(append([]kgo.Opt(nil), spec.Options...), producer...),
+		kgo.ClientID(spec.ClientID),
+		kgo.ConsumerGroup(spec.Group),
+		kgo.ConsumeTopics(spec.Input),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.WithLogger(clientLogger{metrics: metrics}),
+		kgo.WithLogger(metrics.Logger()),
 	)
-	options = append(options, assignmentOptions(spec.input, false, spec.onAssignment)...)
+	options = append(options, AssignmentOptions(spec.Input, false, spec.OnAssignment)...)
 	client, err := kgo.NewClient(options...)
 	if err != nil {
-		return nil, fmt.Errorf("at-least-once relay %s: %w", spec.clientID, err)
+		return nil, fmt.Errorf("at-least-once relay %s: %w", spec.ClientID, err)
 	}
-	return &relay{client: client, output: spec.output, metrics: metrics}, nil
+	return &Relay{client: client, output: spec.Output, metrics: metrics}, nil
 }
 
-// work relays polls until ctx ends, or, under group-churn (leave not
+// Work relays polls until ctx ends, or, under group-churn (leave not
 // nil), until it leaves after a poll it produced but did not commit.
-func (r *relay) work(ctx context.Context, leave *departure) error {
+func (r *Relay) Work(ctx context.Context, leave *Departure) error {
 	defer r.client.Close()
-	polls := pollWatchOf(r.client) // the poll checker's (polls.go)
+	polls := pollwatch.Of(r.client) // the poll checker's (package pollwatch)
 	for ctx.Err() == nil {
 		pollCtx, cancel := leave.pollContext(ctx)
 		fetches := r.client.PollFetches(pollCtx)
 		cancel()
-		polls.fetched(fetches)
+		polls.Fetched(fetches)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			r.client.AllowRebalance()
 			return nil
 		}
 		for _, fetchErr := range fetches.Errors() {
 			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
-				r.metrics.recordError(fetchErr.Err)
+				r.metrics.RecordError(fetchErr.Err)
 			}
 		}
 		if fetches.NumRecords() == 0 {
@@ -121,7 +120,7 @@ func (r *relay) work(ctx context.Context, leave *departure) error {
 // offsets were committed. A failed commit is not an error: the records
 // are relayed again by the partition's next owner, as at-least-once
 // allows.
-func (r *relay) relayPoll(ctx context.Context, fetches kgo.Fetches, commit bool) (bool, error) {
+func (r *Relay) relayPoll(ctx context.Context, fetches kgo.Fetches, commit bool) (bool, error) {
 	var out []*kgo.Record
 	fetches.EachRecord(func(record *kgo.Record) {
 		value := append([]byte(nil), record.Value...)
@@ -134,7 +133,7 @@ func (r *relay) relayPoll(ctx context.Context, fetches kgo.Fetches, commit bool)
 		if ctx.Err() != nil {
 			return false, nil // stopping: the poll stays uncommitted
 		}
-		r.metrics.recordError(err)
+		r.metrics.RecordError(err)
 		return false, fmt.Errorf("relay produce: %w", err)
 	}
 	if !commit {
@@ -142,7 +141,7 @@ func (r *relay) relayPoll(ctx context.Context, fetches kgo.Fetches, commit bool)
 	}
 	if err := r.client.CommitRecords(ctx, fetches.Records()...); err != nil {
 		if ctx.Err() == nil {
-			r.metrics.recordError(err)
+			r.metrics.RecordError(err)
 		}
 		return false, nil
 	}

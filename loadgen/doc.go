@@ -1,0 +1,31 @@
+// Package loadgen is the load generator of `exactly loadgen`: it runs
+// workloads in each delivery mode against a Kafka-compatible cluster through
+// franz-go, under a matrix of fault plans, measures throughput and latency
+// with HdrHistogram, and checks every record it wrote with package verify.
+//
+// This package is the runner: a workload (workload.go) expands into cells,
+// one per mode and fault plan (matrix.go, which also says which cells are
+// not applicable); each cell starts its faults (faultenv.go), its consume
+// stage (load.go, stage.go) and its producers (producer.go, or the single
+// writers of singlewriter.go), drains, reads back and checks what it wrote
+// (check.go, readback.go, polls.go) and is judged against its expectation
+// (expectations.go). What differs between modes, and the machinery a mode
+// uses, live in the packages below:
+//
+//   - a delivery mode lives in package modes, one file per mode, as a
+//     modes.Spec the runner reads (modes.go is its side of them);
+//   - a consume stage (transact pipeline, database stages, relay) lives in
+//     package stages; stage.go builds each worker's settings from the run;
+//   - a worker subprocess (the processes client faults freeze or kill)
+//     speaks the protocol of package worker; worker.go holds the roles it
+//     runs, crash.go (consumer-crash) and clientfaults.go (zombie-producer)
+//     the runner's use of them, churn.go the group-churn waves;
+//   - the application database is package appdb, the poll hook package
+//     pollwatch, the checker and the offending records package verify, the
+//     fault proxy and plans package faults, the results and dashboard
+//     package report.
+//
+// The cluster is a Target (target.go): kfake or an existing cluster here,
+// or the embedded broker, which the exactly command (cmd/exactly)
+// provides, so that this package does not link the broker.
+package loadgen

@@ -1,0 +1,114 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/loadgen/stages"
+)
+
+// The runner's side of the consume stages (package stages): each
+// worker's settings from the run's plan, and the in-process start of a
+// run's stage. Under consumer-crash the workers run as subprocesses
+// (crash.go), under group-churn in waves (churn.go).
+
+// stageMetrics gives a stage the run's measurements.
+type stageMetrics struct{ *runMetrics }
+
+var _ stages.Metrics = stageMetrics{}
+
+func (m stageMetrics) RecordError(err error) { m.recordError(err) }
+func (m stageMetrics) RecordEndToEnd(sendTime, now time.Time) {
+	m.recordEndToEnd(sendTime, now)
+}
+func (m stageMetrics) RecordTransactionEnd(committed, aborted bool, took time.Duration) {
+	m.recordTransactionEnd(committed, aborted, took)
+}
+func (m stageMetrics) UnsupportedMode() string { return m.unsupportedMode() }
+func (m stageMetrics) Logger() kgo.Logger      { return clientLogger{metrics: m.runMetrics} }
+
+// sessionSpec is transact worker index's session settings in plan.
+func (plan runPlan) sessionSpec(index int) stages.SessionSpec {
+	return stages.SessionSpec{
+		Options:            append(plan.clientOptions(), plan.observations.watch(consumersPipeline)),
+		ClientID:           fmt.Sprintf("exactly-loadgen-pipeline-%d", index),
+		TransactionalID:    fmt.Sprintf("exactly-%s-%s-w%d", plan.runIDText, plan.topicSuffix, index),
+		TransactionTimeout: time.Duration(plan.workload.Transaction.Timeout),
+		Group:              "exactly-" + plan.runIDText + "-" + plan.topicSuffix,
+		Input:              plan.topic,
+	}
+}
+
+// startPipeline starts the in-process transact workers of plan.
+func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*stages.Group, error) {
+	workers := plan.workload.Pipeline.Workers
+	p, ctx := stages.NewGroup(ctx, workers)
+	var sessions []*kgo.GroupTransactSession
+	for index := range workers {
+		spec := plan.sessionSpec(index)
+		spec.OnAssignment = func(count int) { p.Watch.Set(index, count) }
+		session, err := stages.NewSession(spec, stageMetrics{metrics})
+		if err != nil {
+			p.Cancel()
+			for _, started := range sessions {
+				started.Close()
+			}
+			return nil, fmt.Errorf("pipeline worker %d: %w", index, err)
+		}
+		sessions = append(sessions, session)
+	}
+	p.RunWorkers(workers, func(index int) error {
+		return p.Transact(ctx, sessions[index], stages.Output{Topic: plan.outputTopic, Stage: 1}, stageMetrics{metrics}, nil)
+	})
+	return p, nil
+}
+
+// dbStageSpec returns database stage worker index's settings in plan.
+func (plan runPlan) dbStageSpec(index int) stages.DBSpec {
+	return stages.DBSpec{
+		Mode: plan.mode, Options: append(plan.clientOptions(), plan.observations.watch(consumersDatabase)),
+		ClientID: fmt.Sprintf("exactly-loadgen-%s-consumer-%d", plan.topicSuffix, index),
+		Group:    "exactly-" + plan.runIDText + "-" + plan.topicSuffix, Input: plan.topic, Run: plan.topic,
+		Worker: fmt.Sprintf("w%d", index), Window: plan.workload.Application.DedupWindow,
+	}
+}
+
+// startDBStage starts the in-process workers of plan's database stage.
+func startDBStage(ctx context.Context, l *loadRun) (*stages.Group, error) {
+	workers := l.plan.workload.Pipeline.Workers
+	p, ctx := stages.NewGroup(ctx, workers)
+	var started []*stages.DBStage
+	for index := range workers {
+		spec := l.plan.dbStageSpec(index)
+		spec.OnAssignment = func(count int) { p.Watch.Set(index, count) }
+		stage, err := stages.NewDBStage(spec, l.plan.appDB, stageMetrics{l.metrics}, l.stats)
+		if err != nil {
+			p.Cancel()
+			for _, other := range started {
+				other.Close()
+			}
+			return nil, err
+		}
+		stage.OnCommit = func(rows int64, sendTimes []int64, took time.Duration) {
+			now := time.Now()
+			for _, sendTime := range sendTimes {
+				l.metrics.recordEndToEnd(time.Unix(0, sendTime), now)
+			}
+			l.metrics.recordTransactionEnd(true, false, took)
+			p.Committed.Add(rows)
+		}
+		started = append(started, stage)
+	}
+	p.RunWorkers(workers, func(index int) error { return started[index].Work(ctx, nil) })
+	return p, nil
+}
+
+// relaySpec is relay worker index's settings in plan.
+func (plan runPlan) relaySpec(index int) stages.RelaySpec {
+	return stages.RelaySpec{Mode: plan.mode, Options: append(plan.clientOptions(), plan.observations.watch(consumersRelay)),
+		ClientID: fmt.Sprintf("exactly-loadgen-%s-relay-%d", plan.topicSuffix, index),
+		Group:    plan.groupID(), Input: plan.topic, Output: plan.outputTopic}
+}

@@ -1,0 +1,111 @@
+// Package worker is the protocol between the load generator's runner and
+// its worker subprocesses: the processes a client fault freezes or kills
+// (a transactional producer for zombie-producer, a consume worker for
+// consumer-crash). The runner starts `exactly loadgen worker --spec JSON`
+// (Start) with a Spec; the worker (Serve) reports on stdout, one JSON
+// Event a line (Reporter: its records' outcomes, its transactions, its
+// consumer's assignments and polls), and reads commands on stdin (a crash
+// point to kill itself at); closing stdin asks it to finish. A Slot keeps
+// one worker position filled: it replaces a worker killed on purpose and
+// reports any other exit.
+//
+// What a worker runs is the load generator's: package loadgen gives Serve
+// one Role function per role (its producers, its consume stages) and
+// replays the events into its ledger, measurements and poll trackers.
+package worker
+
+import (
+	"bufio"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// Roles: what a worker subprocess runs.
+const (
+	// RoleProducer is a transactional load producer (zombie-producer).
+	RoleProducer = "producer"
+	// RolePipeline is a consume-transform-produce worker (consumer-crash).
+	RolePipeline = "pipeline"
+	// RoleDBStage is a consume worker writing to the application
+	// database (consumer-crash).
+	RoleDBStage = "db-stage"
+)
+
+// Commands the runner writes to a worker's stdin, one per line.
+const (
+	// CommandCrashAfterCommit: kill yourself right after your next
+	// database commit, before the next poll.
+	CommandCrashAfterCommit = "crash-after-commit"
+	// CommandCrashInTransaction: kill yourself inside your next database
+	// transaction, before it commits.
+	CommandCrashInTransaction = "crash-in-transaction"
+)
+
+// Crash points of a database stage worker: it kills itself (SIGKILL)
+// there when the runner asked (see Commands).
+const (
+	CrashNone = iota
+	// CrashAfterCommit: the database transaction committed, the next
+	// poll (and the Kafka offset commit) not begun.
+	CrashAfterCommit
+	// CrashInTransaction: output rows inserted, not committed.
+	CrashInTransaction
+)
+
+// Spec is what a worker subprocess is told, as JSON in its --spec
+// argument. Durations are nanoseconds.
+type Spec struct {
+	Role string `json:"role"`
+	// Mode is the run's delivery mode (producer and database stage
+	// roles), looked up in the worker's own mode registry.
+	Mode               string        `json:"mode,omitempty"`
+	Bootstrap          []string      `json:"bootstrap"`
+	FastRetries        bool          `json:"fast_retries"`
+	ClientID           string        `json:"client_id"`
+	TransactionalID    string        `json:"transactional_id"`
+	TransactionTimeout time.Duration `json:"transaction_timeout"`
+	// Producer role.
+	Topic           string        `json:"topic,omitempty"`
+	RunID           uint64        `json:"run_id,omitempty"`
+	Producer        uint32        `json:"producer,omitempty"`
+	RecordSize      int           `json:"record_size,omitempty"`
+	KeyDistribution string        `json:"key_distribution,omitempty"`
+	KeySpace        int           `json:"key_space,omitempty"`
+	Rate            float64       `json:"rate,omitempty"`
+	Budget          uint64        `json:"budget,omitempty"`
+	Deadline        time.Time     `json:"deadline"`
+	CommitInterval  time.Duration `json:"commit_interval,omitempty"`
+	CommitRecords   int           `json:"commit_records,omitempty"`
+	// Pipeline role.
+	Group      string `json:"group,omitempty"`
+	InstanceID string `json:"instance_id,omitempty"`
+	Input      string `json:"input,omitempty"`
+	Output     string `json:"output,omitempty"`
+	// Database stage role (also Group, Input).
+	Database string `json:"database,omitempty"` // where the worker connects: an SQLite path or a postgres:// URL
+	Run      string `json:"run,omitempty"`
+	Worker   string `json:"worker,omitempty"`
+	Window   int64  `json:"window,omitempty"`
+}
+
+// CrashPoint is the crash point the runner asked a worker for (a Crash
+// constant); the worker's command reader sets it, its stage reads it.
+type CrashPoint struct{ point atomic.Int32 }
+
+// Load returns the point asked for, CrashNone if none.
+func (c *CrashPoint) Load() int { return int(c.point.Load()) }
+
+// readCommands reads the runner's command lines until stdin ends, noting
+// a requested crash point in crash.
+func readCommands(stdin io.Reader, crash *CrashPoint) {
+	scanner := bufio.NewScanner(stdin)
+	for scanner.Scan() {
+		switch scanner.Text() {
+		case CommandCrashAfterCommit:
+			crash.point.Store(CrashAfterCommit)
+		case CommandCrashInTransaction:
+			crash.point.Store(CrashInTransaction)
+		}
+	}
+}
