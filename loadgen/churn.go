@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/internal/wait"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/stages"
@@ -166,7 +167,7 @@ func (r *churnRun) schedule() {
 	}
 	slices.SortStableFunc(plan, func(a, b joining) int { return cmp.Compare(a.at, b.at) })
 	for _, next := range plan {
-		if !sleepUntil(r.ctx, r.l.start.Add(next.at)) {
+		if !wait.Until(r.ctx, r.l.start.Add(next.at)) {
 			return
 		}
 		next.stage.advance(next.wave)

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/exactly-eos/exactly/internal/wait"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 	"github.com/exactly-eos/exactly/loadgen/worker"
@@ -109,7 +110,7 @@ func (l *loadRun) runZombieChain(ctx context.Context, action faults.ClientAction
 	var zombies []*chainProducer
 	horizon := time.Duration(l.plan.workload.Warmup + l.plan.workload.Duration)
 	for fired, at := range action.Times(horizon) {
-		if !sleepUntil(ctx, l.start.Add(at)) || chainExited(current) {
+		if !wait.Until(ctx, l.start.Add(at)) || chainExited(current) {
 			break
 		}
 		if err := current.process.Signal(syscall.SIGSTOP); err != nil {
@@ -124,7 +125,7 @@ func (l *loadRun) runZombieChain(ctx context.Context, action faults.ClientAction
 		l.env.log.Record(faults.Event{Broker: "client", Kind: faults.KindZombieProducer, APIKey: faults.NoAPIKey,
 			Detail: fmt.Sprintf("froze producer worker pid %d; replacement pid %d took over its transactional.id; resuming the old one in %s",
 				current.process.PID(), replacement.process.PID(), action.Pause)})
-		sleepUntil(ctx, time.Now().Add(time.Duration(action.Pause)))
+		wait.Until(ctx, time.Now().Add(time.Duration(action.Pause)))
 		current.resumedAt.Store(time.Now().UnixNano())
 		_ = current.process.Signal(syscall.SIGCONT)
 		zombies = append(zombies, current)
@@ -153,15 +154,3 @@ func (l *loadRun) stopChain(chain []*chainProducer) {
 }
 
 func chainExited(c *chainProducer) bool { return c.process.HasExited() }
-
-// sleepUntil waits for deadline; false means ctx ended first.
-func sleepUntil(ctx context.Context, deadline time.Time) bool {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

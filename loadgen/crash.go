@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/exactly-eos/exactly/internal/wait"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/worker"
@@ -134,7 +135,7 @@ func (l *loadRun) recordStageCommit(event worker.Event) {
 func scheduleCrashes(ctx context.Context, l *loadRun, action faults.ClientAction, slots []*worker.Slot) {
 	horizon := time.Duration(l.plan.workload.Warmup + l.plan.workload.Duration)
 	for fired, at := range action.Times(horizon) {
-		if !sleepUntil(ctx, l.start.Add(at)) {
+		if !wait.Until(ctx, l.start.Add(at)) {
 			return
 		}
 		slot := slots[fired%len(slots)]
@@ -162,7 +163,7 @@ func scheduleCrashes(ctx context.Context, l *loadRun, action faults.ClientAction
 func scheduleStageCrashes(ctx context.Context, l *loadRun, action faults.ClientAction, slots []*worker.Slot) {
 	horizon := time.Duration(l.plan.workload.Warmup + l.plan.workload.Duration)
 	for fired, at := range action.Times(horizon) {
-		if !sleepUntil(ctx, l.start.Add(at)) {
+		if !wait.Until(ctx, l.start.Add(at)) {
 			return
 		}
 		commands := []string{worker.CommandCrashAfterCommit, worker.CommandCrashInTransaction}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/internal/testenv"
+	"github.com/exactly-eos/exactly/internal/wait"
 	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
@@ -120,7 +121,7 @@ func TestExternalOffsetsSeekToStoredOffsetOnAssignment(t *testing.T) {
 		if stored[0] == 100 {
 			break
 		}
-		if !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
+		if !wait.Until(ctx, time.Now().Add(20*time.Millisecond)) {
 			t.Fatalf("stored offset %v, never reached 100", stored)
 		}
 	}

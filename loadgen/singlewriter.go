@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/internal/wait"
 	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
@@ -277,7 +278,7 @@ func (w *singleWriter) recover(ctx context.Context) error {
 			return fmt.Errorf("single writer %d recovery: %w", w.partition, errors.Join(err, ctx.Err()))
 		}
 		w.metrics.recordError(err)
-		if !sleepUntil(ctx, time.Now().Add(faultRetryBackoff(attempt))) {
+		if !wait.Until(ctx, time.Now().Add(faultRetryBackoff(attempt))) {
 			return fmt.Errorf("single writer %d recovery: %w", w.partition, err)
 		}
 	}

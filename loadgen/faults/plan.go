@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/exactly-eos/exactly/internal/wait"
 )
 
 // Plan is a named set of faults for one run, read from YAML:
@@ -324,7 +326,7 @@ func runProcessAction(ctx context.Context, action ProcessAction, processes []*Pr
 		if fired > 0 && action.Every == 0 {
 			return nil
 		}
-		if !waitUntil(ctx, start.Add(at)) {
+		if !wait.Until(ctx, start.Add(at)) {
 			return nil
 		}
 		target := processes[fired%len(processes)]
@@ -349,19 +351,7 @@ func applyProcessAction(ctx context.Context, action ProcessAction, target *Proce
 	if err := target.Pause(); err != nil {
 		return err
 	}
-	waitUntil(ctx, time.Now().Add(down))
+	wait.Until(ctx, time.Now().Add(down))
 	// Resume even when ctx ended: never leave a broker stopped.
 	return target.Resume()
-}
-
-// waitUntil waits for the deadline; false means ctx ended first.
-func waitUntil(ctx context.Context, deadline time.Time) bool {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/internal/wait"
 	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/pollwatch"
@@ -151,46 +152,13 @@ func seekOffsets(assigned map[string]map[int32]kgo.Offset, input string, stored 
 func (s *DBStage) Work(ctx context.Context, leave *Departure) error {
 	defer s.client.Close()
 	polls := pollwatch.Of(s.client) // the poll checker's (package pollwatch)
-	for ctx.Err() == nil {
-		pollCtx, cancel := leave.pollContext(ctx)
-		fetches := s.client.PollFetches(pollCtx)
-		cancel()
-		polls.Fetched(fetches)
-		if fetches.IsClientClosed() || ctx.Err() != nil {
-			s.client.AllowRebalance()
-			return nil
-		}
-		for _, fetchErr := range fetches.Errors() {
-			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
-				s.metrics.RecordError(fetchErr.Err)
-			}
-		}
-		if fetches.NumRecords() == 0 {
-			s.client.AllowRebalance()
-			if leave.requested() {
-				leave.leftIdle()
-				return nil
-			}
-			if reason := s.metrics.UnsupportedMode(); reason != "" {
-				return errors.New(reason)
-			}
-			continue
-		}
-		commit := leave.commitNext()
-		committed, err := s.process(ctx, fetches, commit)
-		s.client.AllowRebalance()
-		if err != nil {
-			return err
-		}
-		if !commit {
-			leave.aborted(fetches.NumRecords())
-			return nil
-		}
-		if committed {
-			leave.committed(fetches)
-		}
+	loop := pollLoop{
+		poll:             s.client.PollFetches,
+		allowRebalance:   s.client.AllowRebalance,
+		checkUnsupported: true,
+		process:          s.process,
 	}
-	return nil
+	return loop.run(ctx, polls, s.metrics, leave)
 }
 
 // errOffsetConflict means the stored offsets moved under the worker: its
@@ -237,7 +205,7 @@ func (s *DBStage) process(ctx context.Context, fetches kgo.Fetches, commit bool)
 			return false, nil // stopping: the poll stays uncommitted, as after a crash
 		}
 		s.metrics.RecordError(err)
-		if !sleepUntil(ctx, time.Now().Add(retryBackoff(attempt))) {
+		if !wait.Until(ctx, time.Now().Add(retryBackoff(attempt))) {
 			return false, nil
 		}
 	}

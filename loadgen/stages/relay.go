@@ -2,7 +2,6 @@ package stages
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -76,43 +75,12 @@ func NewRelay(spec RelaySpec, metrics Metrics) (*Relay, error) {
 func (r *Relay) Work(ctx context.Context, leave *Departure) error {
 	defer r.client.Close()
 	polls := pollwatch.Of(r.client) // the poll checker's (package pollwatch)
-	for ctx.Err() == nil {
-		pollCtx, cancel := leave.pollContext(ctx)
-		fetches := r.client.PollFetches(pollCtx)
-		cancel()
-		polls.Fetched(fetches)
-		if fetches.IsClientClosed() || ctx.Err() != nil {
-			r.client.AllowRebalance()
-			return nil
-		}
-		for _, fetchErr := range fetches.Errors() {
-			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
-				r.metrics.RecordError(fetchErr.Err)
-			}
-		}
-		if fetches.NumRecords() == 0 {
-			r.client.AllowRebalance()
-			if leave.requested() {
-				leave.leftIdle()
-				return nil
-			}
-			continue
-		}
-		commit := leave.commitNext()
-		committed, err := r.relayPoll(ctx, fetches, commit)
-		r.client.AllowRebalance()
-		if err != nil {
-			return err
-		}
-		if !commit {
-			leave.aborted(fetches.NumRecords())
-			return nil
-		}
-		if committed {
-			leave.committed(fetches)
-		}
+	loop := pollLoop{
+		poll:           r.client.PollFetches,
+		allowRebalance: r.client.AllowRebalance,
+		process:        r.relayPoll,
 	}
-	return nil
+	return loop.run(ctx, polls, r.metrics, leave)
 }
 
 // relayPoll produces one poll's records and waits for their acks, then,

@@ -20,7 +20,6 @@
 package stages
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -51,18 +50,6 @@ type Metrics interface {
 type Stats struct {
 	Recoveries, FoundWritten, Resent, WriterCopies atomic.Int64
 	Dropped, Conflicts, DatabaseCommits, Seeks     atomic.Int64
-}
-
-// sleepUntil waits for deadline; false means ctx ended first.
-func sleepUntil(ctx context.Context, deadline time.Time) bool {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // retryBackoff spaces the retries of a database transaction, as the

@@ -2,7 +2,6 @@ package stages
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -65,44 +64,15 @@ func (p *Group) Transact(ctx context.Context, session *kgo.GroupTransactSession,
 	// Close leaves the group; transform ends every transaction it begins.
 	defer session.Close()
 	polls := pollwatch.Of(session.Client()) // the poll checker's (package pollwatch)
-	for ctx.Err() == nil {
-		pollCtx, cancel := leave.pollContext(ctx)
-		fetches := session.PollFetches(pollCtx)
-		cancel()
-		polls.Fetched(fetches)
-		if fetches.IsClientClosed() || ctx.Err() != nil {
-			return nil
-		}
-		for _, fetchErr := range fetches.Errors() {
-			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
-				metrics.RecordError(fetchErr.Err)
-			}
-		}
-		if fetches.NumRecords() == 0 {
-			if leave.requested() {
-				leave.leftIdle()
-				return nil
-			}
-			if reason := metrics.UnsupportedMode(); reason != "" {
-				return errors.New(reason)
-			}
-			continue
-		}
-		commit := leave.commitNext()
-		committed, err := p.transform(ctx, session, fetches, output, metrics, commit)
-		polls.Ended(committed) // an End that did not commit rewinds to the committed offsets
-		if err != nil {
-			return err
-		}
-		if !commit {
-			leave.aborted(fetches.NumRecords())
-			return nil
-		}
-		if committed {
-			leave.committed(fetches)
-		}
+	loop := pollLoop{
+		poll:             session.PollFetches,
+		checkUnsupported: true,
+		process: func(ctx context.Context, fetches kgo.Fetches, commit bool) (bool, error) {
+			return p.transform(ctx, session, fetches, output, metrics, commit)
+		},
+		ended: polls.Ended, // an End that did not commit rewinds to the committed offsets
 	}
-	return nil
+	return loop.run(ctx, polls, metrics, leave)
 }
 
 // Output is where a pipeline worker writes: the topic, and the stage

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/wait"
 )
 
 // Slot is one worker position the runner keeps filled under a fault that
@@ -101,7 +103,7 @@ func (s *Slot) Supervise(ctx context.Context, relaunch func() error, ended func(
 			}
 			return errors.New(failure)
 		}
-		if !sleepUntil(ctx, time.Now().Add(s.RestartAfter)) {
+		if !wait.Until(ctx, time.Now().Add(s.RestartAfter)) {
 			return nil
 		}
 		if err := relaunch(); err != nil {
@@ -127,17 +129,5 @@ func (s *Slot) WaitOpen(ctx context.Context, deadline time.Time) {
 			return
 		case <-ticker.C:
 		}
-	}
-}
-
-// sleepUntil waits for deadline; false means ctx ended first.
-func sleepUntil(ctx context.Context, deadline time.Time) bool {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
