@@ -122,12 +122,7 @@ func TestGroupResponsesEncodeAtEveryVersion(t *testing.T) {
 	a := newGroupAPI(t, nil)
 	a.simpleCommit("offsets", 1)
 	metadata := "m"
-	type call struct {
-		name     string
-		versions [2]int16
-		run      func(version int16) kmsg.Response
-	}
-	calls := []call{
+	calls := []versionedCall{
 		{"JoinGroup", [2]int16{0, 9}, func(v int16) kmsg.Response {
 			return a.join(groupAPIJoin(v, "join-"+string(rune('a'+v)), ""))
 		}},
@@ -178,23 +173,7 @@ func TestGroupResponsesEncodeAtEveryVersion(t *testing.T) {
 			return handleOffsetDelete(a.ctx, a.conn, req)
 		}},
 	}
-	for _, c := range calls {
-		for version := c.versions[0]; version <= c.versions[1]; version++ {
-			resp := c.run(version)
-			if resp.GetVersion() != version {
-				t.Fatalf("%s v%d answered with version %d", c.name, version, resp.GetVersion())
-			}
-			encoded := resp.AppendTo(nil)
-			fresh := kmsg.ResponseForKey(resp.Key())
-			fresh.SetVersion(version)
-			if err := fresh.ReadFrom(encoded); err != nil {
-				t.Fatalf("%s v%d: response does not decode: %v", c.name, version, err)
-			}
-			if reencoded := fresh.AppendTo(nil); string(reencoded) != string(encoded) {
-				t.Fatalf("%s v%d: response does not round-trip", c.name, version)
-			}
-		}
-	}
+	checkEveryVersionRoundTrips(t, calls)
 }
 
 // JoinGroup responses carry version-specific fields only where the

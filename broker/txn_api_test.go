@@ -379,12 +379,7 @@ func TestTxnRequestErrorsThroughHandlers(t *testing.T) {
 func TestTxnResponsesEncodeAtEveryVersion(t *testing.T) {
 	a := newTxnAPI(t, 2, nil)
 	p := a.mustInit("app")
-	type call struct {
-		name     string
-		versions [2]int16
-		run      func(version int16) kmsg.Response
-	}
-	calls := []call{
+	calls := []versionedCall{
 		{"InitProducerId", [2]int16{0, 5}, func(v int16) kmsg.Response {
 			id := fmt.Sprint("init-", v)
 			req := kmsg.NewPtrInitProducerIDRequest()
@@ -420,21 +415,5 @@ func TestTxnResponsesEncodeAtEveryVersion(t *testing.T) {
 			return handleListTransactions(a.ctx, a.conn, req)
 		}},
 	}
-	for _, c := range calls {
-		for version := c.versions[0]; version <= c.versions[1]; version++ {
-			resp := c.run(version)
-			if resp.GetVersion() != version {
-				t.Fatalf("%s v%d answered with version %d", c.name, version, resp.GetVersion())
-			}
-			encoded := resp.AppendTo(nil)
-			fresh := kmsg.ResponseForKey(resp.Key())
-			fresh.SetVersion(version)
-			if err := fresh.ReadFrom(encoded); err != nil {
-				t.Fatalf("%s v%d: response does not decode: %v", c.name, version, err)
-			}
-			if reencoded := fresh.AppendTo(nil); string(reencoded) != string(encoded) {
-				t.Fatalf("%s v%d: response does not round-trip", c.name, version)
-			}
-		}
-	}
+	checkEveryVersionRoundTrips(t, calls)
 }
