@@ -43,6 +43,7 @@ import (
 
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -78,6 +79,10 @@ type Config struct {
 	// only (it lets a test kill the broker between PrepareCommit and the
 	// markers).
 	beforeMarkers func(ctx context.Context) error
+	// fs, if set, is the file system partition logs, producer snapshots,
+	// topics.json and the producer-id file go through; nil is the OS's.
+	// Tests only (a storage.FaultFS injects faults).
+	fs storage.FS
 }
 
 // Broker is a running single-node Kafka broker.
@@ -85,6 +90,7 @@ type Broker struct {
 	nodeID         int32
 	dataDir        string
 	config         brokerConfig
+	fs             storage.FS // Config.fs, or storage.OSFS
 	logger         *slog.Logger
 	listener       net.Listener
 	advertisedHost string
@@ -118,13 +124,23 @@ type Broker struct {
 	// to clients (internal_topics.go); set by loadTopics, then read-only.
 	internalTopics []internalTopic
 
-	// topicsMu guards clusterID, topics, topicIDs and every topic's
+	// metadataMu serializes changes of topic metadata (create, delete,
+	// add partitions, alter configs) and the topics.json writes that
+	// persist them, so the file is written in publication order. It is
+	// held across that disk I/O; lookups never take it. Lock order:
+	// metadataMu before topicsMu.
+	metadataMu sync.Mutex
+	// topicsMu guards topics, topicIDs, pendingTopics and every topic's
 	// partitions slice (which is replaced, never modified in place). It is
-	// held for writing while topic metadata is changed and persisted.
+	// held only to read or publish them, never across disk I/O.
+	// clusterID is set by Start and read-only after.
 	topicsMu  sync.RWMutex
 	clusterID string
 	topics    map[string]*topic
 	topicIDs  map[[16]byte]*topic
+	// pendingTopics reserves the names of topics being created
+	// (createTopic), so concurrent creates of one name agree.
+	pendingTopics map[string]*pendingTopic
 
 	// connsMu guards conns, the live connections, so Close can stop them.
 	connsMu sync.Mutex
@@ -154,21 +170,28 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	fsys := cfg.fs
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
 	b := &Broker{
 		nodeID:        cfg.NodeID,
+		fs:            fsys,
 		dataDir:       cfg.DataDir,
 		config:        config,
 		logger:        logger,
 		maxFrameSize:  int32(config.int64Value("socket.request.max.bytes")),
 		topics:        map[string]*topic{},
 		topicIDs:      map[[16]byte]*topic{},
+		pendingTopics: map[string]*pendingTopic{},
 		conns:         map[*connection]struct{}{},
 		beforeMarkers: cfg.beforeMarkers,
 		producerOptions: producers.Options{
 			ExpirationAge: time.Duration(config.int64Value("producer.id.expiration.ms")) * time.Millisecond,
+			FS:            fsys,
 		},
 	}
-	b.producerIDs, err = producers.OpenIDAllocator(filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
+	b.producerIDs, err = producers.OpenIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}

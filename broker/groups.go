@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -126,7 +127,7 @@ func checkInternalPartitions(dir, file, setting, topicName string, partitions in
 		if err != nil {
 			return fmt.Errorf("encode %s: %w", path, err)
 		}
-		return writeFileAtomic(path, data)
+		return storage.WriteFileAtomic(nil, path, data)
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)

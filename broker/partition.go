@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -84,7 +83,7 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 	if fresh {
 		// A stale directory of a deleted topic with the same name must not
 		// resurface as the new topic's data.
-		if err := os.RemoveAll(dir); err != nil {
+		if err := b.fs.RemoveAll(dir); err != nil {
 			return nil, fmt.Errorf("%w: clear %s: %w", errStorage, dir, err)
 		}
 	}
@@ -92,6 +91,7 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 	if err != nil {
 		return nil, err
 	}
+	options.FS = b.fs
 	log, report, err := storage.Open(dir, options)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %w", errStorage, dir, err)

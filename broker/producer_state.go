@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/exactly-eos/exactly/broker/producers"
@@ -56,11 +55,15 @@ func (p *partition) snapshotDir() string {
 // caller owns the partition exclusively (open) or holds appendMu (truncate).
 func (p *partition) loadProducerState(options producers.Options) (replayed int, err error) {
 	dir := p.snapshotDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fsys := options.FS
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
 	}
 	logEnd := p.log.LogEndOffset()
-	if err := producers.RemoveSnapshotsAbove(dir, logEnd); err != nil {
+	if err := producers.RemoveSnapshotsAbove(dir, logEnd, options); err != nil {
 		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
 	}
 	state, load, err := producers.LoadLatestSnapshot(dir, logEnd, options)

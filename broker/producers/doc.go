@@ -62,7 +62,7 @@
 // log), state cannot be undone in memory, since batches older than the 5 are
 // not kept. The owner rebuilds instead:
 //
-//	RemoveSnapshotsAbove(dir, T)
+//	RemoveSnapshotsAbove(dir, T, options)
 //	state, load, err := LoadLatestSnapshot(dir, T, options)
 //	// scan batch headers from max(load.Offset, log start) to T: Replay each
 //	// data batch, ApplyMarker each control batch.

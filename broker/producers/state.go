@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/exactly-eos/exactly/broker/storage"
 )
 
 // MaxCachedBatches is how many of a producer's newest batches a partition
@@ -74,6 +76,9 @@ type Options struct {
 	ExpirationAge time.Duration
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
+	// FS is the file system snapshots are read and written through; nil
+	// means the OS's. Tests inject a storage.FaultFS.
+	FS storage.FS
 }
 
 func (o Options) withDefaults() Options {
@@ -82,6 +87,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.FS == nil {
+		o.FS = storage.OSFS{}
 	}
 	return o
 }

@@ -67,7 +67,7 @@ func (l *Log) writeCheckpoint(recoverySegment, recoveryPosition, recoveryOffset 
 		recoveryPosition: recoveryPosition,
 		recoveryOffset:   recoveryOffset,
 	}
-	if err := writeFileAtomic(l.fs, filepath.Join(l.dir, checkpointFileName), c.encode()); err != nil {
+	if err := WriteFileAtomic(l.fs, filepath.Join(l.dir, checkpointFileName), c.encode()); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	l.lastCheckpoint = c

@@ -371,7 +371,7 @@ func (l *Log) Close() error {
 		err = l.flushLocked()
 	}
 	if err == nil {
-		if markErr := writeFileAtomic(l.fs, filepath.Join(l.dir, cleanShutdownMarker), nil); markErr != nil {
+		if markErr := WriteFileAtomic(l.fs, filepath.Join(l.dir, cleanShutdownMarker), nil); markErr != nil {
 			err = fmt.Errorf("close %s: clean-shutdown marker: %w", l.dir, markErr)
 		}
 	}
