@@ -38,9 +38,23 @@ type partition struct {
 	producers *producers.PartitionState
 	// producersDirty: producers changed since the last snapshot (appendMu).
 	producersDirty bool
-	// snapshotOffset is the offset of the newest snapshot written or
-	// loaded, -1 if none (appendMu).
+	// snapshotOffset is the offset of the newest snapshot prepared (see
+	// pendingSnapshot) or loaded, -1 if none (appendMu).
 	snapshotOffset int64
+	// pendingSnapshot is a snapshot prepared under appendMu, written by
+	// unlockAppend after appendMu is released (appendMu).
+	pendingSnapshot *pendingSnapshot
+	// snapshotMu serializes snapshot file writes with close, delete and
+	// truncate, which take it before appendMu (lock order: snapshotMu,
+	// then appendMu). It is held across a snapshot's disk I/O; appends
+	// never take it.
+	snapshotMu sync.Mutex
+	// snapshotGeneration counts truncations (bumped under snapshotMu and
+	// appendMu); a snapshot prepared in an older generation is dropped.
+	snapshotGeneration atomic.Uint64
+	// unwrittenSnapshots counts snapshots released by unlockAppend and
+	// not yet written or dropped; close writes its own when any is left.
+	unwrittenSnapshots atomic.Int64
 	// activeSegmentBase is the base offset of the segment the last append
 	// went to, -1 when not known yet; a change means the append rolled a
 	// segment (appendMu).
@@ -151,7 +165,7 @@ func (p *partition) highWatermark() int64 { return p.log.LogEndOffset() }
 // batches were all deleted across a restart.
 func (p *partition) applyRetention() (int, error) {
 	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
+	defer p.unlockAppend()
 	if p.closed.Load() {
 		return 0, nil
 	}
@@ -186,14 +200,22 @@ func (p *partition) reconfigure(options storage.Options) error {
 
 // close flushes and closes the log.
 func (p *partition) close() error {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.closed.Swap(true) {
 		return nil
 	}
 	p.wakeWaiters()
-	// A snapshot at the log end makes the next start replay nothing.
+	// A snapshot at the log end makes the next start replay nothing. One
+	// prepared but not written yet will be dropped (the partition is
+	// closed): write this one even if it has the same offset.
+	if p.unwrittenSnapshots.Load() > 0 {
+		p.producersDirty = true
+	}
 	p.snapshotLocked(p.log.LogEndOffset())
+	p.writeSnapshotNowLocked()
 	if err := p.log.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", p.name(), err)
 	}
@@ -202,6 +224,8 @@ func (p *partition) close() error {
 
 // delete closes the log and removes its files.
 func (p *partition) delete() error {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.closed.Store(true)

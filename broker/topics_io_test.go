@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,11 +14,13 @@ import (
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
-// gatedFS is the OS file system, except that renames onto topics.json
-// first report themselves on reached and wait for release, or fail with
-// storage.ErrInjected while fail is set.
+// gatedFS is the OS file system, except that renames onto a file whose
+// name ends with suffix (topics.json if empty) first report themselves
+// on reached and wait for the gate, or fail with storage.ErrInjected
+// while fail is set.
 type gatedFS struct {
 	storage.OSFS
+	suffix  string
 	mu      sync.Mutex
 	gate    chan struct{} // nil: renames pass
 	reached chan struct{}
@@ -25,7 +28,11 @@ type gatedFS struct {
 }
 
 func (f *gatedFS) Rename(oldName, newName string) error {
-	if filepath.Base(newName) == topicsFile {
+	suffix := f.suffix
+	if suffix == "" {
+		suffix = string(filepath.Separator) + topicsFile
+	}
+	if strings.HasSuffix(newName, suffix) {
 		f.mu.Lock()
 		gate, reached, fail := f.gate, f.reached, f.fail
 		f.mu.Unlock()
@@ -38,6 +45,27 @@ func (f *gatedFS) Rename(oldName, newName string) error {
 		}
 	}
 	return f.OSFS.Rename(oldName, newName)
+}
+
+// closeGate makes matching renames wait from now on and returns the
+// function that lets them (and later ones) pass; it also runs when the
+// test ends, before the broker closes, so a failing test does not hang.
+func (f *gatedFS) closeGate(t *testing.T) (release func()) {
+	gate := make(chan struct{})
+	f.mu.Lock()
+	f.gate, f.reached = gate, make(chan struct{}, 1)
+	f.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.gate = nil
+			f.mu.Unlock()
+			close(gate)
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
 
 func startBrokerWithFS(t *testing.T, fsys storage.FS) *Broker {
@@ -59,7 +87,7 @@ func withinSeconds(t *testing.T, what string, f func()) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not return while topics.json was being written", what)
+		t.Fatalf("%s did not return while a file was being renamed into place", what)
 	}
 }
 
@@ -74,20 +102,7 @@ func TestCreateTopicDoesNotBlockLookups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := make(chan struct{})
-	var releaseOnce sync.Once
-	release := func() {
-		releaseOnce.Do(func() {
-			fsys.mu.Lock()
-			fsys.gate = nil
-			fsys.mu.Unlock()
-			close(gate)
-		})
-	}
-	t.Cleanup(release) // before the broker's Close, also when the test fails
-	fsys.mu.Lock()
-	fsys.gate, fsys.reached = gate, make(chan struct{}, 1)
-	fsys.mu.Unlock()
+	release := fsys.closeGate(t)
 	first := make(chan error, 1)
 	go func() { _, err := b.createTopic("new", 2, nil, false); first <- err }()
 	<-fsys.reached // the creation holds the name and writes topics.json now
