@@ -115,3 +115,72 @@ func TestRegionOutlivesRetention(t *testing.T) {
 		t.Fatal("file still open after the last release")
 	}
 }
+
+// Reads scan the segment files without the log's read lock (Read). This
+// races them with a roll on almost every append, retention deleting the
+// oldest segments after every append, and a truncation every 40 appends:
+// a read must never find a file closed under it (the view holds each
+// segment's file by reference) and never return bytes a truncation
+// rewrote (it retries when Log.truncations moved), only intact batches
+// contiguous from where it started, or ErrOffsetOutOfRange.
+func TestReadsRaceRollRetentionAndTruncation(t *testing.T) {
+	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 600, IndexIntervalBytes: 100, RetentionBytes: 3000})
+	const appends = 300
+	var done atomic.Bool
+	var group sync.WaitGroup
+	var truncations, deleted atomic.Int64
+	group.Go(func() {
+		defer done.Store(true)
+		random := rand.New(rand.NewPCG(51, 52))
+		for i := range appends {
+			if _, err := l.Append(testBatch(t, int32(i), 1+random.IntN(3), random.IntN(150), int64(i))); err != nil {
+				t.Errorf("append: %v", err)
+				return
+			}
+			n, err := l.ApplyRetention()
+			if err != nil {
+				t.Errorf("retention: %v", err)
+				return
+			}
+			deleted.Add(int64(n))
+			if i%40 == 39 {
+				if err := l.Truncate(l.LogEndOffset() - 1 - random.Int64N(3)); err != nil {
+					t.Errorf("truncate: %v", err)
+					return
+				}
+				truncations.Add(1)
+			}
+		}
+	})
+	var reads atomic.Int64
+	for reader := range 3 {
+		group.Go(func() {
+			random := rand.New(rand.NewPCG(53, uint64(reader)))
+			for !done.Load() {
+				truncationsBefore := l.truncations.Load()
+				start, end := l.LogStartOffset(), l.LogEndOffset()
+				from := start + random.Int64N(end-start+1)
+				data, err := l.ReadBatches(from, end, 1+random.IntN(4000))
+				if errors.Is(err, ErrOffsetOutOfRange) {
+					continue
+				}
+				if err != nil {
+					t.Errorf("read at %d: %v", from, err)
+					return
+				}
+				if truncationsBefore%2 == 1 || l.truncations.Load() != truncationsBefore {
+					// ReadBatches copies the regions after Read returned;
+					// a truncation may rewrite a region's bytes then (see
+					// Region), and end may be past the new log end.
+					continue
+				}
+				checkConcurrentRead(t, data, from, end)
+				reads.Add(1)
+			}
+		})
+	}
+	group.Wait()
+	if reads.Load() == 0 || truncations.Load() == 0 || deleted.Load() == 0 {
+		t.Fatalf("reads %d, truncations %d, segments deleted %d: the race did not happen", reads.Load(), truncations.Load(), deleted.Load())
+	}
+}

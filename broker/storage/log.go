@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/exactly-eos/exactly/wire"
@@ -56,6 +57,11 @@ type Log struct {
 	logStart int64
 	logEnd   int64
 	closed   bool
+	// truncations is bumped (under mu held for writing) before and after
+	// every truncation, so it is odd while one rewrites bytes or index
+	// entries below a published size. Read, which scans the files without
+	// mu, retries when it was odd or changed (beginTruncation).
+	truncations atomic.Uint64
 
 	durability durability
 	// intervalStop stops the FsyncInterval goroutine; intervalDone closes when it has.

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -37,15 +38,13 @@ func (l *Log) Truncate(offset int64) error {
 	if err != nil {
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
-	if err := l.removeSegments(l.segments[index+1:]); err != nil {
-		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
-	}
-	if err := target.log.file.Truncate(position); err != nil {
-		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
-	}
-	if err := target.log.file.Sync(); err != nil {
-		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
-	}
+	// Publish the cut first, then change the files: a reader capturing
+	// the segments from now on never looks past the new end, and one
+	// that captured them before holds their files open and retries
+	// (beginTruncation), so no reader finds a released file in the list.
+	l.beginTruncation()
+	defer l.endTruncation()
+	removed := slices.Clone(l.segments[index+1:])
 	l.mu.Lock()
 	l.segments = l.segments[:index+1]
 	target.cutAt(position, newEnd)
@@ -56,10 +55,36 @@ func (l *Log) Truncate(offset int64) error {
 	l.durability.epoch++
 	l.durability.mu.Unlock()
 	l.mu.Unlock()
+	if err := l.removeSegments(removed); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	if err := target.log.file.Truncate(position); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	if err := target.log.file.Sync(); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
 	if err := l.finishTruncation(target); err != nil {
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
 	return nil
+}
+
+// beginTruncation and endTruncation bracket every rewrite of bytes or
+// index entries a reader may have captured: Log.truncations is odd in
+// between, and changes at both ends, so Read (which scans the files
+// without mu) retries when it saw either (caller holds appendMu).
+func (l *Log) beginTruncation() {
+	l.mu.Lock()
+	l.truncations.Add(1)
+	l.mu.Unlock()
+}
+
+// endTruncation ends what beginTruncation began (caller holds appendMu).
+func (l *Log) endTruncation() {
+	l.mu.Lock()
+	l.truncations.Add(1)
+	l.mu.Unlock()
 }
 
 // truncationPoint finds the batch containing offset: its position and base.
@@ -143,12 +168,18 @@ func encodeAbortedTxns(entries []AbortedTxn) []byte {
 
 // truncateFully deletes every segment and restarts the log empty at offset.
 func (l *Log) truncateFully(offset int64) error {
+	l.beginTruncation()
+	defer l.endTruncation()
+	// createSegment may truncate the file of a live segment at offset, so
+	// readers are kept out (mu) until the fresh segment is published: a
+	// rare operation, this once the disk I/O happens under mu.
+	l.mu.Lock()
 	fresh, err := l.createSegment(offset)
 	if err != nil {
+		l.mu.Unlock()
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
 	old := l.segments
-	l.mu.Lock()
 	l.segments = []*segment{fresh}
 	l.logStart, l.logEnd = offset, offset
 	l.durability.mu.Lock()
