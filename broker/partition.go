@@ -162,16 +162,24 @@ func (p *partition) highWatermark() int64 { return p.log.LogEndOffset() }
 // applyRetention deletes segments beyond the topic's retention. The
 // producer state is kept (producers expire by idleness, not by retention);
 // when segments went, a snapshot at the log end keeps the producers whose
-// batches were all deleted across a restart.
+// batches were all deleted across a restart. The files are removed
+// without appendMu (storage serializes retention with appends itself and
+// unlinks outside its append lock); appendMu is taken only to prepare the
+// snapshot, written after it is released.
 func (p *partition) applyRetention() (int, error) {
-	p.appendMu.Lock()
-	defer p.unlockAppend()
 	if p.closed.Load() {
 		return 0, nil
 	}
 	deleted, err := p.log.ApplyRetention()
+	if errors.Is(err, storage.ErrClosed) && p.closed.Load() {
+		return 0, nil
+	}
 	if deleted > 0 {
-		p.snapshotLocked(p.log.LogEndOffset())
+		p.appendMu.Lock()
+		if !p.closed.Load() {
+			p.snapshotLocked(p.log.LogEndOffset())
+		}
+		p.unlockAppend()
 	}
 	return deleted, err
 }

@@ -3,9 +3,11 @@ package storage
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -182,5 +184,60 @@ func TestReadsRaceRollRetentionAndTruncation(t *testing.T) {
 	group.Wait()
 	if reads.Load() == 0 || truncations.Load() == 0 || deleted.Load() == 0 {
 		t.Fatalf("reads %d, truncations %d, segments deleted %d: the race did not happen", reads.Load(), truncations.Load(), deleted.Load())
+	}
+}
+
+// removeGateFS blocks the removal of the first segment file it sees until
+// released, after reporting it on reached.
+type removeGateFS struct {
+	OSFS
+	once    sync.Once
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (f *removeGateFS) Remove(name string) error {
+	if strings.HasSuffix(name, logSuffix) {
+		f.once.Do(func() {
+			f.reached <- struct{}{}
+			<-f.release
+		})
+	}
+	return f.OSFS.Remove(name)
+}
+
+// ApplyRetention unlinks the expired segments without the append lock:
+// while a segment file's removal hangs, appends and reads go on, and the
+// log start has already moved past the detached segment.
+func TestRetentionUnlinksWithoutAppendLock(t *testing.T) {
+	fsys := &removeGateFS{reached: make(chan struct{}, 1), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(fsys.release) }) }
+	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1000, RetentionBytes: 1, FS: fsys})
+	t.Cleanup(release) // runs before the log closes, also when the test fails
+	random := rand.New(rand.NewPCG(61, 62))
+	appendRandom(t, l, random, 0, 30)
+	retention := make(chan error, 1)
+	go func() { _, err := l.ApplyRetention(); retention <- err }()
+	<-fsys.reached
+	appended := make(chan error, 1)
+	go func() { _, err := l.Append(testBatch(t, 30, 1, 10, 1030)); appended <- err }()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatalf("append during retention: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an append waited for retention's file removal")
+	}
+	if _, err := l.ReadBatches(l.LogStartOffset(), l.LogEndOffset(), 1<<20); err != nil {
+		t.Fatalf("read during retention: %v", err)
+	}
+	if l.LogStartOffset() == 0 {
+		t.Fatal("the log start did not move before the files were removed")
+	}
+	release()
+	if err := <-retention; err != nil {
+		t.Fatalf("retention: %v", err)
 	}
 }

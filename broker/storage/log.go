@@ -31,11 +31,24 @@ var (
 // ApplyRetention, DeleteRecordsBefore, AppendAbortedTxn and Close serialize
 // on appendMu — and any number of readers (Read, ReadBatches, ScanHeaders,
 // OffsetForTimestamp, AbortedTxns, the offset getters) concurrently with it.
-// Lock order: appendMu, then mu, then durability.mu.
+// Lock order: removeMu, then appendMu, then mu, then durability.mu.
+//
+// Disk I/O and locks: Read scans the files without any lock (it captures
+// the segments under mu first); ApplyRetention unlinks files under
+// removeMu only. Still under appendMu: the append's write, a roll's new
+// segment file (and, with fsync interval/always, the old segment's sync),
+// index and checkpoint files, the 64 MiB flush (interval/always), and
+// truncation. mu is held for writing only to publish, never across I/O
+// (except truncateFully, see there).
 type Log struct {
 	dir  string
 	opts Options
 	fs   FS
+
+	// removeMu is held while ApplyRetention unlinks detached segments
+	// without appendMu; Truncate and Delete take it first, so no file of
+	// a segment being removed is recreated or removed twice meanwhile.
+	removeMu sync.Mutex
 
 	// appendMu serializes every mutation. Fields documented as
 	// "appender-owned" may be read without mu by its holder.
@@ -422,6 +435,8 @@ func (l *Log) releaseSegments() error {
 
 // Delete closes the log and removes its directory.
 func (l *Log) Delete() error {
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
 	closeErr := l.Close()
 	return errors.Join(closeErr, l.fs.RemoveAll(l.dir))
 }

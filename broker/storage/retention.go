@@ -14,6 +14,8 @@ import (
 // it at offset. Truncation is not atomic across a crash: the caller redoes it
 // after a restart (replication does, from leader epochs).
 func (l *Log) Truncate(offset int64) error {
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.usable(); err != nil {
@@ -222,16 +224,47 @@ func (l *Log) removeSegments(segments []*segment) error {
 // It never deletes the active segment; the log start offset moves to the
 // first remaining segment.
 func (l *Log) ApplyRetention() (deletedSegments int, err error) {
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
+	removed, err := l.detachExpired()
+	if err != nil || len(removed) == 0 {
+		return 0, err
+	}
+	// The segments are out of the list and the log start is published:
+	// their files are unlinked without appendMu, so appends go on. Readers
+	// holding a region keep a file open until they release it; removeMu
+	// keeps a truncation from recreating a file of the same name meanwhile.
+	if err := l.removeSegments(removed); err != nil {
+		return len(removed), fmt.Errorf("retention %s: segments %d..%d: %w", l.dir, removed[0].base, removed[len(removed)-1].end, err)
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed {
+		return len(removed), nil // Close's checkpoint has the new log start already
+	}
+	if err := l.stickyError(); err != nil {
+		return len(removed), err
+	}
+	if err := l.rewriteCheckpoint(); err != nil {
+		return len(removed), l.fail(fmt.Errorf("retention %s: %w", l.dir, err))
+	}
+	return len(removed), nil
+}
+
+// detachExpired takes the segments retention deletes out of the list and
+// moves the log start to the first remaining one (under appendMu and mu).
+func (l *Log) detachExpired() ([]*segment, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.usable(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	now := l.opts.Now()
 	total := int64(0)
 	for _, s := range l.segments {
 		total += s.size
 	}
+	var removed []*segment
 	for len(l.segments) > 1 && l.expired(l.segments[0], total, now) {
 		first := l.segments[0]
 		l.mu.Lock()
@@ -239,17 +272,9 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 		l.logStart = max(l.logStart, l.segments[0].base)
 		l.mu.Unlock()
 		total -= first.size
-		deletedSegments++
-		if err := l.removeSegments([]*segment{first}); err != nil {
-			return deletedSegments, fmt.Errorf("retention %s: segment %d: %w", l.dir, first.base, err)
-		}
+		removed = append(removed, first)
 	}
-	if deletedSegments > 0 {
-		if err := l.rewriteCheckpoint(); err != nil {
-			return deletedSegments, l.fail(fmt.Errorf("retention %s: %w", l.dir, err))
-		}
-	}
-	return deletedSegments, nil
+	return removed, nil
 }
 
 // expired says whether retention deletes the (non-active) segment s.
