@@ -27,6 +27,73 @@
 //     lock (producer_state.go); the producer-expiry goroutine takes that
 //     lock to forget idle producers. Producer ids come from producerIDs,
 //     an allocator of durably reserved id blocks (safe for concurrent use).
+//
+// # Locks and disk I/O
+//
+// This is the one list of the broker's mutexes, outermost first: a
+// goroutine holding one may take only those below it. "I/O" says what
+// disk work may run under it; everything not listed as allowing I/O is
+// held only to read or publish memory.
+//
+//  1. Broker.metadataMu (topics.go): serializes topic metadata changes
+//     (create, delete, add partitions, alter configs). I/O: opening and
+//     deleting partition logs, writing topics.json. Lookups never take it.
+//  2. Broker.topicsMu (RW; topics.go): the topic maps, pending topic
+//     names and partition lists. No I/O: a topic being created holds only
+//     its reserved name (pendingTopics), so lookups of other topics never
+//     wait on the disk; a create of the same name waits for the first.
+//     Broker.connsMu (the connection set) is a leaf beside it.
+//  3. Transaction coordinator (broker/txn, see its doc): an id's
+//     entry.mu, then Coordinator.mu. I/O under entry.mu: the
+//     __transaction_state append and its durability wait. Markers are
+//     written by the completion goroutine without entry.mu, each under
+//     the data partition's locks below.
+//  4. Group coordinator (broker/group, see its doc): group.mu, then
+//     Coordinator.mu, then the offset store's mu. I/O under group.mu: the
+//     __consumer_offsets append.
+//  5. partition.snapshotMu (partition.go): producer snapshot file writes,
+//     and close, delete and truncate, which take it before appendMu. I/O:
+//     the snapshot (temporary file, fsync, rename, directory fsync).
+//  6. partition.appendMu: appends, markers, the producer state. I/O: the
+//     storage append itself and what storage still does under its own
+//     append lock (below); not producer snapshots (encoded under it,
+//     written after it by unlockAppend), not retention's file removal,
+//     not KIP-890 verification (done before taking it).
+//     partition.notifyMu is a leaf under it.
+//  7. storage.Log (broker/storage, see Log): removeMu, then appendMu,
+//     then mu (RW), then durability.mu. Under its appendMu, still: the
+//     write(2) of an append; at a roll, the new segment file's creation
+//     (fsync of the file and the directory) and, for segments synced in
+//     the background (log.fsync=never), the index files and checkpoint
+//     written when the sync completes; with log.fsync=interval/always the
+//     rolled segment's own fsync and the flush every 64 MiB. Retention
+//     unlinks files under removeMu only. Read scans the files with no
+//     lock held (it captures the segments under mu and keeps their files
+//     open by reference). mu is never held across I/O but by a full
+//     truncation.
+//  8. producers.IDAllocator.mu, then FileBlockReserver.mu: I/O, the id
+//     block file rewrite once per block of ids.
+//
+// storage.WriteFileAtomic is the one way the broker replaces a file
+// (topics.json, producer snapshots, the producer-id file, storage's
+// checkpoint), through the storage.FS the broker was started with.
+//
+// What blocks a connection's reader goroutine: every handler runs on it
+// except Fetch long polls, the durability wait of acks=all Produce, and
+// the coordinator calls that park (JoinGroup, SyncGroup, InitProducerId,
+// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn), which finish on their own
+// goroutine. So a connection's next request waits for: its Produce's
+// partition appendMu (and the disk work listed under 6 and 7 that another
+// append holding it does); an auto-created topic's partition opens and
+// topics.json write (its own request only); the offset store append of
+// OffsetCommit, TxnOffsetCommit, LeaveGroup and DeleteGroups; and the
+// KIP-890 implicit add: a transactional Produce v12+ under
+// transaction.version 2 whose partition is not yet in the transaction
+// runs AddPartitionsToTxn on the reader, which takes the transactional
+// id's entry.mu and waits for the __transaction_state append to be
+// durable, so the connection reads nothing more until it is.
+// That stays on the reader: appends of one connection must reach each
+// partition in arrival order, and the add precedes its batch's append.
 package broker
 
 import (

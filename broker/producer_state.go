@@ -10,7 +10,7 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// Idempotent-producer state of a partition (seed §3.2.1), wired around
+// Idempotent-producer state of a partition (KIP-98), wired around
 // producers.PartitionState:
 //
 //   - Ownership: partition.producers is guarded by partition.appendMu. A
