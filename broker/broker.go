@@ -85,8 +85,10 @@
 // goroutine. So a connection's next request waits for: its Produce's
 // partition appendMu (and the disk work listed under 6 and 7 that another
 // append holding it does); an auto-created topic's partition opens and
-// topics.json write (its own request only); the offset store append of
-// OffsetCommit, TxnOffsetCommit, LeaveGroup and DeleteGroups; and the
+// topics.json write (its own request only); the offset store append
+// (and its durability wait) of the group calls that run on the reader:
+// OffsetCommit, TxnOffsetCommit, OffsetDelete, DeleteGroups, and any that
+// completes a rebalance (LeaveGroup, for one); and the
 // KIP-890 implicit add: a transactional Produce v12+ under
 // transaction.version 2 whose partition is not yet in the transaction
 // runs AddPartitionsToTxn on the reader, which takes the transactional
