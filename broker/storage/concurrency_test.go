@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -239,5 +240,79 @@ func TestRetentionUnlinksWithoutAppendLock(t *testing.T) {
 	release()
 	if err := <-retention; err != nil {
 		t.Fatalf("retention: %v", err)
+	}
+}
+
+// syncGateFS hands out files whose Sync, for a .log file while armed,
+// reports itself on reached and waits for release (once).
+type syncGateFS struct {
+	OSFS
+	armed   atomic.Bool
+	once    sync.Once
+	reached chan struct{}
+	release chan struct{}
+}
+
+type syncGateFile struct {
+	File
+	fs *syncGateFS
+}
+
+func (f *syncGateFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	file, err := f.OSFS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, logSuffix) {
+		return file, err
+	}
+	return syncGateFile{File: file, fs: f}, nil
+}
+
+func (f syncGateFile) Sync() error {
+	if f.fs.armed.Load() {
+		f.fs.once.Do(func() {
+			f.fs.reached <- struct{}{}
+			<-f.fs.release
+		})
+	}
+	return f.File.Sync()
+}
+
+// With fsync=always the append that puts 64 MiB past the last checkpoint
+// flushes; the bulk of that fsync runs without the append lock, so
+// another append completes while it is in progress, and the checkpoint
+// still moves once it is done.
+func TestFlushSyncsWithoutAppendLock(t *testing.T) {
+	fsys := &syncGateFS{reached: make(chan struct{}, 1), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(fsys.release) }) }
+	l, _ := openTestLog(t, t.TempDir(), Options{Fsync: FsyncPolicy{Mode: FsyncAlways}, FS: fsys})
+	t.Cleanup(release)
+	const batchBytes = 1 << 20
+	seq := int32(0)
+	for ; int64(seq+1)*batchBytes < checkpointBytes; seq++ {
+		mustAppend(t, l, testBatch(t, seq, 1, batchBytes, int64(seq)))
+	}
+	if l.lastCheckpoint.recoveryPosition != 0 {
+		t.Fatalf("flushed before 64 MiB: checkpoint %+v", l.lastCheckpoint)
+	}
+	fsys.armed.Store(true)
+	flushing := make(chan error, 1)
+	go func() { _, err := l.Append(testBatch(t, seq, 1, batchBytes, int64(seq))); flushing <- err }()
+	<-fsys.reached
+	appended := make(chan error, 1)
+	go func() { _, err := l.Append(testBatch(t, seq+1, 1, 10, int64(seq+1))); appended <- err }()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatalf("append during the flush: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an append waited for the 64 MiB flush's fsync")
+	}
+	release()
+	if err := <-flushing; err != nil {
+		t.Fatalf("flushing append: %v", err)
+	}
+	if l.lastCheckpoint.recoveryPosition < checkpointBytes {
+		t.Fatalf("checkpoint did not move past 64 MiB: %+v", l.lastCheckpoint)
 	}
 }

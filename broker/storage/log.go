@@ -59,6 +59,9 @@ type Log struct {
 	batches []appendedBatch
 	// flusher syncs rolled segments in the background (FsyncNever only; appender-owned).
 	flusher *rollFlusher
+	// flushing is set while an Append runs the 64 MiB flush's first sync
+	// without appendMu, so that no other append starts one (appender-owned).
+	flushing bool
 
 	// mu guards the published state below; it is held for writing only
 	// briefly, after bytes are written, to publish them. Invariants:
@@ -179,28 +182,65 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 // batch's base offset in place and writes the same bytes with one write. A
 // malformed buffer is rejected before anything is written. After a write
 // failure the log fails every later Append and WaitDurable (sticky error).
+//
+// With fsync interval/always, the append after which the active segment
+// holds checkpointBytes (64 MiB) past its last checkpoint also
+// flushes (flushLocked: sync, indexes, checkpoint). The bulk of that sync
+// runs first without appendMu (preSync), so other appends go on; the
+// flush proper then syncs only what was appended meanwhile.
 func (l *Log) Append(batches []byte) (AppendResult, error) {
 	l.appendMu.Lock()
+	result, flush, err := l.appendLocked(batches)
+	if !flush || err != nil {
+		l.appendMu.Unlock()
+		return result, err
+	}
+	active := l.active()
+	l.flushing = true
+	active.log.acquire()
+	l.appendMu.Unlock()
+	syncErr := active.log.file.Sync()
+	active.log.release()
+	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	l.flushing = false
+	if l.closed {
+		return result, nil // Close flushed the batches written, these included
+	}
+	if err := l.stickyError(); err != nil {
+		return result, err
+	}
+	if syncErr != nil {
+		return result, l.fail(fmt.Errorf("flush %s: sync segment %d: %w", l.dir, active.base, syncErr))
+	}
+	if active != l.active() || active.size-active.checkpointPosition < checkpointBytes {
+		return result, nil // rolled (the roll synced and checkpointed it) or flushed since
+	}
+	return result, l.flushLocked()
+}
+
+// appendLocked is Append under appendMu; flush reports that the 64 MiB
+// flush is due (caller holds appendMu).
+func (l *Log) appendLocked(batches []byte) (result AppendResult, flush bool, err error) {
 	if err := l.usable(); err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, false, err
 	}
 	if err := l.collectRollFlushes(); err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, false, err
 	}
 	if len(batches) == 0 {
-		return AppendResult{}, ErrEmptyAppend
+		return AppendResult{}, false, ErrEmptyAppend
 	}
 	if int64(len(batches)) > math.MaxInt32 {
-		return AppendResult{}, fmt.Errorf("append %s: %d bytes is too large", l.dir, len(batches))
+		return AppendResult{}, false, fmt.Errorf("append %s: %d bytes is too large", l.dir, len(batches))
 	}
-	result := AppendResult{FirstOffset: l.logEnd, MaxTimestamp: -1}
+	result = AppendResult{FirstOffset: l.logEnd, MaxTimestamp: -1}
 	next := l.logEnd
 	l.batches = l.batches[:0]
 	for rest := batches; len(rest) > 0; {
 		view, err := wire.ParseBatch(rest)
 		if err != nil {
-			return AppendResult{}, fmt.Errorf("append %s: batch at byte %d: %w", l.dir, len(batches)-len(rest), err)
+			return AppendResult{}, false, fmt.Errorf("append %s: batch at byte %d: %w", l.dir, len(batches)-len(rest), err)
 		}
 		view.SetBaseOffset(next)
 		info := appendedBatch{base: next, last: view.LastOffset(), maxTimestamp: view.MaxTimestamp(), size: view.Size()}
@@ -211,12 +251,12 @@ func (l *Log) Append(batches []byte) (AppendResult, error) {
 	}
 	result.LastOffset = next - 1
 	if err := l.maybeRoll(int64(len(batches)), result.LastOffset); err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, false, err
 	}
 	active := l.active()
 	position := active.size
 	if _, err := active.log.file.WriteAt(batches, position); err != nil {
-		return AppendResult{}, l.fail(fmt.Errorf("append %s: write: %w", l.dir, err))
+		return AppendResult{}, false, l.fail(fmt.Errorf("append %s: write: %w", l.dir, err))
 	}
 	l.mu.Lock()
 	at := position
@@ -227,12 +267,8 @@ func (l *Log) Append(batches []byte) (AppendResult, error) {
 	l.logEnd = next
 	l.mu.Unlock()
 	result.SegmentBase, result.Position = active.base, position
-	if l.opts.Fsync.Mode != FsyncNever && active.size-active.checkpointPosition >= checkpointBytes {
-		if err := l.flushLocked(); err != nil {
-			return result, err
-		}
-	}
-	return result, nil
+	flush = l.opts.Fsync.Mode != FsyncNever && !l.flushing && active.size-active.checkpointPosition >= checkpointBytes
+	return result, flush, nil
 }
 
 // usable returns the sticky error, or ErrClosed (caller holds appendMu).
