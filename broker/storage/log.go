@@ -31,13 +31,17 @@ var (
 // ApplyRetention, DeleteRecordsBefore, AppendAbortedTxn and Close serialize
 // on appendMu — and any number of readers (Read, ReadBatches, ScanHeaders,
 // OffsetForTimestamp, AbortedTxns, the offset getters) concurrently with it.
-// Lock order: removeMu, then appendMu, then mu, then durability.mu.
+// Lock order: removeMu, then appendMu, then checkpointMu, then mu, then
+// durability.mu.
 //
 // Disk I/O and locks: Read scans the files without any lock (it captures
 // the segments under mu first); ApplyRetention unlinks files under
-// removeMu only. Still under appendMu: the append's write, a roll's new
-// segment file (and, with fsync interval/always, the old segment's sync),
-// index and checkpoint files, the 64 MiB flush (interval/always), and
+// removeMu only; with fsync=never a rolled segment's sync, index files
+// and checkpoint are written by the flusher goroutine (rollflush.go)
+// without appendMu; the 64 MiB flush syncs its bulk without it. Still
+// under appendMu: the append's write, a roll's new segment file (file and
+// directory fsync) and, with fsync interval/always, the rolled segment's
+// sync, its indexes and checkpoint; the rest of the 64 MiB flush; and
 // truncation. mu is held for writing only to publish, never across I/O
 // (except truncateFully, see there).
 type Log struct {
@@ -53,7 +57,12 @@ type Log struct {
 	// appendMu serializes every mutation. Fields documented as
 	// "appender-owned" may be read without mu by its holder.
 	appendMu sync.Mutex
-	// lastCheckpoint is the checkpoint file's content (appender-owned).
+	// checkpointMu guards lastCheckpoint and the checkpoint file, and
+	// serializes the collection of roll flushes (rollflush.go); it is held
+	// across the checkpoint's write. Lock order: after appendMu and
+	// removeMu, before mu.
+	checkpointMu sync.Mutex
+	// lastCheckpoint is the checkpoint file's content (checkpointMu).
 	lastCheckpoint checkpoint
 	// batches is scratch space for Append (appender-owned).
 	batches []appendedBatch
@@ -129,7 +138,7 @@ func Open(dir string, opts Options) (*Log, RecoveryReport, error) {
 	}
 	l.durability.durableEnd = l.logEnd
 	if opts.Fsync.Mode == FsyncNever {
-		l.flusher = newRollFlusher()
+		l.flusher = newRollFlusher(l)
 	}
 	if opts.Fsync.Mode == FsyncInterval {
 		l.intervalStop = make(chan struct{})
@@ -223,10 +232,7 @@ func (l *Log) Append(batches []byte) (AppendResult, error) {
 // flush is due (caller holds appendMu).
 func (l *Log) appendLocked(batches []byte) (result AppendResult, flush bool, err error) {
 	if err := l.usable(); err != nil {
-		return AppendResult{}, false, err
-	}
-	if err := l.collectRollFlushes(); err != nil {
-		return AppendResult{}, false, err
+		return AppendResult{}, false, err // a failed background sync included
 	}
 	if len(batches) == 0 {
 		return AppendResult{}, false, ErrEmptyAppend
@@ -339,8 +345,8 @@ func (l *Log) rollLocked() error {
 	l.segments = append(l.segments, next)
 	l.mu.Unlock()
 	if l.flusher != nil {
-		l.enqueueRollFlush(old)
-		return l.collectRollFlushes()
+		l.enqueueRollFlush(old) // its flusher collects the result (rollflush.go)
+		return nil
 	}
 	l.advanceDurable(old.end)
 	if err := l.writeCheckpoint(next.base, 0, next.base); err != nil {
