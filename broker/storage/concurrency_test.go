@@ -316,3 +316,72 @@ func TestFlushSyncsWithoutAppendLock(t *testing.T) {
 		t.Fatalf("checkpoint did not move past 64 MiB: %+v", l.lastCheckpoint)
 	}
 }
+
+// renameGateFS blocks the first rename onto the checkpoint file, once
+// armed, until released, after reporting it on reached.
+type renameGateFS struct {
+	OSFS
+	armed   atomic.Bool
+	once    sync.Once
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (f *renameGateFS) Rename(oldName, newName string) error {
+	if f.armed.Load() && strings.HasSuffix(newName, string(os.PathSeparator)+checkpointFileName) {
+		f.once.Do(func() {
+			f.reached <- struct{}{}
+			<-f.release
+		})
+	}
+	return f.OSFS.Rename(oldName, newName)
+}
+
+// With fsync=never the flusher goroutine writes a rolled segment's index
+// files and the checkpoint past it without the append lock: while that
+// checkpoint's rename hangs, appends (rolls included) go on; once
+// released, the checkpoint reaches the rolled segment's successor.
+func TestRollFlushCollectsWithoutAppendLock(t *testing.T) {
+	fsys := &renameGateFS{reached: make(chan struct{}, 1), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(fsys.release) }) }
+	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1000, FS: fsys})
+	t.Cleanup(release)
+	random := rand.New(rand.NewPCG(71, 72))
+	appendRandom(t, l, random, 0, 3)
+	fsys.armed.Store(true)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fsys.reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the flusher did not write the checkpoint after the roll")
+	}
+	appended := make(chan error, 1)
+	go func() {
+		for i := range 20 { // rolls a few times at 1000-byte segments
+			if _, err := l.Append(testBatch(t, int32(3+i), 1, 100, int64(3+i))); err != nil {
+				appended <- err
+				return
+			}
+		}
+		appended <- nil
+	}()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatalf("append during the checkpoint write: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("appends waited for the roll flusher's checkpoint")
+	}
+	release()
+	if err := l.Flush(); err != nil { // drains the flusher
+		t.Fatal(err)
+	}
+	saved, err := l.readCheckpoint()
+	if err != nil || saved.recoverySegment != l.active().base {
+		t.Fatalf("checkpoint %+v, %v after the flush; want the active segment %d", saved, err, l.active().base)
+	}
+}
