@@ -37,6 +37,11 @@ func BenchmarkProduceStalls(b *testing.B) {
 	b.Run("load=roll", func(b *testing.B) {
 		benchProduceStalls(b, map[string]string{"log.segment.bytes": "1048576"}, rollLoad)
 	})
+	// The control for load=roll: the same second producer, 1 GiB
+	// segments, so nothing rolls during the run.
+	b.Run("load=steady", func(b *testing.B) {
+		benchProduceStalls(b, map[string]string{}, rollLoad)
+	})
 }
 
 // backgroundLoad runs until ctx ends and returns how much it did.
