@@ -61,16 +61,17 @@
 //     not KIP-890 verification (done before taking it).
 //     partition.notifyMu is a leaf under it.
 //  7. storage.Log (broker/storage, see Log): removeMu, then appendMu,
-//     then mu (RW), then durability.mu. Under its appendMu, still: the
-//     write(2) of an append; at a roll, the new segment file's creation
-//     (fsync of the file and the directory) and, for segments synced in
-//     the background (log.fsync=never), the index files and checkpoint
-//     written when the sync completes; with log.fsync=interval/always the
-//     rolled segment's own fsync and the flush every 64 MiB. Retention
-//     unlinks files under removeMu only. Read scans the files with no
-//     lock held (it captures the segments under mu and keeps their files
-//     open by reference). mu is never held across I/O but by a full
-//     truncation.
+//     then checkpointMu, then mu (RW), then durability.mu. Under its
+//     appendMu, still: the write(2) of an append; at a roll, the new
+//     segment file's creation (fsync of the file and the directory); with
+//     log.fsync=interval/always the rolled segment's own fsync, its index
+//     files and checkpoint, and the tail of the flush every 64 MiB (its
+//     bulk fsync runs without the lock). Off it: with log.fsync=never the
+//     flusher goroutine syncs rolled segments and writes their index files
+//     and checkpoint (under removeMu and checkpointMu); retention unlinks
+//     files under removeMu only; Read scans the files with no lock held
+//     (it captures the segments under mu and keeps their files open by
+//     reference). mu is never held across I/O but by a full truncation.
 //  8. producers.IDAllocator.mu, then FileBlockReserver.mu: I/O, the id
 //     block file rewrite once per block of ids.
 //
