@@ -34,8 +34,8 @@ var (
 // Lock order: removeMu, then appendMu, then checkpointMu, then mu, then
 // durability.mu.
 //
-// Disk I/O and locks: Read scans the files without any lock (it captures
-// the segments under mu first); ApplyRetention unlinks files under
+// Disk I/O and locks: Read and OffsetForTimestamp scan the files without
+// any lock (they capture the segments under mu first), as ScanHeaders does; ApplyRetention unlinks files under
 // removeMu only; with fsync=never a rolled segment's sync, index files
 // and checkpoint are written by the flusher goroutine (rollflush.go)
 // without appendMu; the 64 MiB flush syncs its bulk without it. Still
