@@ -3,7 +3,9 @@
 // whose partitions are storage.Log segmented logs, the group coordinator
 // (groups.go), the transaction coordinator (transactions.go; partitions'
 // side of transactions — last stable offset, KIP-890 verification, markers
-// — in partition_txn.go), and the broker settings table (config.go).
+// — in partition_txn.go), the broker settings table (config.go) and the
+// typed settings it is parsed into once at start (settings.go), and the one
+// table mapping errors to Kafka error codes (errors.go).
 //
 // Goroutines and ownership:
 //
@@ -20,13 +22,86 @@
 //     is guarded by Broker.topicsMu; a topic's config is an immutable
 //     snapshot swapped atomically.
 //   - The retention goroutine applies retention to every partition.
-//   - The transaction coordinator (transactions.go) runs a timer
-//     goroutine and one completion goroutine per ending transaction;
-//     completions write markers into partitions under their append lock.
+//   - The transaction coordinator's core (broker/txn) starts no goroutine;
+//     its driver (txn.GoroutineDriver, started in transactions.go) runs a
+//     ticker that calls Tick and one goroutine per ending transaction that
+//     steps its completion, which writes markers into partitions under
+//     their append lock. The group coordinator's core likewise has only
+//     the ticker its driver (group.StartTicker) runs.
 //   - Each partition's idempotent-producer state is guarded by its append
 //     lock (producer_state.go); the producer-expiry goroutine takes that
 //     lock to forget idle producers. Producer ids come from producerIDs,
 //     an allocator of durably reserved id blocks (safe for concurrent use).
+//
+// # Locks and disk I/O
+//
+// This is the one list of the broker's mutexes, outermost first: a
+// goroutine holding one may take only those below it. "I/O" says what
+// disk work may run under it; everything not listed as allowing I/O is
+// held only to read or publish memory.
+//
+//  1. Broker.metadataMu (topics.go): serializes topic metadata changes
+//     (create, delete, add partitions, alter configs). I/O: opening and
+//     deleting partition logs, writing topics.json. Lookups never take it.
+//  2. Broker.topicsMu (RW; topics.go): the topic maps, pending topic
+//     names and partition lists. No I/O: a topic being created holds only
+//     its reserved name (pendingTopics), so lookups of other topics never
+//     wait on the disk; a create of the same name waits for the first.
+//     Broker.connsMu (the connection set) is a leaf beside it.
+//  3. Transaction coordinator (broker/txn, see its doc): an id's
+//     entry.mu, then Coordinator.mu. I/O under entry.mu: the
+//     __transaction_state append and its durability wait. Markers are
+//     written by the driver's completion goroutine without entry.mu, each under
+//     the data partition's locks below.
+//  4. Group coordinator (broker/group, see its doc): group.mu, then
+//     Coordinator.mu, then the offset store's mu. I/O under group.mu: the
+//     __consumer_offsets append.
+//  5. partition.snapshotMu (partition.go): producer snapshot file writes,
+//     and close, delete and truncate, which take it before appendMu. I/O:
+//     the snapshot (temporary file, fsync, rename, directory fsync).
+//  6. partition.appendMu: appends, markers, the producer state. I/O: the
+//     storage append itself and what storage still does under its own
+//     append lock (below); not producer snapshots (encoded under it,
+//     written after it by unlockAppend), not retention's file removal,
+//     not KIP-890 verification (done before taking it).
+//     partition.notifyMu is a leaf under it.
+//  7. storage.Log (broker/storage, see Log): removeMu, then appendMu,
+//     then checkpointMu, then mu (RW), then durability.mu. Under its
+//     appendMu, still: the write(2) of an append; at a roll, the new
+//     segment file's creation (fsync of the file and the directory); with
+//     log.fsync=interval/always the rolled segment's own fsync, its index
+//     files and checkpoint, and the tail of the flush every 64 MiB (its
+//     bulk fsync runs without the lock). Off it: with log.fsync=never the
+//     flusher goroutine syncs rolled segments and writes their index files
+//     and checkpoint (under removeMu and checkpointMu); retention unlinks
+//     files under removeMu only; Read scans the files with no lock held
+//     (it captures the segments under mu and keeps their files open by
+//     reference). mu is never held across I/O but by a full truncation.
+//  8. producers.IDAllocator.mu, then FileBlockReserver.mu: I/O, the id
+//     block file rewrite once per block of ids.
+//
+// storage.WriteFileAtomic is the one way the broker replaces a file
+// (topics.json, producer snapshots, the producer-id file, storage's
+// checkpoint), through the storage.FS the broker was started with.
+//
+// What blocks a connection's reader goroutine: every handler runs on it
+// except Fetch long polls, the durability wait of acks=all Produce, and
+// the coordinator calls that park (JoinGroup, SyncGroup, InitProducerId,
+// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn), which finish on their own
+// goroutine. So a connection's next request waits for: its Produce's
+// partition appendMu (and the disk work listed under 6 and 7 that another
+// append holding it does); an auto-created topic's partition opens and
+// topics.json write (its own request only); the offset store append
+// (and its durability wait) of the group calls that run on the reader:
+// OffsetCommit, TxnOffsetCommit, OffsetDelete, DeleteGroups, and any that
+// completes a rebalance (LeaveGroup, for one); and the
+// KIP-890 implicit add: a transactional Produce v12+ under
+// transaction.version 2 whose partition is not yet in the transaction
+// runs AddPartitionsToTxn on the reader, which takes the transactional
+// id's entry.mu and waits for the __transaction_state append to be
+// durable, so the connection reads nothing more until it is.
+// That stays on the reader: appends of one connection must reach each
+// partition in arrival order, and the add precedes its batch's append.
 package broker
 
 import (
@@ -43,6 +118,7 @@ import (
 
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -78,6 +154,10 @@ type Config struct {
 	// only (it lets a test kill the broker between PrepareCommit and the
 	// markers).
 	beforeMarkers func(ctx context.Context) error
+	// fs, if set, is the file system partition logs, producer snapshots,
+	// topics.json and the producer-id file go through; nil is the OS's.
+	// Tests only (a storage.FaultFS injects faults).
+	fs storage.FS
 }
 
 // Broker is a running single-node Kafka broker.
@@ -85,6 +165,7 @@ type Broker struct {
 	nodeID         int32
 	dataDir        string
 	config         brokerConfig
+	fs             storage.FS // Config.fs, or storage.OSFS
 	logger         *slog.Logger
 	listener       net.Listener
 	advertisedHost string
@@ -118,13 +199,23 @@ type Broker struct {
 	// to clients (internal_topics.go); set by loadTopics, then read-only.
 	internalTopics []internalTopic
 
-	// topicsMu guards clusterID, topics, topicIDs and every topic's
+	// metadataMu serializes changes of topic metadata (create, delete,
+	// add partitions, alter configs) and the topics.json writes that
+	// persist them, so the file is written in publication order. It is
+	// held across that disk I/O; lookups never take it. Lock order:
+	// metadataMu before topicsMu.
+	metadataMu sync.Mutex
+	// topicsMu guards topics, topicIDs, pendingTopics and every topic's
 	// partitions slice (which is replaced, never modified in place). It is
-	// held for writing while topic metadata is changed and persisted.
+	// held only to read or publish them, never across disk I/O.
+	// clusterID is set by Start and read-only after.
 	topicsMu  sync.RWMutex
 	clusterID string
 	topics    map[string]*topic
 	topicIDs  map[[16]byte]*topic
+	// pendingTopics reserves the names of topics being created
+	// (createTopic), so concurrent creates of one name agree.
+	pendingTopics map[string]*pendingTopic
 
 	// connsMu guards conns, the live connections, so Close can stop them.
 	connsMu sync.Mutex
@@ -154,21 +245,28 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	fsys := cfg.fs
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
 	b := &Broker{
 		nodeID:        cfg.NodeID,
+		fs:            fsys,
 		dataDir:       cfg.DataDir,
 		config:        config,
 		logger:        logger,
 		maxFrameSize:  config.settings.MaxRequestBytes,
 		topics:        map[string]*topic{},
 		topicIDs:      map[[16]byte]*topic{},
+		pendingTopics: map[string]*pendingTopic{},
 		conns:         map[*connection]struct{}{},
 		beforeMarkers: cfg.beforeMarkers,
 		producerOptions: producers.Options{
 			ExpirationAge: config.settings.ProducerIDExpiration,
+			FS:            fsys,
 		},
 	}
-	b.producerIDs, err = producers.OpenIDAllocator(filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
+	b.producerIDs, err = producers.OpenIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/storage"
 )
 
 // This file wires the group coordinator (broker/group) into the broker:
@@ -115,7 +116,7 @@ func checkInternalPartitions(dir, file, setting, topicName string, partitions in
 		if err != nil {
 			return fmt.Errorf("encode %s: %w", path, err)
 		}
-		return writeFileAtomic(path, data)
+		return storage.WriteFileAtomic(nil, path, data)
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -39,9 +38,23 @@ type partition struct {
 	producers *producers.PartitionState
 	// producersDirty: producers changed since the last snapshot (appendMu).
 	producersDirty bool
-	// snapshotOffset is the offset of the newest snapshot written or
-	// loaded, -1 if none (appendMu).
+	// snapshotOffset is the offset of the newest snapshot prepared (see
+	// pendingSnapshot) or loaded, -1 if none (appendMu).
 	snapshotOffset int64
+	// pendingSnapshot is a snapshot prepared under appendMu, written by
+	// unlockAppend after appendMu is released (appendMu).
+	pendingSnapshot *pendingSnapshot
+	// snapshotMu serializes snapshot file writes with close, delete and
+	// truncate, which take it before appendMu (lock order: snapshotMu,
+	// then appendMu). It is held across a snapshot's disk I/O; appends
+	// never take it.
+	snapshotMu sync.Mutex
+	// snapshotGeneration counts truncations (bumped under snapshotMu and
+	// appendMu); a snapshot prepared in an older generation is dropped.
+	snapshotGeneration atomic.Uint64
+	// unwrittenSnapshots counts snapshots released by unlockAppend and
+	// not yet written or dropped; close writes its own when any is left.
+	unwrittenSnapshots atomic.Int64
 	// activeSegmentBase is the base offset of the segment the last append
 	// went to, -1 when not known yet; a change means the append rolled a
 	// segment (appendMu).
@@ -84,7 +97,7 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 	if fresh {
 		// A stale directory of a deleted topic with the same name must not
 		// resurface as the new topic's data.
-		if err := os.RemoveAll(dir); err != nil {
+		if err := b.fs.RemoveAll(dir); err != nil {
 			return nil, fmt.Errorf("%w: clear %s: %w", errStorage, dir, err)
 		}
 	}
@@ -92,6 +105,7 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 	if err != nil {
 		return nil, err
 	}
+	options.FS = b.fs
 	log, report, err := storage.Open(dir, options)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %w", errStorage, dir, err)
@@ -148,16 +162,24 @@ func (p *partition) highWatermark() int64 { return p.log.LogEndOffset() }
 // applyRetention deletes segments beyond the topic's retention. The
 // producer state is kept (producers expire by idleness, not by retention);
 // when segments went, a snapshot at the log end keeps the producers whose
-// batches were all deleted across a restart.
+// batches were all deleted across a restart. The files are removed
+// without appendMu (storage serializes retention with appends itself and
+// unlinks outside its append lock); appendMu is taken only to prepare the
+// snapshot, written after it is released.
 func (p *partition) applyRetention() (int, error) {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
 	if p.closed.Load() {
 		return 0, nil
 	}
 	deleted, err := p.log.ApplyRetention()
+	if errors.Is(err, storage.ErrClosed) && p.closed.Load() {
+		return 0, nil
+	}
 	if deleted > 0 {
-		p.snapshotLocked(p.log.LogEndOffset())
+		p.appendMu.Lock()
+		if !p.closed.Load() {
+			p.snapshotLocked(p.log.LogEndOffset())
+		}
+		p.unlockAppend()
 	}
 	return deleted, err
 }
@@ -176,14 +198,22 @@ func (p *partition) reconfigure(options storage.Options) error {
 
 // close flushes and closes the log.
 func (p *partition) close() error {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.closed.Swap(true) {
 		return nil
 	}
 	p.wakeWaiters()
-	// A snapshot at the log end makes the next start replay nothing.
+	// A snapshot at the log end makes the next start replay nothing. One
+	// prepared but not written yet will be dropped (the partition is
+	// closed): write this one even if it has the same offset.
+	if p.unwrittenSnapshots.Load() > 0 {
+		p.producersDirty = true
+	}
 	p.snapshotLocked(p.log.LogEndOffset())
+	p.writeSnapshotNowLocked()
 	if err := p.log.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", p.name(), err)
 	}
@@ -192,6 +222,8 @@ func (p *partition) close() error {
 
 // delete closes the log and removes its files.
 func (p *partition) delete() error {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.closed.Store(true)

@@ -165,7 +165,7 @@ type markerResult struct {
 func (p *partition) appendMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) (markerResult, error) {
 	p.appendMu.Lock()
 	result, err := p.appendMarkerLocked(producerID, producerEpoch, coordinatorEpoch, commit)
-	p.appendMu.Unlock()
+	p.unlockAppend()
 	if err == nil && result.offset >= 0 {
 		p.wakeWaiters()
 	}

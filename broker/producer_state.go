@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/exactly-eos/exactly/broker/producers"
@@ -11,7 +10,7 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// Idempotent-producer state of a partition (seed §3.2.1), wired around
+// Idempotent-producer state of a partition (KIP-98), wired around
 // producers.PartitionState:
 //
 //   - Ownership: partition.producers is guarded by partition.appendMu. A
@@ -23,10 +22,13 @@ import (
 //   - Snapshots live in <partition-dir>/producer-snapshots/, not next to the
 //     segments: storage deletes any "<20 digits>.*" file of the partition
 //     directory whose segment does not exist, and a snapshot taken at the
-//     log end at close is not at a segment base. One is written (under the
-//     lock) when an append rolls a segment, at the new segment's base offset,
+//     log end at close is not at a segment base. One is taken (its state
+//     encoded under the lock) when an append rolls a segment, at the new segment's base offset,
 //     before the batch that rolled it is recorded; after retention deleted
 //     segments; and at close, at the log end. producers keeps the newest two.
+//     The state is encoded under the append lock and the file written after
+//     it is released (unlockAppend, under snapshotMu), so the fsyncs never
+//     stall other appends; close writes its snapshot before the log closes.
 //   - Startup (loadProducerState): snapshots above the log end are removed
 //     (a crash can lose an unsynced tail), the newest remaining one is
 //     loaded, and the batch headers from its offset (or the log start, if
@@ -56,11 +58,15 @@ func (p *partition) snapshotDir() string {
 // caller owns the partition exclusively (open) or holds appendMu (truncate).
 func (p *partition) loadProducerState(options producers.Options) (replayed int, err error) {
 	dir := p.snapshotDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fsys := options.FS
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
 	}
 	logEnd := p.log.LogEndOffset()
-	if err := producers.RemoveSnapshotsAbove(dir, logEnd); err != nil {
+	if err := producers.RemoveSnapshotsAbove(dir, logEnd, options); err != nil {
 		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
 	}
 	state, load, err := producers.LoadLatestSnapshot(dir, logEnd, options)
@@ -238,7 +244,7 @@ func (p *partition) appendProduced(records []byte, tx produceTxn) (produced, err
 	if err == nil {
 		result, err = p.appendProducedLocked(records, batch, idempotent)
 	}
-	p.appendMu.Unlock()
+	p.unlockAppend()
 	if err == nil && !result.duplicate {
 		p.wakeWaiters()
 	}
@@ -312,11 +318,18 @@ func (p *partition) noteAppend(result storage.AppendResult) {
 	p.activeSegmentBase = result.SegmentBase
 }
 
-// snapshotLocked writes the producer state as of offset (every batch below
-// it reflected, none at or above) unless nothing changed since the last
-// snapshot at that offset. A failure is logged, not returned: snapshots only
-// shorten the replay at startup, and the previous ones stay valid (caller
-// holds appendMu).
+// pendingSnapshot is a producer snapshot encoded under appendMu and not
+// yet written; generation is partition.snapshotGeneration at encoding.
+type pendingSnapshot struct {
+	snapshot   producers.Snapshot
+	generation uint64
+}
+
+// snapshotLocked encodes the producer state as of offset (every batch
+// below it reflected, none at or above) unless nothing changed since the
+// last snapshot at that offset, and leaves it in p.pendingSnapshot for
+// unlockAppend to write once appendMu is released: the fsyncs of a
+// snapshot never hold up the partition's appends (caller holds appendMu).
 func (p *partition) snapshotLocked(offset int64) {
 	if !p.producersDirty && offset == p.snapshotOffset {
 		return
@@ -327,12 +340,68 @@ func (p *partition) snapshotLocked(offset int64) {
 		// no snapshot may be taken past it.
 		return
 	}
-	if err := p.producers.WriteSnapshot(p.snapshotDir(), offset); err != nil {
+	snapshot, err := p.producers.Snapshot(offset)
+	if err != nil {
 		p.logger.Error("producer snapshot failed", "partition", p.name(), "offset", offset, "error", err)
 		return
 	}
+	// A newer snapshot replaces one not written yet: it covers more.
+	p.pendingSnapshot = &pendingSnapshot{snapshot: snapshot, generation: p.snapshotGeneration.Load()}
 	p.snapshotOffset = offset
 	p.producersDirty = false
+}
+
+// unlockAppend releases appendMu, then writes the snapshot the critical
+// section prepared, if any. Every holder of appendMu that may call
+// snapshotLocked releases it through here.
+func (p *partition) unlockAppend() {
+	pending := p.pendingSnapshot
+	p.pendingSnapshot = nil
+	if pending != nil {
+		p.unwrittenSnapshots.Add(1)
+	}
+	p.appendMu.Unlock()
+	if pending != nil {
+		p.writeSnapshot(pending)
+	}
+}
+
+// writeSnapshot writes a prepared snapshot under snapshotMu (not
+// appendMu). It is dropped when the partition was closed or truncated
+// since it was encoded: close writes its own at the log end, and after a
+// truncation it may describe batches that are gone. Snapshots of one
+// partition may be written out of order; each is consistent at its own
+// offset and loading takes the newest. A failure is logged, not returned:
+// snapshots only shorten the replay at startup and the previous ones stay
+// valid; the state is marked dirty so that the next roll tries again.
+func (p *partition) writeSnapshot(pending *pendingSnapshot) {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
+	defer p.unwrittenSnapshots.Add(-1)
+	if p.closed.Load() || p.snapshotGeneration.Load() != pending.generation {
+		return
+	}
+	if err := pending.snapshot.WriteTo(p.snapshotDir()); err != nil {
+		p.logger.Error("producer snapshot failed", "partition", p.name(), "offset", pending.snapshot.Offset(), "error", err)
+		p.appendMu.Lock()
+		p.producersDirty = true
+		p.appendMu.Unlock()
+	}
+}
+
+// writeSnapshotNowLocked writes the snapshot snapshotLocked prepared
+// without releasing appendMu: for close, which must have it on disk
+// before the log closes (caller holds snapshotMu and appendMu).
+func (p *partition) writeSnapshotNowLocked() {
+	pending := p.pendingSnapshot
+	p.pendingSnapshot = nil
+	if pending == nil {
+		return
+	}
+	if err := pending.snapshot.WriteTo(p.snapshotDir()); err != nil {
+		p.logger.Error("producer snapshot failed", "partition", p.name(), "offset", pending.snapshot.Offset(), "error", err)
+		p.producersDirty = true
+	}
 }
 
 // expireProducers forgets the producers idle for producer.id.expiration.ms
@@ -367,11 +436,16 @@ func (p *partition) describeProducers() ([]producers.ProducerInfo, error) {
 // snapshot at or below offset plus a replay. Nothing truncates yet on a
 // single broker; replication (the cluster issue) will.
 func (p *partition) truncate(offset int64) error {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.closed.Load() {
 		return fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
 	}
+	// Snapshots prepared before the truncation are not written after it
+	// (writeSnapshot checks the generation under snapshotMu, held here).
+	p.snapshotGeneration.Add(1)
 	if err := p.log.Truncate(offset); err != nil {
 		return fmt.Errorf("%w: truncate %s to %d: %w", errStorage, p.name(), offset, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/exactly-eos/exactly/broker/storage"
 )
 
 // Topic metadata is persisted in <data-dir>/topics.json, rewritten
@@ -39,9 +41,10 @@ type topicFileFormat struct {
 	Configs    map[string]string `json:"configs,omitempty"`
 }
 
-// topic is one topic. name and id never change; config is swapped whole;
-// partitions is guarded by Broker.topicsMu and only ever replaced by a
-// longer slice (CreatePartitions).
+// topic is one topic. name and id never change; config is swapped whole
+// (under Broker.metadataMu); partitions is guarded by Broker.topicsMu and
+// only ever replaced by a longer slice (CreatePartitions, under
+// metadataMu too).
 type topic struct {
 	name       string
 	id         [16]byte
@@ -83,12 +86,12 @@ func newRandomID() [16]byte {
 // and opens every partition log. Called by Start before any connection.
 func (b *Broker) loadTopics() error {
 	path := filepath.Join(b.dataDir, topicsFile)
-	data, err := os.ReadFile(path)
+	data, err := storage.ReadFile(b.fs, path)
 	if errors.Is(err, os.ErrNotExist) {
 		id := newRandomID()
 		b.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
 		b.internalTopics = b.newInternalTopics()
-		return b.persistTopicsLocked()
+		return b.writeTopicsFile([]topicFileFormat{})
 	}
 	if err != nil {
 		return fmt.Errorf("broker: read topic metadata: %w", err)
@@ -125,24 +128,37 @@ func (b *Broker) loadTopics() error {
 	return nil
 }
 
-// persistTopicsLocked writes topics.json atomically. The caller holds
-// topicsMu for writing (or is Start, before any other goroutine).
-func (b *Broker) persistTopicsLocked() error {
-	file := topicsFileFormat{ClusterID: b.clusterID, Topics: []topicFileFormat{}}
+// topicEntries describes every published topic as topics.json records
+// it, sorted by name (takes topicsMu for reading).
+func (b *Broker) topicEntries() []topicFileFormat {
+	b.topicsMu.RLock()
+	entries := make([]topicFileFormat, 0, len(b.topics)+1)
 	for _, t := range b.topics {
-		file.Topics = append(file.Topics, topicFileFormat{
-			Name:       t.name,
-			ID:         hex.EncodeToString(t.id[:]),
-			Partitions: int32(len(t.partitions)),
-			Configs:    t.config.Load().overrides,
-		})
+		entries = append(entries, t.fileEntry(int32(len(t.partitions))))
 	}
+	b.topicsMu.RUnlock()
+	return entries
+}
+
+// fileEntry is t's record in topics.json with the given partition count.
+func (t *topic) fileEntry(partitions int32) topicFileFormat {
+	return topicFileFormat{Name: t.name, ID: hex.EncodeToString(t.id[:]), Partitions: partitions,
+		Configs: t.config.Load().overrides}
+}
+
+// writeTopicsFile writes topics.json atomically with the given entries
+// (storage.WriteFileAtomic through the broker's FS). The caller holds
+// metadataMu (or is Start, before any other goroutine), so files are
+// written in the order the changes are published; it does not hold
+// topicsMu, so lookups never wait on the disk.
+func (b *Broker) writeTopicsFile(entries []topicFileFormat) error {
+	file := topicsFileFormat{ClusterID: b.clusterID, Topics: entries}
 	slices.SortFunc(file.Topics, func(x, y topicFileFormat) int { return compareStrings(x.Name, y.Name) })
 	data, err := json.MarshalIndent(file, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode topic metadata: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(b.dataDir, topicsFile), data)
+	return storage.WriteFileAtomic(b.fs, filepath.Join(b.dataDir, topicsFile), data)
 }
 
 func compareStrings(x, y string) int {
@@ -153,38 +169,6 @@ func compareStrings(x, y string) int {
 		return 1
 	}
 	return 0
-}
-
-// writeFileAtomic replaces path with data so that a crash leaves either the
-// old or the new content.
-func writeFileAtomic(path string, data []byte) error {
-	temporary := path + ".tmp"
-	f, err := os.OpenFile(temporary, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", temporary, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", temporary, err)
-	}
-	if err := os.Rename(temporary, path); err != nil {
-		return fmt.Errorf("rename %s: %w", temporary, err)
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("sync directory of %s: %w", path, err)
-	}
-	defer dir.Close()
-	if err := dir.Sync(); err != nil {
-		return fmt.Errorf("sync directory of %s: %w", path, err)
-	}
-	return nil
 }
 
 // topicByName returns the topic, or nil.
@@ -256,8 +240,22 @@ func (b *Broker) autoCreateTopic(name string, allowed bool) (*topic, error) {
 	return t, err
 }
 
+// pendingTopic is a topic name reserved by a createTopic in progress
+// (Broker.pendingTopics): its partitions are being opened and topics.json
+// written without topicsMu held. done is closed when the creation is
+// published or abandoned; created says which.
+type pendingTopic struct {
+	done    chan struct{}
+	created bool
+}
+
 // createTopic validates and (unless validateOnly) creates a topic with
-// the given partition count and config overrides.
+// the given partition count and config overrides. The name is reserved
+// under topicsMu, the partitions opened and topics.json written without
+// it (lookups of other topics never wait on the disk), and the topic
+// published under it. A concurrent create of the same name waits for the
+// reservation and then answers as if it came after: TOPIC_ALREADY_EXISTS
+// if the first succeeded, a fresh attempt if it failed.
 func (b *Broker) createTopic(name string, partitions int32, overrides map[string]string, validateOnly bool) (*topic, error) {
 	if err := validateTopicName(name); err != nil {
 		return nil, err
@@ -273,112 +271,173 @@ func (b *Broker) createTopic(name string, partitions int32, overrides map[string
 	}
 	t := &topic{name: name, id: newRandomID()}
 	t.config.Store(b.config.newTopicConfig(overrides))
-	b.topicsMu.Lock()
-	defer b.topicsMu.Unlock()
-	if _, exists := b.topics[name]; exists {
-		return nil, fmt.Errorf("%w: %s", errTopicExists, name)
+	reservation, err := b.reserveTopicName(name, validateOnly)
+	if err != nil {
+		return nil, err
 	}
 	if validateOnly {
 		return t, nil
 	}
+	created := false
+	defer func() {
+		b.topicsMu.Lock()
+		if b.pendingTopics[name] == reservation { // a deletion may have reserved it since
+			delete(b.pendingTopics, name)
+		}
+		b.topicsMu.Unlock()
+		reservation.created = created
+		close(reservation.done)
+	}()
 	for index := range partitions {
 		p, err := b.openPartition(t, index, true)
 		if err != nil {
-			for _, opened := range t.partitions {
-				opened.delete()
-			}
+			deletePartitions(t.partitions)
 			return nil, err
 		}
 		t.partitions = append(t.partitions, p)
 	}
-	b.topics[name] = t
-	b.topicIDs[t.id] = t
-	if err := b.persistTopicsLocked(); err != nil {
-		delete(b.topics, name)
-		delete(b.topicIDs, t.id)
-		for _, opened := range t.partitions {
-			opened.delete()
-		}
+	b.metadataMu.Lock()
+	defer b.metadataMu.Unlock()
+	if err := b.writeTopicsFile(append(b.topicEntries(), t.fileEntry(partitions))); err != nil {
+		deletePartitions(t.partitions)
 		return nil, fmt.Errorf("create topic %s: %w", name, err)
 	}
+	b.topicsMu.Lock()
+	b.topics[name] = t
+	b.topicIDs[t.id] = t
+	b.topicsMu.Unlock()
+	created = true
 	b.logger.Info("topic created", "topic", name, "partitions", partitions, "configs", overrides)
 	return t, nil
 }
 
-// deleteTopic removes a topic from the metadata, then closes and deletes
-// its partition logs.
-func (b *Broker) deleteTopic(t *topic) error {
-	b.topicsMu.Lock()
-	if b.topics[t.name] != t {
+// reserveTopicName enters name in pendingTopics, or fails with
+// errTopicExists when the topic exists; with validateOnly it only checks.
+// It waits for a creation of the same name in progress (bounded by the
+// number of concurrent creators: each wait ends one of them).
+func (b *Broker) reserveTopicName(name string, validateOnly bool) (*pendingTopic, error) {
+	for {
+		b.topicsMu.Lock()
+		if _, exists := b.topics[name]; exists {
+			b.topicsMu.Unlock()
+			return nil, fmt.Errorf("%w: %s", errTopicExists, name)
+		}
+		pending := b.pendingTopics[name]
+		if pending == nil {
+			if validateOnly {
+				b.topicsMu.Unlock()
+				return nil, nil
+			}
+			reservation := &pendingTopic{done: make(chan struct{})}
+			b.pendingTopics[name] = reservation
+			b.topicsMu.Unlock()
+			return reservation, nil
+		}
 		b.topicsMu.Unlock()
+		<-pending.done
+		if pending.created {
+			return nil, fmt.Errorf("%w: %s", errTopicExists, name)
+		}
+	}
+}
+
+// deletePartitions closes and removes partitions that were never published.
+func deletePartitions(partitions []*partition) {
+	for _, p := range partitions {
+		p.delete()
+	}
+}
+
+// deleteTopic removes a topic from topics.json and the lookup maps, then
+// closes and deletes its partition logs. Its name stays reserved
+// (pendingTopics) until the directories are gone, so a new topic of the
+// same name waits instead of opening directories the deletion removes;
+// topicsMu is held only while the maps change.
+func (b *Broker) deleteTopic(t *topic) error {
+	b.metadataMu.Lock()
+	defer b.metadataMu.Unlock()
+	if b.topicByName(t.name) != t {
 		return fmt.Errorf("%w: %s", errUnknownTopic, t.name)
 	}
-	delete(b.topics, t.name)
-	delete(b.topicIDs, t.id)
-	err := b.persistTopicsLocked()
-	parts := t.partitions
-	b.topicsMu.Unlock()
-	if err != nil {
+	entries := slices.DeleteFunc(b.topicEntries(), func(entry topicFileFormat) bool { return entry.Name == t.name })
+	if err := b.writeTopicsFile(entries); err != nil {
 		return fmt.Errorf("delete topic %s: %w", t.name, err)
 	}
+	reservation := &pendingTopic{done: make(chan struct{})}
+	b.topicsMu.Lock()
+	delete(b.topics, t.name)
+	delete(b.topicIDs, t.id)
+	b.pendingTopics[t.name] = reservation
+	parts := t.partitions
+	b.topicsMu.Unlock()
 	for _, p := range parts {
 		if err := p.delete(); err != nil {
 			b.logger.Error("delete partition log", "partition", p.name(), "error", err)
 		}
 	}
+	b.topicsMu.Lock()
+	if b.pendingTopics[t.name] == reservation {
+		delete(b.pendingTopics, t.name)
+	}
+	b.topicsMu.Unlock()
+	close(reservation.done) // created stays false: a waiting create tries afresh
 	b.logger.Info("topic deleted", "topic", t.name)
 	return nil
 }
 
-// addPartitions grows t to count partitions.
+// addPartitions grows t to count partitions: the new logs are opened and
+// topics.json written under metadataMu only, the longer partition list
+// published under topicsMu.
 func (b *Broker) addPartitions(t *topic, count int32, validateOnly bool) error {
-	b.topicsMu.Lock()
-	defer b.topicsMu.Unlock()
-	if b.topics[t.name] != t {
+	b.metadataMu.Lock()
+	defer b.metadataMu.Unlock()
+	if b.topicByName(t.name) != t {
 		return fmt.Errorf("%w: %s", errUnknownTopic, t.name)
 	}
-	current := int32(len(t.partitions))
+	current := int32(len(b.partitionsOf(t)))
 	if count <= current {
 		return fmt.Errorf("%w: topic %s has %d partitions; the new count %d must be larger", errInvalidPartitions, t.name, current, count)
 	}
 	if validateOnly {
 		return nil
 	}
-	grown := slices.Clip(slices.Clone(t.partitions))
+	grown := slices.Clip(slices.Clone(b.partitionsOf(t)))
 	for index := current; index < count; index++ {
 		p, err := b.openPartition(t, index, true)
 		if err != nil {
-			for _, opened := range grown[current:] {
-				opened.delete()
-			}
+			deletePartitions(grown[current:])
 			return err
 		}
 		grown = append(grown, p)
 	}
-	previous := t.partitions
-	t.partitions = grown
-	if err := b.persistTopicsLocked(); err != nil {
-		t.partitions = previous
-		for _, opened := range grown[current:] {
-			opened.delete()
+	entries := b.topicEntries()
+	for i := range entries {
+		if entries[i].Name == t.name {
+			entries[i].Partitions = count
 		}
+	}
+	if err := b.writeTopicsFile(entries); err != nil {
+		deletePartitions(grown[current:])
 		return fmt.Errorf("create partitions of %s: %w", t.name, err)
 	}
+	b.topicsMu.Lock()
+	t.partitions = grown
+	b.topicsMu.Unlock()
 	return nil
 }
 
 // setTopicConfigs replaces t's overrides (validated by the caller) and
-// applies them to its partition logs.
+// applies them to its partition logs (under metadataMu, not topicsMu).
 func (b *Broker) setTopicConfigs(t *topic, overrides map[string]string) error {
-	b.topicsMu.Lock()
-	defer b.topicsMu.Unlock()
-	if b.topics[t.name] != t {
+	b.metadataMu.Lock()
+	defer b.metadataMu.Unlock()
+	if b.topicByName(t.name) != t {
 		return fmt.Errorf("%w: %s", errUnknownTopic, t.name)
 	}
 	previous := t.config.Load()
 	next := b.config.newTopicConfig(overrides)
 	t.config.Store(next)
-	if err := b.persistTopicsLocked(); err != nil {
+	if err := b.writeTopicsFile(b.topicEntries()); err != nil {
 		t.config.Store(previous)
 		return fmt.Errorf("alter configs of %s: %w", t.name, err)
 	}
@@ -386,7 +445,7 @@ func (b *Broker) setTopicConfigs(t *topic, overrides map[string]string) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range t.partitions {
+	for _, p := range b.partitionsOf(t) {
 		if err := p.reconfigure(options); err != nil {
 			return fmt.Errorf("alter configs of %s: %w", p.name(), err)
 		}

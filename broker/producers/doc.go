@@ -1,5 +1,5 @@
-// Package producers is the idempotent-producer state of a partition (seed
-// §3.2.1): per producer id, its epoch and the metadata of its 5 newest
+// Package producers is the idempotent-producer state of a partition
+// (KIP-98): per producer id, its epoch and the metadata of its 5 newest
 // batches, so that a retried batch is answered with its original offsets
 // instead of being written twice, a gap in sequence numbers is refused, and a
 // fenced (older-epoch) producer cannot write. It also allocates producer ids.
@@ -62,7 +62,7 @@
 // log), state cannot be undone in memory, since batches older than the 5 are
 // not kept. The owner rebuilds instead:
 //
-//	RemoveSnapshotsAbove(dir, T)
+//	RemoveSnapshotsAbove(dir, T, options)
 //	state, load, err := LoadLatestSnapshot(dir, T, options)
 //	// scan batch headers from max(load.Offset, log start) to T: Replay each
 //	// data batch, ApplyMarker each control batch.

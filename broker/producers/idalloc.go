@@ -7,8 +7,9 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"math"
-	"os"
 	"sync"
+
+	"github.com/exactly-eos/exactly/broker/storage"
 )
 
 // BlockReserver durably reserves blocks of producer ids. Once ReserveBlock
@@ -41,11 +42,12 @@ func NewIDAllocator(reserver BlockReserver, blockSize int) (*IDAllocator, error)
 	return &IDAllocator{reserver: reserver, blockSize: int64(blockSize)}, nil
 }
 
-// OpenIDAllocator opens (or creates) the id block file at path and returns
-// an allocator that reserves blockSize ids at a time in it. One allocator per
-// file: two processes sharing a file would hand out the same ids.
-func OpenIDAllocator(path string, blockSize int) (*IDAllocator, error) {
-	reserver, err := OpenFileBlockReserver(path)
+// OpenIDAllocator opens (or creates) the id block file at path through fsys
+// (nil: the OS's file system) and returns an allocator that reserves
+// blockSize ids at a time in it. One allocator per file: two processes
+// sharing a file would hand out the same ids.
+func OpenIDAllocator(fsys storage.FS, path string, blockSize int) (*IDAllocator, error) {
+	reserver, err := OpenFileBlockReserver(fsys, path)
 	if err != nil {
 		return nil, err
 	}
@@ -80,19 +82,25 @@ const (
 // (write a temporary file, fsync, rename, fsync the directory) before the
 // block is used. It is safe for concurrent use: mu guards end and the file.
 type FileBlockReserver struct {
+	fs   storage.FS
 	path string
 
 	mu  sync.Mutex
 	end int64 // the durable end: ids below it were reserved
 }
 
-// OpenFileBlockReserver reads the block file at path; a missing file starts
-// at id 0. A corrupt file is an error, never a reset: resetting could reuse
-// ids. A leftover temporary file from a crash is ignored.
-func OpenFileBlockReserver(path string) (*FileBlockReserver, error) {
-	data, err := os.ReadFile(path)
+// OpenFileBlockReserver reads the block file at path through fsys (nil:
+// the OS's file system; every later write goes through it too); a missing
+// file starts at id 0. A corrupt file is an error, never a reset:
+// resetting could reuse ids. A leftover temporary file from a crash is
+// ignored.
+func OpenFileBlockReserver(fsys storage.FS, path string) (*FileBlockReserver, error) {
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
+	data, err := storage.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &FileBlockReserver{path: path}, nil
+		return &FileBlockReserver{fs: fsys, path: path}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open producer id file: %w", err)
@@ -107,7 +115,7 @@ func OpenFileBlockReserver(path string) (*FileBlockReserver, error) {
 	if end < 0 {
 		return nil, fmt.Errorf("open producer id file %s: negative end %d", path, end)
 	}
-	return &FileBlockReserver{path: path, end: end}, nil
+	return &FileBlockReserver{fs: fsys, path: path, end: end}, nil
 }
 
 // ReserveBlock makes [end, end+size) durable as used and returns end.
@@ -122,7 +130,7 @@ func (r *FileBlockReserver) ReserveBlock(size int64) (int64, error) {
 	copy(data, idFileMagic)
 	binary.BigEndian.PutUint64(data[8:], uint64(newEnd))
 	binary.BigEndian.PutUint32(data[4:], crc32.Checksum(data[8:], castagnoli))
-	if err := writeFileAtomically(r.path, data); err != nil {
+	if err := storage.WriteFileAtomic(r.fs, r.path, data); err != nil {
 		return 0, fmt.Errorf("reserve producer ids: %w", err)
 	}
 	start := r.end

@@ -27,7 +27,7 @@ func TestIDAllocatorUniqueAcrossReopenAndCrash(t *testing.T) {
 	// Each "crash" drops the allocator mid-block without any shutdown
 	// call: there is none, the durable state is only the file.
 	for restart, n := range []int{3, 10, 0, 25, 1} {
-		allocator, err := OpenIDAllocator(path, 10)
+		allocator, err := OpenIDAllocator(nil, path, 10)
 		if err != nil {
 			t.Fatalf("restart %d: %v", restart, err)
 		}
@@ -38,14 +38,14 @@ func TestIDAllocatorUniqueAcrossReopenAndCrash(t *testing.T) {
 	if err := os.WriteFile(path+".tmp", []byte("torn"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	allocator, err := OpenIDAllocator(path, 10)
+	allocator, err := OpenIDAllocator(nil, path, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	take(allocator, 5)
 	// 44 ids taken in blocks of 10 across 6 opens: blocks reserved were
 	// [0,10) [10,20) [20,30) [30,40) [40,50) [50,60) [60,70), none reused.
-	reserver, err := OpenFileBlockReserver(path)
+	reserver, err := OpenFileBlockReserver(nil, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestIDAllocatorUniqueAcrossReopenAndCrash(t *testing.T) {
 }
 
 func TestIDAllocatorConcurrentNext(t *testing.T) {
-	allocator, err := OpenIDAllocator(filepath.Join(t.TempDir(), "producer-ids"), 7)
+	allocator, err := OpenIDAllocator(nil, filepath.Join(t.TempDir(), "producer-ids"), 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestIDAllocatorConcurrentNext(t *testing.T) {
 
 func TestIDAllocatorRejectsCorruptFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "producer-ids")
-	allocator, err := OpenIDAllocator(path, 10)
+	allocator, err := OpenIDAllocator(nil, path, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,16 +113,16 @@ func TestIDAllocatorRejectsCorruptFile(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenIDAllocator(path, 10); err == nil {
+	if _, err := OpenIDAllocator(nil, path, 10); err == nil {
 		t.Fatalf("corrupt id file accepted")
 	}
 	if err := os.WriteFile(path, []byte("short"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenIDAllocator(path, 10); err == nil {
+	if _, err := OpenIDAllocator(nil, path, 10); err == nil {
 		t.Fatalf("short id file accepted")
 	}
-	if _, err := OpenIDAllocator(filepath.Join(t.TempDir(), "x"), 0); err == nil {
+	if _, err := OpenIDAllocator(nil, filepath.Join(t.TempDir(), "x"), 0); err == nil {
 		t.Fatalf("block size 0 accepted")
 	}
 }

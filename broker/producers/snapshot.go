@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/exactly-eos/exactly/broker/storage"
 )
 
 // Snapshot file layout constants; doc.go describes the format byte by byte.
@@ -23,7 +24,7 @@ const (
 	snapshotSuffix         = ".snapshot"
 	snapshotTempSuffix     = ".snapshot.tmp"
 	snapshotDigits         = 20
-	// SnapshotsKept is how many snapshot files WriteSnapshot leaves.
+	// SnapshotsKept is how many snapshot files WriteSnapshot (WriteTo) leaves.
 	SnapshotsKept = 2
 )
 
@@ -182,72 +183,59 @@ func decodeEntry(data []byte) (*producerEntry, int, error) {
 	return entry, used, nil
 }
 
-// WriteSnapshot writes the state as of log offset (every batch below offset
-// is reflected, none at or above it) to dir/SnapshotFileName(offset)
-// atomically: a temporary file is written and fsynced, renamed into place,
-// and the directory fsynced. It then deletes all but the SnapshotsKept
-// newest snapshots and any leftover temporary files.
-func (s *PartitionState) WriteSnapshot(dir string, offset int64) error {
+// Snapshot is the state encoded as of a log offset, ready to be written
+// by WriteTo. Encoding needs the state's owner (it reads the state);
+// writing does not, so the owner can encode under its lock and do the
+// file I/O after releasing it.
+type Snapshot struct {
+	offset int64
+	data   []byte
+	fs     storage.FS
+}
+
+// Offset is the log offset the snapshot was taken at.
+func (s Snapshot) Offset() int64 { return s.offset }
+
+// Snapshot encodes the state as of log offset (every batch below offset is
+// reflected, none at or above it); WriteTo writes it.
+func (s *PartitionState) Snapshot(offset int64) (Snapshot, error) {
 	if offset < 0 {
-		return fmt.Errorf("write producer snapshot in %s: negative offset %d", dir, offset)
+		return Snapshot{}, fmt.Errorf("producer snapshot: negative offset %d", offset)
 	}
-	final := filepath.Join(dir, SnapshotFileName(offset))
-	if err := writeFileAtomically(final, s.encodeSnapshot(offset, s.options.Now().UnixMilli())); err != nil {
+	return Snapshot{offset: offset, data: s.encodeSnapshot(offset, s.options.Now().UnixMilli()), fs: s.options.FS}, nil
+}
+
+// WriteTo writes the snapshot to dir/SnapshotFileName(offset) atomically
+// (storage.WriteFileAtomic through the state's Options.FS: a temporary
+// file written and fsynced, renamed into place, the directory fsynced).
+// It then deletes all but the SnapshotsKept newest snapshots and any
+// leftover temporary files. On an error before the rename the older
+// snapshots are untouched.
+func (s Snapshot) WriteTo(dir string) error {
+	final := filepath.Join(dir, SnapshotFileName(s.offset))
+	if err := storage.WriteFileAtomic(s.fs, final, s.data); err != nil {
 		return fmt.Errorf("write producer snapshot: %w", err)
 	}
-	if err := pruneSnapshots(dir, SnapshotsKept); err != nil {
+	if err := pruneSnapshots(s.fs, dir, SnapshotsKept); err != nil {
 		return fmt.Errorf("write producer snapshot %s: %w", final, err)
 	}
 	return nil
 }
 
-// writeFileAtomically replaces path with data: write path+".tmp", fsync,
-// rename, fsync the directory. A crash leaves the old file or the new one.
-func writeFileAtomically(path string, data []byte) (err error) {
-	temporary := path + ".tmp"
-	file, err := os.OpenFile(temporary, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+// WriteSnapshot encodes the state as of log offset and writes it to dir
+// (Snapshot, then WriteTo).
+func (s *PartitionState) WriteSnapshot(dir string, offset int64) error {
+	snapshot, err := s.Snapshot(offset)
 	if err != nil {
-		return err
+		return fmt.Errorf("write producer snapshot in %s: %w", dir, err)
 	}
-	defer func() {
-		if err != nil {
-			os.Remove(temporary)
-		}
-	}()
-	if _, err = file.Write(data); err != nil {
-		file.Close()
-		return fmt.Errorf("write %s: %w", temporary, err)
-	}
-	if err = file.Sync(); err != nil {
-		file.Close()
-		return fmt.Errorf("sync %s: %w", temporary, err)
-	}
-	if err = file.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", temporary, err)
-	}
-	if err = os.Rename(temporary, path); err != nil {
-		return err
-	}
-	return syncDirectory(filepath.Dir(path))
-}
-
-// syncDirectory fsyncs a directory so a rename or delete in it is durable.
-func syncDirectory(dir string) error {
-	directory, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer directory.Close()
-	if err := directory.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return snapshot.WriteTo(dir)
 }
 
 // listSnapshots returns the offsets of dir's snapshot files, newest first.
 // A missing directory has none.
-func listSnapshots(dir string) ([]int64, error) {
-	entries, err := os.ReadDir(dir)
+func listSnapshots(fsys storage.FS, dir string) ([]int64, error) {
+	entries, err := fsys.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -267,40 +255,47 @@ func listSnapshots(dir string) ([]int64, error) {
 
 // pruneSnapshots deletes all but the keep newest snapshots, and temporary
 // files left by a crash during WriteSnapshot.
-func pruneSnapshots(dir string, keep int) error {
-	offsets, err := listSnapshots(dir)
+func pruneSnapshots(fsys storage.FS, dir string, keep int) error {
+	offsets, err := listSnapshots(fsys, dir)
 	if err != nil {
 		return err
 	}
 	removed := false
 	for _, offset := range offsets[min(keep, len(offsets)):] {
-		if err := os.Remove(filepath.Join(dir, SnapshotFileName(offset))); err != nil {
+		if err := fsys.Remove(filepath.Join(dir, SnapshotFileName(offset))); err != nil {
 			return fmt.Errorf("prune producer snapshots: %w", err)
 		}
 		removed = true
 	}
-	temporaries, err := filepath.Glob(filepath.Join(dir, "*"+snapshotTempSuffix))
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("prune producer snapshots: %w", err)
 	}
-	for _, temporary := range temporaries {
-		if err := os.Remove(temporary); err != nil {
+	for _, entry := range entries {
+		if !strings.HasSuffix(entry.Name(), snapshotTempSuffix) {
+			continue
+		}
+		if err := fsys.Remove(filepath.Join(dir, entry.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("prune producer snapshots: %w", err)
 		}
 		removed = true
 	}
 	if removed {
-		return syncDirectory(dir)
+		if err := fsys.SyncDir(dir); err != nil {
+			return fmt.Errorf("prune producer snapshots: sync directory %s: %w", dir, err)
+		}
 	}
 	return nil
 }
 
-// RemoveSnapshotsAbove deletes the snapshots taken at offsets above offset.
-// The owner calls it when the log is truncated to offset (its end is now
-// offset), before reloading: those snapshots describe batches that are gone.
-// A snapshot at exactly offset stays valid: it reflects batches below offset.
-func RemoveSnapshotsAbove(dir string, offset int64) error {
-	offsets, err := listSnapshots(dir)
+// RemoveSnapshotsAbove deletes the snapshots taken at offsets above offset,
+// through options.FS. The owner calls it when the log is truncated to
+// offset (its end is now offset), before reloading: those snapshots
+// describe batches that are gone. A snapshot at exactly offset stays
+// valid: it reflects batches below offset.
+func RemoveSnapshotsAbove(dir string, offset int64, options Options) error {
+	fsys := options.withDefaults().FS
+	offsets, err := listSnapshots(fsys, dir)
 	if err != nil {
 		return err
 	}
@@ -309,13 +304,15 @@ func RemoveSnapshotsAbove(dir string, offset int64) error {
 		if snapshotOffset <= offset {
 			break
 		}
-		if err := os.Remove(filepath.Join(dir, SnapshotFileName(snapshotOffset))); err != nil {
+		if err := fsys.Remove(filepath.Join(dir, SnapshotFileName(snapshotOffset))); err != nil {
 			return fmt.Errorf("remove producer snapshots above %d: %w", offset, err)
 		}
 		removed = true
 	}
 	if removed {
-		return syncDirectory(dir)
+		if err := fsys.SyncDir(dir); err != nil {
+			return fmt.Errorf("remove producer snapshots above %d: sync directory %s: %w", offset, dir, err)
+		}
 	}
 	return nil
 }
@@ -346,7 +343,8 @@ type SnapshotLoad struct {
 // is non-nil only when the directory itself cannot be listed.
 func LoadLatestSnapshot(dir string, maxOffset int64, options Options) (*PartitionState, SnapshotLoad, error) {
 	var load SnapshotLoad
-	offsets, err := listSnapshots(dir)
+	options = options.withDefaults()
+	offsets, err := listSnapshots(options.FS, dir)
 	if err != nil {
 		return nil, load, fmt.Errorf("load producer snapshot from %s: %w", dir, err)
 	}
@@ -368,7 +366,7 @@ func LoadLatestSnapshot(dir string, maxOffset int64, options Options) (*Partitio
 
 // readSnapshot reads and decodes one snapshot file.
 func readSnapshot(path string, nameOffset int64, options Options) (*PartitionState, error) {
-	data, err := os.ReadFile(path)
+	data, err := storage.ReadFile(options.FS, path)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/exactly-eos/exactly/broker/storage"
 )
 
 // richLog builds a log with several producers: a full window, a window that
@@ -248,7 +250,7 @@ func TestSnapshotRetentionAndTruncation(t *testing.T) {
 		t.Fatalf("load at most 35: %+v %v", load, err)
 	}
 	// Truncation to 30 removes 40, keeps 30.
-	if err := RemoveSnapshotsAbove(dir, 30); err != nil {
+	if err := RemoveSnapshotsAbove(dir, 30, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustList(t, dir); !slices.Equal(got, []int64{30}) {
@@ -261,7 +263,7 @@ func TestSnapshotRetentionAndTruncation(t *testing.T) {
 
 func mustList(t *testing.T, dir string) []int64 {
 	t.Helper()
-	offsets, err := listSnapshots(dir)
+	offsets, err := listSnapshots(storage.OSFS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +337,7 @@ func TestTruncationRebuild(t *testing.T) {
 		}
 	}
 	truncateAt := log.batches[12].FirstOffset // batches 12.. are gone
-	if err := RemoveSnapshotsAbove(dir, truncateAt); err != nil {
+	if err := RemoveSnapshotsAbove(dir, truncateAt, options); err != nil {
 		t.Fatal(err)
 	}
 	rebuilt, load, err := LoadLatestSnapshot(dir, truncateAt, options)

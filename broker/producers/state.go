@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/internal/invariants"
 )
 
@@ -76,6 +77,9 @@ type Options struct {
 	ExpirationAge time.Duration
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
+	// FS is the file system snapshots are read and written through; nil
+	// means the OS's. Tests inject a storage.FaultFS.
+	FS storage.FS
 }
 
 func (o Options) withDefaults() Options {
@@ -84,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.FS == nil {
+		o.FS = storage.OSFS{}
 	}
 	return o
 }

@@ -59,15 +59,25 @@ func decodeCheckpoint(data []byte) (checkpoint, error) {
 }
 
 // writeCheckpoint persists the log start offset and a new recovery point
-// (caller holds appendMu, and everything before the recovery point is synced).
+// (takes checkpointMu; callers hold appendMu or, for the roll flusher,
+// removeMu).
 func (l *Log) writeCheckpoint(recoverySegment, recoveryPosition, recoveryOffset int64) error {
+	l.checkpointMu.Lock()
+	defer l.checkpointMu.Unlock()
+	return l.writeCheckpointLocked(recoverySegment, recoveryPosition, recoveryOffset)
+}
+
+// writeCheckpointLocked is writeCheckpoint for a holder of checkpointMu.
+// The log start is read here, under checkpointMu, so the last checkpoint
+// written carries the newest one.
+func (l *Log) writeCheckpointLocked(recoverySegment, recoveryPosition, recoveryOffset int64) error {
 	c := checkpoint{
-		logStartOffset:   l.logStart,
+		logStartOffset:   l.LogStartOffset(),
 		recoverySegment:  recoverySegment,
 		recoveryPosition: recoveryPosition,
 		recoveryOffset:   recoveryOffset,
 	}
-	if err := writeFileAtomic(l.fs, filepath.Join(l.dir, checkpointFileName), c.encode()); err != nil {
+	if err := WriteFileAtomic(l.fs, filepath.Join(l.dir, checkpointFileName), c.encode()); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	l.lastCheckpoint = c
@@ -76,6 +86,8 @@ func (l *Log) writeCheckpoint(recoverySegment, recoveryPosition, recoveryOffset 
 
 // rewriteCheckpoint persists a changed log start offset with the current recovery point.
 func (l *Log) rewriteCheckpoint() error {
+	l.checkpointMu.Lock()
+	defer l.checkpointMu.Unlock()
 	c := l.lastCheckpoint
-	return l.writeCheckpoint(c.recoverySegment, c.recoveryPosition, c.recoveryOffset)
+	return l.writeCheckpointLocked(c.recoverySegment, c.recoveryPosition, c.recoveryOffset)
 }

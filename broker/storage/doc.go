@@ -14,7 +14,13 @@
 // under a short write lock; readers only look below the published end, so
 // they never see a partial batch. Regions returned by Read hold a reference
 // on their file, which stays open (and readable, even unlinked) until
-// Release.
+// Release. Read holds the read lock only to capture the segments (and a
+// reference on each file); it reads the batch headers after releasing it,
+// and retries if a truncation overlapped. Disk I/O kept off the append
+// lock: retention's file removal, the background sync of rolled segments
+// with its index files and checkpoint (fsync never), and the bulk of the
+// 64 MiB flush's fsync (interval/always). Log's doc lists the locks, their
+// order and the I/O still under the append lock.
 //
 // # Directory layout
 //

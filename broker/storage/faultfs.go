@@ -15,7 +15,7 @@ var ErrInjected = errors.New("injected fault")
 var ErrCrashed = errors.New("file system crashed")
 
 // FaultFS is an FS over real files (so regions still carry an *os.File) that
-// injects faults for tests: the n-th write or sync fails, and Crash drops
+// injects faults for tests: the n-th write, sync or rename fails, and Crash drops
 // every write not yet synced — or keeps a random prefix of them, the last
 // one torn — as a power failure would. Simplifications: creating, renaming
 // and removing files are durable at once; a file's unsynced writes are lost
@@ -31,6 +31,8 @@ type FaultFS struct {
 	syncs      int                    // Sync calls so far
 	failWrite  int                    // fail the write whose number this is (0: none)
 	failSync   int                    // fail the sync whose number this is (0: none)
+	renames    int                    // Rename calls so far
+	failRename int                    // fail the rename whose number this is (0: none)
 }
 
 // faultState records a file's mutations since its last sync, to undo them.
@@ -63,6 +65,13 @@ func (f *FaultFS) FailSync(n int) {
 	f.failSync = f.syncs + n
 }
 
+// FailRename makes the n-th Rename from now fail (n >= 1) without renaming.
+func (f *FaultFS) FailRename(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failRename = f.renames + n
+}
+
 // Counts returns how many writes and syncs were made so far.
 func (f *FaultFS) Counts() (writes, syncs int) {
 	f.mu.Lock()
@@ -93,7 +102,7 @@ func (f *FaultFS) Crash(seed uint64, torn bool) error {
 		}
 	}
 	f.files = map[string]*faultState{}
-	f.failWrite, f.failSync = 0, 0
+	f.failWrite, f.failSync, f.failRename = 0, 0, 0
 	return nil
 }
 
@@ -185,10 +194,15 @@ func (f *FaultFS) RemoveAll(name string) error {
 	return f.base.RemoveAll(name)
 }
 
-// Rename renames durably, carrying the unsynced record along.
+// Rename renames durably, carrying the unsynced record along, or fails
+// when told to (FailRename).
 func (f *FaultFS) Rename(oldName, newName string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.renames++
+	if f.renames == f.failRename {
+		return fmt.Errorf("rename %s: %w", oldName, ErrInjected)
+	}
 	if err := f.base.Rename(oldName, newName); err != nil {
 		return err
 	}

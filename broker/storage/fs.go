@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -93,28 +94,57 @@ func (f osFile) Sync() error { return datasync(f.File) }
 // OSFile returns the underlying *os.File.
 func (f osFile) OSFile() *os.File { return f.File }
 
-// writeFileAtomic writes data to name through a temporary file, fsync and
-// rename, then syncs the directory: after a crash the file holds either its
-// old or its new content, never a mix.
-func writeFileAtomic(fs FS, name string, data []byte) error {
+// WriteFileAtomic replaces name with data through fsys, so that after a
+// crash the file holds either its old or its new content, never a mix:
+// write name+".tmp", fsync it, rename it over name, fsync the directory.
+// Every step goes through fsys, so a FaultFS reaches it. On an error
+// before the rename the old file is untouched and the temporary file is
+// removed (best effort); an error from the directory sync means the rename
+// happened but may not survive a crash. Errors name the step and the file.
+func WriteFileAtomic(fsys FS, name string, data []byte) error {
+	if fsys == nil {
+		fsys = OSFS{}
+	}
 	temporary := name + ".tmp"
-	file, err := fs.OpenFile(temporary, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	file, err := fsys.OpenFile(temporary, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", temporary, err)
+	}
+	cleanup := func(step string, err error) error {
+		return errors.Join(fmt.Errorf("%s %s: %w", step, temporary, err), removeIfExists(fsys, temporary))
 	}
 	if _, err := file.WriteAt(data, 0); err != nil {
-		return errors.Join(err, file.Close())
+		return cleanup("write", errors.Join(err, file.Close()))
 	}
 	if err := file.Sync(); err != nil {
-		return errors.Join(err, file.Close())
+		return cleanup("sync", errors.Join(err, file.Close()))
 	}
 	if err := file.Close(); err != nil {
+		return cleanup("close", err)
+	}
+	if err := fsys.Rename(temporary, name); err != nil {
+		return cleanup("rename", err)
+	}
+	if err := fsys.SyncDir(filepath.Dir(name)); err != nil {
+		return fmt.Errorf("sync directory of %s: %w", name, err)
+	}
+	return nil
+}
+
+// removeIfExists removes name; a missing file is not an error.
+func removeIfExists(fsys FS, name string) error {
+	if err := fsys.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := fs.Rename(temporary, name); err != nil {
-		return err
+	return nil
+}
+
+// ReadFile reads a whole (small) file through fsys (nil: the OS's).
+func ReadFile(fsys FS, name string) ([]byte, error) {
+	if fsys == nil {
+		fsys = OSFS{}
 	}
-	return fs.SyncDir(filepath.Dir(name))
+	return readWholeFile(fsys, name)
 }
 
 // readWholeFile reads a small file completely.

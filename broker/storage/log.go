@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/exactly-eos/exactly/wire"
@@ -30,21 +31,46 @@ var (
 // ApplyRetention, DeleteRecordsBefore, AppendAbortedTxn and Close serialize
 // on appendMu — and any number of readers (Read, ReadBatches, ScanHeaders,
 // OffsetForTimestamp, AbortedTxns, the offset getters) concurrently with it.
-// Lock order: appendMu, then mu, then durability.mu.
+// Lock order: removeMu, then appendMu, then checkpointMu, then mu, then
+// durability.mu.
+//
+// Disk I/O and locks: Read and OffsetForTimestamp scan the files without
+// any lock (they capture the segments under mu first), as ScanHeaders does; ApplyRetention unlinks files under
+// removeMu only; with fsync=never a rolled segment's sync, index files
+// and checkpoint are written by the flusher goroutine (rollflush.go)
+// without appendMu; the 64 MiB flush syncs its bulk without it. Still
+// under appendMu: the append's write, a roll's new segment file (file and
+// directory fsync) and, with fsync interval/always, the rolled segment's
+// sync, its indexes and checkpoint; the rest of the 64 MiB flush; and
+// truncation. mu is held for writing only to publish, never across I/O
+// (except truncateFully, see there).
 type Log struct {
 	dir  string
 	opts Options
 	fs   FS
 
+	// removeMu is held while ApplyRetention unlinks detached segments
+	// without appendMu; Truncate and Delete take it first, so no file of
+	// a segment being removed is recreated or removed twice meanwhile.
+	removeMu sync.Mutex
+
 	// appendMu serializes every mutation. Fields documented as
 	// "appender-owned" may be read without mu by its holder.
 	appendMu sync.Mutex
-	// lastCheckpoint is the checkpoint file's content (appender-owned).
+	// checkpointMu guards lastCheckpoint and the checkpoint file, and
+	// serializes the collection of roll flushes (rollflush.go); it is held
+	// across the checkpoint's write. Lock order: after appendMu and
+	// removeMu, before mu.
+	checkpointMu sync.Mutex
+	// lastCheckpoint is the checkpoint file's content (checkpointMu).
 	lastCheckpoint checkpoint
 	// batches is scratch space for Append (appender-owned).
 	batches []appendedBatch
 	// flusher syncs rolled segments in the background (FsyncNever only; appender-owned).
 	flusher *rollFlusher
+	// flushing is set while an Append runs the 64 MiB flush's first sync
+	// without appendMu, so that no other append starts one (appender-owned).
+	flushing bool
 
 	// mu guards the published state below; it is held for writing only
 	// briefly, after bytes are written, to publish them. Invariants:
@@ -56,6 +82,11 @@ type Log struct {
 	logStart int64
 	logEnd   int64
 	closed   bool
+	// truncations is bumped (under mu held for writing) before and after
+	// every truncation, so it is odd while one rewrites bytes or index
+	// entries below a published size. Read, which scans the files without
+	// mu, retries when it was odd or changed (beginTruncation).
+	truncations atomic.Uint64
 
 	durability durability
 	// intervalStop stops the FsyncInterval goroutine; intervalDone closes when it has.
@@ -108,7 +139,7 @@ func Open(dir string, opts Options) (*Log, RecoveryReport, error) {
 	l.assertInvariantsLocked() // recovery owns the log exclusively
 	l.durability.durableEnd = l.logEnd
 	if opts.Fsync.Mode == FsyncNever {
-		l.flusher = newRollFlusher()
+		l.flusher = newRollFlusher(l)
 	}
 	if opts.Fsync.Mode == FsyncInterval {
 		l.intervalStop = make(chan struct{})
@@ -161,28 +192,62 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 // batch's base offset in place and writes the same bytes with one write. A
 // malformed buffer is rejected before anything is written. After a write
 // failure the log fails every later Append and WaitDurable (sticky error).
+//
+// With fsync interval/always, the append after which the active segment
+// holds checkpointBytes (64 MiB) past its last checkpoint also
+// flushes (flushLocked: sync, indexes, checkpoint). The bulk of that sync
+// runs first without appendMu (preSync), so other appends go on; the
+// flush proper then syncs only what was appended meanwhile.
 func (l *Log) Append(batches []byte) (AppendResult, error) {
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.usable(); err != nil {
-		return AppendResult{}, err
+	result, flush, err := l.appendLocked(batches)
+	if !flush || err != nil {
+		l.appendMu.Unlock()
+		return result, err
 	}
-	if err := l.collectRollFlushes(); err != nil {
-		return AppendResult{}, err
+	active := l.active()
+	l.flushing = true
+	active.log.acquire()
+	l.appendMu.Unlock()
+	syncErr := active.log.file.Sync()
+	active.log.release()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.flushing = false
+	if l.closed {
+		return result, nil // Close flushed the batches written, these included
+	}
+	if err := l.stickyError(); err != nil {
+		return result, err
+	}
+	if syncErr != nil {
+		return result, l.fail(fmt.Errorf("flush %s: sync segment %d: %w", l.dir, active.base, syncErr))
+	}
+	if active != l.active() || active.size-active.checkpointPosition < checkpointBytes {
+		return result, nil // rolled (the roll synced and checkpointed it) or flushed since
+	}
+	return result, l.flushLocked()
+}
+
+// appendLocked is Append under appendMu; flush reports that the 64 MiB
+// flush is due (caller holds appendMu).
+func (l *Log) appendLocked(batches []byte) (result AppendResult, flush bool, err error) {
+	if err := l.usable(); err != nil {
+		return AppendResult{}, false, err // a failed background sync included
 	}
 	if len(batches) == 0 {
-		return AppendResult{}, ErrEmptyAppend
+		return AppendResult{}, false, ErrEmptyAppend
 	}
 	if int64(len(batches)) > math.MaxInt32 {
-		return AppendResult{}, fmt.Errorf("append %s: %d bytes is too large", l.dir, len(batches))
+		return AppendResult{}, false, fmt.Errorf("append %s: %d bytes is too large", l.dir, len(batches))
 	}
-	result := AppendResult{FirstOffset: l.logEnd, MaxTimestamp: -1}
+	result = AppendResult{FirstOffset: l.logEnd, MaxTimestamp: -1}
 	next := l.logEnd
 	l.batches = l.batches[:0]
 	for rest := batches; len(rest) > 0; {
 		view, err := wire.ParseBatch(rest)
 		if err != nil {
-			return AppendResult{}, fmt.Errorf("append %s: batch at byte %d: %w", l.dir, len(batches)-len(rest), err)
+			return AppendResult{}, false, fmt.Errorf("append %s: batch at byte %d: %w", l.dir, len(batches)-len(rest), err)
 		}
 		view.SetBaseOffset(next)
 		info := appendedBatch{base: next, last: view.LastOffset(), maxTimestamp: view.MaxTimestamp(), size: view.Size()}
@@ -193,12 +258,12 @@ func (l *Log) Append(batches []byte) (AppendResult, error) {
 	}
 	result.LastOffset = next - 1
 	if err := l.maybeRoll(int64(len(batches)), result.LastOffset); err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, false, err
 	}
 	active := l.active()
 	position := active.size
 	if _, err := active.log.file.WriteAt(batches, position); err != nil {
-		return AppendResult{}, l.fail(fmt.Errorf("append %s: write: %w", l.dir, err))
+		return AppendResult{}, false, l.fail(fmt.Errorf("append %s: write: %w", l.dir, err))
 	}
 	l.mu.Lock()
 	at := position
@@ -210,12 +275,8 @@ func (l *Log) Append(batches []byte) (AppendResult, error) {
 	l.assertInvariantsLocked()
 	l.mu.Unlock()
 	result.SegmentBase, result.Position = active.base, position
-	if l.opts.Fsync.Mode != FsyncNever && active.size-active.checkpointPosition >= checkpointBytes {
-		if err := l.flushLocked(); err != nil {
-			return result, err
-		}
-	}
-	return result, nil
+	flush = l.opts.Fsync.Mode != FsyncNever && !l.flushing && active.size-active.checkpointPosition >= checkpointBytes
+	return result, flush, nil
 }
 
 // usable returns the sticky error, or ErrClosed (caller holds appendMu).
@@ -288,8 +349,8 @@ func (l *Log) rollLocked() error {
 	l.assertInvariantsLocked()
 	l.mu.Unlock()
 	if l.flusher != nil {
-		l.enqueueRollFlush(old)
-		return l.collectRollFlushes()
+		l.enqueueRollFlush(old) // its flusher collects the result (rollflush.go)
+		return nil
 	}
 	l.advanceDurable(old.end)
 	if err := l.writeCheckpoint(next.base, 0, next.base); err != nil {
@@ -376,7 +437,7 @@ func (l *Log) Close() error {
 		err = l.flushLocked()
 	}
 	if err == nil {
-		if markErr := writeFileAtomic(l.fs, filepath.Join(l.dir, cleanShutdownMarker), nil); markErr != nil {
+		if markErr := WriteFileAtomic(l.fs, filepath.Join(l.dir, cleanShutdownMarker), nil); markErr != nil {
 			err = fmt.Errorf("close %s: clean-shutdown marker: %w", l.dir, markErr)
 		}
 	}
@@ -421,6 +482,8 @@ func (l *Log) releaseSegments() error {
 
 // Delete closes the log and removes its directory.
 func (l *Log) Delete() error {
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
 	closeErr := l.Close()
 	return errors.Join(closeErr, l.fs.RemoveAll(l.dir))
 }

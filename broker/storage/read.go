@@ -112,31 +112,109 @@ func (r *ReadResult) Bytes() int64 {
 // at most maxBytes in total — except that with minOneBatch the first batch
 // is returned even if larger. `from` below the log start offset or beyond the
 // log end offset yields ErrOffsetOutOfRange. Safe concurrently with Append.
+//
+// The read lock is held only to capture the segments' published state
+// (readView); the batch headers are read from the files after it is
+// released, so a slow pread never holds up an append's publication. The
+// captured files are kept open by reference (sharedFile), so retention or
+// truncation removing a segment meanwhile cannot close them under the
+// read. Bytes below a captured size never change except by truncation,
+// which bumps Log.truncations before and after (beginTruncation): a read
+// that overlapped one retries, a bounded number of times, then reads
+// under the lock as it always did.
 func (l *Log) Read(from, bound int64, maxBytes int, minOneBatch bool) (ReadResult, error) {
+	for attempt := 0; ; attempt++ {
+		locked := attempt == maxUnlockedReads
+		view, err := l.readView(from, bound, locked)
+		if err != nil {
+			return ReadResult{NextOffset: from}, err
+		}
+		result, err := l.readFromView(view, from, maxBytes, minOneBatch)
+		view.release()
+		if locked {
+			l.mu.RUnlock()
+		}
+		if locked || view.truncations%2 == 0 && l.truncations.Load() == view.truncations {
+			return result, err
+		}
+		result.Release() // a truncation may have rewritten what was read
+	}
+}
+
+// maxUnlockedReads is how many times Read tries without holding the read
+// lock across its preads before it holds it (only truncations, which do
+// not happen on a single broker, make it retry).
+const maxUnlockedReads = 3
+
+// segmentView is a segment's state captured under Log.mu for a read: the
+// file (one reference held), the published size, and the offset index as
+// it was (entries below its length never change but by truncation).
+type segmentView struct {
+	base    int64
+	size    int64
+	offsets []indexEntry
+	file    *sharedFile
+}
+
+// readView is what Read captured under the read lock.
+type readView struct {
+	segments    []segmentView
+	bound       int64
+	truncations uint64
+}
+
+// release drops the view's file references.
+func (v readView) release() {
+	for _, s := range v.segments {
+		s.file.release()
+	}
+}
+
+// readView checks the range and captures the segments a read from `from`
+// may touch. With keepLocked the read lock stays held on success (the
+// caller releases it); otherwise it is released before returning.
+func (l *Log) readView(from, bound int64, keepLocked bool) (readView, error) {
 	l.mu.RLock()
-	defer l.mu.RUnlock()
-	result := ReadResult{NextOffset: from}
 	if l.closed {
-		return result, ErrClosed
+		l.mu.RUnlock()
+		return readView{}, ErrClosed
 	}
 	if from < l.logStart || from > l.logEnd {
-		return result, fmt.Errorf("read %s at %d (log %d..%d): %w", l.dir, from, l.logStart, l.logEnd, ErrOffsetOutOfRange)
+		err := fmt.Errorf("read %s at %d (log %d..%d): %w", l.dir, from, l.logStart, l.logEnd, ErrOffsetOutOfRange)
+		l.mu.RUnlock()
+		return readView{}, err
 	}
-	bound = min(bound, l.logEnd)
+	view := readView{bound: min(bound, l.logEnd), truncations: l.truncations.Load()}
+	for i := l.segmentIndex(from); i < len(l.segments) && l.segments[i].base < view.bound; i++ {
+		s := l.segments[i]
+		l.ensureLoaded(s) // a sealed segment's index files, read once
+		s.log.acquire()
+		view.segments = append(view.segments, segmentView{base: s.base, size: s.size, offsets: s.offsets, file: s.log})
+	}
+	if !keepLocked {
+		l.mu.RUnlock()
+	}
+	return view, nil
+}
+
+// readFromView is Read's scan over the captured segments.
+func (l *Log) readFromView(view readView, from int64, maxBytes int, minOneBatch bool) (ReadResult, error) {
+	result := ReadResult{NextOffset: from}
 	budget := int64(max(maxBytes, 0))
 	buffer := make([]byte, headerSize)
-	for i := l.segmentIndex(from); i < len(l.segments) && from < bound; i++ {
-		s := l.segments[i]
-		l.ensureLoaded(s)
-		region, full, err := l.readSegment(s, from, bound, budget, minOneBatch && len(result.Regions) == 0, buffer)
+	for _, s := range view.segments {
+		if from >= view.bound {
+			break
+		}
+		region, full, err := readSegment(s, from, view.bound, budget, minOneBatch && len(result.Regions) == 0, buffer)
 		if err != nil {
 			result.Release()
 			return ReadResult{NextOffset: from}, fmt.Errorf("read %s at %d: %w", l.dir, from, err)
 		}
 		if region.Size > 0 {
-			s.log.acquire()
-			region.source = s.log
-			region.File = s.log.file.OSFile()
+			s.file.acquire()
+			region.source = s.file
+			region.File = s.file.file.OSFile()
 			result.Regions = append(result.Regions, region)
 			result.NextOffset = region.LastOffset + 1
 			from = region.LastOffset + 1
@@ -158,17 +236,18 @@ func (l *Log) segmentIndex(offset int64) int {
 	return max(i-1, 0)
 }
 
-// readSegment finds the batches of one segment for Read. full reports that
-// the bound or the byte budget stopped the read inside this segment.
-func (l *Log) readSegment(s *segment, from, bound, budget int64, forceFirst bool, buffer []byte) (region Region, full bool, err error) {
-	size := s.size // published; bytes below it never change while mu is held
-	position := s.positionAtOrBefore(from)
+// readSegment finds the batches of one captured segment for Read. full
+// reports that the bound or the byte budget stopped the read inside this
+// segment.
+func readSegment(s segmentView, from, bound, budget int64, forceFirst bool, buffer []byte) (region Region, full bool, err error) {
+	size := s.size // captured; bytes below it change only by truncation (see Read)
+	position := positionAtOrBefore(s.offsets, s.base, from)
 	var header batchHeader
 	for {
 		if position >= size {
 			return Region{}, false, nil // `from` is past this segment
 		}
-		if header, err = readHeader(s.log.file, position, buffer); err != nil {
+		if header, err = readHeader(s.file.file, position, buffer); err != nil {
 			return Region{}, true, err
 		}
 		if header.last >= from {
@@ -188,14 +267,14 @@ func (l *Log) readSegment(s *segment, from, bound, budget int64, forceFirst bool
 	}
 	cursor := position + header.size
 	// Skip straight to the farthest indexed batch that fits the budget and bound.
-	if skip := s.positionForBudget(cursor, position+budget, bound); skip > cursor {
+	if skip := positionForBudget(s.offsets, s.base, cursor, position+budget, bound); skip > cursor {
 		cursor = skip
 		region.LastOffset = s.base + int64(s.offsets[sort.Search(len(s.offsets), func(i int) bool {
 			return int64(s.offsets[i].position) >= skip
 		})].relativeOffset) - 1
 	}
 	for cursor < size {
-		if header, err = readHeader(s.log.file, cursor, buffer); err != nil {
+		if header, err = readHeader(s.file.file, cursor, buffer); err != nil {
 			return Region{}, true, err
 		}
 		if header.last >= bound || cursor+header.size-position > budget {

@@ -23,23 +23,31 @@ func TestRecoveryRescansOnlyAfterTheRecoveryPoint(t *testing.T) {
 			appendRandom(t, l, random, 0, 200)
 			stored := readAll(t, l)
 			// With never, rolled segments sync in the background and the
-			// checkpoint passes them when the appender collects the result:
-			// the rescan starts at the checkpoint, wherever that got to.
+			// checkpoint passes them when the flusher collects the result:
+			// the rescan starts at the checkpoint, wherever that got to
+			// when the process was killed (read after abandon, which stops
+			// the flusher).
+			type segmentSize struct{ base, size int64 }
+			var sizes []segmentSize
+			for _, s := range l.segments {
+				sizes = append(sizes, segmentSize{s.base, s.size})
+			}
+			activeBase := l.active().base
+			segments := l.SegmentCount()
+			l.abandon() // killed: no clean-shutdown marker
 			saved, err := l.readCheckpoint()
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := int64(0)
-			for _, s := range l.segments {
+			for _, s := range sizes {
 				if s.base >= saved.recoverySegment {
 					want += s.size
 				}
 			}
-			if mode == FsyncAlways && saved.recoverySegment != l.active().base {
-				t.Fatalf("with fsync always the checkpoint is at segment %d, want the active %d", saved.recoverySegment, l.active().base)
+			if mode == FsyncAlways && saved.recoverySegment != activeBase {
+				t.Fatalf("with fsync always the checkpoint is at segment %d, want the active %d", saved.recoverySegment, activeBase)
 			}
-			segments := l.SegmentCount()
-			l.abandon() // killed: no clean-shutdown marker
 			reopened, report := openTestLog(t, dir, options)
 			if report.CleanShutdown || report.BytesScanned != want || report.TruncatedAt != -1 ||
 				(mode == FsyncAlways && report.SegmentsScanned != 1) {

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -13,6 +14,8 @@ import (
 // it at offset. Truncation is not atomic across a crash: the caller redoes it
 // after a restart (replication does, from leader epochs).
 func (l *Log) Truncate(offset int64) error {
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.usable(); err != nil {
@@ -37,15 +40,13 @@ func (l *Log) Truncate(offset int64) error {
 	if err != nil {
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
-	if err := l.removeSegments(l.segments[index+1:]); err != nil {
-		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
-	}
-	if err := target.log.file.Truncate(position); err != nil {
-		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
-	}
-	if err := target.log.file.Sync(); err != nil {
-		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
-	}
+	// Publish the cut first, then change the files: a reader capturing
+	// the segments from now on never looks past the new end, and one
+	// that captured them before holds their files open and retries
+	// (beginTruncation), so no reader finds a released file in the list.
+	l.beginTruncation()
+	defer l.endTruncation()
+	removed := slices.Clone(l.segments[index+1:])
 	l.mu.Lock()
 	l.segments = l.segments[:index+1]
 	target.cutAt(position, newEnd)
@@ -57,10 +58,36 @@ func (l *Log) Truncate(offset int64) error {
 	l.durability.epoch++
 	l.durability.mu.Unlock()
 	l.mu.Unlock()
+	if err := l.removeSegments(removed); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	if err := target.log.file.Truncate(position); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
+	if err := target.log.file.Sync(); err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
+	}
 	if err := l.finishTruncation(target); err != nil {
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
 	return nil
+}
+
+// beginTruncation and endTruncation bracket every rewrite of bytes or
+// index entries a reader may have captured: Log.truncations is odd in
+// between, and changes at both ends, so Read (which scans the files
+// without mu) retries when it saw either (caller holds appendMu).
+func (l *Log) beginTruncation() {
+	l.mu.Lock()
+	l.truncations.Add(1)
+	l.mu.Unlock()
+}
+
+// endTruncation ends what beginTruncation began (caller holds appendMu).
+func (l *Log) endTruncation() {
+	l.mu.Lock()
+	l.truncations.Add(1)
+	l.mu.Unlock()
 }
 
 // truncationPoint finds the batch containing offset: its position and base.
@@ -145,12 +172,18 @@ func encodeAbortedTxns(entries []AbortedTxn) []byte {
 
 // truncateFully deletes every segment and restarts the log empty at offset.
 func (l *Log) truncateFully(offset int64) error {
+	l.beginTruncation()
+	defer l.endTruncation()
+	// createSegment may truncate the file of a live segment at offset, so
+	// readers are kept out (mu) until the fresh segment is published: a
+	// rare operation, this once the disk I/O happens under mu.
+	l.mu.Lock()
 	fresh, err := l.createSegment(offset)
 	if err != nil {
+		l.mu.Unlock()
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
 	old := l.segments
-	l.mu.Lock()
 	l.segments = []*segment{fresh}
 	l.logStart, l.logEnd = offset, offset
 	l.assertInvariantsLocked()
@@ -194,16 +227,47 @@ func (l *Log) removeSegments(segments []*segment) error {
 // It never deletes the active segment; the log start offset moves to the
 // first remaining segment.
 func (l *Log) ApplyRetention() (deletedSegments int, err error) {
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
+	removed, err := l.detachExpired()
+	if err != nil || len(removed) == 0 {
+		return 0, err
+	}
+	// The segments are out of the list and the log start is published:
+	// their files are unlinked without appendMu, so appends go on. Readers
+	// holding a region keep a file open until they release it; removeMu
+	// keeps a truncation from recreating a file of the same name meanwhile.
+	if err := l.removeSegments(removed); err != nil {
+		return len(removed), fmt.Errorf("retention %s: segments %d..%d: %w", l.dir, removed[0].base, removed[len(removed)-1].end, err)
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed {
+		return len(removed), nil // Close's checkpoint has the new log start already
+	}
+	if err := l.stickyError(); err != nil {
+		return len(removed), err
+	}
+	if err := l.rewriteCheckpoint(); err != nil {
+		return len(removed), l.fail(fmt.Errorf("retention %s: %w", l.dir, err))
+	}
+	return len(removed), nil
+}
+
+// detachExpired takes the segments retention deletes out of the list and
+// moves the log start to the first remaining one (under appendMu and mu).
+func (l *Log) detachExpired() ([]*segment, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.usable(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	now := l.opts.Now()
 	total := int64(0)
 	for _, s := range l.segments {
 		total += s.size
 	}
+	var removed []*segment
 	for len(l.segments) > 1 && l.expired(l.segments[0], total, now) {
 		first := l.segments[0]
 		l.mu.Lock()
@@ -212,17 +276,9 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 		l.assertInvariantsLocked()
 		l.mu.Unlock()
 		total -= first.size
-		deletedSegments++
-		if err := l.removeSegments([]*segment{first}); err != nil {
-			return deletedSegments, fmt.Errorf("retention %s: segment %d: %w", l.dir, first.base, err)
-		}
+		removed = append(removed, first)
 	}
-	if deletedSegments > 0 {
-		if err := l.rewriteCheckpoint(); err != nil {
-			return deletedSegments, l.fail(fmt.Errorf("retention %s: %w", l.dir, err))
-		}
-	}
-	return deletedSegments, nil
+	return removed, nil
 }
 
 // expired says whether retention deletes the (non-active) segment s.

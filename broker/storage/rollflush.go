@@ -10,12 +10,20 @@ import (
 // (Kafka flushes rolled segments asynchronously too). With interval and
 // always the roll syncs inline, since durability promises depend on it.
 //
-// The flusher goroutine only calls Sync; everything else — index files and
-// moving the recovery checkpoint past the segment — is done by the holder of
-// appendMu when it collects the results, so appender-owned state stays
-// single-owner. A checkpoint claims everything before it is synced, so every
-// checkpoint written at a later position first drains the pending syncs.
+// The flusher goroutine syncs each rolled segment, records a failure as
+// the log's sticky error at once (the next Append fails), and then
+// collects the results itself: index files and the recovery checkpoint
+// moved past the segment. It collects under removeMu (taken with TryLock,
+// so it never waits for retention, truncation or Delete, which may be
+// waiting for it) and checkpointMu, never appendMu, so appends go on
+// meanwhile. What it could not collect, the next completion or a drain
+// (Truncate, Flush, Close, all under appendMu) collects. A sealed
+// segment's index entries and persisted counts change only by truncation,
+// which holds removeMu and drains first, so the collector owns them. A
+// checkpoint claims everything before it is synced, so every checkpoint
+// written at a later position first drains the pending syncs.
 type rollFlusher struct {
+	log      *Log
 	requests chan rollFlush // closed by stop (under appendMu)
 	done     chan struct{}  // closed when the goroutine exits
 	pending  sync.WaitGroup // requests not yet completed
@@ -31,22 +39,31 @@ type rollFlush struct {
 	err     error
 }
 
-func newRollFlusher() *rollFlusher {
-	f := &rollFlusher{requests: make(chan rollFlush, 16), done: make(chan struct{})}
+func newRollFlusher(l *Log) *rollFlusher {
+	f := &rollFlusher{log: l, requests: make(chan rollFlush, 16), done: make(chan struct{})}
 	go f.run()
 	return f
 }
 
-// run syncs each requested segment file in order.
+// run syncs each requested segment file in order and collects the results
+// when no other request is queued.
 func (f *rollFlusher) run() {
 	defer close(f.done)
+	l := f.log
 	for request := range f.requests {
 		request.err = request.segment.log.file.Sync()
 		request.segment.log.release()
+		if request.err != nil {
+			l.fail(fmt.Errorf("roll %s: sync segment %d: %w", l.dir, request.segment.base, request.err))
+		}
 		f.mu.Lock()
 		f.completed = append(f.completed, request)
 		f.mu.Unlock()
 		f.pending.Done()
+		if len(f.requests) == 0 && l.removeMu.TryLock() {
+			l.collectCompleted(f)
+			l.removeMu.Unlock()
+		}
 	}
 }
 
@@ -57,31 +74,44 @@ func (l *Log) enqueueRollFlush(s *segment) {
 	l.flusher.requests <- rollFlush{segment: s, seal: s.seals}
 }
 
-// collectRollFlushes finishes completed background syncs: sticky error on
-// failure, else index files and the recovery checkpoint moved past the
-// segment — unless it was truncated since (caller holds appendMu).
+// collectRollFlushes collects the flusher's completed results (caller
+// holds appendMu; see collectCompleted).
 func (l *Log) collectRollFlushes() error {
 	if l.flusher == nil {
 		return nil
 	}
-	l.flusher.mu.Lock()
-	completed := l.flusher.completed
-	l.flusher.completed = nil
-	l.flusher.mu.Unlock()
+	return l.collectCompleted(l.flusher)
+}
+
+// collectCompleted finishes completed background syncs: sticky error on
+// failure, else index files and the recovery checkpoint moved past the
+// segment — unless it was removed, or truncated since. The caller holds
+// appendMu or removeMu (either excludes truncation's changes to sealed
+// segments and, with the list check under mu, retention's removal);
+// checkpointMu serializes the collectors.
+func (l *Log) collectCompleted(f *rollFlusher) error {
+	l.checkpointMu.Lock()
+	defer l.checkpointMu.Unlock()
+	f.mu.Lock()
+	completed := f.completed
+	f.completed = nil
+	f.mu.Unlock()
 	for _, result := range completed {
 		s := result.segment
 		if result.err != nil {
 			return l.fail(fmt.Errorf("roll %s: sync segment %d: %w", l.dir, s.base, result.err))
 		}
-		next := l.segmentAfter(s)
-		if next == nil || s.seals != result.seal {
+		l.mu.RLock()
+		next, seals := l.segmentAfter(s), s.seals
+		l.mu.RUnlock()
+		if next == nil || seals != result.seal {
 			continue // removed, or truncated and written again since
 		}
 		if err := s.persistIndexes(l.fs, l.dir); err != nil {
 			return l.fail(fmt.Errorf("roll %s: indexes of segment %d: %w", l.dir, s.base, err))
 		}
 		if l.lastCheckpoint.recoverySegment < next.base {
-			if err := l.writeCheckpoint(next.base, 0, next.base); err != nil {
+			if err := l.writeCheckpointLocked(next.base, 0, next.base); err != nil {
 				return l.fail(fmt.Errorf("roll %s: %w", l.dir, err))
 			}
 		}
@@ -89,7 +119,8 @@ func (l *Log) collectRollFlushes() error {
 	return nil
 }
 
-// segmentAfter returns the live segment following s, or nil if s is gone or active.
+// segmentAfter returns the live segment following s, or nil if s is gone
+// or active (caller holds mu, or appendMu).
 func (l *Log) segmentAfter(s *segment) *segment {
 	for i, candidate := range l.segments[:len(l.segments)-1] {
 		if candidate == s {

@@ -118,31 +118,67 @@ func (l *Log) visitHeader(s *segment, position, from int64, buffer []byte, fn fu
 // offset, if larger) and max timestamp. The offset is that of the batch, not
 // of the exact record: payloads are not parsed, so it may precede the first
 // matching record within the batch. found is false when no batch qualifies.
+// Like Read, it captures the candidate segments under the read lock and
+// reads their headers after releasing it, retrying if a truncation
+// overlapped (then, the last time, reading under the lock).
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return 0, 0, false
-	}
-	buffer := make([]byte, headerSize)
-	for _, s := range l.segments {
-		if s.maxTimestamp < ts || s.end <= l.logStart {
-			continue
+	for attempt := 0; ; attempt++ {
+		locked := attempt == maxUnlockedReads
+		l.mu.RLock()
+		if l.closed {
+			l.mu.RUnlock()
+			return 0, 0, false
 		}
-		l.ensureLoaded(s)
+		logStart, truncations := l.logStart, l.truncations.Load()
+		var candidates []timeCandidate
+		for _, s := range l.segments {
+			if s.maxTimestamp < ts || s.end <= logStart {
+				continue
+			}
+			l.ensureLoaded(s)
+			s.log.acquire()
+			candidates = append(candidates, timeCandidate{segmentView: segmentView{base: s.base, size: s.size, offsets: s.offsets, file: s.log}, times: s.times})
+		}
+		if !locked {
+			l.mu.RUnlock()
+		}
+		offset, timestamp, found = offsetForTimestamp(candidates, ts, logStart)
+		for _, c := range candidates {
+			c.file.release()
+		}
+		if locked {
+			l.mu.RUnlock()
+		}
+		if locked || truncations%2 == 0 && l.truncations.Load() == truncations {
+			return offset, timestamp, found
+		}
+	}
+}
+
+// timeCandidate is a segment OffsetForTimestamp may find ts in: its view
+// and its time index as captured.
+type timeCandidate struct {
+	segmentView
+	times []timeEntry
+}
+
+// offsetForTimestamp is OffsetForTimestamp's scan over captured segments.
+func offsetForTimestamp(candidates []timeCandidate, ts, logStart int64) (offset int64, timestamp int64, found bool) {
+	buffer := make([]byte, headerSize)
+	for _, s := range candidates {
 		// Every batch up to the last entry with timestamp < ts is too old.
 		i := sort.Search(len(s.times), func(i int) bool { return s.times[i].timestamp >= ts })
 		position := int64(0)
 		if i > 0 {
-			position = s.positionAtOrBefore(s.base + int64(s.times[i-1].relativeOffset))
+			position = positionAtOrBefore(s.offsets, s.base, s.base+int64(s.times[i-1].relativeOffset))
 		}
 		for position < s.size {
-			header, err := readHeader(s.log.file, position, buffer)
+			header, err := readHeader(s.file.file, position, buffer)
 			if err != nil {
 				return 0, 0, false
 			}
-			if header.maxTimestamp >= ts && header.last >= l.logStart {
-				return max(header.base, l.logStart), header.maxTimestamp, true
+			if header.maxTimestamp >= ts && header.last >= logStart {
+				return max(header.base, logStart), header.maxTimestamp, true
 			}
 			position += header.size
 		}

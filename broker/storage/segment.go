@@ -147,29 +147,35 @@ func (s *segment) sealTimeIndex() {
 // largest base offset <= offset (0 when none): a batch boundary from which
 // a forward scan finds the batch containing offset.
 func (s *segment) positionAtOrBefore(offset int64) int64 {
-	if offset <= s.base {
+	return positionAtOrBefore(s.offsets, s.base, offset)
+}
+
+// positionAtOrBefore is segment.positionAtOrBefore over an offset index
+// of a segment at base (Read passes one it captured).
+func positionAtOrBefore(offsets []indexEntry, base, offset int64) int64 {
+	if offset <= base {
 		return 0
 	}
-	relative := uint64(offset - s.base)
-	i := sort.Search(len(s.offsets), func(i int) bool { return uint64(s.offsets[i].relativeOffset) > relative })
+	relative := uint64(offset - base)
+	i := sort.Search(len(offsets), func(i int) bool { return uint64(offsets[i].relativeOffset) > relative })
 	if i == 0 {
 		return 0
 	}
-	return int64(s.offsets[i-1].position)
+	return int64(offsets[i-1].position)
 }
 
 // positionForBudget returns the largest indexed batch position p with
-// start <= p <= limitPosition whose base offset is < bound, or start if none.
-// Every batch between start and p ends at or before p, so a reader may skip
-// straight there.
-func (s *segment) positionForBudget(start, limitPosition, bound int64) int64 {
-	i := sort.Search(len(s.offsets), func(i int) bool { return int64(s.offsets[i].position) > limitPosition })
+// start <= p <= limitPosition whose base offset is < bound, or start if none,
+// in the offset index of a segment at base. Every batch between start and
+// p ends at or before p, so a reader may skip straight there.
+func positionForBudget(offsets []indexEntry, base, start, limitPosition, bound int64) int64 {
+	i := sort.Search(len(offsets), func(i int) bool { return int64(offsets[i].position) > limitPosition })
 	for i > 0 {
-		entry := s.offsets[i-1]
+		entry := offsets[i-1]
 		if int64(entry.position) < start {
 			break
 		}
-		if s.base+int64(entry.relativeOffset) < bound {
+		if base+int64(entry.relativeOffset) < bound {
 			return int64(entry.position)
 		}
 		i--
