@@ -450,7 +450,7 @@ func (c brokerConfig) newTopicConfig(overrides map[string]string) *topicConfig {
 
 // storageOptions are the storage.Log options for a partition of a topic
 // with configuration tc.
-func (c brokerConfig) storageOptions(tc *topicConfig) (storage.Options, error) {
+func (c brokerConfig) storageOptions(tc *topicConfig) storage.Options {
 	retentionAge := time.Duration(-1)
 	if tc.retentionMillis >= 0 {
 		retentionAge = time.Duration(tc.retentionMillis) * time.Millisecond
@@ -462,5 +462,5 @@ func (c brokerConfig) storageOptions(tc *topicConfig) (storage.Options, error) {
 		RetentionAge:       retentionAge,
 		IndexIntervalBytes: c.settings.IndexIntervalBytes,
 		Fsync:              c.settings.Fsync,
-	}, nil
+	}
 }

@@ -69,10 +69,7 @@ func (b *Broker) openGroups() error {
 	if err := checkInternalPartitions(dir, offsetsTopicFile, "offsets.topic.num.partitions", group.OffsetsTopic, partitions); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	options, err := b.config.storageOptions(b.config.newTopicConfig(nil))
-	if err != nil {
-		return fmt.Errorf("broker: %s storage options: %w", group.OffsetsTopic, err)
-	}
+	options := b.config.storageOptions(b.config.newTopicConfig(nil))
 	// Replay rebuilds every group from the log's start, so nothing may be
 	// deleted by retention (Kafka compacts this topic; we keep it whole).
 	options.RetentionAge, options.RetentionBytes = -1, -1

@@ -101,10 +101,7 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 			return nil, fmt.Errorf("%w: clear %s: %w", errStorage, dir, err)
 		}
 	}
-	options, err := b.config.storageOptions(t.config.Load())
-	if err != nil {
-		return nil, err
-	}
+	options := b.config.storageOptions(t.config.Load())
 	options.FS = b.fs
 	log, report, err := storage.Open(dir, options)
 	if err != nil {

@@ -441,10 +441,7 @@ func (b *Broker) setTopicConfigs(t *topic, overrides map[string]string) error {
 		t.config.Store(previous)
 		return fmt.Errorf("alter configs of %s: %w", t.name, err)
 	}
-	options, err := b.config.storageOptions(next)
-	if err != nil {
-		return err
-	}
+	options := b.config.storageOptions(next)
 	for _, p := range b.partitionsOf(t) {
 		if err := p.reconfigure(options); err != nil {
 			return fmt.Errorf("alter configs of %s: %w", p.name(), err)

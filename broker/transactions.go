@@ -62,10 +62,7 @@ func (b *Broker) openTransactions() error {
 	if err := checkInternalPartitions(dir, transactionsTopicFile, "transaction.state.log.num.partitions", txn.TransactionStateTopic, partitions); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	options, err := b.config.storageOptions(b.config.newTopicConfig(nil))
-	if err != nil {
-		return fmt.Errorf("broker: %s storage options: %w", txn.TransactionStateTopic, err)
-	}
+	options := b.config.storageOptions(b.config.newTopicConfig(nil))
 	options.RetentionAge, options.RetentionBytes = -1, -1
 	options.SegmentBytes = transactionsSegmentBytes
 	log, err := txn.OpenStorageLog(dir, partitions, options)
