@@ -193,9 +193,11 @@ func latencyChart(file *fileView, kind string, names []string, nameIndex map[str
 func latencyTitle(kind string) string {
 	switch kind {
 	case LatencyProduceAck:
-		return "produce → ack latency"
+		return "produce → ack latency, from the scheduled send time (fixed rate) or the record's creation (unpaced)"
+	case LatencyProduceAckUncorrected:
+		return "produce → ack latency, uncorrected: from when the record was handed to the client (fixed-rate runs)"
 	case LatencyEndToEnd:
-		return "end-to-end latency (produce → consumed)"
+		return "end-to-end latency (produce → consumed), from the same send time as produce → ack"
 	case LatencyTransactionCommit:
 		return "transaction commit latency"
 	}

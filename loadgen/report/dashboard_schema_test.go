@@ -102,6 +102,8 @@ func TestResultsSchemaGolden(t *testing.T) {
 	run.Checks = append(run.Checks, Check{Reader: PollReader, Topic: "t", Consumers: "pipeline workers", Complete: true,
 		Violations: []string{}})
 	run.Latency[LatencyTransactionCommit] = run.Latency[LatencyProduceAck]
+	run.Latency[LatencyProduceAckUncorrected] = run.Latency[LatencyProduceAck]
+	run.LatencyOrigin = LatencyFromSchedule
 	run.FaultRunInfo = FaultRunInfo{FaultPlan: "ack-loss", LoadStartedAt: run.StartedAt,
 		FaultEvents: []FaultEvent{{ElapsedSeconds: 1, Kind: "drop-response", Broker: "127.0.0.1:1", Detail: "Produce"}},
 		Expectation: &Expectation{Expected: "lost = 0", Observed: "lost 0", Verdict: StatusPass, Why: "why", Offenders: []string{"none"}}}

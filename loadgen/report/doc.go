@@ -34,7 +34,9 @@
 //	  "producers": {"sent", "acknowledged", "errored", "aborted", "uncertain"},
 //	  "transactions": {"committed", "aborted", "failed"},
 //	  "throughput": {"records_per_second", "megabytes_per_second", "ratio_to_baseline"},
-//	  "latency": {"produce_ack": Histogram, "end_to_end": Histogram, "transaction_commit": Histogram},
+//	  "latency": {"produce_ack": Histogram, "end_to_end": Histogram, "transaction_commit": Histogram,
+//	              "produce_ack_uncorrected": Histogram},   // fixed-rate runs only; added in v1
+//	  "latency_origin": "scheduled|created",   // what produce_ack and end_to_end count from; added in v1
 //	  "time_series": [{"elapsed_seconds", "records_per_second", "megabytes_per_second", "p99_ms"}, …],
 //	  "errors_by_code": {"NOT_LEADER_FOR_PARTITION": 3, "client: context deadline exceeded": 1},
 //	  "retries": 0,                            // produce retries the client reported (from its log)
@@ -80,6 +82,17 @@
 // reads of the run found different records), poll_skips (records a
 // consumer jumped over between two polls without a reassignment or seek)
 // and non_monotonic_polls (polls that went back without one).
+//
+// Latency origin: in a run at a fixed rate (workload rate > 0),
+// latency_origin is "scheduled": produce_ack and end_to_end count from each
+// record's scheduled send time (the pacer's schedule, which does not move
+// when a producer falls behind, so a stalled broker's wait is counted for
+// every record that should have been sent during it), and
+// produce_ack_uncorrected counts from when the producer handed the record
+// to the client. Unpaced (maximum-rate) runs have no schedule:
+// latency_origin is "created", the latencies count from when the record
+// was created, and there is no produce_ack_uncorrected. Files without
+// latency_origin (written before it was added) count from the creation.
 //
 // Histogram, values in milliseconds:
 //

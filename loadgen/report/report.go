@@ -80,11 +80,16 @@ type Run struct {
 	Transactions    Transactions          `json:"transactions"`
 	Throughput      Throughput            `json:"throughput"`
 	Latency         map[string]*Histogram `json:"latency"`
-	TimeSeries      []Sample              `json:"time_series"`
-	ErrorsByCode    map[string]int64      `json:"errors_by_code"`
-	Retries         int64                 `json:"retries"`
-	FaultsFired     int64                 `json:"faults_fired"`
-	Checks          []Check               `json:"checks"`
+	// LatencyOrigin says what produce_ack and end_to_end count from:
+	// LatencyFromSchedule at a fixed rate, LatencyFromCreation unpaced
+	// (added within schema version 1; absent in older files, whose
+	// latencies all count from the creation).
+	LatencyOrigin string           `json:"latency_origin,omitempty"`
+	TimeSeries    []Sample         `json:"time_series"`
+	ErrorsByCode  map[string]int64 `json:"errors_by_code"`
+	Retries       int64            `json:"retries"`
+	FaultsFired   int64            `json:"faults_fired"`
+	Checks        []Check          `json:"checks"`
 	// FaultRunInfo: the fault plan, the fired faults and the expectation
 	// verdict (fields added within schema version 1, omitted when empty).
 	FaultRunInfo
@@ -93,12 +98,37 @@ type Run struct {
 	Application *ApplicationRun `json:"application,omitempty"`
 }
 
-// Latency histogram names.
+// Latency histogram names. produce_ack and end_to_end count from the
+// record's send time as its Run's LatencyOrigin says;
+// produce_ack_uncorrected (fixed-rate runs only, added within schema
+// version 1) counts from when the producer handed the record to the
+// client, however late that was against the schedule.
 const (
-	LatencyProduceAck        = "produce_ack"
-	LatencyEndToEnd          = "end_to_end"
-	LatencyTransactionCommit = "transaction_commit"
+	LatencyProduceAck            = "produce_ack"
+	LatencyProduceAckUncorrected = "produce_ack_uncorrected"
+	LatencyEndToEnd              = "end_to_end"
+	LatencyTransactionCommit     = "transaction_commit"
 )
+
+// Latency origins (Run.LatencyOrigin).
+const (
+	// LatencyFromSchedule: at a fixed rate, latencies count from each
+	// record's scheduled send time, so time the producer spent behind its
+	// schedule (a stalled broker) is counted, not omitted.
+	LatencyFromSchedule = "scheduled"
+	// LatencyFromCreation: unpaced (maximum-rate) runs have no schedule;
+	// latencies count from when the producer created the record.
+	LatencyFromCreation = "created"
+)
+
+// LatencyOriginText says in plain words what a run's produce_ack and
+// end_to_end latencies count from.
+func LatencyOriginText(origin string) string {
+	if origin == LatencyFromSchedule {
+		return "latency from the scheduled send time (fixed rate: time spent behind schedule counts)"
+	}
+	return "latency from when the record was created (unpaced: no schedule to count from)"
+}
 
 // Transactions counts how transactions ended.
 type Transactions struct {
