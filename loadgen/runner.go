@@ -112,6 +112,7 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
 	defer admin.Close()
+	describeTarget(ctx, admin, options.Target.Kind(), &results.Target)
 	plans, err := planRuns(options.Workload, runID, options.Target.Bootstrap())
 	if err != nil {
 		return nil, err

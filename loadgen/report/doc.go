@@ -14,8 +14,13 @@
 //	  "tool": "exactly loadgen",
 //	  "run_id": "9f3c…",                      // 16 hex digits, also in every record header
 //	  "started_at": "…", "finished_at": "…",
-//	  "target":  {"kind": "embedded|kfake|bootstrap", "bootstrap": ["127.0.0.1:9092"], "description": "…"},
-//	  "machine": {"goos", "goarch", "num_cpu", "go_version", "hostname"},
+//	  "target":  {"kind": "embedded|kfake|bootstrap", "bootstrap": ["127.0.0.1:9092"], "description": "…",
+//	              "shares_machine": true,               // broker on the load generator's machine; absent: not known
+//	              "sharing": "…",                       // why, in words
+//	              "broker_settings": {"log.fsync": "never (default)", "min.insync.replicas": "1 (default)",
+//	                                  "log.flush.interval.ms": "unknown", …}},   // DescribeConfigs of the first broker
+//	  "machine": {"goos", "goarch", "num_cpu", "go_version", "hostname",
+//	              "cpu_model", "gomaxprocs", "kernel"},  // the last three, and target's last three, added in v1
 //	  "workload": {…},                        // the workload as run, field names as in the YAML file
 //	  "passed": true,                         // every run met its expectation (unsupported runs do not fail)
 //	  "runs": [ Run, … ]

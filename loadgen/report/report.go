@@ -46,15 +46,31 @@ type Target struct {
 	Kind        string   `json:"kind"`
 	Bootstrap   []string `json:"bootstrap"`
 	Description string   `json:"description"`
+	// SharesMachine says whether the broker runs on the load generator's
+	// machine, and so shares its cores (embedded, kfake, a loopback
+	// bootstrap); nil when not known (a remote address, or a file written
+	// before the field was added within schema version 1). Sharing says
+	// why in words.
+	SharesMachine *bool  `json:"shares_machine,omitempty"`
+	Sharing       string `json:"sharing,omitempty"`
+	// BrokerSettings are the broker settings that shape the measurements
+	// (log.fsync, Kafka's log.flush.interval.*, …) as the target's first
+	// broker described them (DescribeConfigs), "unknown" for those it did
+	// not describe (added within schema version 1).
+	BrokerSettings map[string]string `json:"broker_settings,omitempty"`
 }
 
-// Machine describes where the load generator ran.
+// Machine describes where the load generator ran. CPUModel, GOMAXPROCS and
+// Kernel were added within schema version 1.
 type Machine struct {
-	GOOS      string `json:"goos"`
-	GOARCH    string `json:"goarch"`
-	NumCPU    int    `json:"num_cpu"`
-	GoVersion string `json:"go_version"`
-	Hostname  string `json:"hostname"`
+	GOOS       string `json:"goos"`
+	GOARCH     string `json:"goarch"`
+	NumCPU     int    `json:"num_cpu"`
+	GoVersion  string `json:"go_version"`
+	Hostname   string `json:"hostname"`
+	CPUModel   string `json:"cpu_model,omitempty"`
+	GOMAXPROCS int    `json:"gomaxprocs,omitempty"`
+	Kernel     string `json:"kernel,omitempty"`
 }
 
 // CurrentMachine describes this machine.
@@ -63,7 +79,8 @@ func CurrentMachine() Machine {
 	if err != nil {
 		hostname = "unknown"
 	}
-	return Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Hostname: hostname}
+	return Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Hostname: hostname,
+		CPUModel: cpuModel(), GOMAXPROCS: runtime.GOMAXPROCS(0), Kernel: kernelRelease()}
 }
 
 // Run is the result of one delivery mode.

@@ -15,6 +15,10 @@ import (
 // from, one line per run with a reason or transactions, then the verdict.
 func WriteSummary(w io.Writer, results *Results) error {
 	fmt.Fprintf(w, "exactly loadgen run %s against %s (%s)\n", results.RunID, results.Target.Kind, results.Target.Description)
+	if shared := results.Target.SharesMachine; shared != nil && *shared {
+		fmt.Fprintf(w, "  warning: client and broker on one machine (%d CPUs): %s; differences of a few percent between modes are not evidence\n",
+			results.Machine.NumCPU, results.Target.Sharing)
+	}
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "run\tstatus\trecords/s\tMB/s\tvs base\tack p50 ms\tp99\tp99.9\tmax\tuncorr p99.9\tmax\te2e p50 ms\tp99\tsent\tacked\t"+
 		"lost\tdup\treord\taborted-read\tincons\tpoll-skip\tpoll-back\tambiguous\t")
