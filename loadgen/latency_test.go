@@ -123,3 +123,35 @@ func recordsAtLeast(t *testing.T, h *report.Histogram, ms float64) int64 {
 	}
 	return count
 }
+
+// TestPacerKeepsItsScheduleWhenBehind: a producer that fell behind gets
+// the due times of its schedule, not the time it asks, and its records
+// carry them; an unpaced producer's records carry their creation time,
+// and a record the pacer let go early carries the creation time too.
+func TestPacerKeepsItsScheduleWhenBehind(t *testing.T) {
+	start := time.Now().Add(-time.Second) // a second behind
+	behind := newPacer(1000, start)
+	for i := range 5 {
+		due, err := behind.wait(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := start.Add(time.Duration(i) * time.Millisecond); !due.Equal(want) {
+			t.Fatalf("record %d due %v, want %v: the schedule moved", i, due, want)
+		}
+		if now := time.Now(); !sendTimeOf(due, now).Equal(due) {
+			t.Errorf("record %d: send time %v, want its due time %v", i, sendTimeOf(due, now), due)
+		}
+	}
+	now := time.Now()
+	if got := sendTimeOf(time.Time{}, now); !got.Equal(now) {
+		t.Errorf("unpaced send time %v, want the creation %v", got, now)
+	}
+	if early := now.Add(500 * time.Microsecond); !sendTimeOf(early, now).Equal(now) {
+		t.Errorf("early record: send time %v, want the creation %v", sendTimeOf(early, now), now)
+	}
+	var unpaced pacer
+	if due, err := unpaced.wait(t.Context()); err != nil || !due.IsZero() || unpaced.paced() {
+		t.Errorf("unpaced pacer: due %v, err %v, paced %v", due, err, unpaced.paced())
+	}
+}
