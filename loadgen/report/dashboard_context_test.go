@@ -1,6 +1,10 @@
 package report
 
 import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -61,5 +65,42 @@ func TestDashboardSaysWhatLatencyCountsFrom(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// TestThroughputChartsUseHorizontalBars: every run of a file with many
+// runs has its own horizontal label (no rotated labels), the chart grows
+// with the runs, and a fixed-rate workload's cap is noted.
+func TestThroughputChartsUseHorizontalBars(t *testing.T) {
+	results := loadFixture(t, kfakeFixture)
+	base := results.Runs
+	for i := range 35 {
+		copied := *base[i%len(base)]
+		copied.Name = fmt.Sprintf("%s:plan-%02d", copied.Name, i)
+		results.Runs = append(results.Runs, &copied)
+	}
+	results.Workload = json.RawMessage(`{"name": "many", "rate": 2000}`)
+	charts := figures(t, renderFixtures(t, results))
+	for _, id := range []string{"throughput", "overhead"} {
+		svg := charts[id]
+		if strings.Contains(svg, "rotate(") {
+			t.Errorf("%s chart has rotated labels", id)
+		}
+		for _, run := range results.Runs {
+			if !strings.Contains(svg, ">"+run.Name+"<") {
+				t.Errorf("%s chart lacks the label %s", id, run.Name)
+				break
+			}
+		}
+		height := regexp.MustCompile(`<svg[^>]* height="([0-9.]+)pt"`).FindStringSubmatch(svg)
+		if len(height) < 2 {
+			t.Fatalf("%s chart: no svg height", id)
+		}
+		if points, _ := strconv.ParseFloat(height[1], 64); points < 20*float64(len(results.Runs)) {
+			t.Errorf("%s chart is %s pt high for %d runs: too low for a readable label each", id, height[1], len(results.Runs))
+		}
+	}
+	if !strings.Contains(charts["throughput"], "Offered load was capped (A at 2000 records/s)") {
+		t.Errorf("throughput chart does not note the rate cap")
 	}
 }
