@@ -9,7 +9,11 @@
 // stage (load.go, stage.go) and its producers (producer.go, or the single
 // writers of singlewriter.go), drains, reads back and checks what it wrote
 // (check.go, readback.go, polls.go) and is judged against its expectation
-// (expectations.go). What differs between modes, and the machinery a mode
+// (expectations.go). At a fixed rate latencies count from each record's
+// scheduled send time, with the uncorrected figure beside them
+// (sendtime.go); every result records where it was measured: machine,
+// whether client and broker share it, the broker's settings
+// (runcontext.go). What differs between modes, and the machinery a mode
 // uses, live in the packages below:
 //
 //   - a delivery mode lives in package modes, one file per mode, as a

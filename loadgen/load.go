@@ -263,11 +263,12 @@ func buildProducer(spec producerSpec, log recordLog, metrics *runMetrics) (*prod
 		return nil, fmt.Errorf("producer %d client: %w", spec.index, err)
 	}
 	seed := spec.runID ^ uint64(spec.index)<<32
+	pacer := newPacer(spec.rate, spec.start)
 	return &producer{
 		id: spec.index, client: client, log: log, metrics: metrics,
 		runID: spec.runID, topic: spec.topic, recordSize: spec.recordSize,
-		keys:   newKeyChooser(spec.keys, seed),
-		pacer:  newPacer(spec.rate, spec.start),
+		keys:  newKeyChooser(spec.keys, seed),
+		pacer: pacer, created: newCreationTimes(pacer.paced()),
 		budget: spec.budget, deadline: spec.deadline,
 		commitInterval: spec.commitInterval, commitRecords: spec.commitRecords,
 		abortShare: spec.abortShare, random: rand.New(rand.NewPCG(seed, 1)), uniqueKeys: spec.uniqueKeys,

@@ -44,23 +44,27 @@ type runMetrics struct {
 	// stopped is set once a mode is known unsupported: producers stop early.
 	stopped atomic.Bool
 
-	mu           sync.Mutex
-	produceAck   *hdrhistogram.Histogram // µs, measured records only
-	endToEnd     *hdrhistogram.Histogram // µs, measured records only
-	commit       *hdrhistogram.Histogram // µs, EndTransaction(commit) calls
-	window       *hdrhistogram.Histogram // µs, produce acks since the last progress tick
-	errorsByCode map[string]int64
-	unsupported  string // first reason the target cannot run this mode
-	transactions report.Transactions
+	mu         sync.Mutex
+	produceAck *hdrhistogram.Histogram // µs, measured records only, from the header's send time
+	// produceAckUncorrected: µs, measured records of paced producers, from
+	// when each was handed to the client (see sendtime.go).
+	produceAckUncorrected *hdrhistogram.Histogram
+	endToEnd              *hdrhistogram.Histogram // µs, measured records only
+	commit                *hdrhistogram.Histogram // µs, EndTransaction(commit) calls
+	window                *hdrhistogram.Histogram // µs, produce acks since the last progress tick
+	errorsByCode          map[string]int64
+	unsupported           string // first reason the target cannot run this mode
+	transactions          report.Transactions
 }
 
 func newRunMetrics(warmupEnd time.Time) *runMetrics {
 	metrics := &runMetrics{
-		produceAck:   report.NewLatencyHistogram(),
-		endToEnd:     report.NewLatencyHistogram(),
-		commit:       report.NewLatencyHistogram(),
-		window:       report.NewLatencyHistogram(),
-		errorsByCode: make(map[string]int64),
+		produceAck:            report.NewLatencyHistogram(),
+		produceAckUncorrected: report.NewLatencyHistogram(),
+		endToEnd:              report.NewLatencyHistogram(),
+		commit:                report.NewLatencyHistogram(),
+		window:                report.NewLatencyHistogram(),
+		errorsByCode:          make(map[string]int64),
 	}
 	metrics.setWarmupEnd(warmupEnd)
 	return metrics
@@ -78,16 +82,22 @@ func (m *runMetrics) measured(sendTime time.Time) bool {
 // warmupEndTime returns the end of the warm-up.
 func (m *runMetrics) warmupEndTime() time.Time { return time.Unix(0, m.warmupEnd.Load()) }
 
-// recordAck notes an acknowledged record of size bytes sent at sendTime.
-func (m *runMetrics) recordAck(sendTime, now time.Time, size int) {
+// recordAck notes an acknowledged record of size bytes sent at times: its
+// latency from the header's send time (scheduled at a fixed rate) and, for
+// a paced producer, from its creation (uncorrected). Whether it is
+// measured goes by the header's send time.
+func (m *runMetrics) recordAck(times ackTimes, now time.Time, size int) {
 	m.ackedAll.Add(1)
 	m.ackedAllBytes.Add(int64(size))
-	latency := now.Sub(sendTime).Microseconds()
+	latency := now.Sub(times.sent).Microseconds()
 	m.mu.Lock()
 	_ = m.window.RecordValue(max(latency, 1))
-	measured := m.measured(sendTime)
+	measured := m.measured(times.sent)
 	if measured {
 		_ = m.produceAck.RecordValue(max(latency, 1))
+		if times.paced {
+			_ = m.produceAckUncorrected.RecordValue(max(now.Sub(times.created).Microseconds(), 1))
+		}
 	}
 	m.mu.Unlock()
 	if measured {

@@ -27,9 +27,13 @@ type producer struct {
 	recordSize int
 	keys       keyChooser
 	pacer      pacer
-	budget     uint64    // records this producer may send
-	deadline   time.Time // no send after this
-	next       uint64    // next sequence
+	// created holds, at a fixed rate, when each record still awaiting
+	// its outcome was handed to the client (its uncorrected send time);
+	// nil when unpaced. Shared with promise (it locks).
+	created  *creationTimes
+	budget   uint64    // records this producer may send
+	deadline time.Time // no send after this
+	next     uint64    // next sequence
 
 	// transactional settings (transactional producers only)
 	commitInterval time.Duration
@@ -74,14 +78,20 @@ func (p *producer) running(ctx context.Context) bool {
 // send hands the next record to the client. Produce blocks while the
 // client's buffer is full, so a producer at maximum rate runs at the pace of
 // acknowledgements.
-func (p *producer) send(ctx context.Context, fate verify.Fate) error {
+//
+// The header's SendTime is the record's scheduled send time at a fixed
+// rate (due, from the pacer; see sendTimeOf), so every latency measured
+// from it counts the time the producer fell behind its schedule.
+func (p *producer) send(ctx context.Context, due time.Time, fate verify.Fate) error {
 	seq := p.next
 	p.next++
 	if err := p.log.RecordSent(seq, fate); err != nil {
 		return err
 	}
+	now := time.Now()
+	p.created.note(seq, now)
 	value := verify.NewValue(verify.Header{
-		RunID: p.runID, Producer: p.id, Sequence: seq, SendTime: time.Now().UnixNano(), Fate: fate,
+		RunID: p.runID, Producer: p.id, Sequence: seq, SendTime: sendTimeOf(due, now).UnixNano(), Fate: fate,
 	}, p.recordSize)
 	key := p.keys.next()
 	if p.uniqueKeys {
@@ -97,6 +107,7 @@ func (p *producer) promise(record *kgo.Record, err error) {
 	if decodeErr != nil {
 		return // not ours: cannot happen, the producer wrote the value
 	}
+	created, paced := p.created.take(header.Sequence)
 	if err != nil {
 		p.log.RecordErrored(header.Sequence)
 		p.metrics.recordError(err)
@@ -104,17 +115,18 @@ func (p *producer) promise(record *kgo.Record, err error) {
 		return
 	}
 	p.log.RecordAcknowledged(header.Sequence, p.ackOf(record))
-	p.metrics.recordAck(time.Unix(0, header.SendTime), time.Now(), len(record.Value))
+	p.metrics.recordAck(ackTimes{sent: time.Unix(0, header.SendTime), created: created, paced: paced}, time.Now(), len(record.Value))
 }
 
 // runPlain sends records until the budget, the deadline or ctx ends, then
 // waits for every outcome.
 func (p *producer) runPlain(ctx context.Context) error {
 	for p.running(ctx) {
-		if err := p.pacer.wait(ctx); err != nil {
+		due, err := p.pacer.wait(ctx)
+		if err != nil {
 			break
 		}
-		if err := p.send(ctx, verify.FateCommit); err != nil {
+		if err := p.send(ctx, due, verify.FateCommit); err != nil {
 			return err
 		}
 	}
@@ -147,10 +159,11 @@ func (p *producer) runTransactional(ctx context.Context) error {
 		first := p.next
 		ends := time.Now().Add(p.commitInterval)
 		for sent := 0; p.running(ctx) && time.Now().Before(ends) && (p.commitRecords == 0 || sent < p.commitRecords); sent++ {
-			if err := p.pacer.wait(ctx); err != nil {
+			due, err := p.pacer.wait(ctx)
+			if err != nil {
 				break
 			}
-			if err := p.send(ctx, fate); err != nil {
+			if err := p.send(ctx, due, fate); err != nil {
 				return err
 			}
 		}
@@ -228,27 +241,35 @@ func newPacer(recordsPerSecond float64, start time.Time) pacer {
 	return pacer{interval: time.Duration(float64(time.Second) / recordsPerSecond), next: start}
 }
 
-// wait returns when the next record is due. It sleeps only when at least a
+// wait returns when the next record is due, and the time it was due by
+// the schedule (zero when unpaced). It sleeps only when at least a
 // millisecond ahead, so high rates are kept on average, not per record.
-func (p *pacer) wait(ctx context.Context) error {
+// A producer that fell behind gets due times in the past and does not
+// wait: the schedule does not move with it, so its records' latencies,
+// counted from their due times, include the delay (no coordinated
+// omission).
+func (p *pacer) wait(ctx context.Context) (time.Time, error) {
 	if p.interval == 0 {
-		return nil
+		return time.Time{}, nil
 	}
 	due := p.next
 	p.next = p.next.Add(p.interval)
 	ahead := time.Until(due)
 	if ahead < time.Millisecond {
-		return nil
+		return due, nil
 	}
 	timer := time.NewTimer(ahead)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		return nil
+		return due, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return due, ctx.Err()
 	}
 }
+
+// paced reports whether the pacer keeps a schedule.
+func (p *pacer) paced() bool { return p.interval > 0 }
 
 // keyChooser draws record keys from the workload's distribution. It is
 // owned by one producer goroutine.

@@ -112,6 +112,7 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
 	defer admin.Close()
+	describeTarget(ctx, admin, options.Target.Kind(), &results.Target)
 	plans, err := planRuns(options.Workload, runID, options.Target.Bootstrap())
 	if err != nil {
 		return nil, err
@@ -273,7 +274,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	run.TimeSeries = live.series
 	run.Producers = ledger.Totals()
 	run.Retries = metrics.retries.Load()
-	summarizeMetrics(run, metrics, metrics.producersDone)
+	summarizeMetrics(run, metrics, metrics.producersDone, workload.Rate > 0)
 	run.LoadStartedAt = start
 	proof = evidence{loadErr: runErr, zombieWrites: load.zombieWrites.Load(), churnAborts: load.churnAborts.Load()}
 	defer func() {
@@ -313,8 +314,10 @@ func createRunTopics(ctx context.Context, admin *kgo.Client, plan runPlan) error
 	return nil
 }
 
-// summarizeMetrics fills throughput, latency and error counts.
-func summarizeMetrics(run *report.Run, metrics *runMetrics, measuredEnd time.Time) {
+// summarizeMetrics fills throughput, latency and error counts. paced: the
+// producers kept a fixed rate, so latencies count from the scheduled send
+// times and the uncorrected produce-ack latency is kept beside them.
+func summarizeMetrics(run *report.Run, metrics *runMetrics, measuredEnd time.Time, paced bool) {
 	seconds := measuredEnd.Sub(metrics.warmupEndTime()).Seconds()
 	if seconds > 0 {
 		run.MeasuredSeconds = seconds
@@ -323,10 +326,16 @@ func summarizeMetrics(run *report.Run, metrics *runMetrics, measuredEnd time.Tim
 	}
 	metrics.mu.Lock()
 	defer metrics.mu.Unlock()
-	for name, histogram := range map[string]*hdrHistogram{
+	histograms := map[string]*hdrHistogram{
 		report.LatencyProduceAck: metrics.produceAck, report.LatencyEndToEnd: metrics.endToEnd,
 		report.LatencyTransactionCommit: metrics.commit,
-	} {
+	}
+	run.LatencyOrigin = report.LatencyFromCreation
+	if paced {
+		run.LatencyOrigin = report.LatencyFromSchedule
+		histograms[report.LatencyProduceAckUncorrected] = metrics.produceAckUncorrected
+	}
+	for name, histogram := range histograms {
 		if summary := report.Summarize(histogram); summary != nil {
 			run.Latency[name] = summary
 		}

@@ -155,10 +155,13 @@ type singleWriter struct {
 	metrics    *runMetrics
 	stats      *stages.Stats
 	pacer      pacer
-	budget     uint64
-	deadline   time.Time
-	next       uint64
-	state      *writerState
+	// created: when each paced record was first handed to the client
+	// (shared with promises; see sendtime.go).
+	created  *creationTimes
+	budget   uint64
+	deadline time.Time
+	next     uint64
+	state    *writerState
 }
 
 // newSingleWriter creates partition's writer and its tail reader.
@@ -179,10 +182,11 @@ func newSingleWriter(plan runPlan, partition int, log recordLog, metrics *runMet
 		client.Close()
 		return nil, fmt.Errorf("single writer %d tail reader: %w", partition, err)
 	}
+	pacer := newPacer(float64(workload.Rate)/float64(workload.Partitions), start)
 	return &singleWriter{
 		id: uint32(partition), partition: int32(partition), client: client, reader: reader, topic: plan.topic,
 		runID: plan.runID, recordSize: workload.RecordSize, log: log, metrics: metrics, stats: stats,
-		pacer:  newPacer(float64(workload.Rate)/float64(workload.Partitions), start),
+		pacer: pacer, created: newCreationTimes(pacer.paced()),
 		budget: budget, deadline: deadline, state: newWriterState(),
 	}, nil
 }
@@ -208,7 +212,8 @@ func (w *singleWriter) run(ctx context.Context) error {
 				break
 			}
 		}
-		if err := w.pacer.wait(ctx); err != nil {
+		due, err := w.pacer.wait(ctx)
+		if err != nil {
 			break
 		}
 		seq := w.next
@@ -216,7 +221,9 @@ func (w *singleWriter) run(ctx context.Context) error {
 		if err := w.log.RecordSent(seq, verify.FateCommit); err != nil {
 			return err
 		}
-		value := verify.NewValue(verify.Header{RunID: w.runID, Producer: w.id, Sequence: seq, SendTime: time.Now().UnixNano()}, w.recordSize)
+		now := time.Now()
+		w.created.note(seq, now)
+		value := verify.NewValue(verify.Header{RunID: w.runID, Producer: w.id, Sequence: seq, SendTime: sendTimeOf(due, now).UnixNano()}, w.recordSize)
 		w.produce(ctx, &kgo.Record{Topic: w.topic, Partition: w.partition, Key: fmt.Appendf(nil, "w%d-%d", w.id, seq), Value: value})
 	}
 	if err := w.client.Flush(ctx); err != nil && runErr == nil {
@@ -254,7 +261,8 @@ func (w *singleWriter) produce(ctx context.Context, record *kgo.Record) {
 func (w *singleWriter) resolved(header verify.Header, record *kgo.Record) {
 	w.log.RecordAcknowledged(header.Sequence, verify.Ack{Partition: record.Partition, Offset: record.Offset,
 		Writer: verify.Writer{ProducerID: record.ProducerID, ProducerEpoch: record.ProducerEpoch}})
-	w.metrics.recordAck(time.Unix(0, header.SendTime), time.Now(), len(record.Value))
+	created, paced := w.created.take(header.Sequence)
+	w.metrics.recordAck(ackTimes{sent: time.Unix(0, header.SendTime), created: created, paced: paced}, time.Now(), len(record.Value))
 }
 
 // recover waits for every outstanding outcome, reads the partition from

@@ -193,7 +193,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	if len(files) > 1 {
 		page.Comparison = compareFiles(files, names)
 	}
-	for _, kind := range []string{LatencyProduceAck, LatencyEndToEnd, LatencyTransactionCommit} {
+	for _, kind := range []string{LatencyProduceAck, LatencyProduceAckUncorrected, LatencyEndToEnd, LatencyTransactionCommit} {
 		group := latencyGroup{Title: latencyTitle(kind)}
 		anyDrawn := false
 		for _, file := range files {

@@ -49,6 +49,9 @@ func throughputCharts(files []*fileView, names []string) (throughput, overhead c
 	if len(left) > 0 {
 		note = "not charted, unsupported by the target: " + strings.Join(left, ", ")
 	}
+	if capped := rateCaps(files); capped != "" {
+		note = strings.TrimSpace(note + " " + capped)
+	}
 	throughputPlot := newPlot("Throughput per delivery mode", "", "acknowledged records/s")
 	throughput = groupedBars("throughput", throughputPlot, files, names, rates, 0, note)
 	overheadPlot := newPlot("Throughput relative to the "+BaselineModeName+" baseline (1 = same)", "", "ratio to baseline")
@@ -56,42 +59,83 @@ func throughputCharts(files []*fileView, names []string) (throughput, overhead c
 	return throughput, overhead
 }
 
-// groupedBars draws values[file][name] as bars grouped by name; a
-// reference line is drawn at y = reference when it is positive.
+// rateCaps notes the files whose workload offered a fixed rate: their bars
+// show how much of that rate each run kept, not what the mode can do.
+func rateCaps(files []*fileView) string {
+	var capped []string
+	for _, file := range files {
+		for _, kv := range file.Workload {
+			if kv.Key == "rate" && kv.Value != "0" && kv.Value != "" {
+				capped = append(capped, file.Letter+" at "+kv.Value+" records/s")
+			}
+		}
+	}
+	if len(capped) == 0 {
+		return ""
+	}
+	return "Offered load was capped (" + strings.Join(capped, ", ") + "): a bar at the cap means the run kept up with it, not that modes cost the same."
+}
+
+// groupedBars draws values[file][name] as horizontal bars grouped by name,
+// the first name at the top, one bar per file in each group: every run's
+// name is a label of its own on the y axis, however many runs there are
+// (vertical bars of 35 runs had their labels rotated over each other). The
+// chart grows in height with the number of bars. A reference line is
+// drawn at x = reference when it is positive.
 func groupedBars(id string, p *plot.Plot, files []*fileView, names []string, values [][]float64, reference float64, note string) chartView {
 	if len(names) == 0 {
 		return chartView{ID: id, Title: p.Title.Text, Note: "no runs"}
 	}
+	// Horizontal bars are placed along y from 0 up: reverse the names so
+	// that the first is on top.
+	labels := make([]string, len(names))
+	for i, name := range names {
+		labels[len(names)-1-i] = name
+	}
 	var legend []legendEntry
-	width := vg.Points(math.Min(36, 520/float64(len(files)*len(names))))
+	thickness := vg.Points(math.Max(4, math.Min(14, 28/float64(len(files)))))
 	for fileIndex, file := range files {
-		bars, err := plotter.NewBarChart(plotter.Values(values[fileIndex]), width)
+		row := make(plotter.Values, len(names))
+		for i := range names {
+			row[len(names)-1-i] = values[fileIndex][i]
+		}
+		bars, err := plotter.NewBarChart(row, thickness)
 		if err != nil {
 			return chartView{ID: id, Title: p.Title.Text, Note: err.Error()}
 		}
+		bars.Horizontal = true
 		bars.Color, bars.LineStyle.Width = fileColor(fileIndex), 0
-		bars.Offset = width * vg.Length(float64(fileIndex)-float64(len(files)-1)/2)
+		// The first file's bar on top within its group.
+		bars.Offset = -thickness * vg.Length(float64(fileIndex)-float64(len(files)-1)/2)
 		p.Add(bars)
 		legend = append(legend, legendEntry{Name: file.Label, Color: file.Color})
 	}
 	if reference > 0 {
-		line := plotter.NewFunction(func(float64) float64 { return reference })
-		line.Color, line.Dashes, line.Width = seriesColor(2), []vg.Length{vg.Points(4), vg.Points(3)}, vg.Points(1.2)
-		p.Add(line)
-		legend = append(legend, legendEntry{Name: BaselineModeName + " = 1", Color: cssColor(seriesColor(2)), Dashed: true})
+		line, err := plotter.NewLine(plotter.XYs{{X: reference, Y: -0.5}, {X: reference, Y: float64(len(names)) - 0.5}})
+		if err == nil {
+			line.Color, line.Dashes, line.Width = seriesColor(2), []vg.Length{vg.Points(4), vg.Points(3)}, vg.Points(1.2)
+			p.Add(line)
+			legend = append(legend, legendEntry{Name: BaselineModeName + " = 1", Color: cssColor(seriesColor(2)), Dashed: true})
+		}
 	}
-	p.NominalX(names...)
-	p.X.Tick.Label.Rotation = 0.3
-	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = -0.9, -0.6
-	p.Y.Min = 0
+	p.NominalY(labels...)
+	p.Y.Min, p.Y.Max = -0.6, float64(len(names))-0.4
+	// The value axis: the plot's x label is empty for nominal bars; the
+	// y label named the value when bars were vertical.
+	p.X.Label.Text, p.Y.Label.Text = p.Y.Label.Text, ""
+	p.X.Min = 0
 	highest := reference
 	for _, row := range values {
 		for _, value := range row {
 			highest = math.Max(highest, value)
 		}
 	}
-	setHeadroom(p, highest)
-	return chart(id, p, wideWidth, wideHeight, legend, note)
+	if highest > 0 {
+		p.X.Max = math.Max(p.X.Max, highest*1.08)
+	}
+	groupHeight := thickness*vg.Length(len(files)) + vg.Points(6)
+	height := vg.Length(math.Max(float64(wideHeight), float64(groupHeight*vg.Length(len(names))+vg.Points(90))))
+	return chart(id, p, wideWidth, height, legend, note)
 }
 
 // spectrumPoints returns the percentile spectrum of h in the classic
@@ -193,9 +237,11 @@ func latencyChart(file *fileView, kind string, names []string, nameIndex map[str
 func latencyTitle(kind string) string {
 	switch kind {
 	case LatencyProduceAck:
-		return "produce → ack latency"
+		return "produce → ack latency, from the scheduled send time (fixed rate) or the record's creation (unpaced)"
+	case LatencyProduceAckUncorrected:
+		return "produce → ack latency, uncorrected: from when the record was handed to the client (fixed-rate runs)"
 	case LatencyEndToEnd:
-		return "end-to-end latency (produce → consumed)"
+		return "end-to-end latency (produce → consumed), from the same send time as produce → ack"
 	case LatencyTransactionCommit:
 		return "transaction commit latency"
 	}

@@ -76,7 +76,7 @@ func schemaPaths(value any, path string, into map[string]bool) {
 }
 
 func dataKeyed(path string) bool {
-	for _, suffix := range []string{".percentiles_ms", "].latency", ".errors_by_code", ".client_settings"} {
+	for _, suffix := range []string{".percentiles_ms", "].latency", ".errors_by_code", ".client_settings", "target.broker_settings"} {
 		if strings.HasSuffix(path, suffix) {
 			return true
 		}
@@ -102,6 +102,12 @@ func TestResultsSchemaGolden(t *testing.T) {
 	run.Checks = append(run.Checks, Check{Reader: PollReader, Topic: "t", Consumers: "pipeline workers", Complete: true,
 		Violations: []string{}})
 	run.Latency[LatencyTransactionCommit] = run.Latency[LatencyProduceAck]
+	run.Latency[LatencyProduceAckUncorrected] = run.Latency[LatencyProduceAck]
+	run.LatencyOrigin = LatencyFromSchedule
+	shared := true
+	results.Target.SharesMachine, results.Target.Sharing = &shared, "in process"
+	results.Target.BrokerSettings = map[string]string{"log.fsync": "never (default)"}
+	results.Machine.CPUModel, results.Machine.GOMAXPROCS, results.Machine.Kernel = "cpu", 2, "linux 6.1"
 	run.FaultRunInfo = FaultRunInfo{FaultPlan: "ack-loss", LoadStartedAt: run.StartedAt,
 		FaultEvents: []FaultEvent{{ElapsedSeconds: 1, Kind: "drop-response", Broker: "127.0.0.1:1", Detail: "Produce"}},
 		Expectation: &Expectation{Expected: "lost = 0", Observed: "lost 0", Verdict: StatusPass, Why: "why", Offenders: []string{"none"}}}

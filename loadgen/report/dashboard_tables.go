@@ -15,9 +15,11 @@ type runRow struct {
 	Name, Mode, Status, Reason           string
 	RecordsPerSecond, MegabytesPerSecond string
 	Ratio                                string
-	// Latencies are "p50 / p99 / p99.9" in milliseconds (commit and
-	// end-to-end: p50 / p99).
+	// Latencies are "p50 / p99 / p99.9 / max" in milliseconds (commit and
+	// end-to-end: p50 / p99; uncorrected ack: p99.9 / max, fixed-rate
+	// runs only). LatencyFrom says what ack and end-to-end count from.
 	AckLatency, EndToEndLatency, CommitLatency string
+	UncorrectedAck, LatencyFrom                string
 	Sent, Acknowledged, Errored, Retries       uint64
 	Committed, Aborted                         int64
 	// Errors is the total count of client errors; ErrorCodes lists them
@@ -47,7 +49,8 @@ func runRows(files []*fileView, names []string) []runRow {
 			rows = append(rows, runRow{File: file, Name: run.Name, Mode: run.Mode, Status: run.Status, Reason: run.Reason,
 				RecordsPerSecond: number(run.Throughput.RecordsPerSecond, 0), MegabytesPerSecond: number(run.Throughput.MegabytesPerSecond, 1),
 				Ratio:      times(run.Throughput.RatioToBaseline),
-				AckLatency: percentiles(ack, 50, 99, 99.9), EndToEndLatency: percentiles(endToEnd, 50, 99),
+				AckLatency: percentiles(ack, 50, 99, 99.9, 100), EndToEndLatency: percentiles(endToEnd, 50, 99),
+				UncorrectedAck: percentiles(run.Latency[LatencyProduceAckUncorrected], 99.9, 100), LatencyFrom: latencyFrom(run),
 				CommitLatency: percentiles(commit, 50, 99),
 				Sent:          run.Producers.Sent, Acknowledged: run.Producers.Acknowledged, Errored: run.Producers.Errored,
 				Retries: uint64(max(run.Retries, 0)), Committed: run.Transactions.Committed, Aborted: run.Transactions.Aborted,
@@ -60,6 +63,18 @@ func runRows(files []*fileView, names []string) []runRow {
 		}
 	}
 	return rows
+}
+
+// latencyFrom names, for the run table, what a run's ack and end-to-end
+// latencies count from.
+func latencyFrom(run *Run) string {
+	switch {
+	case len(run.Latency) == 0:
+		return "-"
+	case run.LatencyOrigin == LatencyFromSchedule:
+		return "scheduled send time"
+	}
+	return "creation (unpaced)"
 }
 
 // runNotes returns the rows that carry a reason, in note order.

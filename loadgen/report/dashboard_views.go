@@ -24,7 +24,9 @@ type fileView struct {
 	WorkloadName string
 	Settings     settingsTable
 	Profiles     []string
-	byName       map[string]*Run
+	// Context is where the file was measured (dashboard_context.go).
+	Context fileContext
+	byName  map[string]*Run
 }
 
 type keyValue struct{ Key, Value string }
@@ -54,6 +56,7 @@ func newFileView(index int, results *Results, profiles []string) *fileView {
 	file.Workload = flattenJSON(results.Workload)
 	file.WorkloadName = workloadName(file.Workload)
 	file.Settings = clientSettingsTable(results.Runs)
+	file.Context = contextOf(results, file.Workload)
 	return file
 }
 

@@ -14,8 +14,13 @@
 //	  "tool": "exactly loadgen",
 //	  "run_id": "9f3c…",                      // 16 hex digits, also in every record header
 //	  "started_at": "…", "finished_at": "…",
-//	  "target":  {"kind": "embedded|kfake|bootstrap", "bootstrap": ["127.0.0.1:9092"], "description": "…"},
-//	  "machine": {"goos", "goarch", "num_cpu", "go_version", "hostname"},
+//	  "target":  {"kind": "embedded|kfake|bootstrap", "bootstrap": ["127.0.0.1:9092"], "description": "…",
+//	              "shares_machine": true,               // broker on the load generator's machine; absent: not known
+//	              "sharing": "…",                       // why, in words
+//	              "broker_settings": {"log.fsync": "never (default)", "min.insync.replicas": "1 (default)",
+//	                                  "log.flush.interval.ms": "unknown", …}},   // DescribeConfigs of the first broker
+//	  "machine": {"goos", "goarch", "num_cpu", "go_version", "hostname",
+//	              "cpu_model", "gomaxprocs", "kernel"},  // the last three, and target's last three, added in v1
 //	  "workload": {…},                        // the workload as run, field names as in the YAML file
 //	  "passed": true,                         // every run met its expectation (unsupported runs do not fail)
 //	  "runs": [ Run, … ]
@@ -34,7 +39,9 @@
 //	  "producers": {"sent", "acknowledged", "errored", "aborted", "uncertain"},
 //	  "transactions": {"committed", "aborted", "failed"},
 //	  "throughput": {"records_per_second", "megabytes_per_second", "ratio_to_baseline"},
-//	  "latency": {"produce_ack": Histogram, "end_to_end": Histogram, "transaction_commit": Histogram},
+//	  "latency": {"produce_ack": Histogram, "end_to_end": Histogram, "transaction_commit": Histogram,
+//	              "produce_ack_uncorrected": Histogram},   // fixed-rate runs only; added in v1
+//	  "latency_origin": "scheduled|created",   // what produce_ack and end_to_end count from; added in v1
 //	  "time_series": [{"elapsed_seconds", "records_per_second", "megabytes_per_second", "p99_ms"}, …],
 //	  "errors_by_code": {"NOT_LEADER_FOR_PARTITION": 3, "client: context deadline exceeded": 1},
 //	  "retries": 0,                            // produce retries the client reported (from its log)
@@ -80,6 +87,17 @@
 // reads of the run found different records), poll_skips (records a
 // consumer jumped over between two polls without a reassignment or seek)
 // and non_monotonic_polls (polls that went back without one).
+//
+// Latency origin: in a run at a fixed rate (workload rate > 0),
+// latency_origin is "scheduled": produce_ack and end_to_end count from each
+// record's scheduled send time (the pacer's schedule, which does not move
+// when a producer falls behind, so a stalled broker's wait is counted for
+// every record that should have been sent during it), and
+// produce_ack_uncorrected counts from when the producer handed the record
+// to the client. Unpaced (maximum-rate) runs have no schedule:
+// latency_origin is "created", the latencies count from when the record
+// was created, and there is no produce_ack_uncorrected. Files without
+// latency_origin (written before it was added) count from the creation.
 //
 // Histogram, values in milliseconds:
 //

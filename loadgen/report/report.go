@@ -46,15 +46,31 @@ type Target struct {
 	Kind        string   `json:"kind"`
 	Bootstrap   []string `json:"bootstrap"`
 	Description string   `json:"description"`
+	// SharesMachine says whether the broker runs on the load generator's
+	// machine, and so shares its cores (embedded, kfake, a loopback
+	// bootstrap); nil when not known (a remote address, or a file written
+	// before the field was added within schema version 1). Sharing says
+	// why in words.
+	SharesMachine *bool  `json:"shares_machine,omitempty"`
+	Sharing       string `json:"sharing,omitempty"`
+	// BrokerSettings are the broker settings that shape the measurements
+	// (log.fsync, Kafka's log.flush.interval.*, …) as the target's first
+	// broker described them (DescribeConfigs), "unknown" for those it did
+	// not describe (added within schema version 1).
+	BrokerSettings map[string]string `json:"broker_settings,omitempty"`
 }
 
-// Machine describes where the load generator ran.
+// Machine describes where the load generator ran. CPUModel, GOMAXPROCS and
+// Kernel were added within schema version 1.
 type Machine struct {
-	GOOS      string `json:"goos"`
-	GOARCH    string `json:"goarch"`
-	NumCPU    int    `json:"num_cpu"`
-	GoVersion string `json:"go_version"`
-	Hostname  string `json:"hostname"`
+	GOOS       string `json:"goos"`
+	GOARCH     string `json:"goarch"`
+	NumCPU     int    `json:"num_cpu"`
+	GoVersion  string `json:"go_version"`
+	Hostname   string `json:"hostname"`
+	CPUModel   string `json:"cpu_model,omitempty"`
+	GOMAXPROCS int    `json:"gomaxprocs,omitempty"`
+	Kernel     string `json:"kernel,omitempty"`
 }
 
 // CurrentMachine describes this machine.
@@ -63,7 +79,8 @@ func CurrentMachine() Machine {
 	if err != nil {
 		hostname = "unknown"
 	}
-	return Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Hostname: hostname}
+	return Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Hostname: hostname,
+		CPUModel: cpuModel(), GOMAXPROCS: runtime.GOMAXPROCS(0), Kernel: kernelRelease()}
 }
 
 // Run is the result of one delivery mode.
@@ -80,11 +97,16 @@ type Run struct {
 	Transactions    Transactions          `json:"transactions"`
 	Throughput      Throughput            `json:"throughput"`
 	Latency         map[string]*Histogram `json:"latency"`
-	TimeSeries      []Sample              `json:"time_series"`
-	ErrorsByCode    map[string]int64      `json:"errors_by_code"`
-	Retries         int64                 `json:"retries"`
-	FaultsFired     int64                 `json:"faults_fired"`
-	Checks          []Check               `json:"checks"`
+	// LatencyOrigin says what produce_ack and end_to_end count from:
+	// LatencyFromSchedule at a fixed rate, LatencyFromCreation unpaced
+	// (added within schema version 1; absent in older files, whose
+	// latencies all count from the creation).
+	LatencyOrigin string           `json:"latency_origin,omitempty"`
+	TimeSeries    []Sample         `json:"time_series"`
+	ErrorsByCode  map[string]int64 `json:"errors_by_code"`
+	Retries       int64            `json:"retries"`
+	FaultsFired   int64            `json:"faults_fired"`
+	Checks        []Check          `json:"checks"`
 	// FaultRunInfo: the fault plan, the fired faults and the expectation
 	// verdict (fields added within schema version 1, omitted when empty).
 	FaultRunInfo
@@ -93,12 +115,37 @@ type Run struct {
 	Application *ApplicationRun `json:"application,omitempty"`
 }
 
-// Latency histogram names.
+// Latency histogram names. produce_ack and end_to_end count from the
+// record's send time as its Run's LatencyOrigin says;
+// produce_ack_uncorrected (fixed-rate runs only, added within schema
+// version 1) counts from when the producer handed the record to the
+// client, however late that was against the schedule.
 const (
-	LatencyProduceAck        = "produce_ack"
-	LatencyEndToEnd          = "end_to_end"
-	LatencyTransactionCommit = "transaction_commit"
+	LatencyProduceAck            = "produce_ack"
+	LatencyProduceAckUncorrected = "produce_ack_uncorrected"
+	LatencyEndToEnd              = "end_to_end"
+	LatencyTransactionCommit     = "transaction_commit"
 )
+
+// Latency origins (Run.LatencyOrigin).
+const (
+	// LatencyFromSchedule: at a fixed rate, latencies count from each
+	// record's scheduled send time, so time the producer spent behind its
+	// schedule (a stalled broker) is counted, not omitted.
+	LatencyFromSchedule = "scheduled"
+	// LatencyFromCreation: unpaced (maximum-rate) runs have no schedule;
+	// latencies count from when the producer created the record.
+	LatencyFromCreation = "created"
+)
+
+// LatencyOriginText says in plain words what a run's produce_ack and
+// end_to_end latencies count from.
+func LatencyOriginText(origin string) string {
+	if origin == LatencyFromSchedule {
+		return "latency from the scheduled send time (fixed rate: time spent behind schedule counts)"
+	}
+	return "latency from when the record was created (unpaced: no schedule to count from)"
+}
 
 // Transactions counts how transactions ended.
 type Transactions struct {

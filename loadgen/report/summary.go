@@ -8,22 +8,30 @@ import (
 )
 
 // WriteSummary prints one table row per run: throughput, ratio to the
-// at-least-once baseline, produce-ack and end-to-end latency percentiles,
-// and the checker's counts (see checkTotals), then one line per run with a
-// reason or transactions, then the verdict.
+// at-least-once baseline, produce-ack latency percentiles and maximum
+// (from the scheduled send time at a fixed rate) with the uncorrected p99.9
+// and maximum beside them ("-" unpaced), end-to-end latency percentiles,
+// and the checker's counts (see checkTotals); then what the latencies count
+// from, one line per run with a reason or transactions, then the verdict.
 func WriteSummary(w io.Writer, results *Results) error {
 	fmt.Fprintf(w, "exactly loadgen run %s against %s (%s)\n", results.RunID, results.Target.Kind, results.Target.Description)
+	if shared := results.Target.SharesMachine; shared != nil && *shared {
+		fmt.Fprintf(w, "  warning: client and broker on one machine (%d CPUs): %s; differences of a few percent between modes are not evidence\n",
+			results.Machine.NumCPU, results.Target.Sharing)
+	}
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "run\tstatus\trecords/s\tMB/s\tvs base\tack p50 ms\tp99\tp99.9\te2e p50 ms\tp99\tsent\tacked\t"+
+	fmt.Fprintln(table, "run\tstatus\trecords/s\tMB/s\tvs base\tack p50 ms\tp99\tp99.9\tmax\tuncorr p99.9\tmax\te2e p50 ms\tp99\tsent\tacked\t"+
 		"lost\tdup\treord\taborted-read\tincons\tpoll-skip\tpoll-back\tambiguous\t")
 	for _, run := range results.Runs {
 		produce, endToEnd := run.Latency[LatencyProduceAck], run.Latency[LatencyEndToEnd]
+		uncorrected := run.Latency[LatencyProduceAckUncorrected]
 		totals := checkTotals(run.Checks)
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%d\t\n",
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%d\t\n",
 			run.Name, run.Status,
 			number(run.Throughput.RecordsPerSecond, 0), number(run.Throughput.MegabytesPerSecond, 1),
 			ratio(run.Throughput.RatioToBaseline),
-			millis(produce.Percentile(50)), millis(produce.Percentile(99)), millis(produce.Percentile(99.9)),
+			millis(produce.Percentile(50)), millis(produce.Percentile(99)), millis(produce.Percentile(99.9)), millis(produce.Percentile(100)),
+			millis(uncorrected.Percentile(99.9)), millis(uncorrected.Percentile(100)),
 			millis(endToEnd.Percentile(50)), millis(endToEnd.Percentile(99)),
 			run.Producers.Sent, run.Producers.Acknowledged,
 			totals.lost, totals.duplicated, totals.reordered, totals.abortedRead, totals.inconsistent,
@@ -32,6 +40,7 @@ func WriteSummary(w io.Writer, results *Results) error {
 	if err := table.Flush(); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
+	writeLatencyOrigins(w, results.Runs)
 	for _, run := range results.Runs {
 		if run.Reason != "" {
 			fmt.Fprintf(w, "  %s: %s: %s\n", run.Name, run.Status, run.Reason)
@@ -54,6 +63,26 @@ func WriteSummary(w io.Writer, results *Results) error {
 	}
 	_, err := fmt.Fprintln(w, verdict)
 	return err
+}
+
+// writeLatencyOrigins says, below the table, what its ack and e2e
+// latencies count from: one line per origin the runs used.
+func writeLatencyOrigins(w io.Writer, runs []*Run) {
+	var scheduled, created bool
+	for _, run := range runs {
+		if run.Status == StatusNotApplicable || len(run.Latency) == 0 {
+			continue
+		}
+		scheduled = scheduled || run.LatencyOrigin == LatencyFromSchedule
+		created = created || run.LatencyOrigin != LatencyFromSchedule
+	}
+	if scheduled {
+		fmt.Fprintln(w, "  ack, e2e: latency from the scheduled send time (fixed rate: time a producer spent behind its schedule counts);"+
+			" uncorr: from when the record was handed to the client, which hides that time")
+	}
+	if created {
+		fmt.Fprintln(w, "  ack, e2e of unpaced runs: latency from when the record was created (no schedule at maximum rate)")
+	}
 }
 
 // totals are the worst counts of a run's checks, as the summary shows them.
