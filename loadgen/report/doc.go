@@ -18,7 +18,8 @@
 //	  "machine": {"goos", "goarch", "num_cpu", "go_version", "hostname"},
 //	  "workload": {…},                        // the workload as run, field names as in the YAML file
 //	  "passed": true,                         // every run met its expectation (unsupported runs do not fail)
-//	  "runs": [ Run, … ]
+//	  "runs": [ Run, … ],
+//	  "find_max": FindMax                     // --find-max only; added in v1, omitted when absent
 //	}
 //
 // Run, one per delivery mode (and per commit interval of a transactional
@@ -89,4 +90,23 @@
 //
 // The "hdr" field decodes with hdrhistogram.Decode (Go) or
 // HistogramLogReader (Java) to the full recorded distribution.
+//
+// FindMax, the sustainable-rate search of `exactly loadgen --find-max`
+// (its runs list is empty: the steps are summarized here instead):
+//
+//	{"criteria": {"tolerance": 0.01, "max_p99_ms": 50, "precision": 0.05, "start_records_per_second": 1000,
+//	              "max_steps": 12, "budget_seconds": 180, "step_warmup_seconds": 1, "step_seconds": 3},
+//	 "targets": [{"target": {"kind", "bootstrap", "description"},
+//	              "modes": [{"name": "transactional@100ms", "mode": "transactional",
+//	                         "sustainable_records_per_second": 12000,  // highest target of a held step; 0: none held
+//	                         "failed_records_per_second": 12500,       // lowest failed target above it; 0: none
+//	                         "ratio_to_baseline": 0.8,                 // over at-least-once's on the same target
+//	                         "stopped": "precision|max-rate|max-steps|budget|none-held|error", "error": "…",
+//	                         "steps": [{"target_records_per_second", "achieved_records_per_second", "p99_ms",
+//	                                    "held", "why", "status", "seconds"}, …]}, …]}, …]}
+//
+// A step held when its run passed its checks, achieved at least (1 -
+// tolerance) × its target, and its p99 acknowledgement latency was at most
+// max_p99_ms. The sustainable rate is always the target of a held step,
+// never a rate between steps.
 package report
