@@ -19,7 +19,6 @@ package findmax
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -231,12 +230,4 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(100 * time.Microsecond)
 	}
 	return d.Round(time.Millisecond)
-}
-
-// Ratio is a/b, or NaN when b is 0 (no rate to compare with).
-func Ratio(a, b int) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return float64(a) / float64(b)
 }

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/exactly-eos/exactly/loadgen"
+	"github.com/exactly-eos/exactly/loadgen/findmax"
+	"github.com/exactly-eos/exactly/loadgen/report"
+)
+
+// findMaxFlags are the settings of `exactly loadgen --find-max`.
+type findMaxFlags struct {
+	enabled   bool
+	p99       time.Duration
+	steps     int
+	start     int
+	precision float64
+	budget    time.Duration
+	targets   string
+}
+
+func (f *findMaxFlags) register(fs *flag.FlagSet) {
+	d := findmax.Defaults()
+	fs.BoolVar(&f.enabled, "find-max", false, "search each mode's sustainable rate: the highest offered rate whose fixed-rate run achieves it within 1 % "+
+		"with ack p99 under --find-max-p99 (start low, double while it holds, then bisect); each step is a fault-free run "+
+		"of --warmup + --duration on fresh topics (default workload: find-max)")
+	fs.DurationVar(&f.p99, "find-max-p99", d.MaxP99, "--find-max: p99 acknowledgement latency a held step stays under")
+	fs.IntVar(&f.steps, "find-max-steps", d.MaxSteps, "--find-max: at most this many steps per mode")
+	fs.IntVar(&f.start, "find-max-start", d.Start, "--find-max: first rate tried, records/s")
+	fs.Float64Var(&f.precision, "find-max-precision", d.Precision, "--find-max: stop once the first failed rate is within this fraction of the highest held rate")
+	fs.DurationVar(&f.budget, "find-max-budget", d.Budget, "--find-max: time bound of each mode's search (no step starts that would end after it)")
+	fs.StringVar(&f.targets, "targets", "", "--find-max only: comma-separated targets to search one after the other in this run (embedded, kfake), "+
+		"with their rates side by side; replaces --target")
+}
+
+// config is the search configuration the flags say.
+func (f *findMaxFlags) config() findmax.Config {
+	c := findmax.Defaults()
+	c.MaxP99, c.MaxSteps, c.Start, c.Precision, c.Budget = f.p99, f.steps, f.start, f.precision, f.budget
+	return c
+}
+
+// targetConfigs are the targets to search: --targets, else the one of
+// --target or --bootstrap.
+func (f *findMaxFlags) targetConfigs(flags loadgenFlags) ([]loadgen.TargetConfig, error) {
+	if f.targets == "" {
+		kind, bootstrap := flags.target, []string(nil)
+		if flags.bootstrap != "" {
+			kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
+		}
+		return []loadgen.TargetConfig{{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir, StartEmbedded: startEmbedded}}, nil
+	}
+	if flags.bootstrap != "" {
+		return nil, errors.New("--targets names targets the load generator starts (embedded, kfake); use --bootstrap alone for an existing cluster")
+	}
+	var configs []loadgen.TargetConfig
+	for _, kind := range strings.Split(f.targets, ",") {
+		kind = strings.TrimSpace(kind)
+		if kind != loadgen.TargetEmbedded && kind != loadgen.TargetKfake {
+			return nil, fmt.Errorf("--targets: %q is not embedded or kfake", kind)
+		}
+		configs = append(configs, loadgen.TargetConfig{Kind: kind, DataDir: flags.dataDir, StartEmbedded: startEmbedded})
+	}
+	return configs, nil
+}
+
+// runFindMax runs the sustainable-rate search of every mode of workload on
+// each target, prints each step and the tables, and writes the results
+// file (its find_max section) and dashboard.
+func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Workload, stdout io.Writer) error {
+	configs, err := flags.findMax.targetConfigs(flags)
+	if err != nil {
+		return err
+	}
+	self, err := loadgen.DefaultSelfCommand()
+	if err != nil {
+		return err
+	}
+	workloadJSON, err := json.Marshal(workload)
+	if err != nil {
+		return fmt.Errorf("encode workload: %w", err)
+	}
+	search := flags.findMax.config()
+	results := &report.Results{SchemaVersion: report.SchemaVersion, Tool: "exactly loadgen", RunID: fmt.Sprintf("%016x", rand.Uint64()),
+		StartedAt: time.Now(), Machine: report.CurrentMachine(), Workload: workloadJSON, Runs: []*report.Run{},
+		FindMax: &report.FindMax{Criteria: report.FindMaxCriteria{Tolerance: search.Tolerance,
+			MaxP99Millis: float64(search.MaxP99) / float64(time.Millisecond), Precision: search.Precision,
+			StartRecordsPerSecond: search.Start, MaxSteps: search.MaxSteps, BudgetSeconds: search.Budget.Seconds(),
+			StepWarmupSeconds: time.Duration(workload.Warmup).Seconds(), StepSeconds: time.Duration(workload.Duration).Seconds()}}}
+	progress := stdout
+	if flags.quiet || flags.jsonProgress {
+		progress = io.Discard
+	}
+	var runErr error
+	for i, config := range configs {
+		searched, err := findMaxOn(ctx, config, workload, self, flags, search, progress)
+		if err != nil && searched == nil {
+			return err
+		}
+		if i == 0 {
+			results.Target = searched.Target
+		}
+		results.FindMax.Targets = append(results.FindMax.Targets, *searched)
+		if runErr = err; runErr != nil {
+			break // interrupted
+		}
+	}
+	results.FinishedAt = time.Now()
+	results.Passed = findMaxPassed(results.FindMax)
+	return writeFindMaxOutputs(stdout, flags, results, runErr)
+}
+
+// findMaxOn starts one target and searches every mode on it. A nil result
+// means the target could not be used.
+func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadgen.Workload, self loadgen.SelfCommand,
+	flags loadgenFlags, search findmax.Config, progress io.Writer) (*report.FindMaxTarget, error) {
+	target, err := loadgen.StartTarget(ctx, config)
+	if err != nil {
+		return nil, err
+	}
+	defer target.Close()
+	if err := loadgen.Preflight(ctx, target, workload); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "find-max on %s (%s): %s; steps of %s warm-up + %s, at most %d steps and %s per mode\n",
+		target.Kind(), target.Description(), strings.Join(workload.Modes, ", "), workload.Warmup, workload.Duration,
+		search.MaxSteps, search.Budget)
+	counts := map[string]int{}
+	observe := func(name string, s findmax.Step) {
+		counts[name]++
+		verdict := "held"
+		if !s.Held {
+			verdict = "failed: " + s.Why
+		}
+		fmt.Fprintf(progress, "  %s %s step %d: target %d rec/s, achieved %.0f, ack p99 %.2f ms, %.1fs: %s\n",
+			target.Kind(), name, counts[name], s.Target, s.Achieved, float64(s.P99)/float64(time.Millisecond), s.Took.Seconds(), verdict)
+	}
+	searched, err := loadgen.FindMax(ctx, loadgen.FindMaxOptions{
+		Options: loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database},
+		Search:  search, Observe: observe})
+	return &searched, err
+}
+
+// findMaxPassed reports whether no step of the search failed its checks
+// (a step that could not keep its rate did not fail them; one that lost
+// or duplicated what its mode must not did).
+func findMaxPassed(section *report.FindMax) bool {
+	for _, target := range section.Targets {
+		for _, mode := range target.Modes {
+			for _, step := range mode.Steps {
+				if step.Status == report.StatusFail {
+					return false
+				}
+			}
+		}
+	}
+	return len(section.Targets) > 0
+}
+
+// writeFindMaxOutputs prints the find-max tables and writes the results
+// file and its dashboard.
+func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.Results, runErr error) error {
+	tables := stdout
+	if flags.jsonProgress {
+		tables = io.Discard
+	}
+	if err := report.WriteFindMax(tables, results.FindMax); err != nil {
+		return err
+	}
+	path, err := report.Write(flags.out, results)
+	if err != nil {
+		return err
+	}
+	page, err := writeLoadgenDashboard(path, results)
+	if err != nil {
+		return fmt.Errorf("write dashboard: %w", err)
+	}
+	fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", path, page)
+	switch {
+	case runErr != nil:
+		return fmt.Errorf("interrupted: %w", runErr)
+	case !results.Passed:
+		return errors.New("a find-max step failed its checks (status \"fail\" in the steps of the results file)")
+	}
+	return nil
+}
