@@ -25,6 +25,11 @@ type findMaxFlags struct {
 	precision float64
 	budget    time.Duration
 	targets   string
+	// fractions (--rate-fraction) and sustainable (--sustainable-rate):
+	// run the latency workload at fractions of at-least-once's
+	// sustainable rate, searched or given.
+	fractions   string
+	sustainable int
 }
 
 func (f *findMaxFlags) register(fs *flag.FlagSet) {
@@ -39,6 +44,10 @@ func (f *findMaxFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.budget, "find-max-budget", d.Budget, "--find-max: time bound of each mode's search (no step starts that would end after it)")
 	fs.StringVar(&f.targets, "targets", "", "--find-max only: comma-separated targets to search one after the other in this run (embedded, kfake), "+
 		"with their rates side by side; replaces --target")
+	fs.StringVar(&f.fractions, "rate-fraction", "", "comma-separated fractions (e.g. 0.5,0.8): run the latency workload's cells (--mode applies) once per fraction, "+
+		"every mode at that fraction of at-least-once's sustainable rate, so modes are compared at equal offered load; "+
+		"the rate is --find-max's (on its first target) or --sustainable-rate's")
+	fs.IntVar(&f.sustainable, "sustainable-rate", 0, "with --rate-fraction and without --find-max: at-least-once's sustainable rate, records/s (e.g. from an earlier --find-max)")
 }
 
 // config is the search configuration the flags say.
@@ -84,24 +93,39 @@ func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Worklo
 	if err != nil {
 		return err
 	}
-	workloadJSON, err := json.Marshal(workload)
-	if err != nil {
-		return fmt.Errorf("encode workload: %w", err)
-	}
 	search := flags.findMax.config()
-	results := &report.Results{SchemaVersion: report.SchemaVersion, Tool: "exactly loadgen", RunID: fmt.Sprintf("%016x", rand.Uint64()),
-		StartedAt: time.Now(), Machine: report.CurrentMachine(), Workload: workloadJSON, Runs: []*report.Run{},
-		FindMax: &report.FindMax{Criteria: report.FindMaxCriteria{Tolerance: search.Tolerance,
-			MaxP99Millis: float64(search.MaxP99) / float64(time.Millisecond), Precision: search.Precision,
-			StartRecordsPerSecond: search.Start, MaxSteps: search.MaxSteps, BudgetSeconds: search.Budget.Seconds(),
-			StepWarmupSeconds: time.Duration(workload.Warmup).Seconds(), StepSeconds: time.Duration(workload.Duration).Seconds()}}}
+	results, err := newFindMaxResults(workload, nil)
+	if err != nil {
+		return err
+	}
+	results.FindMax = &report.FindMax{Criteria: report.FindMaxCriteria{Tolerance: search.Tolerance,
+		MaxP99Millis: float64(search.MaxP99) / float64(time.Millisecond), Precision: search.Precision,
+		StartRecordsPerSecond: search.Start, MaxSteps: search.MaxSteps, BudgetSeconds: search.Budget.Seconds(),
+		StepWarmupSeconds: time.Duration(workload.Warmup).Seconds(), StepSeconds: time.Duration(workload.Duration).Seconds()}}
 	progress := stdout
 	if flags.quiet || flags.jsonProgress {
 		progress = io.Discard
 	}
+	fractions, err := parseFractions(flags.findMax.fractions)
+	if err != nil {
+		return err
+	}
 	var runErr error
 	for i, config := range configs {
-		searched, err := findMaxOn(ctx, config, workload, self, flags, search, progress)
+		var after func(loadgen.Target, report.FindMaxTarget) error
+		if i == 0 && len(fractions) > 0 {
+			after = func(target loadgen.Target, searched report.FindMaxTarget) error {
+				latency, err := fractionWorkloadOf(flags, fractionWorkload)
+				if err != nil {
+					return err
+				}
+				runs, load, err := runAtFractions(ctx, target, latency, flags, baselineRate(searched),
+					"find-max on "+target.Kind(), fractions, stdout)
+				results.Runs, results.FindMax.EqualLoad = append(results.Runs, runs...), load
+				return err
+			}
+		}
+		searched, err := findMaxOn(ctx, config, workload, self, flags, search, progress, after)
 		if err != nil && searched == nil {
 			return err
 		}
@@ -114,14 +138,29 @@ func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Worklo
 		}
 	}
 	results.FinishedAt = time.Now()
-	results.Passed = findMaxPassed(results.FindMax)
+	results.Passed = findMaxPassed(results.FindMax) && runsPassed(results.Runs)
 	return writeFindMaxOutputs(stdout, flags, results, runErr)
+}
+
+// newFindMaxResults starts the results of a --find-max or --rate-fraction
+// invocation of workload (on target, when known).
+func newFindMaxResults(workload loadgen.Workload, target loadgen.Target) (*report.Results, error) {
+	workloadJSON, err := json.Marshal(workload)
+	if err != nil {
+		return nil, fmt.Errorf("encode workload: %w", err)
+	}
+	results := &report.Results{SchemaVersion: report.SchemaVersion, Tool: "exactly loadgen", RunID: fmt.Sprintf("%016x", rand.Uint64()),
+		StartedAt: time.Now(), Machine: report.CurrentMachine(), Workload: workloadJSON, Runs: []*report.Run{}}
+	if target != nil {
+		results.Target = report.Target{Kind: target.Kind(), Bootstrap: target.Bootstrap(), Description: target.Description()}
+	}
+	return results, nil
 }
 
 // findMaxOn starts one target and searches every mode on it. A nil result
 // means the target could not be used.
 func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadgen.Workload, self loadgen.SelfCommand,
-	flags loadgenFlags, search findmax.Config, progress io.Writer) (*report.FindMaxTarget, error) {
+	flags loadgenFlags, search findmax.Config, progress io.Writer, after func(loadgen.Target, report.FindMaxTarget) error) (*report.FindMaxTarget, error) {
 	target, err := loadgen.StartTarget(ctx, config)
 	if err != nil {
 		return nil, err
@@ -146,6 +185,9 @@ func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadge
 	searched, err := loadgen.FindMax(ctx, loadgen.FindMaxOptions{
 		Options: loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database},
 		Search:  search, Observe: observe})
+	if err == nil && after != nil {
+		err = after(target, searched)
+	}
 	return &searched, err
 }
 
@@ -165,6 +207,16 @@ func findMaxPassed(section *report.FindMax) bool {
 	return len(section.Targets) > 0
 }
 
+// runsPassed reports whether no run failed or errored.
+func runsPassed(runs []*report.Run) bool {
+	for _, run := range runs {
+		if run.Status == report.StatusFail || run.Status == report.StatusError {
+			return false
+		}
+	}
+	return true
+}
+
 // writeFindMaxOutputs prints the find-max tables and writes the results
 // file and its dashboard.
 func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.Results, runErr error) error {
@@ -172,9 +224,18 @@ func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.R
 	if flags.jsonProgress {
 		tables = io.Discard
 	}
+	if len(results.Runs) > 0 {
+		if err := report.WriteSummary(tables, results); err != nil {
+			return err
+		}
+		if err := loadgen.WriteMatrix(tables, results); err != nil {
+			return err
+		}
+	}
 	if err := report.WriteFindMax(tables, results.FindMax); err != nil {
 		return err
 	}
+	report.WriteEqualLoad(tables, results.FindMax.EqualLoad)
 	path, err := report.Write(flags.out, results)
 	if err != nil {
 		return err
@@ -188,7 +249,7 @@ func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.R
 	case runErr != nil:
 		return fmt.Errorf("interrupted: %w", runErr)
 	case !results.Passed:
-		return errors.New("a find-max step failed its checks (status \"fail\" in the steps of the results file)")
+		return errors.New("a find-max step failed its checks (status \"fail\" in the steps of the results file), or a run at a rate fraction failed")
 	}
 	return nil
 }

@@ -168,8 +168,11 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if flags.quick {
 		flags.workload = "quick"
 	}
-	if flags.findMax.enabled && !flagSet(fs, "workload") {
+	switch {
+	case flags.findMax.enabled && !flagSet(fs, "workload"):
 		flags.workload = "find-max"
+	case flags.findMax.fractions != "" && !flagSet(fs, "workload"):
+		flags.workload = fractionWorkload
 	}
 	if flags.findMax.targets != "" && !flags.findMax.enabled {
 		return errors.New("--targets is for --find-max only; use --target for one target")
@@ -189,8 +192,11 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if flags.findMax.enabled {
+	switch {
+	case flags.findMax.enabled:
 		return runFindMax(ctx, flags, workload, stdout)
+	case flags.findMax.fractions != "":
+		return runFractions(ctx, flags, workload, stdout)
 	}
 	kind, bootstrap := flags.target, []string(nil)
 	if flags.bootstrap != "" {

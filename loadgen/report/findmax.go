@@ -15,6 +15,41 @@ type FindMax struct {
 	Criteria FindMaxCriteria `json:"criteria"`
 	// Targets holds one search per mode for each target, in the order run.
 	Targets []FindMaxTarget `json:"targets"`
+	// EqualLoad, with --rate-fraction, says at which rates the file's runs
+	// ran: fractions of at-least-once's sustainable rate.
+	EqualLoad *EqualLoad `json:"equal_load,omitempty"`
+}
+
+// EqualLoad is the runs of --rate-fraction: every mode at the same offered
+// loads, each a fraction of at-least-once's sustainable rate.
+type EqualLoad struct {
+	// BaselineRecordsPerSecond is the sustainable rate the fractions are of.
+	BaselineRecordsPerSecond int `json:"baseline_records_per_second"`
+	// Source says where it came from: "find-max on <target>" or
+	// "--sustainable-rate".
+	Source string          `json:"source"`
+	Cells  []EqualLoadCell `json:"cells"`
+}
+
+// EqualLoadCell is the runs at one fraction.
+type EqualLoadCell struct {
+	Fraction         float64 `json:"fraction"`
+	RecordsPerSecond int     `json:"records_per_second"`
+	// Runs are the names of the cell's runs in the file's runs list.
+	Runs []string `json:"runs"`
+}
+
+// WriteEqualLoad prints the offered load of each fraction of EqualLoad.
+func WriteEqualLoad(w io.Writer, load *EqualLoad) {
+	if load == nil {
+		return
+	}
+	var cells []string
+	for _, cell := range load.Cells {
+		cells = append(cells, fmt.Sprintf("%.0f %% = %d rec/s", 100*cell.Fraction, cell.RecordsPerSecond))
+	}
+	fmt.Fprintf(w, "equal offered load: fractions of at-least-once's sustainable rate %d rec/s (%s): %s\n",
+		load.BaselineRecordsPerSecond, load.Source, strings.Join(cells, ", "))
 }
 
 // FindMaxCriteria are the settings of the search.
@@ -82,7 +117,7 @@ type FindMaxStep struct {
 // and, with more than one target, each mode's rates side by side with
 // their ratio to the first target's.
 func WriteFindMax(w io.Writer, section *FindMax) error {
-	if section == nil {
+	if section == nil || len(section.Targets) == 0 {
 		return nil
 	}
 	c := section.Criteria
