@@ -67,7 +67,7 @@ func FindMax(ctx context.Context, options FindMaxOptions) (report.FindMaxTarget,
 			mode.Error = result.Err.Error()
 		}
 		for i, s := range result.Steps {
-			mode.Steps = append(mode.Steps, report.FindMaxStep{TargetRecordsPerSecond: s.Target,
+			mode.Steps = append(mode.Steps, report.FindMaxStep{TargetRecordsPerSecond: s.Target, Attempt: s.Attempt,
 				AchievedRecordsPerSecond: s.Achieved, P99Millis: float64(s.P99) / float64(time.Millisecond),
 				Held: s.Held, Why: s.Why, Status: statuses[i], Seconds: s.Took.Seconds()})
 		}

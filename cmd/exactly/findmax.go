@@ -21,6 +21,7 @@ type findMaxFlags struct {
 	enabled   bool
 	p99       time.Duration
 	steps     int
+	retries   int
 	start     int
 	precision float64
 	budget    time.Duration
@@ -38,7 +39,8 @@ func (f *findMaxFlags) register(fs *flag.FlagSet) {
 		"with ack p99 under --find-max-p99 (start low, double while it holds, then bisect); each step is a fault-free run "+
 		"of --warmup + --duration on fresh topics (default workload: find-max)")
 	fs.DurationVar(&f.p99, "find-max-p99", d.MaxP99, "--find-max: p99 acknowledgement latency a held step stays under")
-	fs.IntVar(&f.steps, "find-max-steps", d.MaxSteps, "--find-max: at most this many steps per mode")
+	fs.IntVar(&f.steps, "find-max-steps", d.MaxSteps, "--find-max: at most this many steps per mode, retries included")
+	fs.IntVar(&f.retries, "find-max-retries", d.Retries, "--find-max: run a failed step again this many times before its rate counts as failed (0: never)")
 	fs.IntVar(&f.start, "find-max-start", d.Start, "--find-max: first rate tried, records/s")
 	fs.Float64Var(&f.precision, "find-max-precision", d.Precision, "--find-max: stop once the first failed rate is within this fraction of the highest held rate")
 	fs.DurationVar(&f.budget, "find-max-budget", d.Budget, "--find-max: time bound of each mode's search (no step starts that would end after it)")
@@ -54,6 +56,10 @@ func (f *findMaxFlags) register(fs *flag.FlagSet) {
 func (f *findMaxFlags) config() findmax.Config {
 	c := findmax.Defaults()
 	c.MaxP99, c.MaxSteps, c.Start, c.Precision, c.Budget = f.p99, f.steps, f.start, f.precision, f.budget
+	c.Retries = f.retries
+	if f.retries == 0 {
+		c.Retries = -1 // findmax.Config's "none"
+	}
 	return c
 }
 
@@ -100,7 +106,7 @@ func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Worklo
 	}
 	results.FindMax = &report.FindMax{Criteria: report.FindMaxCriteria{Tolerance: search.Tolerance,
 		MaxP99Millis: float64(search.MaxP99) / float64(time.Millisecond), Precision: search.Precision,
-		StartRecordsPerSecond: search.Start, MaxSteps: search.MaxSteps, BudgetSeconds: search.Budget.Seconds(),
+		StartRecordsPerSecond: search.Start, Retries: max(search.Retries, 0), MaxSteps: search.MaxSteps, BudgetSeconds: search.Budget.Seconds(),
 		StepWarmupSeconds: time.Duration(workload.Warmup).Seconds(), StepSeconds: time.Duration(workload.Duration).Seconds()}}
 	progress := stdout
 	if flags.quiet || flags.jsonProgress {
@@ -179,8 +185,12 @@ func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadge
 		if !s.Held {
 			verdict = "failed: " + s.Why
 		}
-		fmt.Fprintf(progress, "  %s %s step %d: target %d rec/s, achieved %.0f, ack p99 %.2f ms, %.1fs: %s\n",
-			target.Kind(), name, counts[name], s.Target, s.Achieved, float64(s.P99)/float64(time.Millisecond), s.Took.Seconds(), verdict)
+		retry := ""
+		if s.Attempt > 1 {
+			retry = fmt.Sprintf(" (retry %d)", s.Attempt-1)
+		}
+		fmt.Fprintf(progress, "  %s %s step %d: target %d rec/s%s, achieved %.0f, ack p99 %.2f ms, %.1fs: %s\n",
+			target.Kind(), name, counts[name], s.Target, retry, s.Achieved, float64(s.P99)/float64(time.Millisecond), s.Took.Seconds(), verdict)
 	}
 	searched, err := loadgen.FindMax(ctx, loadgen.FindMaxOptions{
 		Options: loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database},

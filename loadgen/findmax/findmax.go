@@ -36,8 +36,13 @@ type Config struct {
 	// Precision ends the bisection once the lowest failed rate is within
 	// Precision × the highest held rate of it.
 	Precision float64
-	// MaxSteps bounds the steps of one search.
+	// MaxSteps bounds the steps of one search, retries included.
 	MaxSteps int
+	// Retries is how many times a failed step is run again at the same
+	// rate before the rate counts as failed (a rate holds when any of its
+	// attempts held): one p99 spike from a neighbour on a shared machine
+	// should not end the doubling. Negative: none; 0: the default, 1.
+	Retries int
 	// Budget bounds the time of one search: no step starts when the
 	// longest step so far would end after it. 0: no time bound.
 	Budget time.Duration
@@ -50,10 +55,11 @@ type Config struct {
 
 // Defaults is the configuration of `exactly loadgen --find-max` without
 // flags: start at 1000 records/s, 1 % tolerance, p99 under 50 ms, 5 %
-// precision, at most 12 steps, 3 minutes, 10 million records/s.
+// precision, one retry of a failed step, at most 16 steps, 3 minutes,
+// 10 million records/s.
 func Defaults() Config {
-	return Config{Start: 1000, Tolerance: 0.01, MaxP99: 50 * time.Millisecond, Precision: 0.05, MaxSteps: 12,
-		Budget: 3 * time.Minute, MaxRate: 10_000_000}
+	return Config{Start: 1000, Tolerance: 0.01, MaxP99: 50 * time.Millisecond, Precision: 0.05, MaxSteps: 16,
+		Retries: 1, Budget: 3 * time.Minute, MaxRate: 10_000_000}
 }
 
 // withDefaults fills the zero fields of c from Defaults.
@@ -76,6 +82,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRate <= 0 {
 		c.MaxRate = d.MaxRate
+	}
+	switch {
+	case c.Retries == 0:
+		c.Retries = d.Retries
+	case c.Retries < 0:
+		c.Retries = 0
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -103,6 +115,8 @@ type StepFunc func(ctx context.Context, rate int) (Measurement, error)
 type Step struct {
 	// Target is the offered rate, records/s.
 	Target int
+	// Attempt is 1 for a rate's first step, 2 for its first retry, ….
+	Attempt int
 	Measurement
 	// Held says the step held: its rate achieved, its p99 under the bound,
 	// no failure.
@@ -157,49 +171,75 @@ func (c Config) Judge(target int, m Measurement) (held bool, why string) {
 // Search looks for the sustainable rate under c with step, calling
 // observe (if not nil) after each step. Invariants: every rate tried after
 // the first lies strictly between the highest held rate and the lowest
-// failed rate so far, and the answer (Result.Sustainable) is the target of
-// a step that held, or 0.
+// failed rate so far (a retry repeats the rate that just failed), and the
+// answer (Result.Sustainable) is the target of a step that held, or 0.
 func Search(ctx context.Context, c Config, step StepFunc, observe func(Step)) Result {
 	c = c.withDefaults()
-	var result Result
-	started := c.Now()
-	var longest time.Duration
+	s := &search{config: c, step: step, observe: observe, started: c.Now()}
 	rate := min(c.Start, c.MaxRate)
 	for {
-		if len(result.Steps) >= c.MaxSteps {
-			result.Stopped = StoppedMaxSteps
-			break
+		held, ran, stopped := s.try(ctx, rate)
+		if !held && ran {
+			s.result.Failed = rate // below any failed rate, as every rate tried is
 		}
-		if c.Budget > 0 && len(result.Steps) > 0 && c.Now().Sub(started)+longest > c.Budget {
-			result.Stopped = StoppedBudget
-			break
-		}
-		stepStarted := c.Now()
-		measured, err := step(ctx, rate)
-		if err != nil {
-			result.Stopped, result.Err = StoppedError, err
-			break
-		}
-		s := Step{Target: rate, Measurement: measured, Took: c.Now().Sub(stepStarted)}
-		s.Held, s.Why = c.Judge(rate, measured)
-		longest = max(longest, s.Took)
-		result.Steps = append(result.Steps, s)
-		if observe != nil {
-			observe(s)
-		}
-		if s.Held {
-			result.Sustainable = max(result.Sustainable, rate)
-		} else if result.Failed == 0 || rate < result.Failed {
-			result.Failed = rate
-		}
-		next, stopped := nextRate(c, result.Sustainable, result.Failed)
 		if stopped != "" {
-			result.Stopped = stopped
+			s.result.Stopped = stopped
+			break
+		}
+		if held {
+			s.result.Sustainable = max(s.result.Sustainable, rate)
+		}
+		next, stopped := nextRate(c, s.result.Sustainable, s.result.Failed)
+		if stopped != "" {
+			s.result.Stopped = stopped
 			break
 		}
 		rate = next
 	}
-	return result
+	return s.result
+}
+
+// search is the state of one Search.
+type search struct {
+	config  Config
+	step    StepFunc
+	observe func(Step)
+	started time.Time
+	longest time.Duration // the longest step so far, for the budget
+	result  Result
+}
+
+// try runs rate's attempts: the first, and retries while they fail. It
+// says whether one held, whether any ran, and why the search must stop
+// (a bound, or an error) if it must.
+func (s *search) try(ctx context.Context, rate int) (held, ran bool, stopped string) {
+	c := s.config
+	for attempt := 1; attempt <= 1+c.Retries; attempt++ {
+		if len(s.result.Steps) >= c.MaxSteps {
+			return false, ran, StoppedMaxSteps
+		}
+		if c.Budget > 0 && len(s.result.Steps) > 0 && c.Now().Sub(s.started)+s.longest > c.Budget {
+			return false, ran, StoppedBudget
+		}
+		stepStarted := c.Now()
+		measured, err := s.step(ctx, rate)
+		if err != nil {
+			s.result.Err = err
+			return false, ran, StoppedError
+		}
+		ran = true
+		one := Step{Target: rate, Attempt: attempt, Measurement: measured, Took: c.Now().Sub(stepStarted)}
+		one.Held, one.Why = c.Judge(rate, measured)
+		s.longest = max(s.longest, one.Took)
+		s.result.Steps = append(s.result.Steps, one)
+		if s.observe != nil {
+			s.observe(one)
+		}
+		if one.Held {
+			return true, true, ""
+		}
+	}
+	return false, ran, ""
 }
 
 // nextRate is the rate to try after the highest held rate held and the

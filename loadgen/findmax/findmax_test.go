@@ -30,15 +30,22 @@ func checkInvariants(t *testing.T, result Result) {
 	held, failed := 0, 0
 	answerHeld := result.Sustainable == 0
 	for i, step := range result.Steps {
-		if i > 0 && (step.Target <= held || (failed != 0 && step.Target >= failed)) {
+		retry := step.Attempt > 1
+		if retry && (step.Target != result.Steps[i-1].Target || result.Steps[i-1].Held || step.Attempt != result.Steps[i-1].Attempt+1) {
+			t.Errorf("step %d: attempt %d at %d after %+v", i, step.Attempt, step.Target, result.Steps[i-1])
+		}
+		if !retry && i > 0 && (step.Target <= held || (failed != 0 && step.Target >= failed)) {
 			t.Errorf("step %d tried %d, outside (%d, %d)", i, step.Target, held, failed)
 		}
+		// A rate fails once its last attempt failed: when the next step is
+		// not a retry of it.
+		lastAttempt := i+1 == len(result.Steps) || result.Steps[i+1].Attempt == 1
 		if step.Held {
 			held = max(held, step.Target)
 			if step.Target == result.Sustainable {
 				answerHeld = true
 			}
-		} else if failed == 0 || step.Target < failed {
+		} else if lastAttempt && (failed == 0 || step.Target < failed) {
 			failed = step.Target
 		}
 	}
@@ -175,6 +182,32 @@ func TestSearchBounds(t *testing.T) {
 			t.Errorf("err %v, stopped %q, sustainable %d, observed %d", result.Err, result.Stopped, result.Sustainable, len(observed))
 		}
 	})
+}
+
+func TestSearchRetriesAFailedStepOnce(t *testing.T) {
+	// 2000 fails on its first attempt only (a p99 spike), capacity 8000.
+	spiked := false
+	var calls []int
+	inner := capacityStep(8000, &calls)
+	step := func(ctx context.Context, rate int) (Measurement, error) {
+		m, err := inner(ctx, rate)
+		if rate == 2000 && !spiked {
+			spiked, m.P99 = true, time.Second
+		}
+		return m, err
+	}
+	result := Search(context.Background(), Config{MaxSteps: 64}, step, nil)
+	checkInvariants(t, result)
+	if result.Sustainable != 8000 || calls[1] != 2000 || calls[2] != 2000 || result.Steps[2].Attempt != 2 {
+		t.Errorf("steps %v, sustainable %d: the retry of 2000 should hold and the search go on to 8000", calls, result.Sustainable)
+	}
+	// Without retries the spike ends the doubling at 1000.
+	spiked, calls = false, nil
+	result = Search(context.Background(), Config{MaxSteps: 64, Retries: -1}, step, nil)
+	checkInvariants(t, result)
+	if result.Sustainable >= 2000 {
+		t.Errorf("without retries: steps %v, sustainable %d, want under 2000", calls, result.Sustainable)
+	}
 }
 
 func TestJudge(t *testing.T) {

@@ -63,7 +63,10 @@ type FindMaxCriteria struct {
 	Precision float64 `json:"precision"`
 	// StartRecordsPerSecond is the first rate tried.
 	StartRecordsPerSecond int `json:"start_records_per_second"`
-	// MaxSteps and BudgetSeconds bound each mode's search.
+	// Retries is how many times a failed step is run again at its rate
+	// (the rate holds if any attempt held).
+	Retries int `json:"retries"`
+	// MaxSteps (retries included) and BudgetSeconds bound each mode's search.
 	MaxSteps      int     `json:"max_steps"`
 	BudgetSeconds float64 `json:"budget_seconds"`
 	// StepWarmupSeconds and StepSeconds are each step's warm-up and
@@ -102,7 +105,10 @@ type FindMaxMode struct {
 
 // FindMaxStep is one fixed-rate step of a search.
 type FindMaxStep struct {
-	TargetRecordsPerSecond   int     `json:"target_records_per_second"`
+	TargetRecordsPerSecond int `json:"target_records_per_second"`
+	// Attempt is 1 for a rate's first step, 2 for the retry of a failed
+	// one, ….
+	Attempt                  int     `json:"attempt"`
 	AchievedRecordsPerSecond float64 `json:"achieved_records_per_second"`
 	P99Millis                float64 `json:"p99_ms"`
 	Held                     bool    `json:"held"`
