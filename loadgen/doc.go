@@ -9,7 +9,9 @@
 // stage (load.go, stage.go) and its producers (producer.go, or the single
 // writers of singlewriter.go), drains, reads back and checks what it wrote
 // (check.go, readback.go, polls.go) and is judged against its expectation
-// (expectations.go). What differs between modes, and the machinery a mode
+// (expectations.go). FindMax (sustainable.go) searches each mode's
+// sustainable rate, one fixed-rate Run per step, with the search of
+// package findmax. What differs between modes, and the machinery a mode
 // uses, live in the packages below:
 //
 //   - a delivery mode lives in package modes, one file per mode, as a
