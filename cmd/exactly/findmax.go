@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/findmax"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
@@ -116,15 +118,20 @@ func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Worklo
 	if err != nil {
 		return err
 	}
+	var latency loadgen.Workload
+	if len(fractions) > 0 {
+		if !slices.Contains(workload.Modes, modes.Baseline()) {
+			return fmt.Errorf("--rate-fraction takes fractions of %s's sustainable rate: add it to --mode", modes.Baseline())
+		}
+		if latency, err = fractionWorkloadOf(flags, fractionWorkload); err != nil {
+			return err
+		}
+	}
 	var runErr error
 	for i, config := range configs {
 		var after func(loadgen.Target, report.FindMaxTarget) error
 		if i == 0 && len(fractions) > 0 {
 			after = func(target loadgen.Target, searched report.FindMaxTarget) error {
-				latency, err := fractionWorkloadOf(flags, fractionWorkload)
-				if err != nil {
-					return err
-				}
 				runs, load, err := runAtFractions(ctx, target, latency, flags, baselineRate(searched),
 					"find-max on "+target.Kind(), fractions, stdout)
 				results.Runs, results.FindMax.EqualLoad = append(results.Runs, runs...), load
@@ -140,7 +147,7 @@ func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Worklo
 		}
 		results.FindMax.Targets = append(results.FindMax.Targets, *searched)
 		if runErr = err; runErr != nil {
-			break // interrupted
+			break // interrupted, or the runs at rate fractions could not run
 		}
 	}
 	results.FinishedAt = time.Now()
@@ -256,8 +263,10 @@ func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.R
 	}
 	fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", path, page)
 	switch {
-	case runErr != nil:
+	case errors.Is(runErr, context.Canceled):
 		return fmt.Errorf("interrupted: %w", runErr)
+	case runErr != nil:
+		return runErr
 	case !results.Passed:
 		return errors.New("a find-max step failed its checks (status \"fail\" in the steps of the results file), or a run at a rate fraction failed")
 	}
