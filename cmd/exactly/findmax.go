@@ -261,7 +261,13 @@ func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.R
 	if err != nil {
 		return fmt.Errorf("write dashboard: %w", err)
 	}
-	fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", path, page)
+	if flags.jsonProgress {
+		line, _ := json.Marshal(map[string]any{"event": "find_max_finished", "passed": results.Passed,
+			"interrupted": runErr != nil, "results": path, "dashboard": page})
+		fmt.Fprintf(stdout, "%s\n", line)
+	} else {
+		fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", path, page)
+	}
 	switch {
 	case errors.Is(runErr, context.Canceled):
 		return fmt.Errorf("interrupted: %w", runErr)
