@@ -13,7 +13,9 @@
 // scheduled send time, with the uncorrected figure beside them
 // (sendtime.go); every result records where it was measured: machine,
 // whether client and broker share it, the broker's settings
-// (runcontext.go). What differs between modes, and the machinery a mode
+// (runcontext.go). FindMax (sustainable.go) searches each mode's
+// sustainable rate, one fixed-rate Run per step, with the search of
+// package findmax. What differs between modes, and the machinery a mode
 // uses, live in the packages below:
 //
 //   - a delivery mode lives in package modes, one file per mode, as a

@@ -40,6 +40,7 @@ type loadgenFlags struct {
 	dedupWindow                                      int64
 	quiet, jsonProgress                              bool
 	listWorkloads, listPlans, quick                  bool
+	findMax                                          findMaxFlags
 }
 
 func (f *loadgenFlags) register(fs *flag.FlagSet) {
@@ -73,6 +74,7 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output: only the summary tables and where the results are")
 	fs.BoolVar(&f.jsonProgress, "json-progress", false, "progress as JSON lines on stdout (events suite, cell_started, status, cell_finished, suite_finished) instead of text and tables, for scripts")
 	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads and exit")
+	f.findMax.register(fs)
 }
 
 // apply overrides the workload's values with the flags that were set.
@@ -166,6 +168,15 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if flags.quick {
 		flags.workload = "quick"
 	}
+	switch {
+	case flags.findMax.enabled && !flagSet(fs, "workload"):
+		flags.workload = "find-max"
+	case flags.findMax.fractions != "" && !flagSet(fs, "workload"):
+		flags.workload = fractionWorkload
+	}
+	if flags.findMax.targets != "" && !flags.findMax.enabled {
+		return errors.New("--targets is for --find-max only; use --target for one target")
+	}
 	if flags.listWorkloads {
 		for _, name := range loadgen.WorkloadNames() {
 			fmt.Fprintln(stdout, name)
@@ -181,6 +192,12 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	switch {
+	case flags.findMax.enabled:
+		return runFindMax(ctx, flags, workload, stdout)
+	case flags.findMax.fractions != "":
+		return runFractions(ctx, flags, workload, stdout)
+	}
 	kind, bootstrap := flags.target, []string(nil)
 	if flags.bootstrap != "" {
 		kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
@@ -234,6 +251,13 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return errors.New("at least one run failed its expectation (FAIL or ERROR above)")
 	}
 	return nil
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // planHelp lists the shipped fault plans with their descriptions, and

@@ -111,6 +111,9 @@ func TestResultsSchemaGolden(t *testing.T) {
 	run.FaultRunInfo = FaultRunInfo{FaultPlan: "ack-loss", LoadStartedAt: run.StartedAt,
 		FaultEvents: []FaultEvent{{ElapsedSeconds: 1, Kind: "drop-response", Broker: "127.0.0.1:1", Detail: "Produce"}},
 		Expectation: &Expectation{Expected: "lost = 0", Observed: "lost 0", Verdict: StatusPass, Why: "why", Offenders: []string{"none"}}}
+	results.FindMax = &FindMax{Targets: []FindMaxTarget{{Target: results.Target, Modes: []FindMaxMode{{
+		Name: "at-least-once", Mode: "at-least-once", Stopped: "error", Error: "error",
+		Steps: []FindMaxStep{{TargetRecordsPerSecond: 1000, Why: "why", Status: StatusPass}}}}}}}
 	encoded, err := json.Marshal(results)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,8 @@
 //	              "cpu_model", "gomaxprocs", "kernel"},  // the last three, and target's last three, added in v1
 //	  "workload": {…},                        // the workload as run, field names as in the YAML file
 //	  "passed": true,                         // every run met its expectation (unsupported runs do not fail)
-//	  "runs": [ Run, … ]
+//	  "runs": [ Run, … ],
+//	  "find_max": FindMax                     // --find-max only; added in v1, omitted when absent
 //	}
 //
 // Run, one per delivery mode (and per commit interval of a transactional
@@ -107,4 +108,29 @@
 //
 // The "hdr" field decodes with hdrhistogram.Decode (Go) or
 // HistogramLogReader (Java) to the full recorded distribution.
+//
+// FindMax, the sustainable-rate search of `exactly loadgen --find-max`
+// (its runs list is empty: the steps are summarized here instead):
+//
+//	{"criteria": {"tolerance": 0.01, "max_p99_ms": 50, "precision": 0.05, "start_records_per_second": 1000,
+//	              "retries": 1, "max_steps": 16, "budget_seconds": 180, "step_warmup_seconds": 1, "step_seconds": 3},
+//	 "targets": [{"target": {"kind", "bootstrap", "description"},
+//	              "modes": [{"name": "transactional@100ms", "mode": "transactional",
+//	                         "sustainable_records_per_second": 12000,  // highest target of a held step; 0: none held
+//	                         "failed_records_per_second": 12500,       // lowest failed target above it; 0: none
+//	                         "ratio_to_baseline": 0.8,                 // over at-least-once's on the same target
+//	                         "stopped": "precision|max-rate|max-steps|budget|none-held|error", "error": "…",
+//	                         "steps": [{"target_records_per_second", "attempt", "achieved_records_per_second", "p99_ms",
+//	                                    "held", "why", "status", "seconds"}, …]}, …]}, …]}
+//
+// A step held when its run passed its checks, achieved at least (1 -
+// tolerance) × its target (records sent after the warm-up and acknowledged,
+// over step_seconds), and its p99 acknowledgement latency was at most
+// max_p99_ms; a failed step is run again up to retries times (attempt 2,
+// …) and its rate holds if any attempt held. The sustainable rate is always
+// the target of a held step, never a rate between steps. With
+// --rate-fraction, "equal_load" says at which rates the runs list ran:
+//
+//	"equal_load": {"baseline_records_per_second": 12000, "source": "find-max on embedded|--sustainable-rate",
+//	               "cells": [{"fraction": 0.5, "records_per_second": 6000, "runs": ["at-least-once at 50%", …]}, …]}
 package report

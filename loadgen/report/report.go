@@ -39,6 +39,9 @@ type Results struct {
 	Workload      json.RawMessage `json:"workload"`
 	Passed        bool            `json:"passed"`
 	Runs          []*Run          `json:"runs"`
+	// FindMax is the sustainable-rate search of --find-max (findmax.go);
+	// added in v1, omitted when absent.
+	FindMax *FindMax `json:"find_max,omitempty"`
 }
 
 // Target describes the cluster a run spoke to.

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/exactly-eos/exactly/loadgen/report"
+)
+
+// TestFindMaxTwoTargetsInOneRun runs --find-max on the embedded broker and
+// kfake in one invocation with two tiny steps per mode: every step is
+// printed as it ends, the tables give each mode's rate per target and the
+// ratio of kfake's to the embedded broker's, and the results file holds
+// the find_max section with both targets.
+func TestFindMaxTwoTargetsInOneRun(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"loadgen", "--find-max", "--targets", "embedded,kfake", "--mode", "at-least-once,idempotent",
+		"--find-max-start", "200", "--find-max-steps", "2", "--find-max-p99", "1s", "--warmup", "0s", "--duration", "1s",
+		"--consumers", "0", "--out", out}, &stdout, &stderr)
+	text := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, text, stderr.String())
+	}
+	for _, want := range []string{"find-max on embedded", "find-max on kfake",
+		"embedded at-least-once step 1: target 200 rec/s", "kfake idempotent step 2: target 400 rec/s",
+		"sustainable rec/s", "kfake/embedded"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(out, "loadgen-*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("results files %v (%v), want one", files, err)
+	}
+	results, err := report.Read(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := results.FindMax
+	if section == nil || len(section.Targets) != 2 || section.Targets[0].Target.Kind != "embedded" || section.Targets[1].Target.Kind != "kfake" {
+		t.Fatalf("find_max section %+v, want embedded then kfake", section)
+	}
+	for _, target := range section.Targets {
+		if len(target.Modes) != 2 || target.Modes[0].Name != "at-least-once" || len(target.Modes[0].Steps) != 2 {
+			t.Errorf("%s: modes %+v", target.Target.Kind, target.Modes)
+		}
+	}
+	if _, err := os.Stat(strings.TrimSuffix(files[0], ".json") + ".html"); err != nil {
+		t.Errorf("no dashboard: %v", err)
+	}
+}
+
+// The flags of --find-max and --rate-fraction that cannot work end the
+// command before any run, with one line saying why.
+func TestFindMaxFlagErrors(t *testing.T) {
+	for _, test := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--targets", "embedded,kfake"}, "--targets is for --find-max only"},
+		{[]string{"--find-max", "--targets", "embedded,nowhere"}, `--targets: "nowhere" is not embedded or kfake`},
+		{[]string{"--find-max", "--targets", "kfake", "--bootstrap", "127.0.0.1:1"}, "use --bootstrap alone"},
+		{[]string{"--rate-fraction", "0.5", "--target", "kfake"}, "--rate-fraction needs --find-max, or at-least-once's sustainable rate in --sustainable-rate"},
+		{[]string{"--find-max", "--mode", "idempotent", "--rate-fraction", "0.5", "--target", "kfake"}, "add it to --mode"},
+		{[]string{"--rate-fraction", "1.5", "--sustainable-rate", "1000", "--target", "kfake"}, `--rate-fraction "1.5": not a fraction in (0, 1]`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append(append([]string{"loadgen"}, test.args...), "--out", t.TempDir()), &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), test.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", test.args, code, stderr.String(), test.want)
+		}
+	}
+}
+
+// TestRateFractionsOfAGivenRate runs the latency workload's cells at 50 %
+// and 100 % of --sustainable-rate: each mode once per fraction, at that
+// rate, named after it, with equal_load saying which rates ran.
+func TestRateFractionsOfAGivenRate(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"loadgen", "--rate-fraction", "0.5,1", "--sustainable-rate", "400", "--target", "kfake",
+		"--mode", "at-least-once,idempotent", "--warmup", "0s", "--duration", "1s", "--consumers", "0", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	files, err := filepath.Glob(filepath.Join(out, "loadgen-*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("results files %v (%v), want one", files, err)
+	}
+	results, err := report.Read(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := results.FindMax.EqualLoad
+	if load == nil || load.BaselineRecordsPerSecond != 400 || len(load.Cells) != 2 || load.Cells[0].RecordsPerSecond != 200 || load.Cells[1].RecordsPerSecond != 400 {
+		t.Fatalf("equal_load %+v", load)
+	}
+	want := []string{"at-least-once at 50%", "idempotent at 50%", "at-least-once at 100%", "idempotent at 100%"}
+	if len(results.Runs) != len(want) {
+		t.Fatalf("%d runs, want %d", len(results.Runs), len(want))
+	}
+	for i, run := range results.Runs {
+		rate := float64(load.Cells[i/2].RecordsPerSecond)
+		if run.Name != want[i] || run.Status != report.StatusPass || run.Throughput.RecordsPerSecond < 0.9*rate || run.Throughput.RecordsPerSecond > 1.1*rate {
+			t.Errorf("run %d: %s %s at %.0f rec/s; want %s, pass, about %.0f", i, run.Name, run.Status, run.Throughput.RecordsPerSecond, want[i], rate)
+		}
+	}
+	if !strings.Contains(stdout.String(), "equal offered load: fractions of at-least-once's sustainable rate 400 rec/s (--sustainable-rate): 50 % = 200 rec/s, 100 % = 400 rec/s") {
+		t.Errorf("output lacks the equal-load line:\n%s", stdout.String())
+	}
+}
