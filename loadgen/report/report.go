@@ -39,6 +39,9 @@ type Results struct {
 	Workload      json.RawMessage `json:"workload"`
 	Passed        bool            `json:"passed"`
 	Runs          []*Run          `json:"runs"`
+	// Overhead holds the ratios of a run of interleaved rounds (the
+	// overhead workload; added within schema version 1, omitted otherwise).
+	Overhead *Overhead `json:"overhead,omitempty"`
 }
 
 // Target describes the cluster a run spoke to.
@@ -91,6 +94,11 @@ type Run struct {
 	// Application is what the application-level machinery did (added
 	// within schema version 1; omitted for the broker-level modes).
 	Application *ApplicationRun `json:"application,omitempty"`
+	// Round and Slot place a run of interleaved rounds (the overhead
+	// workload): its round, from 1, and its slot in the round (added
+	// within schema version 1; omitted for other runs).
+	Round int    `json:"round,omitempty"`
+	Slot  string `json:"slot,omitempty"`
 }
 
 // Latency histogram names.

@@ -1,0 +1,226 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/exactly-eos/exactly/loadgen/modes"
+	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/stats"
+)
+
+// OverheadSpec makes a workload a run of interleaved rounds: in each
+// round every slot (the baseline, a second baseline slot for the A/A
+// noise floor, then each other mode and commit interval) runs once, on a
+// fresh topic, in an order rotated by one per round, so that a drift of
+// the machine during the run (another process, a warm cache) spreads
+// over every slot instead of biasing the ones that ran last. Each
+// slot's throughput and p99 produce-ack latency are divided by the
+// baseline's of the same round; the median of those ratios, with a
+// bootstrap interval over the rounds, is the overhead (package stats).
+//
+//	overhead:
+//	  rounds: 5          # --rounds overrides
+//	  rates: [0, 5000]   # offered loads (records/s, 0: saturation); omitted: the workload's rate
+type OverheadSpec struct {
+	// Rounds is how many times every slot runs.
+	Rounds int `yaml:"rounds" json:"rounds"`
+	// Rates are the offered loads, one table each, in records/s over all
+	// producers (0: as fast as acknowledged). Empty: the workload's Rate.
+	Rates []int `yaml:"rates" json:"rates,omitempty"`
+}
+
+// Bootstrap settings of every overhead table: fixed, so that the same
+// rounds give the same interval.
+const (
+	overheadResamples  = 2000
+	overheadConfidence = 0.95
+	overheadSeed       = 17
+)
+
+func (o *OverheadSpec) validate(w Workload) error {
+	switch {
+	case o.Rounds < 1 || o.Rounds > 100:
+		return fmt.Errorf("rounds: %d is outside 1..100", o.Rounds)
+	case len(w.Faults) > 0:
+		return errors.New("overhead: rounds measure modes without faults; remove the fault matrix (faults) or the overhead section")
+	}
+	for _, rate := range o.Rates {
+		if rate < 0 {
+			return fmt.Errorf("rates: %d is negative", rate)
+		}
+	}
+	return nil
+}
+
+// rates returns the offered loads of the rounds.
+func (o *OverheadSpec) rates(w Workload) []int {
+	if len(o.Rates) == 0 {
+		return []int{w.Rate}
+	}
+	return o.Rates
+}
+
+// overheadSlot is one configuration run once per round.
+type overheadSlot struct {
+	// name labels the slot in tables; key names it in topics.
+	name, key string
+	mode      string
+	interval  time.Duration
+	// noiseFloor marks the A/A slot: the baseline mode a second time.
+	noiseFloor bool
+}
+
+// aaSuffix marks the A/A slot's name.
+const aaSuffix = " (A/A)"
+
+// overheadSlots lists a workload's slots: the baseline, the A/A slot,
+// then each other mode (one slot per commit interval of a sweeping mode).
+func overheadSlots(w Workload) []overheadSlot {
+	baseline := modes.Baseline()
+	slots := []overheadSlot{{name: baseline, key: baseline, mode: baseline},
+		{name: baseline + aaSuffix, key: baseline + "-aa", mode: baseline, noiseFloor: true}}
+	for _, mode := range w.Modes {
+		if mode == baseline {
+			continue
+		}
+		for _, interval := range commitIntervals(mode, w) {
+			slot := overheadSlot{name: mode, key: mode, mode: mode, interval: interval}
+			if interval > 0 {
+				slot.name = fmt.Sprintf("%s@%s", mode, interval)
+				slot.key = strings.NewReplacer(".", "_").Replace(fmt.Sprintf("%s-%s", mode, interval))
+			}
+			slots = append(slots, slot)
+		}
+	}
+	return slots
+}
+
+// planOverheadRuns expands an overhead workload into its runs: for each
+// offered load, Rounds rounds of every slot, the slots' order rotated by
+// one per round. Run names are "<slot> #<round>" (with the load,
+// "<slot> <rate>/s #<round>"); each run has its own topic.
+func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, error) {
+	slots := overheadSlots(workload)
+	rates := workload.Overhead.rates(workload)
+	var runs []runPlan
+	for _, rate := range rates {
+		for round := 1; round <= workload.Overhead.Rounds; round++ {
+			for i := range slots {
+				slot := slots[(i+round-1)%len(slots)]
+				single := workload
+				single.Overhead, single.Rate, single.Modes = nil, rate, []string{slot.mode}
+				if slot.interval > 0 {
+					single.Transaction.CommitIntervals = []Duration{Duration(slot.interval)}
+				}
+				planned, err := planRuns(single, runID, bootstrap)
+				if err != nil {
+					return nil, err
+				}
+				if len(planned) != 1 {
+					return nil, fmt.Errorf("overhead slot %s: planned %d runs, want 1", slot.name, len(planned))
+				}
+				run := planned[0]
+				name, key := fmt.Sprintf("%s #%d", slot.name, round), fmt.Sprintf("%s.r%d", slot.key, round)
+				if len(rates) > 1 {
+					name = fmt.Sprintf("%s %d/s #%d", slot.name, rate, round)
+					key = fmt.Sprintf("%s.rate%d.r%d", slot.key, rate, round)
+				}
+				run.rename(name, key)
+				run.round, run.slot = round, slot.name
+				runs = append(runs, run)
+			}
+		}
+	}
+	return runs, nil
+}
+
+// rename gives a planned run another name and topic suffix, renaming
+// its topics to match.
+func (plan *runPlan) rename(name, topicSuffix string) {
+	oldPrefix := "exactly." + plan.runIDText + "." + plan.topicSuffix
+	newPrefix := "exactly." + plan.runIDText + "." + topicSuffix
+	renamed := func(topic string) string {
+		if topic == "" {
+			return ""
+		}
+		return newPrefix + strings.TrimPrefix(topic, oldPrefix)
+	}
+	plan.name, plan.topicSuffix = name, topicSuffix
+	plan.topic, plan.outputTopic = renamed(plan.topic), renamed(plan.outputTopic)
+	for i, topic := range plan.chainTopics {
+		plan.chainTopics[i] = renamed(topic)
+	}
+}
+
+// buildOverhead computes the overhead section from the runs of an
+// overhead workload (plans[i] planned runs[i]).
+func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *report.Overhead {
+	overhead := &report.Overhead{Baseline: modes.Baseline(), Rounds: workload.Overhead.Rounds, Producers: workload.Producers,
+		Resamples: overheadResamples, Confidence: overheadConfidence, Seed: overheadSeed}
+	slots := overheadSlots(workload)
+	for _, rate := range workload.Overhead.rates(workload) {
+		// byRound[slot][round-1] is the slot's run in that round.
+		byRound := map[string][]*report.Run{}
+		for i, run := range runs {
+			if plans[i].workload.Rate != rate || run.Round < 1 {
+				continue
+			}
+			if byRound[run.Slot] == nil {
+				byRound[run.Slot] = make([]*report.Run, workload.Overhead.Rounds)
+			}
+			byRound[run.Slot][run.Round-1] = run
+		}
+		load := report.OverheadLoad{Rate: rate}
+		baseline := byRound[slots[0].name]
+		for _, slot := range slots[1:] {
+			row := report.OverheadRow{Slot: slot.name, Mode: slot.mode, NoiseFloor: slot.noiseFloor,
+				CommitIntervalMs: float64(slot.interval) / float64(time.Millisecond)}
+			for _, run := range byRound[slot.name] {
+				if run != nil {
+					row.Runs = append(row.Runs, run.Name)
+				}
+			}
+			row.Throughput = ratioStat(byRound[slot.name], baseline, throughputOf, true)
+			row.AckP99 = ratioStat(byRound[slot.name], baseline, ackP99Of, false)
+			load.Rows = append(load.Rows, row)
+		}
+		overhead.Loads = append(overhead.Loads, load)
+	}
+	return overhead
+}
+
+// throughputOf and ackP99Of are the measures an overhead table compares;
+// 0 for a run that did not pass (its measurement says nothing about the
+// mode) or that did not measure.
+func throughputOf(run *report.Run) float64 { return run.Throughput.RecordsPerSecond }
+
+func ackP99Of(run *report.Run) float64 {
+	return max(run.Latency[report.LatencyProduceAck].Percentile(99), 0)
+}
+
+// ratioStat pairs a slot's rounds with the baseline's and summarizes
+// their ratios.
+func ratioStat(slotRuns, baselineRuns []*report.Run, measure func(*report.Run) float64, higherIsBetter bool) report.RatioStat {
+	var stat report.RatioStat
+	for round := range min(len(slotRuns), len(baselineRuns)) {
+		stat.Values = append(stat.Values, measured(slotRuns[round], measure))
+		stat.Baseline = append(stat.Baseline, measured(baselineRuns[round], measure))
+	}
+	stat.Ratios = stats.Ratios(stat.Values, stat.Baseline)
+	interval := stats.BootstrapMedian(stat.Ratios, overheadResamples, overheadConfidence, overheadSeed)
+	stat.Verdict = stats.Verdict(interval, higherIsBetter)
+	if len(stat.Ratios) > 0 {
+		stat.MedianRatio, stat.CILow, stat.CIHigh = interval.Median, interval.Low, interval.High
+	}
+	return stat
+}
+
+func measured(run *report.Run, measure func(*report.Run) float64) float64 {
+	if run == nil || run.Status != report.StatusPass {
+		return 0
+	}
+	return measure(run)
+}
