@@ -177,7 +177,7 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 		baseline := byRound[slots[0].name]
 		for _, slot := range slots[1:] {
 			row := report.OverheadRow{Slot: slot.name, Mode: slot.mode, NoiseFloor: slot.noiseFloor,
-				CommitIntervalMs: float64(slot.interval) / float64(time.Millisecond)}
+				CommitIntervalMs: float64(slot.interval) / float64(time.Millisecond), Runs: []string{}}
 			for _, run := range byRound[slot.name] {
 				if run != nil {
 					row.Runs = append(row.Runs, run.Name)
@@ -204,12 +204,13 @@ func ackP99Of(run *report.Run) float64 {
 // ratioStat pairs a slot's rounds with the baseline's and summarizes
 // their ratios.
 func ratioStat(slotRuns, baselineRuns []*report.Run, measure func(*report.Run) float64, higherIsBetter bool) report.RatioStat {
-	var stat report.RatioStat
+	// Empty rather than null arrays in the file: a reader indexes them.
+	stat := report.RatioStat{Values: []float64{}, Baseline: []float64{}}
 	for round := range min(len(slotRuns), len(baselineRuns)) {
 		stat.Values = append(stat.Values, measured(slotRuns[round], measure))
 		stat.Baseline = append(stat.Baseline, measured(baselineRuns[round], measure))
 	}
-	stat.Ratios = stats.Ratios(stat.Values, stat.Baseline)
+	stat.Ratios = append([]float64{}, stats.Ratios(stat.Values, stat.Baseline)...)
 	interval := stats.BootstrapMedian(stat.Ratios, overheadResamples, overheadConfidence, overheadSeed)
 	stat.Verdict = stats.Verdict(interval, higherIsBetter)
 	if len(stat.Ratios) > 0 {

@@ -141,15 +141,18 @@ type dashboardPage struct {
 	Baseline  string
 	Files     []*fileView
 	// Columns is how many results files sit side by side (CSS grid).
-	Columns    int
-	Throughput chartView
-	Overhead   chartView
-	RunRows    []runRow
-	RunNotes   []runRow
-	Comparison *comparisonView
-	Latency    []latencyGroup
-	TimeSeries []chartView
-	Faults     []faultRow
+	Columns int
+	// OverheadTables are the overhead sections' tables, the page's first
+	// section (results of interleaved rounds only).
+	OverheadTables []overheadTable
+	Throughput     chartView
+	Overhead       chartView
+	RunRows        []runRow
+	RunNotes       []runRow
+	Comparison     *comparisonView
+	Latency        []latencyGroup
+	TimeSeries     []chartView
+	Faults         []faultRow
 	// FaultKinds summarizes Faults by run and kind.
 	FaultKinds []faultSummaryRow
 	Checks     []checkRow
@@ -187,6 +190,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	if !options.Generated.IsZero() {
 		page.Generated = options.Generated.UTC().Format(time.RFC3339)
 	}
+	page.OverheadTables = overheadTables(files)
 	page.Throughput, page.Overhead = throughputCharts(files, names)
 	page.RunRows = runRows(files, names)
 	page.RunNotes = runNotes(page.RunRows)

@@ -105,6 +105,13 @@ func TestResultsSchemaGolden(t *testing.T) {
 	run.FaultRunInfo = FaultRunInfo{FaultPlan: "ack-loss", LoadStartedAt: run.StartedAt,
 		FaultEvents: []FaultEvent{{ElapsedSeconds: 1, Kind: "drop-response", Broker: "127.0.0.1:1", Detail: "Produce"}},
 		Expectation: &Expectation{Expected: "lost = 0", Observed: "lost 0", Verdict: StatusPass, Why: "why", Offenders: []string{"none"}}}
+	run.Round, run.Slot = 1, "at-least-once"
+	results.Overhead = overheadResults().Overhead
+	results.Overhead.Loads[0].Rows[0].CommitIntervalMs = 10
+	for i := range results.Overhead.Loads[0].Rows {
+		row := &results.Overhead.Loads[0].Rows[i]
+		row.Runs, row.AckP99 = []string{row.Slot + " #1"}, row.Throughput
+	}
 	encoded, err := json.Marshal(results)
 	if err != nil {
 		t.Fatal(err)

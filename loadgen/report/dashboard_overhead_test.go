@@ -1,0 +1,92 @@
+package report
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// overheadResults is a results file of two rounds with an overhead
+// section: an A/A row within noise, idempotent within noise (its interval
+// spans 1.0 though its median is above), transactional slower.
+func overheadResults() *Results {
+	results := &Results{SchemaVersion: SchemaVersion, Tool: "exactly loadgen", RunID: "00000000000000aa",
+		Target: Target{Kind: "embedded"}, Passed: true}
+	for round := 1; round <= 2; round++ {
+		for _, slot := range []string{"at-least-once", "at-least-once (A/A)", "idempotent", "transactional@100ms"} {
+			mode := strings.Fields(strings.Split(slot, "@")[0])[0]
+			results.Runs = append(results.Runs, &Run{Name: slot + " #" + string(rune('0'+round)), Mode: mode, Status: StatusPass,
+				Round: round, Slot: slot, Latency: map[string]*Histogram{}})
+		}
+	}
+	results.Overhead = &Overhead{Baseline: "at-least-once", Rounds: 2, Producers: 2, Resamples: 2000, Confidence: 0.95, Seed: 17,
+		Loads: []OverheadLoad{{Rate: 0, Rows: []OverheadRow{
+			{Slot: "at-least-once (A/A)", Mode: "at-least-once", NoiseFloor: true,
+				Throughput: RatioStat{Values: []float64{99, 101}, Baseline: []float64{100, 100}, Ratios: []float64{0.99, 1.01},
+					MedianRatio: 1, CILow: 0.99, CIHigh: 1.01, Verdict: "within noise"}},
+			{Slot: "idempotent", Mode: "idempotent",
+				Throughput: RatioStat{Values: []float64{95, 115}, Baseline: []float64{100, 100}, Ratios: []float64{0.95, 1.15},
+					MedianRatio: 1.05, CILow: 0.95, CIHigh: 1.15, Verdict: "within noise"}},
+			{Slot: "transactional@100ms", Mode: "transactional", CommitIntervalMs: 100,
+				Throughput: RatioStat{Values: []float64{80, 82}, Baseline: []float64{100, 100}, Ratios: []float64{0.8, 0.82},
+					MedianRatio: 0.81, CILow: 0.8, CIHigh: 0.82, Verdict: "slower"}},
+		}}}}
+	return results
+}
+
+// TestDashboardOpensWithTheOverheadTable: the overhead table is the
+// page's first section, with the baseline, the A/A noise floor and every
+// slot; a spanning interval is shown within noise, uncoloured, never as a
+// gain; the fault matrix column reads the matrix of the other file shown.
+func TestDashboardOpensWithTheOverheadTable(t *testing.T) {
+	matrix := loadFixture(t, kfakeFixture)
+	for _, run := range matrix.Runs {
+		run.FaultRunInfo = FaultRunInfo{FaultPlan: "ack-loss", Expectation: &Expectation{Verdict: StatusPass}}
+	}
+	page := renderFixtures(t, overheadResults(), matrix)
+	sections := regexp.MustCompile(`<section id="([^"]+)"`).FindAllStringSubmatch(page, -1)
+	if len(sections) == 0 || sections[0][1] != "overhead" {
+		t.Fatalf("first section %v, want overhead", sections)
+	}
+	section := page[strings.Index(page, `<section id="overhead">`):]
+	section = section[:strings.Index(section, "</section>")]
+	rows := regexp.MustCompile(`(?s)<tr data-slot="([^"]+)"[^>]*>(.*?)</tr>`).FindAllStringSubmatch(section, -1)
+	var slots []string
+	cells := map[string]string{}
+	for _, row := range rows {
+		slots = append(slots, row[1])
+		cells[row[1]] = row[2]
+	}
+	if strings.Join(slots, ",") != "at-least-once,at-least-once (A/A),idempotent,transactional@100ms" {
+		t.Fatalf("overhead rows %v", slots)
+	}
+	if !strings.Contains(cells["at-least-once (A/A)"], "noise floor") {
+		t.Errorf("A/A row not marked as the noise floor: %s", cells["at-least-once (A/A)"])
+	}
+	idempotent := cells["idempotent"]
+	if !strings.Contains(idempotent, "1.050 [0.950, 1.150]") || !strings.Contains(idempotent, "within noise") ||
+		strings.Contains(idempotent, "better") || strings.Contains(idempotent, "faster") {
+		t.Errorf("a ratio spanning 1.0 must read within noise, uncoloured: %s", idempotent)
+	}
+	if transactional := cells["transactional@100ms"]; !strings.Contains(transactional, `class="text worse">slower`) {
+		t.Errorf("transactional@100ms slower not marked worse: %s", transactional)
+	}
+	if !strings.Contains(cells["idempotent"], "2/2 pass") {
+		t.Errorf("rounds checked missing: %s", cells["idempotent"])
+	}
+	if !strings.Contains(cells["idempotent"], `status-pass">pass (1 runs)`) {
+		t.Errorf("fault matrix verdict of idempotent from the second file missing: %s", cells["idempotent"])
+	}
+	if !strings.Contains(section, "saturation") || !strings.Contains(section, "2 producers") {
+		t.Errorf("overhead table does not say the load and the producers: %s", section)
+	}
+}
+
+// TestDashboardWithoutOverheadHasNoOverheadSection: older results files
+// (no overhead section) still render, without the section.
+func TestDashboardWithoutOverheadHasNoOverheadSection(t *testing.T) {
+	page := renderFixtures(t, loadFixture(t, kfakeFixture), loadFixture(t, embeddedFixture))
+	if strings.Contains(page, `<section id="overhead">`) {
+		t.Error("a results file without rounds got an overhead section")
+	}
+}
