@@ -65,6 +65,27 @@ func TestPlanOverheadRunsRotatesSlots(t *testing.T) {
 	}
 }
 
+// TestPlanOverheadRunsPerLoad: a workload with several offered loads
+// runs its rounds at each, the load in the run's name and workload.
+func TestPlanOverheadRunsPerLoad(t *testing.T) {
+	workload, err := LoadWorkload("commit-curve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := planOverheadRuns(workload, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := len(overheadSlots(workload))
+	if slots != 6 || len(plans) != 2*workload.Overhead.Rounds*slots {
+		t.Fatalf("%d slots, %d runs; want 6 slots (baseline, A/A, 4 intervals) and %d runs", slots, len(plans), 2*workload.Overhead.Rounds*slots)
+	}
+	last := plans[len(plans)-1]
+	if last.workload.Rate != 20000 || !strings.Contains(last.name, " 20000/s #") || plans[0].workload.Rate != 0 {
+		t.Errorf("first run %s at %d/s, last %s at %d/s", plans[0].name, plans[0].workload.Rate, last.name, last.workload.Rate)
+	}
+}
+
 // TestOverheadSectionFromRounds: known per-round measurements give the
 // paired ratios, their median and a verdict; a failed round is left out.
 func TestOverheadSectionFromRounds(t *testing.T) {
