@@ -145,14 +145,17 @@ type dashboardPage struct {
 	// OverheadTables are the overhead sections' tables, the page's first
 	// section (results of interleaved rounds only).
 	OverheadTables []overheadTable
-	Throughput     chartView
-	Overhead       chartView
-	RunRows        []runRow
-	RunNotes       []runRow
-	Comparison     *comparisonView
-	Latency        []latencyGroup
-	TimeSeries     []chartView
-	Faults         []faultRow
+	// CommitCurves are the transactional slots' ratios against commit
+	// interval, drawn from the overhead sections.
+	CommitCurves []curveChart
+	Throughput   chartView
+	Overhead     chartView
+	RunRows      []runRow
+	RunNotes     []runRow
+	Comparison   *comparisonView
+	Latency      []latencyGroup
+	TimeSeries   []chartView
+	Faults       []faultRow
 	// FaultKinds summarizes Faults by run and kind.
 	FaultKinds []faultSummaryRow
 	Checks     []checkRow
@@ -191,6 +194,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 		page.Generated = options.Generated.UTC().Format(time.RFC3339)
 	}
 	page.OverheadTables = overheadTables(files)
+	page.CommitCurves = curveCharts(files)
 	page.Throughput, page.Overhead = throughputCharts(files, names)
 	page.RunRows = runRows(files, names)
 	page.RunNotes = runNotes(page.RunRows)

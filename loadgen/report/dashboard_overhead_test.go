@@ -90,3 +90,31 @@ func TestDashboardWithoutOverheadHasNoOverheadSection(t *testing.T) {
 		t.Error("a results file without rounds got an overhead section")
 	}
 }
+
+// TestCommitCurveChart: with two or more commit intervals the overhead
+// section draws the curve, one point with an interval bar per interval
+// and measure; with one interval there is no curve.
+func TestCommitCurveChart(t *testing.T) {
+	results := overheadResults()
+	if page := renderFixtures(t, results); strings.Contains(page, `class="chart curve"`) {
+		t.Error("one commit interval drew a curve")
+	}
+	rows := &results.Overhead.Loads[0].Rows
+	second := (*rows)[2]
+	second.Slot, second.CommitIntervalMs = "transactional@1s", 1000
+	*rows = append(*rows, second)
+	page := renderFixtures(t, results)
+	svgs := regexp.MustCompile(`(?s)<figure class="chart curve"><figcaption>([^<]*)</figcaption>(<svg.*?</svg>)</figure>`).FindAllStringSubmatch(page, -1)
+	if len(svgs) != 2 {
+		t.Fatalf("%d curve charts, want 2 (throughput, p99)", len(svgs))
+	}
+	for _, svg := range svgs {
+		elements := parseSVG(t, svg[1], svg[2])
+		if elements["circle"] != 2 || elements["path"] != 1 {
+			t.Errorf("%s: %d points, %d lines; want 2 points on 1 line", svg[1], elements["circle"], elements["path"])
+		}
+	}
+	if !strings.Contains(svgs[0][2], "100 ms") || !strings.Contains(svgs[0][2], "1000 ms") || !strings.Contains(svgs[0][2], "0.810 [0.800, 0.820]") {
+		t.Errorf("curve does not label its intervals and ratios: %s", svgs[0][2])
+	}
+}
