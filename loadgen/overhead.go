@@ -100,8 +100,9 @@ func overheadSlots(w Workload) []overheadSlot {
 
 // planOverheadRuns expands an overhead workload into its runs: for each
 // offered load, Rounds rounds of every slot, the slots' order rotated by
-// one per round. Run names are "<slot> #<round>" (with the load,
-// "<slot> <rate>/s #<round>"); each run has its own topic.
+// one per round. Run names are "<slot> #<round>" (with several loads,
+// "<slot> <load> #<round>", the load "max" or "5000/s"); each run has its
+// own topic.
 func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, error) {
 	slots := overheadSlots(workload)
 	rates := workload.Overhead.rates(workload)
@@ -125,7 +126,7 @@ func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]ru
 				run := planned[0]
 				name, key := fmt.Sprintf("%s #%d", slot.name, round), fmt.Sprintf("%s.r%d", slot.key, round)
 				if len(rates) > 1 {
-					name = fmt.Sprintf("%s %d/s #%d", slot.name, rate, round)
+					name = fmt.Sprintf("%s %s #%d", slot.name, rateLabel(rate), round)
 					key = fmt.Sprintf("%s.rate%d.r%d", slot.key, rate, round)
 				}
 				run.rename(name, key)
@@ -135,6 +136,14 @@ func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]ru
 		}
 	}
 	return runs, nil
+}
+
+// rateLabel names an offered load in run names: "max" for saturation.
+func rateLabel(rate int) string {
+	if rate == 0 {
+		return "max"
+	}
+	return fmt.Sprintf("%d/s", rate)
 }
 
 // rename gives a planned run another name and topic suffix, renaming
@@ -185,6 +194,13 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 			}
 			row.Throughput = ratioStat(byRound[slot.name], baseline, throughputOf, true)
 			row.AckP99 = ratioStat(byRound[slot.name], baseline, ackP99Of, false)
+			if rate > 0 {
+				keptUp := len(row.Throughput.Values) > 0
+				for _, value := range row.Throughput.Values {
+					keptUp = keptUp && value >= 0.99*float64(rate)
+				}
+				row.KeptUp = &keptUp
+			}
 			load.Rows = append(load.Rows, row)
 		}
 		overhead.Loads = append(overhead.Loads, load)

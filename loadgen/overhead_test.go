@@ -28,7 +28,7 @@ func overheadWorkload(t *testing.T) Workload {
 // order rotates by one per round, and every run has its own topic.
 func TestPlanOverheadRunsRotatesSlots(t *testing.T) {
 	workload := overheadWorkload(t)
-	workload.Overhead.Rounds = 3
+	workload.Overhead.Rounds, workload.Overhead.Rates = 3, nil // one load: the workload's rate
 	plans, err := planOverheadRuns(workload, 1, []string{"127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestPlanOverheadRunsPerLoad(t *testing.T) {
 // paired ratios, their median and a verdict; a failed round is left out.
 func TestOverheadSectionFromRounds(t *testing.T) {
 	workload := overheadWorkload(t)
-	workload.Overhead.Rounds = 3
+	workload.Overhead.Rounds, workload.Overhead.Rates = 3, nil // one load: the workload's rate
 	workload.Modes = []string{"at-least-once", "idempotent"}
 	plans, err := planOverheadRuns(workload, 1, nil)
 	if err != nil {
@@ -129,11 +129,12 @@ func TestOverheadSectionFromRounds(t *testing.T) {
 }
 
 // TestOverheadRunAgainstEmbeddedBroker runs the overhead workload, 2
-// short rounds, against our broker: every run passes its checks and the
-// results carry an overhead section with the A/A row and one row per slot.
+// short rounds at saturation and at a fixed load, against our broker:
+// every run passes its checks and the results carry an overhead section
+// with one table per load, each with the A/A row and one row per slot.
 func TestOverheadRunAgainstEmbeddedBroker(t *testing.T) {
 	workload := overheadWorkload(t)
-	workload.Overhead.Rounds = 2
+	workload.Overhead.Rounds, workload.Overhead.Rates = 2, []int{0, 5000}
 	workload.Duration, workload.Warmup, workload.Records = Duration(700*time.Millisecond), 0, 4000
 	workload.Partitions = 2
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -142,8 +143,8 @@ func TestOverheadRunAgainstEmbeddedBroker(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if len(results.Runs) != 2*6 {
-		t.Fatalf("%d runs, want 12 (2 rounds of 6 slots)", len(results.Runs))
+	if len(results.Runs) != 2*2*6 {
+		t.Fatalf("%d runs, want 24 (2 loads, 2 rounds of 6 slots)", len(results.Runs))
 	}
 	for _, run := range results.Runs {
 		if run.Status != report.StatusPass || run.Round < 1 || run.Slot == "" {
@@ -164,6 +165,7 @@ func TestOverheadRunAgainstEmbeddedBroker(t *testing.T) {
 				Rows []struct {
 					Slot       string                     `json:"slot"`
 					NoiseFloor bool                       `json:"noise_floor"`
+					KeptUp     *bool                      `json:"kept_up"`
 					Runs       []string                   `json:"runs"`
 					Throughput map[string]json.RawMessage `json:"throughput"`
 					AckP99     map[string]json.RawMessage `json:"ack_p99"`
@@ -175,31 +177,37 @@ func TestOverheadRunAgainstEmbeddedBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	overhead := file.Overhead
-	if overhead.Baseline != "at-least-once" || overhead.Rounds != 2 || overhead.Producers != workload.Producers || len(overhead.Loads) != 1 {
+	if overhead.Baseline != "at-least-once" || overhead.Rounds != 2 || overhead.Producers != workload.Producers ||
+		len(overhead.Loads) != 2 || overhead.Loads[0].Rate != 0 || overhead.Loads[1].Rate != 5000 {
 		t.Fatalf("overhead section %+v", overhead)
 	}
-	rows := overhead.Loads[0].Rows
-	if len(rows) != 5 || rows[0].Slot != "at-least-once (A/A)" || !rows[0].NoiseFloor {
-		t.Fatalf("rows %+v: want 5, the A/A row first", rows)
-	}
-	for _, row := range rows {
-		if len(row.Runs) != 2 {
-			t.Errorf("%s: runs %v, want one per round", row.Slot, row.Runs)
+	for _, load := range overhead.Loads {
+		rows := load.Rows
+		if len(rows) != 5 || rows[0].Slot != "at-least-once (A/A)" || !rows[0].NoiseFloor {
+			t.Fatalf("rows %+v: want 5, the A/A row first", rows)
 		}
-		for name, stat := range map[string]map[string]json.RawMessage{"throughput": row.Throughput, "ack_p99": row.AckP99} {
-			for _, key := range []string{"values", "baseline", "ratios", "median_ratio", "ci_low", "ci_high", "verdict"} {
-				if _, ok := stat[key]; !ok {
-					t.Errorf("%s %s: no %s field", row.Slot, name, key)
+		for _, row := range rows {
+			if (row.KeptUp != nil) != (load.Rate > 0) {
+				t.Errorf("%s at %d/s: kept_up %v, want it at a fixed load only", row.Slot, load.Rate, row.KeptUp)
+			}
+			if len(row.Runs) != 2 {
+				t.Errorf("%s: runs %v, want one per round", row.Slot, row.Runs)
+			}
+			for name, stat := range map[string]map[string]json.RawMessage{"throughput": row.Throughput, "ack_p99": row.AckP99} {
+				for _, key := range []string{"values", "baseline", "ratios", "median_ratio", "ci_low", "ci_high", "verdict"} {
+					if _, ok := stat[key]; !ok {
+						t.Errorf("%s %s: no %s field", row.Slot, name, key)
+					}
 				}
-			}
-			var ratios []float64
-			if err := json.Unmarshal(stat["ratios"], &ratios); err != nil || len(ratios) != 2 {
-				t.Errorf("%s %s: ratios %s, want two rounds", row.Slot, name, stat["ratios"])
-			}
-			var verdict string
-			_ = json.Unmarshal(stat["verdict"], &verdict)
-			if !slices.Contains([]string{stats.Faster, stats.Slower, stats.WithinNoise}, verdict) {
-				t.Errorf("%s %s: verdict %q", row.Slot, name, verdict)
+				var ratios []float64
+				if err := json.Unmarshal(stat["ratios"], &ratios); err != nil || len(ratios) != 2 {
+					t.Errorf("%s %s: ratios %s, want two rounds", row.Slot, name, stat["ratios"])
+				}
+				var verdict string
+				_ = json.Unmarshal(stat["verdict"], &verdict)
+				if !slices.Contains([]string{stats.Faster, stats.Slower, stats.WithinNoise}, verdict) {
+					t.Errorf("%s %s: verdict %q", row.Slot, name, verdict)
+				}
 			}
 		}
 	}
@@ -208,7 +216,7 @@ func TestOverheadRunAgainstEmbeddedBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(table.String())
-	for _, want := range []string{"overhead vs at-least-once", "at-least-once (A/A)", "transactional@1s", "A/A: "} {
+	for _, want := range []string{"overhead vs at-least-once", "at-least-once (A/A)", "transactional@1s", "A/A: ", "at 5000 records/s offered"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("overhead table does not show %q:\n%s", want, table.String())
 		}

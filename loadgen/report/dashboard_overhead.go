@@ -55,7 +55,7 @@ func overheadTables(files []*fileView) []overheadTable {
 			for _, row := range load.Rows {
 				table.Rows = append(table.Rows, overheadTableRow{Slot: row.Slot, NoiseFloor: row.NoiseFloor,
 					RecordsPerSecond: number(row.Throughput.Median(), 0), AckP99: number(row.AckP99.Median(), 2),
-					Ratio: row.Throughput.RatioText(), Verdict: row.Throughput.Verdict, RatioClass: verdictClass(row.Throughput.Verdict),
+					Ratio: row.Throughput.RatioText(), Verdict: row.ThroughputVerdict(), RatioClass: throughputClass(row),
 					P99Ratio: row.AckP99.RatioText(), P99Verdict: row.AckP99.Verdict, P99Class: verdictClass(row.AckP99.Verdict),
 					Rounds: roundsText(file, row.Slot), Matrix: matrixVerdict(files, row.Mode), MatrixClass: matrixClass(files, row.Mode)})
 			}
@@ -75,6 +75,15 @@ func verdictClass(verdict string) string {
 		return "worse"
 	}
 	return ""
+}
+
+// throughputClass colours a throughput verdict; keeping up a fixed load
+// is no gain.
+func throughputClass(row OverheadRow) string {
+	if row.KeptUp != nil && *row.KeptUp {
+		return ""
+	}
+	return verdictClass(row.Throughput.Verdict)
 }
 
 // roundsText counts the passing rounds of a slot in file.

@@ -111,6 +111,7 @@ func TestResultsSchemaGolden(t *testing.T) {
 	for i := range results.Overhead.Loads[0].Rows {
 		row := &results.Overhead.Loads[0].Rows[i]
 		row.Runs, row.AckP99 = []string{row.Slot + " #1"}, row.Throughput
+		row.KeptUp = new(bool)
 	}
 	encoded, err := json.Marshal(results)
 	if err != nil {
