@@ -9,7 +9,10 @@
 // stage (load.go, stage.go) and its producers (producer.go, or the single
 // writers of singlewriter.go), drains, reads back and checks what it wrote
 // (check.go, readback.go, polls.go) and is judged against its expectation
-// (expectations.go). What differs between modes, and the machinery a mode
+// (expectations.go). A workload with an overhead section (overhead.go)
+// expands instead into interleaved rounds of slots, whose per-round
+// ratios to at-least-once become the results' overhead section (with
+// package stats). What differs between modes, and the machinery a mode
 // uses, live in the packages below:
 //
 //   - a delivery mode lives in package modes, one file per mode, as a

@@ -182,16 +182,11 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 			}
 			byRound[run.Slot][run.Round-1] = run
 		}
-		load := report.OverheadLoad{Rate: rate}
+		load := report.OverheadLoad{Rate: rate, BaselineRuns: runNames(byRound[slots[0].name])}
 		baseline := byRound[slots[0].name]
 		for _, slot := range slots[1:] {
 			row := report.OverheadRow{Slot: slot.name, Mode: slot.mode, NoiseFloor: slot.noiseFloor,
-				CommitIntervalMs: float64(slot.interval) / float64(time.Millisecond), Runs: []string{}}
-			for _, run := range byRound[slot.name] {
-				if run != nil {
-					row.Runs = append(row.Runs, run.Name)
-				}
-			}
+				CommitIntervalMs: float64(slot.interval) / float64(time.Millisecond), Runs: runNames(byRound[slot.name])}
 			row.Throughput = ratioStat(byRound[slot.name], baseline, throughputOf, true)
 			row.AckP99 = ratioStat(byRound[slot.name], baseline, ackP99Of, false)
 			if rate > 0 {
@@ -206,6 +201,18 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 		overhead.Loads = append(overhead.Loads, load)
 	}
 	return overhead
+}
+
+// runNames names the runs of a slot's rounds (rounds that did not run
+// are left out).
+func runNames(runs []*report.Run) []string {
+	names := []string{}
+	for _, run := range runs {
+		if run != nil {
+			names = append(names, run.Name)
+		}
+	}
+	return names
 }
 
 // throughputOf and ackP99Of are the measures an overhead table compares;

@@ -49,7 +49,7 @@ func overheadTables(files []*fileView) []overheadTable {
 				base := load.Rows[0]
 				table.Rows = append(table.Rows, overheadTableRow{Slot: overhead.Baseline, Baseline: true,
 					RecordsPerSecond: number(base.Throughput.BaselineMedian(), 0), AckP99: number(base.AckP99.BaselineMedian(), 2),
-					Ratio: "1 (baseline)", P99Ratio: "1 (baseline)", Rounds: roundsText(file, overhead.Baseline),
+					Ratio: "1 (baseline)", P99Ratio: "1 (baseline)", Rounds: roundsText(file, load.BaselineRuns),
 					Matrix: matrixVerdict(files, overhead.Baseline), MatrixClass: matrixClass(files, overhead.Baseline)})
 			}
 			for _, row := range load.Rows {
@@ -57,7 +57,7 @@ func overheadTables(files []*fileView) []overheadTable {
 					RecordsPerSecond: number(row.Throughput.Median(), 0), AckP99: number(row.AckP99.Median(), 2),
 					Ratio: row.Throughput.RatioText(), Verdict: row.ThroughputVerdict(), RatioClass: throughputClass(row),
 					P99Ratio: row.AckP99.RatioText(), P99Verdict: row.AckP99.Verdict, P99Class: verdictClass(row.AckP99.Verdict),
-					Rounds: roundsText(file, row.Slot), Matrix: matrixVerdict(files, row.Mode), MatrixClass: matrixClass(files, row.Mode)})
+					Rounds: roundsText(file, row.Runs), Matrix: matrixVerdict(files, row.Mode), MatrixClass: matrixClass(files, row.Mode)})
 			}
 			tables = append(tables, table)
 		}
@@ -86,19 +86,19 @@ func throughputClass(row OverheadRow) string {
 	return verdictClass(row.Throughput.Verdict)
 }
 
-// roundsText counts the passing rounds of a slot in file.
-func roundsText(file *fileView, slot string) string {
-	passed, total := 0, 0
-	for _, run := range file.Results.Runs {
-		if run.Slot != slot || run.Round < 1 {
-			continue
-		}
-		total++
-		if run.Status == StatusPass {
+// roundsText counts the passing runs among a slot's rounds (named by
+// the overhead section) in file.
+func roundsText(file *fileView, names []string) string {
+	if len(names) == 0 {
+		return "-"
+	}
+	passed := 0
+	for _, name := range names {
+		if run := file.run(name); run != nil && run.Status == StatusPass {
 			passed++
 		}
 	}
-	return fmt.Sprintf("%d/%d pass", passed, total)
+	return fmt.Sprintf("%d/%d pass", passed, len(names))
 }
 
 // matrixRuns are the runs of mode under a fault plan (a fault matrix:

@@ -19,15 +19,16 @@ func overheadResults() *Results {
 				Round: round, Slot: slot, Latency: map[string]*Histogram{}})
 		}
 	}
+	var names = func(slot string) []string { return []string{slot + " #1", slot + " #2"} }
 	results.Overhead = &Overhead{Baseline: "at-least-once", Rounds: 2, Producers: 2, Resamples: 2000, Confidence: 0.95, Seed: 17,
-		Loads: []OverheadLoad{{Rate: 0, Rows: []OverheadRow{
-			{Slot: "at-least-once (A/A)", Mode: "at-least-once", NoiseFloor: true,
+		Loads: []OverheadLoad{{Rate: 0, BaselineRuns: names("at-least-once"), Rows: []OverheadRow{
+			{Slot: "at-least-once (A/A)", Mode: "at-least-once", NoiseFloor: true, Runs: names("at-least-once (A/A)"),
 				Throughput: RatioStat{Values: []float64{99, 101}, Baseline: []float64{100, 100}, Ratios: []float64{0.99, 1.01},
 					MedianRatio: 1, CILow: 0.99, CIHigh: 1.01, Verdict: "within noise"}},
-			{Slot: "idempotent", Mode: "idempotent",
+			{Slot: "idempotent", Mode: "idempotent", Runs: names("idempotent"),
 				Throughput: RatioStat{Values: []float64{95, 115}, Baseline: []float64{100, 100}, Ratios: []float64{0.95, 1.15},
 					MedianRatio: 1.05, CILow: 0.95, CIHigh: 1.15, Verdict: "within noise"}},
-			{Slot: "transactional@100ms", Mode: "transactional", CommitIntervalMs: 100,
+			{Slot: "transactional@100ms", Mode: "transactional", CommitIntervalMs: 100, Runs: names("transactional@100ms"),
 				Throughput: RatioStat{Values: []float64{80, 82}, Baseline: []float64{100, 100}, Ratios: []float64{0.8, 0.82},
 					MedianRatio: 0.81, CILow: 0.8, CIHigh: 0.82, Verdict: "slower"}},
 		}}}}

@@ -36,6 +36,8 @@ type OverheadLoad struct {
 	// Rate is the offered load in records/s over all producers; 0: as
 	// fast as acknowledged (saturation).
 	Rate int `json:"rate"`
+	// BaselineRuns names the baseline slot's run in each round.
+	BaselineRuns []string `json:"baseline_runs"`
 	// Rows are the slots compared with the baseline: the A/A slot (the
 	// baseline against itself, NoiseFloor set) first.
 	Rows []OverheadRow `json:"rows"`
