@@ -184,11 +184,20 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 		}
 		load := report.OverheadLoad{Rate: rate, BaselineRuns: runNames(byRound[slots[0].name])}
 		baseline := byRound[slots[0].name]
-		for _, slot := range slots[1:] {
+		// The A/A slot (slots[1]) first: its intervals are the noise band
+		// every other slot must leave.
+		var throughputBand, latencyBand stats.Interval
+		for i, slot := range slots[1:] {
 			row := report.OverheadRow{Slot: slot.name, Mode: slot.mode, NoiseFloor: slot.noiseFloor,
 				CommitIntervalMs: float64(slot.interval) / float64(time.Millisecond), Runs: runNames(byRound[slot.name])}
-			row.Throughput = ratioStat(byRound[slot.name], baseline, throughputOf, true)
-			row.AckP99 = ratioStat(byRound[slot.name], baseline, ackP99Of, false)
+			var throughputInterval, latencyInterval stats.Interval
+			row.Throughput, throughputInterval = ratioStat(byRound[slot.name], baseline, throughputOf, true, throughputBand, i > 0)
+			row.AckP99, latencyInterval = ratioStat(byRound[slot.name], baseline, ackP99Of, false, latencyBand, i > 0)
+			if i == 0 {
+				throughputBand, latencyBand = stats.NoiseBand(throughputInterval), stats.NoiseBand(latencyInterval)
+				load.NoiseBand = report.NoiseBand{ThroughputLow: throughputBand.Low, ThroughputHigh: throughputBand.High,
+					AckP99Low: latencyBand.Low, AckP99High: latencyBand.High}
+			}
 			if rate > 0 {
 				keptUp := len(row.Throughput.Values) > 0
 				for _, value := range row.Throughput.Values {
@@ -225,8 +234,10 @@ func ackP99Of(run *report.Run) float64 {
 }
 
 // ratioStat pairs a slot's rounds with the baseline's and summarizes
-// their ratios.
-func ratioStat(slotRuns, baselineRuns []*report.Run, measure func(*report.Run) float64, higherIsBetter bool) report.RatioStat {
+// their ratios; with beyondBand its verdict also requires the interval to
+// leave band (the A/A noise band). It returns the interval too.
+func ratioStat(slotRuns, baselineRuns []*report.Run, measure func(*report.Run) float64, higherIsBetter bool,
+	band stats.Interval, beyondBand bool) (report.RatioStat, stats.Interval) {
 	// Empty rather than null arrays in the file: a reader indexes them.
 	stat := report.RatioStat{Values: []float64{}, Baseline: []float64{}}
 	for round := range min(len(slotRuns), len(baselineRuns)) {
@@ -235,11 +246,15 @@ func ratioStat(slotRuns, baselineRuns []*report.Run, measure func(*report.Run) f
 	}
 	stat.Ratios = append([]float64{}, stats.Ratios(stat.Values, stat.Baseline)...)
 	interval := stats.BootstrapMedian(stat.Ratios, overheadResamples, overheadConfidence, overheadSeed)
+	stat.ExcludesOne = stats.Verdict(interval, higherIsBetter) != stats.WithinNoise
 	stat.Verdict = stats.Verdict(interval, higherIsBetter)
+	if beyondBand {
+		stat.Verdict = stats.VerdictBeyond(interval, band, higherIsBetter)
+	}
 	if len(stat.Ratios) > 0 {
 		stat.MedianRatio, stat.CILow, stat.CIHigh = interval.Median, interval.Low, interval.High
 	}
-	return stat
+	return stat, interval
 }
 
 func measured(run *report.Run, measure func(*report.Run) float64) float64 {

@@ -53,10 +53,15 @@ func overheadTables(files []*fileView) []overheadTable {
 					Matrix: matrixVerdict(files, overhead.Baseline), MatrixClass: matrixClass(files, overhead.Baseline)})
 			}
 			for _, row := range load.Rows {
+				verdict, p99Verdict := row.ThroughputVerdict(), row.AckP99.Verdict
+				if row.NoiseFloor {
+					verdict = "noise floor " + BandText(load.NoiseBand.ThroughputLow, load.NoiseBand.ThroughputHigh)
+					p99Verdict = "noise floor " + BandText(load.NoiseBand.AckP99Low, load.NoiseBand.AckP99High)
+				}
 				table.Rows = append(table.Rows, overheadTableRow{Slot: row.Slot, NoiseFloor: row.NoiseFloor,
 					RecordsPerSecond: number(row.Throughput.Median(), 0), AckP99: number(row.AckP99.Median(), 2),
-					Ratio: row.Throughput.RatioText(), Verdict: row.ThroughputVerdict(), RatioClass: throughputClass(row),
-					P99Ratio: row.AckP99.RatioText(), P99Verdict: row.AckP99.Verdict, P99Class: verdictClass(row.AckP99.Verdict),
+					Ratio: row.Throughput.RatioText(), Verdict: verdict, RatioClass: throughputClass(row),
+					P99Ratio: row.AckP99.RatioText(), P99Verdict: p99Verdict, P99Class: latencyClass(row),
 					Rounds: roundsText(file, row.Runs), Matrix: matrixVerdict(files, row.Mode), MatrixClass: matrixClass(files, row.Mode)})
 			}
 			tables = append(tables, table)
@@ -80,10 +85,18 @@ func verdictClass(verdict string) string {
 // throughputClass colours a throughput verdict; keeping up a fixed load
 // is no gain.
 func throughputClass(row OverheadRow) string {
-	if row.KeptUp != nil && *row.KeptUp {
+	if row.NoiseFloor || (row.KeptUp != nil && *row.KeptUp) {
 		return ""
 	}
 	return verdictClass(row.Throughput.Verdict)
+}
+
+// latencyClass colours a p99 verdict; the noise floor has none.
+func latencyClass(row OverheadRow) string {
+	if row.NoiseFloor {
+		return ""
+	}
+	return verdictClass(row.AckP99.Verdict)
 }
 
 // roundsText counts the passing runs among a slot's rounds (named by

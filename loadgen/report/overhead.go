@@ -38,9 +38,34 @@ type OverheadLoad struct {
 	Rate int `json:"rate"`
 	// BaselineRuns names the baseline slot's run in each round.
 	BaselineRuns []string `json:"baseline_runs"`
+	// NoiseBand is the A/A row's interval made symmetric around 1 (see
+	// stats.NoiseBand): a slot is faster or slower only when its whole
+	// interval lies outside it.
+	NoiseBand NoiseBand `json:"noise_band"`
 	// Rows are the slots compared with the baseline: the A/A slot (the
 	// baseline against itself, NoiseFloor set) first.
 	Rows []OverheadRow `json:"rows"`
+}
+
+// NoiseBand bounds the ratios two identical configurations measured
+// apart, per measure.
+type NoiseBand struct {
+	ThroughputLow  float64 `json:"throughput_low"`
+	ThroughputHigh float64 `json:"throughput_high"`
+	AckP99Low      float64 `json:"ack_p99_low"`
+	AckP99High     float64 `json:"ack_p99_high"`
+}
+
+// BandText renders a band as "±12%" (its wider side).
+func BandText(low, high float64) string {
+	if low <= 0 || high <= 0 {
+		return "-"
+	}
+	width := max(high-1, 1-low) * 100
+	if width < 10 {
+		return fmt.Sprintf("±%.1f%%", width)
+	}
+	return fmt.Sprintf("±%.0f%%", width)
 }
 
 // OverheadRow is one slot's ratios to the baseline.
@@ -95,8 +120,11 @@ type RatioStat struct {
 	MedianRatio float64 `json:"median_ratio"`
 	CILow       float64 `json:"ci_low"`
 	CIHigh      float64 `json:"ci_high"`
-	// Verdict is "faster" or "slower" when the interval excludes 1.0 and
-	// "within noise" when it contains it.
+	// ExcludesOne says the interval excludes 1.0.
+	ExcludesOne bool `json:"excludes_one"`
+	// Verdict is "faster" or "slower" when the interval excludes 1.0 and,
+	// for every row but the A/A one, lies wholly outside the load's noise
+	// band; "within noise" otherwise.
 	Verdict string `json:"verdict"`
 }
 
@@ -170,7 +198,8 @@ func WriteOverhead(w io.Writer, results *Results) error {
 		for _, row := range load.Rows {
 			throughputVerdict, latencyVerdict := row.ThroughputVerdict(), row.AckP99.Verdict
 			if row.NoiseFloor {
-				throughputVerdict, latencyVerdict = "A/A: "+throughputVerdict, "A/A: "+latencyVerdict
+				throughputVerdict = "noise floor " + BandText(load.NoiseBand.ThroughputLow, load.NoiseBand.ThroughputHigh)
+				latencyVerdict = "noise floor " + BandText(load.NoiseBand.AckP99Low, load.NoiseBand.AckP99High)
 			}
 			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Slot, number(row.Throughput.Median(), 0), row.Throughput.RatioText(),
 				throughputVerdict, number(row.AckP99.Median(), 2), row.AckP99.RatioText(), latencyVerdict)
@@ -179,7 +208,7 @@ func WriteOverhead(w io.Writer, results *Results) error {
 			return fmt.Errorf("write overhead: %w", err)
 		}
 	}
-	_, err := fmt.Fprintln(w, "a ratio whose interval contains 1 is within noise: the rounds do not show a difference; "+
-		"the A/A row is the baseline against itself")
+	_, err := fmt.Fprintln(w, "the A/A row is the baseline against itself: two identical runs measured that far apart (the noise floor);\n"+
+		"a ratio is faster or slower only when its interval excludes 1 and lies outside the noise floor, else within noise")
 	return err
 }

@@ -118,3 +118,27 @@ func Verdict(interval Interval, higherIsBetter bool) string {
 	}
 	return Slower
 }
+
+// NoiseBand widens the A/A interval (the baseline against itself) into
+// the band of ratios a difference must leave to count: symmetric around 1
+// in ratio terms, so that an A/A reading of 1.2 also makes 1/1.2 noise.
+// The A/A interval is what two identical configurations measure apart on
+// this machine; with few rounds the percentile bootstrap can exclude 1
+// even for the A/A (it under-covers), and the band covers that too.
+func NoiseBand(aa Interval) Interval {
+	if math.IsNaN(aa.Low) || math.IsNaN(aa.High) || aa.Low <= 0 || aa.High <= 0 {
+		return Interval{Median: 1, Low: 1, High: 1}
+	}
+	return Interval{Median: 1, Low: min(aa.Low, 1/aa.High, 1), High: max(aa.High, 1/aa.Low, 1)}
+}
+
+// VerdictBeyond is Verdict with a noise band: Faster or Slower only when
+// the interval lies wholly outside band (and so excludes 1 as well);
+// WithinNoise when it contains 1 or touches the band.
+func VerdictBeyond(interval, band Interval, higherIsBetter bool) string {
+	verdict := Verdict(interval, higherIsBetter)
+	if verdict == WithinNoise || interval.High < band.Low || interval.Low > band.High {
+		return verdict
+	}
+	return WithinNoise
+}

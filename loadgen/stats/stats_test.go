@@ -131,3 +131,43 @@ func TestVerdict(t *testing.T) {
 		}
 	}
 }
+
+func TestNoiseBand(t *testing.T) {
+	cases := []struct {
+		aa, want Interval
+	}{
+		{Interval{1, 0.8, 1.25}, Interval{1, 0.8, 1.25}},
+		{Interval{1, 0.9, 1.5}, Interval{1, 1 / 1.5, 1.5}},
+		{Interval{1.1, 1.05, 1.2}, Interval{1, 1 / 1.2, 1.2}}, // an A/A that excludes 1 still makes 1 noise
+		{Interval{math.NaN(), math.NaN(), math.NaN()}, Interval{1, 1, 1}},
+	}
+	for _, test := range cases {
+		got := NoiseBand(test.aa)
+		if math.Abs(got.Low-test.want.Low) > 1e-12 || math.Abs(got.High-test.want.High) > 1e-12 {
+			t.Errorf("NoiseBand(%+v) = %+v, want %+v", test.aa, got, test.want)
+		}
+	}
+}
+
+// TestVerdictBeyond: a ratio counts only when its whole interval is
+// outside the A/A noise band; excluding 1 is not enough.
+func TestVerdictBeyond(t *testing.T) {
+	band := Interval{1, 0.85, 1.18}
+	cases := []struct {
+		interval       Interval
+		higherIsBetter bool
+		want           string
+	}{
+		{Interval{0.97, 0.86, 0.996}, false, WithinNoise}, // excludes 1, inside the band
+		{Interval{0.80, 0.70, 0.90}, true, WithinNoise},   // straddles the band's edge
+		{Interval{0.06, 0.04, 0.08}, false, Faster},       // far outside
+		{Interval{1.40, 1.20, 1.60}, true, Faster},
+		{Interval{0.70, 0.60, 0.84}, true, Slower},
+		{Interval{1.00, 0.95, 1.05}, true, WithinNoise},
+	}
+	for _, test := range cases {
+		if got := VerdictBeyond(test.interval, band, test.higherIsBetter); got != test.want {
+			t.Errorf("VerdictBeyond(%+v, band %+v) = %q, want %q", test.interval, band, got, test.want)
+		}
+	}
+}
