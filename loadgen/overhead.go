@@ -37,7 +37,7 @@ type OverheadSpec struct {
 const (
 	overheadResamples  = 2000
 	overheadConfidence = 0.95
-	overheadSeed       = 17
+	overheadStream     = 17
 )
 
 func (o *OverheadSpec) validate(w Workload) error {
@@ -168,7 +168,7 @@ func (plan *runPlan) rename(name, topicSuffix string) {
 // overhead workload (plans[i] planned runs[i]).
 func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *report.Overhead {
 	overhead := &report.Overhead{Baseline: modes.Baseline(), Rounds: workload.Overhead.Rounds, Producers: workload.Producers,
-		Resamples: overheadResamples, Confidence: overheadConfidence, Seed: overheadSeed}
+		Resamples: overheadResamples, Confidence: overheadConfidence, RandomStream: overheadStream}
 	slots := overheadSlots(workload)
 	for _, rate := range workload.Overhead.rates(workload) {
 		// byRound[slot][round-1] is the slot's run in that round.
@@ -245,7 +245,7 @@ func ratioStat(slotRuns, baselineRuns []*report.Run, measure func(*report.Run) f
 		stat.Baseline = append(stat.Baseline, measured(baselineRuns[round], measure))
 	}
 	stat.Ratios = append([]float64{}, stats.Ratios(stat.Values, stat.Baseline)...)
-	interval := stats.BootstrapMedian(stat.Ratios, overheadResamples, overheadConfidence, overheadSeed)
+	interval := stats.BootstrapMedian(stat.Ratios, overheadResamples, overheadConfidence, overheadStream)
 	stat.ExcludesOne = stats.Verdict(interval, higherIsBetter) != stats.WithinNoise
 	stat.Verdict = stats.Verdict(interval, higherIsBetter)
 	if beyondBand {

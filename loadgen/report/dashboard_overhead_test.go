@@ -20,7 +20,7 @@ func overheadResults() *Results {
 		}
 	}
 	var names = func(slot string) []string { return []string{slot + " #1", slot + " #2"} }
-	results.Overhead = &Overhead{Baseline: "at-least-once", Rounds: 2, Producers: 2, Resamples: 2000, Confidence: 0.95, Seed: 17,
+	results.Overhead = &Overhead{Baseline: "at-least-once", Rounds: 2, Producers: 2, Resamples: 2000, Confidence: 0.95, RandomStream: 17,
 		Loads: []OverheadLoad{{Rate: 0, BaselineRuns: names("at-least-once"), Rows: []OverheadRow{
 			{Slot: "at-least-once (A/A)", Mode: "at-least-once", NoiseFloor: true, Runs: names("at-least-once (A/A)"),
 				Throughput: RatioStat{Values: []float64{99, 101}, Baseline: []float64{100, 100}, Ratios: []float64{0.99, 1.01},

@@ -61,7 +61,7 @@
 //	{
 //	  "baseline": "at-least-once", "rounds": 5,
 //	  "producers": 2,                          // producer clients sharing each slot's load
-//	  "resamples": 2000, "confidence": 0.95, "seed": 17,   // the bootstrap: fixed, so reproducible
+//	  "resamples": 2000, "confidence": 0.95, "random_stream": 17,   // the bootstrap: fixed, so reproducible
 //	  "loads": [{
 //	    "rate": 0,                             // offered records/s; 0: saturation
 //	    "rows": [{                             // the A/A row ("noise_floor": true) first

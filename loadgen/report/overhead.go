@@ -20,13 +20,13 @@ type Overhead struct {
 	// Producers is how many producer clients shared each slot's load
 	// (one producer's flush or commit stalls only itself).
 	Producers int `json:"producers"`
-	// Resamples, Confidence and Seed are the bootstrap's settings: the
-	// rounds are resampled Resamples times with a generator seeded with
-	// Seed, and the interval is the Confidence percentile interval of the
+	// Resamples, Confidence and RandomStream are the bootstrap's settings:
+	// the rounds are resampled Resamples times drawing from random stream
+	// number RandomStream, and the interval is the Confidence percentile interval of the
 	// resamples' medians.
-	Resamples  int     `json:"resamples"`
-	Confidence float64 `json:"confidence"`
-	Seed       uint64  `json:"seed"`
+	Resamples    int     `json:"resamples"`
+	Confidence   float64 `json:"confidence"`
+	RandomStream uint64  `json:"random_stream"`
 	// Loads holds one table per offered load.
 	Loads []OverheadLoad `json:"loads"`
 }

@@ -1,8 +1,8 @@
 // Package stats holds the statistics the load generator reports overheads
 // with: the median of paired per-round ratios and its bootstrap confidence
 // interval, and the verdict drawn from that interval. Everything here is a
-// pure function of its inputs; the bootstrap draws from a generator seeded
-// by the caller, so the same rounds give the same interval every time.
+// pure function of its inputs; the bootstrap draws from a random stream
+// the caller numbers, so the same rounds give the same interval every time.
 package stats
 
 import (
@@ -69,18 +69,18 @@ func (i Interval) Contains(x float64) bool { return i.Low <= x && x <= i.High }
 // (each resample as many draws as samples), takes each resample's median,
 // and returns the median of samples with the percentile interval of
 // those medians at level (0.95 for a 95 % interval). The generator is
-// seeded with seed, so the result is a function of its arguments. With
+// started from stream, so the result is a function of its arguments. With
 // no samples every field is NaN.
 //
 // Resampling rounds, not records, is the point: each sample is one
 // round's ratio, and the spread between rounds is the noise of the
 // machine (other processes, caches, GC) that a single long run hides.
-func BootstrapMedian(samples []float64, resamples int, level float64, seed uint64) Interval {
+func BootstrapMedian(samples []float64, resamples int, level float64, stream uint64) Interval {
 	if len(samples) == 0 {
 		return Interval{Median: math.NaN(), Low: math.NaN(), High: math.NaN()}
 	}
 	resamples = max(resamples, 1)
-	random := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	random := rand.New(rand.NewPCG(stream, stream^0x9e3779b97f4a7c15))
 	medians := make([]float64, resamples)
 	draw := make([]float64, len(samples))
 	for r := range medians {

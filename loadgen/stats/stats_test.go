@@ -56,14 +56,14 @@ func TestBootstrapIdenticalSamplesHaveZeroWidth(t *testing.T) {
 	}
 }
 
-// TestBootstrapIsReproducible: the same samples and seed give the same
+// TestBootstrapIsReproducible: the same samples and stream give the same
 // interval; the interval brackets the median and lies within the data.
 func TestBootstrapIsReproducible(t *testing.T) {
 	samples := []float64{0.91, 1.04, 0.97, 1.10, 0.88, 1.01, 0.95}
 	first := BootstrapMedian(samples, 2000, 0.95, 42)
 	second := BootstrapMedian(samples, 2000, 0.95, 42)
 	if first != second {
-		t.Errorf("same seed, different intervals: %+v, %+v", first, second)
+		t.Errorf("same stream, different intervals: %+v, %+v", first, second)
 	}
 	if !(first.Low <= first.Median && first.Median <= first.High) {
 		t.Errorf("interval %+v does not contain its median", first)
