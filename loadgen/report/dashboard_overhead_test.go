@@ -119,3 +119,32 @@ func TestCommitCurveChart(t *testing.T) {
 		t.Errorf("curve does not label its intervals and ratios: %s", svgs[0][2])
 	}
 }
+
+// overheadFixture is the results file of a real `exactly loadgen
+// --workload overhead --rounds 5` run on the embedded broker (time
+// series, HdrHistogram encodings and the client settings of rounds 2-5
+// left out to keep it small).
+const overheadFixture = "testdata/results-v1-embedded-overhead.json"
+
+// TestOverheadFixtureReadsAndRenders: a real overhead run's file loads,
+// keeps every field through a decode and encode, and renders its two
+// tables (saturation, 20000 records/s) with the A/A row and every slot.
+func TestOverheadFixtureReadsAndRenders(t *testing.T) {
+	results := loadFixture(t, overheadFixture)
+	overhead := results.Overhead
+	if overhead == nil || overhead.Rounds != 5 || len(overhead.Loads) != 2 || overhead.Loads[1].Rate != 20000 {
+		t.Fatalf("overhead section %+v", overhead)
+	}
+	for _, load := range overhead.Loads {
+		if len(load.Rows) != 5 || !load.Rows[0].NoiseFloor || len(load.BaselineRuns) != 5 {
+			t.Errorf("load %d: rows %d, A/A first %v, baseline runs %v", load.Rate, len(load.Rows), load.Rows[0].NoiseFloor, load.BaselineRuns)
+		}
+	}
+	page := renderFixtures(t, results)
+	if got := strings.Count(page, `<tr data-slot="at-least-once (A/A)"`); got != 2 {
+		t.Errorf("%d A/A rows on the page, want 2 (one per load)", got)
+	}
+	if got := strings.Count(page, ">5/5 pass<"); got != 12 {
+		t.Errorf("%d slots with 5/5 rounds passed, want 12 (6 slots, 2 loads)", got)
+	}
+}

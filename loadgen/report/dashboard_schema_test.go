@@ -148,7 +148,7 @@ func TestResultsSchemaGolden(t *testing.T) {
 // runs and encodes them again: every field a run wrote must survive, so
 // the Go types cover the whole file.
 func TestResultsRoundTripKeepsEveryField(t *testing.T) {
-	for _, path := range []string{kfakeFixture, embeddedFixture} {
+	for _, path := range []string{kfakeFixture, embeddedFixture, overheadFixture} {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			original, err := os.ReadFile(path)
 			if err != nil {
