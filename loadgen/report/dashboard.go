@@ -141,21 +141,15 @@ type dashboardPage struct {
 	Baseline  string
 	Files     []*fileView
 	// Columns is how many results files sit side by side (CSS grid).
-	Columns int
-	// OverheadTables are the overhead sections' tables, the page's first
-	// section (results of interleaved rounds only).
-	OverheadTables []overheadTable
-	// CommitCurves are the transactional slots' ratios against commit
-	// interval, drawn from the overhead sections.
-	CommitCurves []curveChart
-	Throughput   chartView
-	Overhead     chartView
-	RunRows      []runRow
-	RunNotes     []runRow
-	Comparison   *comparisonView
-	Latency      []latencyGroup
-	TimeSeries   []chartView
-	Faults       []faultRow
+	Columns    int
+	Throughput chartView
+	Overhead   chartView
+	RunRows    []runRow
+	RunNotes   []runRow
+	Comparison *comparisonView
+	Latency    []latencyGroup
+	TimeSeries []chartView
+	Faults     []faultRow
 	// FaultKinds summarizes Faults by run and kind.
 	FaultKinds []faultSummaryRow
 	Checks     []checkRow
@@ -170,6 +164,13 @@ type dashboardPage struct {
 	CheckSpan    int
 	// MaxListedEvents is how many events of a run the event list shows.
 	MaxListedEvents int
+
+	// OverheadTables are the overhead sections' tables, the page's first
+	// section (results of interleaved rounds only).
+	OverheadTables []overheadTable
+	// CommitCurves are the transactional slots' ratios against commit
+	// interval, drawn from the overhead sections.
+	CommitCurves []curveChart
 }
 
 // latencyGroup is one latency kind, one chart per results file.
