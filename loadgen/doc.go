@@ -15,7 +15,10 @@
 // whether client and broker share it, the broker's settings
 // (runcontext.go). FindMax (sustainable.go) searches each mode's
 // sustainable rate, one fixed-rate Run per step, with the search of
-// package findmax. What differs between modes, and the machinery a mode
+// package findmax. A workload with an overhead section (overhead.go)
+// expands instead into interleaved rounds of slots, whose per-round
+// ratios to at-least-once become the results' overhead section (with
+// package stats). What differs between modes, and the machinery a mode
 // uses, live in the packages below:
 //
 //   - a delivery mode lives in package modes, one file per mode, as a

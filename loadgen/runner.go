@@ -80,6 +80,10 @@ type runPlan struct {
 	// its consumers their polls (polls.go); loadAndVerify makes one per
 	// run.
 	observations *runObservations
+	// round and slot place a run of an overhead workload (round from 1;
+	// 0 and "" for other runs).
+	round int
+	slot  string
 }
 
 // Run runs every mode of the workload against the target and returns the
@@ -113,7 +117,11 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	}
 	defer admin.Close()
 	describeTarget(ctx, admin, options.Target.Kind(), &results.Target)
-	plans, err := planRuns(options.Workload, runID, options.Target.Bootstrap())
+	planner := planRuns
+	if options.Workload.Overhead != nil {
+		planner = planOverheadRuns
+	}
+	plans, err := planner(options.Workload, runID, options.Target.Bootstrap())
 	if err != nil {
 		return nil, err
 	}
@@ -131,10 +139,15 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		results.Runs = append(results.Runs, runCell(ctx, admin, plan, options, reporter, i+1))
+		run := runCell(ctx, admin, plan, options, reporter, i+1)
+		run.Round, run.Slot = plan.round, plan.slot
+		results.Runs = append(results.Runs, run)
 	}
 	results.FinishedAt = time.Now()
 	compareWithBaseline(results.Runs)
+	if options.Workload.Overhead != nil {
+		results.Overhead = buildOverhead(options.Workload, plans[:len(results.Runs)], results.Runs)
+	}
 	results.Passed = len(results.Runs) > 0 && ctx.Err() == nil
 	for _, run := range results.Runs {
 		if run.Status == report.StatusFail || run.Status == report.StatusError {
@@ -145,14 +158,16 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 }
 
 // compareWithBaseline sets each run's throughput ratio to the baseline run
-// under the same fault plan.
+// under the same fault plan (and, for interleaved rounds, in the same
+// round: the baseline slot, not the A/A one).
 func compareWithBaseline(runs []*report.Run) {
 	for _, baseline := range runs {
-		if baseline.Mode != modes.Baseline() || baseline.Throughput.RecordsPerSecond <= 0 {
+		if baseline.Mode != modes.Baseline() || baseline.Throughput.RecordsPerSecond <= 0 ||
+			(baseline.Slot != "" && baseline.Slot != modes.Baseline()) {
 			continue
 		}
 		for _, run := range runs {
-			if run.FaultPlan == baseline.FaultPlan {
+			if run.FaultPlan == baseline.FaultPlan && run.Round == baseline.Round {
 				run.Throughput.RatioToBaseline = run.Throughput.RecordsPerSecond / baseline.Throughput.RecordsPerSecond
 			}
 		}

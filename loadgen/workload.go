@@ -63,6 +63,10 @@ type Workload struct {
 	// Faults is the fault matrix: each entry runs delivery modes under one
 	// fault plan. Empty: every mode of Modes, without faults.
 	Faults []MatrixEntry `yaml:"faults" json:"faults,omitempty"`
+	// Overhead, when set, makes the workload a run of interleaved rounds
+	// that measures each mode against the baseline (see overhead.go); it
+	// excludes a fault matrix.
+	Overhead *OverheadSpec `yaml:"overhead" json:"overhead,omitempty"`
 }
 
 // KeySpec is the key distribution.
@@ -251,6 +255,11 @@ func (w Workload) Validate() error {
 	for _, mode := range w.Modes {
 		if _, ok := modes.Lookup(mode); !ok {
 			return fmt.Errorf("modes: %q is not one of %v", mode, modes.Names())
+		}
+	}
+	if w.Overhead != nil {
+		if err := w.Overhead.validate(w); err != nil {
+			return fmt.Errorf("overhead.%w", err)
 		}
 	}
 	for i, entry := range w.Faults {

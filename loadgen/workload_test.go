@@ -8,7 +8,7 @@ import (
 
 func TestShippedWorkloadsParse(t *testing.T) {
 	names := WorkloadNames()
-	for _, want := range []string{"standard", "latency", "transactional-sweep", "smoke"} {
+	for _, want := range []string{"standard", "latency", "transactional-sweep", "smoke", "overhead", "commit-curve"} {
 		found := false
 		for _, name := range names {
 			found = found || name == want
@@ -47,6 +47,9 @@ func TestParseWorkloadRejectsBadInput(t *testing.T) {
 		"not yaml":            "::: [",
 		"negative rate":       "rate: -1\n",
 		"too many partitions": "partitions: 100000\n",
+		"no rounds":           "overhead: {rounds: 0}\n",
+		"negative load":       "overhead: {rounds: 2, rates: [-5]}\n",
+		"rounds under faults": "overhead: {rounds: 2}\nfaults: [{plan: ack-loss}]\n",
 	}
 	for name, text := range cases {
 		if _, err := ParseWorkload([]byte(text)); err == nil {

@@ -164,6 +164,13 @@ type dashboardPage struct {
 	CheckSpan    int
 	// MaxListedEvents is how many events of a run the event list shows.
 	MaxListedEvents int
+
+	// OverheadTables are the overhead sections' tables, the page's first
+	// section (results of interleaved rounds only).
+	OverheadTables []overheadTable
+	// CommitCurves are the transactional slots' ratios against commit
+	// interval, drawn from the overhead sections.
+	CommitCurves []curveChart
 }
 
 // latencyGroup is one latency kind, one chart per results file.
@@ -187,6 +194,8 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	if !options.Generated.IsZero() {
 		page.Generated = options.Generated.UTC().Format(time.RFC3339)
 	}
+	page.OverheadTables = overheadTables(files)
+	page.CommitCurves = curveCharts(files)
 	page.Throughput, page.Overhead = throughputCharts(files, names)
 	page.RunRows = runRows(files, names)
 	page.RunNotes = runNotes(page.RunRows)

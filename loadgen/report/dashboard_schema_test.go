@@ -114,6 +114,14 @@ func TestResultsSchemaGolden(t *testing.T) {
 	results.FindMax = &FindMax{Targets: []FindMaxTarget{{Target: results.Target, Modes: []FindMaxMode{{
 		Name: "at-least-once", Mode: "at-least-once", Stopped: "error", Error: "error",
 		Steps: []FindMaxStep{{TargetRecordsPerSecond: 1000, Why: "why", Status: StatusPass}}}}}}}
+	run.Round, run.Slot = 1, "at-least-once"
+	results.Overhead = overheadResults().Overhead
+	results.Overhead.Loads[0].Rows[0].CommitIntervalMs = 10
+	for i := range results.Overhead.Loads[0].Rows {
+		row := &results.Overhead.Loads[0].Rows[i]
+		row.Runs, row.AckP99 = []string{row.Slot + " #1"}, row.Throughput
+		row.KeptUp = new(bool)
+	}
 	encoded, err := json.Marshal(results)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +157,7 @@ func TestResultsSchemaGolden(t *testing.T) {
 // runs and encodes them again: every field a run wrote must survive, so
 // the Go types cover the whole file.
 func TestResultsRoundTripKeepsEveryField(t *testing.T) {
-	for _, path := range []string{kfakeFixture, embeddedFixture} {
+	for _, path := range []string{kfakeFixture, embeddedFixture, overheadFixture} {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			original, err := os.ReadFile(path)
 			if err != nil {

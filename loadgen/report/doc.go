@@ -25,6 +25,7 @@
 //	  "passed": true,                         // every run met its expectation (unsupported runs do not fail)
 //	  "runs": [ Run, … ],
 //	  "find_max": FindMax                     // --find-max only; added in v1, omitted when absent
+//	  "overhead": Overhead                    // added in v1; only for interleaved rounds (the overhead workload)
 //	}
 //
 // Run, one per delivery mode (and per commit interval of a transactional
@@ -56,8 +57,37 @@
 //	              "complete", "counts": Counts, "violations": ["…"]}, …],
 //	  "application": {"database", "table", "dedup_window_offsets", "input_duplicates", "dropped_duplicates",
 //	                  "unprotected", "database_commits", "seeks", "offset_conflicts",
-//	                  "recoveries", "found_written", "resent", "writer_copies"}   // added in v1; §3.1 modes only
+//	                  "recoveries", "found_written", "resent", "writer_copies"},  // added in v1; application-level modes only
+//	  "round": 3, "slot": "transactional@100ms"  // added in v1; runs of interleaved rounds only
 //	}
+//
+// Overhead, the ratios of a run of interleaved rounds: in each round
+// every slot ran once, on a fresh topic, in an order rotated by one per
+// round; each ratio is a slot's value over the baseline slot's in the
+// same round:
+//
+//	{
+//	  "baseline": "at-least-once", "rounds": 5,
+//	  "producers": 2,                          // producer clients sharing each slot's load
+//	  "resamples": 2000, "confidence": 0.95, "random_stream": 17,   // the bootstrap: fixed, so reproducible
+//	  "loads": [{
+//	    "rate": 0,                             // offered records/s; 0: saturation
+//	    "rows": [{                             // the A/A row ("noise_floor": true) first
+//	      "slot": "transactional@100ms", "mode": "transactional", "commit_interval_ms": 100,
+//	      "noise_floor": false, "runs": ["transactional@100ms #1", …],
+//	      "throughput": RatioStat,             // records/s, higher is better
+//	      "ack_p99": RatioStat                 // produce-ack p99 ms, lower is better
+//	    }, …]
+//	  }, …]
+//	}
+//
+// RatioStat: "values" (the slot's, one per round; 0 for a round that did
+// not pass), "baseline" (the baseline's in the same rounds), "ratios"
+// (values/baseline for the rounds where both are positive),
+// "median_ratio", "ci_low", "ci_high" (the percentile interval of the
+// medians of the rounds resampled with replacement), and "verdict":
+// "faster" or "slower" when the interval excludes 1, "within noise"
+// when it contains 1.
 //
 // A "table" check reads the output table of consumer-dedup or
 // external-offsets from the application database (its topic field names

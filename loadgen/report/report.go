@@ -42,6 +42,9 @@ type Results struct {
 	// FindMax is the sustainable-rate search of --find-max (findmax.go);
 	// added in v1, omitted when absent.
 	FindMax *FindMax `json:"find_max,omitempty"`
+	// Overhead holds the ratios of a run of interleaved rounds (the
+	// overhead workload; added within schema version 1, omitted otherwise).
+	Overhead *Overhead `json:"overhead,omitempty"`
 }
 
 // Target describes the cluster a run spoke to.
@@ -116,6 +119,11 @@ type Run struct {
 	// Application is what the application-level machinery did (added
 	// within schema version 1; omitted for the broker-level modes).
 	Application *ApplicationRun `json:"application,omitempty"`
+	// Round and Slot place a run of interleaved rounds (the overhead
+	// workload): its round, from 1, and its slot in the round (added
+	// within schema version 1; omitted for other runs).
+	Round int    `json:"round,omitempty"`
+	Slot  string `json:"slot,omitempty"`
 }
 
 // Latency histogram names. produce_ack and end_to_end count from the

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/exactly-eos/exactly/loadgen"
+)
+
+// TestRoundsFlag: --rounds sets an overhead workload's round count and
+// is refused, with the workload to use, on a workload without rounds.
+func TestRoundsFlag(t *testing.T) {
+	apply := func(workloadName string, args ...string) (loadgen.Workload, error) {
+		t.Helper()
+		fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var flags loadgenFlags
+		flags.register(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		workload, err := loadgen.LoadWorkload(workloadName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return workload, flags.apply(&workload)
+	}
+	workload, err := apply("overhead", "--rounds", "7")
+	if err != nil || workload.Overhead.Rounds != 7 {
+		t.Fatalf("--rounds 7 on overhead: rounds %+v, err %v", workload.Overhead, err)
+	}
+	if _, err := apply("standard", "--rounds", "3"); err == nil || !strings.Contains(err.Error(), "--workload overhead") {
+		t.Errorf("--rounds on the standard workload: %v, want a refusal naming --workload overhead", err)
+	}
+}
