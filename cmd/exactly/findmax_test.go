@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,14 +31,7 @@ func TestFindMaxTwoTargetsInOneRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
-	files, err := filepath.Glob(filepath.Join(out, "loadgen-*.json"))
-	if err != nil || len(files) != 1 {
-		t.Fatalf("results files %v (%v), want one", files, err)
-	}
-	results, err := report.Read(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	results := readOnlyResults(t, out)
 	section := results.FindMax
 	if section == nil || len(section.Targets) != 2 || section.Targets[0].Target.Kind != "embedded" || section.Targets[1].Target.Kind != "kfake" {
 		t.Fatalf("find_max section %+v, want embedded then kfake", section)
@@ -49,8 +41,8 @@ func TestFindMaxTwoTargetsInOneRun(t *testing.T) {
 			t.Errorf("%s: modes %+v", target.Target.Kind, target.Modes)
 		}
 	}
-	if _, err := os.Stat(strings.TrimSuffix(files[0], ".json") + ".html"); err != nil {
-		t.Errorf("no dashboard: %v", err)
+	if dashboards, _ := filepath.Glob(filepath.Join(out, "loadgen-*.html")); len(dashboards) != 1 {
+		t.Errorf("dashboards %v, want one beside the results", dashboards)
 	}
 }
 
@@ -87,14 +79,7 @@ func TestRateFractionsOfAGivenRate(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
-	files, err := filepath.Glob(filepath.Join(out, "loadgen-*.json"))
-	if err != nil || len(files) != 1 {
-		t.Fatalf("results files %v (%v), want one", files, err)
-	}
-	results, err := report.Read(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	results := readOnlyResults(t, out)
 	load := results.FindMax.EqualLoad
 	if load == nil || load.BaselineRecordsPerSecond != 400 || len(load.Cells) != 2 || load.Cells[0].RecordsPerSecond != 200 || load.Cells[1].RecordsPerSecond != 400 {
 		t.Fatalf("equal_load %+v", load)
@@ -112,4 +97,18 @@ func TestRateFractionsOfAGivenRate(t *testing.T) {
 	if !strings.Contains(stdout.String(), "equal offered load: fractions of at-least-once's sustainable rate 400 rec/s (--sustainable-rate): 50 % = 200 rec/s, 100 % = 400 rec/s") {
 		t.Errorf("output lacks the equal-load line:\n%s", stdout.String())
 	}
+}
+
+// readOnlyResults reads the one results file a run wrote into out.
+func readOnlyResults(t *testing.T, out string) *report.Results {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(out, "loadgen-*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("results files %v (%v), want one", files, err)
+	}
+	results, err := report.Read(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
 }
