@@ -21,6 +21,9 @@ type FindMaxOptions struct {
 	Options
 	// Search bounds and judges each mode's search.
 	Search findmax.Config
+	// ConfirmDuration is the measured time of a confirmation step (after
+	// the workload's warm-up); 0 turns confirmation off.
+	ConfirmDuration time.Duration
 	// Observe, when not nil, is called after each step with the name of
 	// the mode searched.
 	Observe func(name string, step findmax.Step)
@@ -48,27 +51,35 @@ func FindMax(ctx context.Context, options FindMaxOptions) (report.FindMaxTarget,
 			return target, ctx.Err()
 		}
 		var statuses []string // of the steps that ran, in order
-		step := func(ctx context.Context, rate int) (findmax.Measurement, error) {
-			run, err := runStep(ctx, options.Options, unit, rate)
-			if err != nil {
-				return findmax.Measurement{}, err
+		stepOf := func(duration time.Duration) findmax.StepFunc {
+			return func(ctx context.Context, rate int) (findmax.Measurement, error) {
+				run, err := runStep(ctx, options.Options, unit, rate, duration)
+				if err != nil {
+					return findmax.Measurement{}, err
+				}
+				statuses = append(statuses, run.Status)
+				return measurementOf(run, duration), nil
 			}
-			statuses = append(statuses, run.Status)
-			return measurementOf(run, time.Duration(options.Workload.Duration)), nil
 		}
 		var observe func(findmax.Step)
 		if options.Observe != nil {
 			observe = func(s findmax.Step) { options.Observe(unit.name, s) }
 		}
-		result := findmax.Search(ctx, options.Search, step, observe)
+		search := options.Search
+		if options.ConfirmDuration <= 0 {
+			search.Confirmations = -1
+		}
+		result := findmax.Search(ctx, search, stepOf(time.Duration(options.Workload.Duration)), observe)
+		result = findmax.Confirm(ctx, search, result, stepOf(options.ConfirmDuration), observe)
 		mode := report.FindMaxMode{Name: unit.name, Mode: unit.mode, SustainableRecordsPerSecond: result.Sustainable,
+			SearchedRecordsPerSecond: result.Searched, Confirmed: result.Confirmed,
 			FailedRecordsPerSecond: result.Failed, Stopped: result.Stopped}
 		if result.Err != nil {
 			mode.Error = result.Err.Error()
 		}
 		for i, s := range result.Steps {
 			mode.Steps = append(mode.Steps, report.FindMaxStep{TargetRecordsPerSecond: s.Target, Attempt: s.Attempt,
-				AchievedRecordsPerSecond: s.Achieved, P99Millis: float64(s.P99) / float64(time.Millisecond),
+				Confirmation: s.Confirmation, AchievedRecordsPerSecond: s.Achieved, P99Millis: float64(s.P99) / float64(time.Millisecond),
 				Held: s.Held, Why: s.Why, Status: statuses[i], Seconds: s.Took.Seconds()})
 		}
 		target.Modes = append(target.Modes, mode)
@@ -94,15 +105,16 @@ func searchUnits(workload Workload) []searchUnit {
 	return units
 }
 
-// stepWorkload is the workload of one step of unit's search at rate: the
-// unit's mode alone, no faults, a record budget above what rate sends in
-// the step's time, so that the time bound ends it.
-func stepWorkload(workload Workload, unit searchUnit, rate int) Workload {
+// stepWorkload is the workload of one step of unit's search at rate,
+// measured for duration: the unit's mode alone, no faults, a record budget
+// above what rate sends in the step's time, so that the time bound ends it.
+func stepWorkload(workload Workload, unit searchUnit, rate int, duration time.Duration) Workload {
 	step := workload
 	step.Name = workload.Name + " (find-max step)"
 	step.Modes = []string{unit.mode}
 	step.Faults = nil
 	step.Rate = rate
+	step.Duration = Duration(duration)
 	if unit.interval > 0 {
 		step.Transaction.CommitIntervals = []Duration{unit.interval}
 	}
@@ -114,8 +126,8 @@ func stepWorkload(workload Workload, unit searchUnit, rate int) Workload {
 // runStep runs one step: a Run of the step's workload. Its error is
 // Run's (ctx ended, the target cannot be used) or an unsupported mode,
 // which no rate changes.
-func runStep(ctx context.Context, options Options, unit searchUnit, rate int) (*report.Run, error) {
-	options.Workload = stepWorkload(options.Workload, unit, rate)
+func runStep(ctx context.Context, options Options, unit searchUnit, rate int, duration time.Duration) (*report.Run, error) {
+	options.Workload = stepWorkload(options.Workload, unit, rate, duration)
 	options.Progress, options.RunID = nil, 0
 	results, err := Run(ctx, options)
 	if err != nil {

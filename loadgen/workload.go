@@ -67,6 +67,42 @@ type Workload struct {
 	// that measures each mode against the baseline (see overhead.go); it
 	// excludes a fault matrix.
 	Overhead *OverheadSpec `yaml:"overhead" json:"overhead,omitempty"`
+	// EqualLoad, when set, compares the modes at equal offered load: the
+	// command first searches at-least-once's sustainable rate (with the
+	// workload named by EqualLoad.Search), then runs every mode of the
+	// workload at each fraction of it, unless a fixed --rate is given.
+	EqualLoad *EqualLoadSpec `yaml:"equal_load" json:"equal_load,omitempty"`
+}
+
+// EqualLoadSpec says at which offered loads a workload compares modes.
+type EqualLoadSpec struct {
+	// Fractions of at-least-once's sustainable rate, each in (0, 1].
+	Fractions []float64 `yaml:"fractions" json:"fractions"`
+	// Search names the workload of the sustainable-rate search (empty:
+	// find-max).
+	Search string `yaml:"search" json:"search,omitempty"`
+}
+
+// SearchWorkload is the name of the workload that searches the rate the
+// fractions are of.
+func (s EqualLoadSpec) SearchWorkload() string {
+	if s.Search == "" {
+		return "find-max"
+	}
+	return s.Search
+}
+
+// validate reports the first setting of s that cannot be run.
+func (s EqualLoadSpec) validate() error {
+	if len(s.Fractions) == 0 {
+		return errors.New("fractions: at least one fraction is needed")
+	}
+	for _, fraction := range s.Fractions {
+		if fraction <= 0 || fraction > 1 {
+			return fmt.Errorf("fractions: %g is not in (0, 1]", fraction)
+		}
+	}
+	return nil
 }
 
 // KeySpec is the key distribution.
@@ -260,6 +296,14 @@ func (w Workload) Validate() error {
 	if w.Overhead != nil {
 		if err := w.Overhead.validate(w); err != nil {
 			return fmt.Errorf("overhead.%w", err)
+		}
+	}
+	if w.EqualLoad != nil {
+		if w.Overhead != nil || len(w.Faults) > 0 {
+			return errors.New("equal_load: a workload at equal offered load has no overhead rounds and no fault matrix")
+		}
+		if err := w.EqualLoad.validate(); err != nil {
+			return fmt.Errorf("equal_load.%w", err)
 		}
 	}
 	for i, entry := range w.Faults {

@@ -27,6 +27,7 @@ type findMaxFlags struct {
 	start     int
 	precision float64
 	budget    time.Duration
+	confirm   time.Duration
 	targets   string
 	// fractions (--rate-fraction) and sustainable (--sustainable-rate):
 	// run the latency workload at fractions of at-least-once's
@@ -46,6 +47,8 @@ func (f *findMaxFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.start, "find-max-start", d.Start, "--find-max: first rate tried, records/s")
 	fs.Float64Var(&f.precision, "find-max-precision", d.Precision, "--find-max: stop once the first failed rate is within this fraction of the highest held rate")
 	fs.DurationVar(&f.budget, "find-max-budget", d.Budget, "--find-max: time bound of each mode's search (no step starts that would end after it)")
+	fs.DurationVar(&f.confirm, "find-max-confirm", 20*time.Second, "--find-max: measured time of the confirmation step: the rate the short steps found is run once more this long, "+
+		"stepping down 10 % while it fails (at most 3 times); the rate reported is the one a long step held (0: no confirmation)")
 	fs.StringVar(&f.targets, "targets", "", "--find-max only: comma-separated targets to search one after the other in this run (embedded, kfake), "+
 		"with their rates side by side; replaces --target")
 	fs.StringVar(&f.fractions, "rate-fraction", "", "comma-separated fractions (e.g. 0.5,0.8): run the latency workload's cells (--mode applies) once per fraction, "+
@@ -61,6 +64,9 @@ func (f *findMaxFlags) config() findmax.Config {
 	c.Retries = f.retries
 	if f.retries == 0 {
 		c.Retries = -1 // findmax.Config's "none"
+	}
+	if f.confirm <= 0 {
+		c.Confirmations = -1
 	}
 	return c
 }
@@ -93,27 +99,6 @@ func (f *findMaxFlags) targetConfigs(flags loadgenFlags) ([]loadgen.TargetConfig
 // each target, prints each step and the tables, and writes the results
 // file (its find_max section) and dashboard.
 func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Workload, stdout io.Writer) error {
-	configs, err := flags.findMax.targetConfigs(flags)
-	if err != nil {
-		return err
-	}
-	self, err := loadgen.DefaultSelfCommand()
-	if err != nil {
-		return err
-	}
-	search := flags.findMax.config()
-	results, err := newFindMaxResults(workload, nil)
-	if err != nil {
-		return err
-	}
-	results.FindMax = &report.FindMax{Criteria: report.FindMaxCriteria{Tolerance: search.Tolerance,
-		MaxP99Millis: float64(search.MaxP99) / float64(time.Millisecond), Precision: search.Precision,
-		StartRecordsPerSecond: search.Start, Retries: max(search.Retries, 0), MaxSteps: search.MaxSteps, BudgetSeconds: search.Budget.Seconds(),
-		StepWarmupSeconds: time.Duration(workload.Warmup).Seconds(), StepSeconds: time.Duration(workload.Duration).Seconds()}}
-	progress := stdout
-	if flags.quiet || flags.jsonProgress {
-		progress = io.Discard
-	}
 	fractions, err := parseFractions(flags.findMax.fractions)
 	if err != nil {
 		return err
@@ -126,6 +111,36 @@ func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Worklo
 		if latency, err = fractionWorkloadOf(flags, fractionWorkload); err != nil {
 			return err
 		}
+	}
+	return runFindMaxThen(ctx, flags, workload, latency, fractions, stdout)
+}
+
+// runFindMaxThen is runFindMax with the workload run at fractions of
+// at-least-once's sustainable rate, on the first target, after its search
+// (none when fractions is empty).
+func runFindMaxThen(ctx context.Context, flags loadgenFlags, workload, latency loadgen.Workload, fractions []float64,
+	stdout io.Writer) error {
+	configs, err := flags.findMax.targetConfigs(flags)
+	if err != nil {
+		return err
+	}
+	self, err := loadgen.DefaultSelfCommand()
+	if err != nil {
+		return err
+	}
+	search := flags.findMax.config()
+	described := workload // the workload the results file names
+	if len(fractions) > 0 {
+		described = latency // its runs are the latency workload's
+	}
+	results, err := newFindMaxResults(described, nil)
+	if err != nil {
+		return err
+	}
+	results.FindMax = &report.FindMax{Criteria: findMaxCriteria(flags, workload, search)}
+	progress := stdout
+	if flags.quiet || flags.jsonProgress {
+		progress = io.Discard
 	}
 	var runErr error
 	for i, config := range configs {
@@ -155,6 +170,19 @@ func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Worklo
 	return writeFindMaxOutputs(stdout, flags, results, runErr)
 }
 
+// findMaxCriteria are the criteria of search with workload's steps, for
+// the results file.
+func findMaxCriteria(flags loadgenFlags, workload loadgen.Workload, search findmax.Config) report.FindMaxCriteria {
+	criteria := report.FindMaxCriteria{Tolerance: search.Tolerance,
+		MaxP99Millis: float64(search.MaxP99) / float64(time.Millisecond), Precision: search.Precision,
+		StartRecordsPerSecond: search.Start, Retries: max(search.Retries, 0), MaxSteps: search.MaxSteps, BudgetSeconds: search.Budget.Seconds(),
+		StepWarmupSeconds: time.Duration(workload.Warmup).Seconds(), StepSeconds: time.Duration(workload.Duration).Seconds()}
+	if search.Confirmations >= 0 {
+		criteria.ConfirmSeconds, criteria.Confirmations, criteria.StepDown = flags.findMax.confirm.Seconds(), search.Confirmations, search.StepDown
+	}
+	return criteria
+}
+
 // newFindMaxResults starts the results of a --find-max or --rate-fraction
 // invocation of workload (on target, when known).
 func newFindMaxResults(workload loadgen.Workload, target loadgen.Target) (*report.Results, error) {
@@ -182,9 +210,13 @@ func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadge
 	if err := loadgen.Preflight(ctx, target, workload); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "find-max on %s (%s): %s; steps of %s warm-up + %s, at most %d steps and %s per mode\n",
+	confirmation := "no confirmation"
+	if search.Confirmations >= 0 && flags.findMax.confirm > 0 {
+		confirmation = fmt.Sprintf("then a confirmation step of %s warm-up + %s", workload.Warmup, flags.findMax.confirm)
+	}
+	fmt.Fprintf(progress, "find-max on %s (%s): %s; steps of %s warm-up + %s, at most %d steps and %s per mode, %s\n",
 		target.Kind(), target.Description(), strings.Join(workload.Modes, ", "), workload.Warmup, workload.Duration,
-		search.MaxSteps, search.Budget)
+		search.MaxSteps, search.Budget, confirmation)
 	counts := map[string]int{}
 	observe := func(name string, s findmax.Step) {
 		counts[name]++
@@ -196,12 +228,15 @@ func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadge
 		if s.Attempt > 1 {
 			retry = fmt.Sprintf(" (retry %d)", s.Attempt-1)
 		}
+		if s.Confirmation {
+			retry = " (confirmation)"
+		}
 		fmt.Fprintf(progress, "  %s %s step %d: target %d rec/s%s, achieved %.0f, ack p99 %.2f ms, %.1fs: %s\n",
 			target.Kind(), name, counts[name], s.Target, retry, s.Achieved, float64(s.P99)/float64(time.Millisecond), s.Took.Seconds(), verdict)
 	}
 	searched, err := loadgen.FindMax(ctx, loadgen.FindMaxOptions{
 		Options: loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database},
-		Search:  search, Observe: observe})
+		Search:  search, ConfirmDuration: flags.findMax.confirm, Observe: observe})
 	if err == nil && after != nil {
 		err = after(target, searched)
 	}

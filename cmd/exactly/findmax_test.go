@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,22 +11,23 @@ import (
 )
 
 // TestFindMaxTwoTargetsInOneRun runs --find-max on the embedded broker and
-// kfake in one invocation with two tiny steps per mode: every step is
-// printed as it ends, the tables give each mode's rate per target and the
-// ratio of kfake's to the embedded broker's, and the results file holds
-// the find_max section with both targets.
+// kfake in one invocation with two tiny steps per mode and a confirmation
+// step: every step is printed as it ends, the tables give each mode's rate
+// per target and the ratio of kfake's to the embedded broker's, and the
+// results file holds the find_max section with both targets.
 func TestFindMaxTwoTargetsInOneRun(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"loadgen", "--find-max", "--targets", "embedded,kfake", "--mode", "at-least-once,idempotent",
 		"--find-max-start", "200", "--find-max-steps", "2", "--find-max-p99", "1s", "--warmup", "0s", "--duration", "1s",
-		"--consumers", "0", "--out", out}, &stdout, &stderr)
+		"--find-max-confirm", "2s", "--consumers", "0", "--out", out}, &stdout, &stderr)
 	text := stdout.String()
 	if code != 0 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, text, stderr.String())
 	}
 	for _, want := range []string{"find-max on embedded", "find-max on kfake",
 		"embedded at-least-once step 1: target 200 rec/s", "kfake idempotent step 2: target 400 rec/s",
+		"kfake idempotent step 3: target 400 rec/s (confirmation)", "confirmed by a 2 s step",
 		"sustainable rec/s", "kfake/embedded"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -37,8 +39,21 @@ func TestFindMaxTwoTargetsInOneRun(t *testing.T) {
 		t.Fatalf("find_max section %+v, want embedded then kfake", section)
 	}
 	for _, target := range section.Targets {
-		if len(target.Modes) != 2 || target.Modes[0].Name != "at-least-once" || len(target.Modes[0].Steps) != 2 {
-			t.Errorf("%s: modes %+v", target.Target.Kind, target.Modes)
+		if len(target.Modes) != 2 || target.Modes[0].Name != "at-least-once" || len(target.Modes[0].Steps) != 3 {
+			t.Fatalf("%s: modes %+v", target.Target.Kind, target.Modes)
+		}
+		// The short steps held 200 and 400 (the step bound ended the
+		// search); the long step confirmed 400.
+		for _, mode := range target.Modes {
+			last := mode.Steps[len(mode.Steps)-1]
+			if !last.Confirmation || !last.Held || !mode.Confirmed || mode.SustainableRecordsPerSecond != 400 ||
+				mode.SearchedRecordsPerSecond != 400 {
+				t.Errorf("%s %s: sustainable %d (searched %d, confirmed %v), last step %+v", target.Target.Kind, mode.Name,
+					mode.SustainableRecordsPerSecond, mode.SearchedRecordsPerSecond, mode.Confirmed, last)
+			}
+		}
+		if section.Criteria.ConfirmSeconds != 2 || section.Criteria.Confirmations != 3 {
+			t.Errorf("criteria %+v, want a 2 s confirmation step, 3 at most", section.Criteria)
 		}
 	}
 	if dashboards, _ := filepath.Glob(filepath.Join(out, "loadgen-*.html")); len(dashboards) != 1 {
@@ -95,6 +110,50 @@ func TestRateFractionsOfAGivenRate(t *testing.T) {
 		}
 	}
 	if !strings.Contains(stdout.String(), "equal offered load: fractions of at-least-once's sustainable rate 400 rec/s (--sustainable-rate): 50 % = 200 rec/s, 100 % = 400 rec/s") {
+		t.Errorf("output lacks the equal-load line:\n%s", stdout.String())
+	}
+}
+
+// TestLatencyWorkloadRunsAtEqualLoad runs the latency workload without a
+// fixed --rate: it searches at-least-once's sustainable rate alone (two
+// short steps and a confirmation), then runs every mode given at 50 % and
+// 80 % of it, and says so.
+func TestLatencyWorkloadRunsAtEqualLoad(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"loadgen", "--workload", "latency", "--target", "kfake", "--mode", "at-least-once,idempotent",
+		"--find-max-start", "200", "--find-max-steps", "2", "--find-max-p99", "1s", "--find-max-confirm", "1s",
+		"--warmup", "0s", "--duration", "1s", "--consumers", "0", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	results := readOnlyResults(t, out)
+	if results.FindMax == nil || len(results.FindMax.Targets) != 1 {
+		t.Fatalf("find_max %+v, want one target", results.FindMax)
+	}
+	searched := results.FindMax.Targets[0].Modes
+	if len(searched) != 1 || searched[0].Mode != "at-least-once" || !searched[0].Confirmed || searched[0].SustainableRecordsPerSecond != 400 {
+		t.Fatalf("searched %+v, want at-least-once alone, confirmed at 400 rec/s", searched)
+	}
+	load := results.FindMax.EqualLoad
+	if load == nil || load.BaselineRecordsPerSecond != 400 || len(load.Cells) != 2 ||
+		load.Cells[0].RecordsPerSecond != 200 || load.Cells[1].RecordsPerSecond != 320 {
+		t.Fatalf("equal_load %+v, want 50 %% and 80 %% of 400", load)
+	}
+	want := []string{"at-least-once at 50%", "idempotent at 50%", "at-least-once at 80%", "idempotent at 80%"}
+	if len(results.Runs) != len(want) {
+		t.Fatalf("%d runs, want %d", len(results.Runs), len(want))
+	}
+	for i, run := range results.Runs {
+		if run.Name != want[i] || run.Status != report.StatusPass {
+			t.Errorf("run %d: %s %s; want %s, pass", i, run.Name, run.Status, want[i])
+		}
+	}
+	var workload struct{ Name string }
+	if err := json.Unmarshal(results.Workload, &workload); err != nil || workload.Name != "latency" {
+		t.Errorf("results name workload %q (%v), want latency", workload.Name, err)
+	}
+	if !strings.Contains(stdout.String(), "equal offered load: fractions of at-least-once's sustainable rate 400 rec/s (find-max on kfake): 50 % = 200 rec/s, 80 % = 320 rec/s") {
 		t.Errorf("output lacks the equal-load line:\n%s", stdout.String())
 	}
 }

@@ -117,6 +117,33 @@ func runFractions(ctx context.Context, flags loadgenFlags, workload loadgen.Work
 	if err != nil {
 		return err
 	}
+	return runFractionsOf(ctx, flags, workload, fractions, stdout)
+}
+
+// runEqualLoad runs a workload with an equal_load section (the latency
+// workload) without a fixed --rate: every mode at each fraction of
+// at-least-once's sustainable rate — --sustainable-rate's, or searched
+// first with the section's search workload (its modes reduced to
+// at-least-once) on the same target. --rate-fraction replaces the
+// section's fractions.
+func runEqualLoad(ctx context.Context, flags loadgenFlags, workload loadgen.Workload, stdout io.Writer) error {
+	fractions := workload.EqualLoad.Fractions
+	if flags.findMax.sustainable > 0 {
+		return runFractionsOf(ctx, flags, workload, fractions, stdout)
+	}
+	search, err := fractionWorkloadOf(flags, workload.EqualLoad.SearchWorkload())
+	if err != nil {
+		return err
+	}
+	search.Modes, search.Faults = []string{modes.Baseline()}, nil
+	if err := search.Validate(); err != nil {
+		return fmt.Errorf("workload %s: %w", search.Name, err)
+	}
+	return runFindMaxThen(ctx, flags, search, workload, fractions, stdout)
+}
+
+// runFractionsOf runs workload at fractions of --sustainable-rate.
+func runFractionsOf(ctx context.Context, flags loadgenFlags, workload loadgen.Workload, fractions []float64, stdout io.Writer) error {
 	if flags.findMax.sustainable <= 0 {
 		return errors.New("--rate-fraction needs --find-max, or at-least-once's sustainable rate in --sustainable-rate")
 	}

@@ -205,6 +205,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return runFindMax(ctx, flags, workload, stdout)
 	case flags.findMax.fractions != "":
 		return runFractions(ctx, flags, workload, stdout)
+	case workload.EqualLoad != nil && flags.rate < 0:
+		return runEqualLoad(ctx, flags, workload, stdout)
 	}
 	kind, bootstrap := flags.target, []string(nil)
 	if flags.bootstrap != "" {

@@ -10,6 +10,13 @@
 // held and the lowest that failed until they are within a precision (5 %
 // by default), bounded in steps and in time.
 //
+// Short steps can hold by luck: a rate that kept its p99 for a few
+// seconds may not for a minute (the page cache fills, writeback starts, a
+// garbage collection lands). Confirm therefore runs the rate the search
+// found once more as a long step and, when that fails, steps down and
+// confirms again, a bounded number of times; the sustainable rate reported
+// is the one a long step held.
+//
 // The answer is always a rate that was itself measured as held, never an
 // extrapolation or a rate between steps: OpenMessaging Benchmark's max-rate
 // mode reports the rate its controller was aiming at, which can be above
@@ -49,17 +56,24 @@ type Config struct {
 	// MaxRate caps the doubling, records/s: a rate that holds at MaxRate
 	// ends the search there.
 	MaxRate int
+	// Confirmations bounds Confirm's long steps: the found rate's, then
+	// each lower rate tried after a failed one. Negative: no confirmation
+	// (the searched rate is reported as it is); 0: the default, 3.
+	Confirmations int
+	// StepDown is the fraction a rate is lowered by after its confirmation
+	// failed (0: the default, 0.1).
+	StepDown float64
 	// Now is the clock of the budget (nil: time.Now), for tests.
 	Now func() time.Time
 }
 
 // Defaults is the configuration of `exactly loadgen --find-max` without
 // flags: start at 1000 records/s, 1 % tolerance, p99 under 50 ms, 5 %
-// precision, one retry of a failed step, at most 16 steps, 3 minutes,
-// 10 million records/s.
+// precision, one retry of a failed step, at most 16 steps, 4 minutes,
+// 10 million records/s; up to 3 confirmations stepping down by 10 %.
 func Defaults() Config {
 	return Config{Start: 1000, Tolerance: 0.01, MaxP99: 50 * time.Millisecond, Precision: 0.05, MaxSteps: 16,
-		Retries: 1, Budget: 3 * time.Minute, MaxRate: 10_000_000}
+		Retries: 1, Budget: 4 * time.Minute, MaxRate: 10_000_000, Confirmations: 3, StepDown: 0.1}
 }
 
 // withDefaults fills the zero fields of c from Defaults.
@@ -89,6 +103,15 @@ func (c Config) withDefaults() Config {
 	case c.Retries < 0:
 		c.Retries = 0
 	}
+	switch {
+	case c.Confirmations == 0:
+		c.Confirmations = d.Confirmations
+	case c.Confirmations < 0:
+		c.Confirmations = 0
+	}
+	if c.StepDown <= 0 || c.StepDown >= 1 {
+		c.StepDown = d.StepDown
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -117,6 +140,8 @@ type Step struct {
 	Target int
 	// Attempt is 1 for a rate's first step, 2 for its first retry, ….
 	Attempt int
+	// Confirmation says the step was one of Confirm's long steps.
+	Confirmation bool
 	Measurement
 	// Held says the step held: its rate achieved, its p99 under the bound,
 	// no failure.
@@ -135,13 +160,21 @@ const (
 	StoppedBudget    = "budget"    // another step would exceed Budget
 	StoppedNoneHeld  = "none-held" // no rate held, down to 1 record/s or the step bound
 	StoppedError     = "error"     // a step returned an error
+	// StoppedUnconfirmed: no long step held, down to the last rate Confirm
+	// tried, so no rate is reported as sustainable.
+	StoppedUnconfirmed = "unconfirmed"
 )
 
 // Result is the outcome of one search.
 type Result struct {
 	// Sustainable is the highest target of a held step, records/s; 0 when
-	// none held.
+	// none held. After Confirm it is the target of the long step that
+	// held (0 when none did).
 	Sustainable int
+	// Searched is the rate the search found before Confirm (0 before it).
+	Searched int
+	// Confirmed says a long step held at Sustainable.
+	Confirmed bool
 	// Failed is the lowest target of a failed step above Sustainable
 	// (0: none failed above it, so the capacity may be higher still).
 	Failed int
@@ -197,6 +230,51 @@ func Search(ctx context.Context, c Config, step StepFunc, observe func(Step)) Re
 		rate = next
 	}
 	return s.result
+}
+
+// Confirm runs the long steps of result, a finished Search's result:
+// confirm (a longer step than the search's) at the sustainable rate found;
+// while it fails, at StepDown under the rate that failed, at most
+// Confirmations times. It returns result with Sustainable the rate a long
+// step held (Confirmed), or 0 with Stopped = StoppedUnconfirmed; a
+// confirmation that failed lowers Failed to its rate. A search that found
+// nothing, or ended in an error, is returned as it is; so is every result
+// when Confirmations is negative. Confirmations are bounded by their
+// count, not by MaxSteps or Budget (which bound the search).
+func Confirm(ctx context.Context, c Config, result Result, confirm StepFunc, observe func(Step)) Result {
+	c = c.withDefaults()
+	result.Searched = result.Sustainable
+	if c.Confirmations == 0 || result.Sustainable <= 0 || result.Stopped == StoppedError {
+		return result
+	}
+	rate := result.Sustainable
+	for range c.Confirmations {
+		started := c.Now()
+		measured, err := confirm(ctx, rate)
+		if err != nil {
+			result.Err, result.Stopped = err, StoppedError
+			result.Sustainable = 0
+			return result
+		}
+		one := Step{Target: rate, Attempt: 1, Confirmation: true, Measurement: measured, Took: c.Now().Sub(started)}
+		one.Held, one.Why = c.Judge(rate, measured)
+		result.Steps = append(result.Steps, one)
+		if observe != nil {
+			observe(one)
+		}
+		if one.Held {
+			result.Sustainable, result.Confirmed = rate, true
+			return result
+		}
+		result.Failed = rate
+		next := int(float64(rate) * (1 - c.StepDown))
+		if next < 1 || next >= rate {
+			break
+		}
+		rate = next
+	}
+	result.Sustainable, result.Stopped = 0, StoppedUnconfirmed
+	return result
 }
 
 // search is the state of one Search.

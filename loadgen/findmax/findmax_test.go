@@ -227,3 +227,102 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
+
+// longCapacityStep is the long step of a cluster whose capacity over a
+// long step is capacity records/s (lower than over a short one).
+func longCapacityStep(capacity int, calls *[]int) StepFunc {
+	return capacityStep(capacity, calls)
+}
+
+func TestConfirmStepsDownToALongHeldRate(t *testing.T) {
+	for _, tc := range []struct {
+		short, long          int
+		wantRate, wantFailed int
+		wantConfirm          int // long steps run
+		wantStopped          string
+		wantConfirmed        bool
+	}{
+		// The short steps find ~1000; a long step holds only 850: 1000 and
+		// 900 fail, 810 holds.
+		{short: 1000, long: 850, wantRate: 810, wantFailed: 900, wantConfirm: 3, wantStopped: StoppedPrecision, wantConfirmed: true},
+		// The long step holds what the short ones found.
+		{short: 5000, long: 5000, wantConfirm: 1, wantStopped: StoppedPrecision, wantConfirmed: true},
+		// Nothing a long step tries holds: no rate is reported.
+		{short: 4000, long: 100, wantRate: 0, wantConfirm: 3, wantStopped: StoppedUnconfirmed},
+	} {
+		var searchCalls, confirmCalls []int
+		config := Config{MaxSteps: 64}
+		searched := Search(context.Background(), config, capacityStep(tc.short, &searchCalls), nil)
+		found := searched.Sustainable
+		result := Confirm(context.Background(), config, searched, longCapacityStep(tc.long, &confirmCalls), nil)
+		if result.Searched != found {
+			t.Errorf("%+v: Searched %d, want the search's %d", tc, result.Searched, found)
+		}
+		want := tc.wantRate
+		if tc.wantConfirm == 1 {
+			want = found
+		}
+		if result.Sustainable != want || result.Confirmed != tc.wantConfirmed || result.Stopped != tc.wantStopped ||
+			len(confirmCalls) != tc.wantConfirm {
+			t.Errorf("%+v: got rate %d confirmed %v stopped %q after long steps %v", tc, result.Sustainable, result.Confirmed,
+				result.Stopped, confirmCalls)
+		}
+		if result.Sustainable > tc.long {
+			t.Errorf("%+v: reported %d, above what a long step sustains", tc, result.Sustainable)
+		}
+		if tc.wantFailed != 0 && result.Failed != tc.wantFailed {
+			t.Errorf("%+v: Failed %d, want %d", tc, result.Failed, tc.wantFailed)
+		}
+		long := result.Steps[len(searchCalls):]
+		if len(long) != len(confirmCalls) {
+			t.Fatalf("%+v: %d confirmation steps recorded for %d calls", tc, len(long), len(confirmCalls))
+		}
+		for i, step := range long {
+			if !step.Confirmation || step.Target != confirmCalls[i] {
+				t.Errorf("%+v: confirmation step %d = %+v", tc, i, step)
+			}
+			if step.Held != (i == len(long)-1 && result.Confirmed) {
+				t.Errorf("%+v: confirmation step %d held=%v", tc, i, step.Held)
+			}
+		}
+		// Every rate a long step tried is at or under the search's answer,
+		// and each is lower than the one before.
+		for i, rate := range confirmCalls {
+			if rate > found || (i > 0 && rate >= confirmCalls[i-1]) {
+				t.Errorf("%+v: long steps %v not descending from %d", tc, confirmCalls, found)
+			}
+		}
+	}
+}
+
+func TestConfirmLeavesAlone(t *testing.T) {
+	never := func(context.Context, int) (Measurement, error) {
+		t.Fatal("a long step ran")
+		return Measurement{}, nil
+	}
+	// Confirmation off: the searched rate stands, unconfirmed.
+	var calls []int
+	searched := Search(context.Background(), Config{}, capacityStep(3000, &calls), nil)
+	result := Confirm(context.Background(), Config{Confirmations: -1}, searched, never, nil)
+	if result.Sustainable != searched.Sustainable || result.Confirmed || len(result.Steps) != len(searched.Steps) {
+		t.Errorf("confirmation off changed the result: %+v", result)
+	}
+	// A search that held nothing, or ended in an error, has nothing to confirm.
+	for _, searched := range []Result{{Stopped: StoppedNoneHeld}, {Sustainable: 5, Stopped: StoppedError, Err: errors.New("gone")}} {
+		if result := Confirm(context.Background(), Config{}, searched, never, nil); result.Confirmed || result.Stopped != searched.Stopped {
+			t.Errorf("Confirm(%+v) = %+v", searched, result)
+		}
+	}
+}
+
+func TestConfirmStepError(t *testing.T) {
+	var calls []int
+	searched := Search(context.Background(), Config{}, capacityStep(3000, &calls), nil)
+	gone := errors.New("target gone")
+	result := Confirm(context.Background(), Config{}, searched, func(context.Context, int) (Measurement, error) {
+		return Measurement{}, gone
+	}, nil)
+	if result.Sustainable != 0 || result.Stopped != StoppedError || !errors.Is(result.Err, gone) {
+		t.Errorf("a failing long step: %+v", result)
+	}
+}

@@ -73,7 +73,17 @@ type FindMaxCriteria struct {
 	// measured time.
 	StepWarmupSeconds float64 `json:"step_warmup_seconds"`
 	StepSeconds       float64 `json:"step_seconds"`
+	// ConfirmSeconds is the measured time of a confirmation step (after
+	// the same warm-up): the rate the short steps found is run once more
+	// this long, and, while that fails, at StepDown under it, at most
+	// Confirmations times. 0: no confirmation.
+	ConfirmSeconds float64 `json:"confirm_seconds,omitempty"`
+	Confirmations  int     `json:"confirmations,omitempty"`
+	StepDown       float64 `json:"step_down,omitempty"`
 }
+
+// StepDownPercent is StepDown in percent, for the dashboard.
+func (c FindMaxCriteria) StepDownPercent() float64 { return 100 * c.StepDown }
 
 // FindMaxTarget is the searches on one target.
 type FindMaxTarget struct {
@@ -86,9 +96,15 @@ type FindMaxMode struct {
 	// Name is the mode, with its commit interval for a transactional sweep.
 	Name string `json:"name"`
 	Mode string `json:"mode"`
-	// SustainableRecordsPerSecond is the highest target of a held step (0:
-	// none held). It is always a rate that was measured as held.
+	// SustainableRecordsPerSecond is the rate reported (0: none held). It
+	// is always a rate that was measured as held: with confirmation, the
+	// rate a long step held; without, the highest held short step.
 	SustainableRecordsPerSecond int `json:"sustainable_records_per_second"`
+	// SearchedRecordsPerSecond is the highest rate the short steps held,
+	// before confirmation.
+	SearchedRecordsPerSecond int `json:"searched_records_per_second,omitempty"`
+	// Confirmed says a long confirmation step held at the sustainable rate.
+	Confirmed bool `json:"confirmed,omitempty"`
 	// FailedRecordsPerSecond is the lowest target above it that failed (0:
 	// none did, so the rate may be higher still).
 	FailedRecordsPerSecond int `json:"failed_records_per_second"`
@@ -96,7 +112,7 @@ type FindMaxMode struct {
 	// search's on the same target (0 when there is none).
 	RatioToBaseline float64 `json:"ratio_to_baseline"`
 	// Stopped says why the search ended: precision, max-rate, max-steps,
-	// budget, none-held or error.
+	// budget, none-held, error, or unconfirmed (no confirmation step held).
 	Stopped string `json:"stopped"`
 	// Error is the error that ended it (stopped "error").
 	Error string        `json:"error,omitempty"`
@@ -108,7 +124,9 @@ type FindMaxStep struct {
 	TargetRecordsPerSecond int `json:"target_records_per_second"`
 	// Attempt is 1 for a rate's first step, 2 for the retry of a failed
 	// one, ….
-	Attempt                  int     `json:"attempt"`
+	Attempt int `json:"attempt"`
+	// Confirmation says the step was a long confirmation step.
+	Confirmation             bool    `json:"confirmation,omitempty"`
 	AchievedRecordsPerSecond float64 `json:"achieved_records_per_second"`
 	P99Millis                float64 `json:"p99_ms"`
 	Held                     bool    `json:"held"`
@@ -127,15 +145,20 @@ func WriteFindMax(w io.Writer, section *FindMax) error {
 		return nil
 	}
 	c := section.Criteria
-	fmt.Fprintf(w, "sustainable rate: the highest offered rate that held (achieved within %.0f %%, ack p99 <= %.0f ms), to %.0f %%\n",
+	fmt.Fprintf(w, "sustainable rate: the highest offered rate that held (achieved within %.0f %%, ack p99 <= %.0f ms), to %.0f %%",
 		100*c.Tolerance, c.MaxP99Millis, 100*c.Precision)
+	if c.ConfirmSeconds > 0 {
+		fmt.Fprintf(w, ", confirmed by a %.0f s step", c.ConfirmSeconds)
+	}
+	fmt.Fprintln(w)
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "target\tmode\tsustainable rec/s\tvs base\tfirst failed\tsteps\tstopped\t")
+	fmt.Fprintln(table, "target\tmode\tsustainable rec/s\tvs base\tshort steps found\tfirst failed\tsteps\tstopped\t")
 	for _, target := range section.Targets {
 		for _, mode := range target.Modes {
-			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", target.Target.Kind, mode.Name,
+			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", target.Target.Kind, mode.Name,
 				rateText(mode.SustainableRecordsPerSecond), ratioText(mode.RatioToBaseline),
-				rateText(mode.FailedRecordsPerSecond), len(mode.Steps), mode.Stopped)
+				rateText(mode.SearchedRecordsPerSecond), rateText(mode.FailedRecordsPerSecond), len(mode.Steps),
+				stoppedText(mode))
 		}
 	}
 	if err := table.Flush(); err != nil {
@@ -194,6 +217,15 @@ func (t FindMaxTarget) sustainable(name string) int {
 		}
 	}
 	return 0
+}
+
+// stoppedText is why a mode's search stopped, and whether a long step
+// confirmed its rate.
+func stoppedText(mode FindMaxMode) string {
+	if mode.Confirmed {
+		return mode.Stopped + ", confirmed"
+	}
+	return mode.Stopped
 }
 
 func rateText(rate int) string {
