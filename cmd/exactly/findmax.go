@@ -47,8 +47,9 @@ func (f *findMaxFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.start, "find-max-start", d.Start, "--find-max: first rate tried, records/s")
 	fs.Float64Var(&f.precision, "find-max-precision", d.Precision, "--find-max: stop once the first failed rate is within this fraction of the highest held rate")
 	fs.DurationVar(&f.budget, "find-max-budget", d.Budget, "--find-max: time bound of each mode's search (no step starts that would end after it)")
-	fs.DurationVar(&f.confirm, "find-max-confirm", 20*time.Second, "--find-max: measured time of the confirmation step: the rate the short steps found is run once more this long, "+
-		"stepping down 10 % while it fails (at most 3 times); the rate reported is the one a long step held (0: no confirmation)")
+	fs.DurationVar(&f.confirm, "find-max-confirm", 20*time.Second, "--find-max: measured time of a confirmation step: the rate the short steps found is run once more this long, "+
+		"stepping down 20 % until a long step holds, then bisecting (at most 5 long steps); the rate reported is the highest a long step held "+
+		"(0: no confirmation)")
 	fs.StringVar(&f.targets, "targets", "", "--find-max only: comma-separated targets to search one after the other in this run (embedded, kfake), "+
 		"with their rates side by side; replaces --target")
 	fs.StringVar(&f.fractions, "rate-fraction", "", "comma-separated fractions (e.g. 0.5,0.8): run the latency workload's cells (--mode applies) once per fraction, "+

@@ -52,8 +52,8 @@ func TestFindMaxTwoTargetsInOneRun(t *testing.T) {
 					mode.SustainableRecordsPerSecond, mode.SearchedRecordsPerSecond, mode.Confirmed, last)
 			}
 		}
-		if section.Criteria.ConfirmSeconds != 2 || section.Criteria.Confirmations != 3 {
-			t.Errorf("criteria %+v, want a 2 s confirmation step, 3 at most", section.Criteria)
+		if section.Criteria.ConfirmSeconds != 2 || section.Criteria.Confirmations != 5 {
+			t.Errorf("criteria %+v, want a 2 s confirmation step, 5 at most", section.Criteria)
 		}
 	}
 	if dashboards, _ := filepath.Glob(filepath.Join(out, "loadgen-*.html")); len(dashboards) != 1 {

@@ -10,12 +10,13 @@
 // held and the lowest that failed until they are within a precision (5 %
 // by default), bounded in steps and in time.
 //
-// Short steps can hold by luck: a rate that kept its p99 for a few
-// seconds may not for a minute (the page cache fills, writeback starts, a
-// garbage collection lands). Confirm therefore runs the rate the search
-// found once more as a long step and, when that fails, steps down and
-// confirms again, a bounded number of times; the sustainable rate reported
-// is the one a long step held.
+// Short steps can hold by luck, or by fitting in a buffer: a rate that
+// kept its p99 for a few seconds may not for half a minute (the page cache
+// fills and the kernel starts writing back, a garbage collection lands).
+// Confirm therefore runs the rate the search found once more as a long
+// step and, when that fails, steps down until a long step holds, then
+// bisects between the long steps, a bounded number of times; the
+// sustainable rate reported is one a long step held.
 //
 // The answer is always a rate that was itself measured as held, never an
 // extrapolation or a rate between steps: OpenMessaging Benchmark's max-rate
@@ -56,12 +57,12 @@ type Config struct {
 	// MaxRate caps the doubling, records/s: a rate that holds at MaxRate
 	// ends the search there.
 	MaxRate int
-	// Confirmations bounds Confirm's long steps: the found rate's, then
-	// each lower rate tried after a failed one. Negative: no confirmation
-	// (the searched rate is reported as it is); 0: the default, 3.
+	// Confirmations bounds Confirm's long steps (see Confirm). Negative:
+	// no confirmation (the searched rate is reported as it is); 0: the
+	// default, 5.
 	Confirmations int
-	// StepDown is the fraction a rate is lowered by after its confirmation
-	// failed (0: the default, 0.1).
+	// StepDown is the fraction a rate is lowered by after its long step
+	// failed while none has held yet (0: the default, 0.2).
 	StepDown float64
 	// Now is the clock of the budget (nil: time.Now), for tests.
 	Now func() time.Time
@@ -70,10 +71,11 @@ type Config struct {
 // Defaults is the configuration of `exactly loadgen --find-max` without
 // flags: start at 1000 records/s, 1 % tolerance, p99 under 50 ms, 5 %
 // precision, one retry of a failed step, at most 16 steps, 4 minutes,
-// 10 million records/s; up to 3 confirmations stepping down by 10 %.
+// 10 million records/s; up to 5 long confirmation steps, stepping down by
+// 20 % until one holds, then bisecting.
 func Defaults() Config {
 	return Config{Start: 1000, Tolerance: 0.01, MaxP99: 50 * time.Millisecond, Precision: 0.05, MaxSteps: 16,
-		Retries: 1, Budget: 4 * time.Minute, MaxRate: 10_000_000, Confirmations: 3, StepDown: 0.1}
+		Retries: 1, Budget: 4 * time.Minute, MaxRate: 10_000_000, Confirmations: 5, StepDown: 0.2}
 }
 
 // withDefaults fills the zero fields of c from Defaults.
@@ -234,19 +236,23 @@ func Search(ctx context.Context, c Config, step StepFunc, observe func(Step)) Re
 
 // Confirm runs the long steps of result, a finished Search's result:
 // confirm (a longer step than the search's) at the sustainable rate found;
-// while it fails, at StepDown under the rate that failed, at most
-// Confirmations times. It returns result with Sustainable the rate a long
-// step held (Confirmed), or 0 with Stopped = StoppedUnconfirmed; a
-// confirmation that failed lowers Failed to its rate. A search that found
-// nothing, or ended in an error, is returned as it is; so is every result
-// when Confirmations is negative. Confirmations are bounded by their
-// count, not by MaxSteps or Budget (which bound the search).
+// while long steps fail, at StepDown under the rate that failed; once one
+// has held below one that failed, at the midpoint between the two, until
+// they are within twice Precision of each other — at most Confirmations
+// long steps in all. It returns result with Sustainable the highest rate a
+// long step held (Confirmed) and Failed the lowest long step above it that
+// failed, or Sustainable 0 with Stopped = StoppedUnconfirmed when no long
+// step held. A search that found nothing, or ended in an error, is
+// returned as it is; so is every result when Confirmations is negative.
+// Long steps are bounded by their count, not by MaxSteps or Budget (which
+// bound the search).
 func Confirm(ctx context.Context, c Config, result Result, confirm StepFunc, observe func(Step)) Result {
 	c = c.withDefaults()
 	result.Searched = result.Sustainable
 	if c.Confirmations == 0 || result.Sustainable <= 0 || result.Stopped == StoppedError {
 		return result
 	}
+	heldLong, failedLong := 0, 0
 	rate := result.Sustainable
 	for range c.Confirmations {
 		started := c.Now()
@@ -263,18 +269,43 @@ func Confirm(ctx context.Context, c Config, result Result, confirm StepFunc, obs
 			observe(one)
 		}
 		if one.Held {
-			result.Sustainable, result.Confirmed = rate, true
-			return result
+			heldLong = rate
+		} else {
+			failedLong = rate
 		}
-		result.Failed = rate
-		next := int(float64(rate) * (1 - c.StepDown))
-		if next < 1 || next >= rate {
+		next, done := nextLongRate(c, heldLong, failedLong)
+		if done {
 			break
 		}
 		rate = next
 	}
-	result.Sustainable, result.Stopped = 0, StoppedUnconfirmed
+	if failedLong > 0 {
+		result.Failed = failedLong
+	}
+	if heldLong == 0 {
+		result.Sustainable, result.Stopped = 0, StoppedUnconfirmed
+		return result
+	}
+	result.Sustainable, result.Confirmed = heldLong, true
 	return result
+}
+
+// nextLongRate is the rate of Confirm's next long step after the highest
+// long step that held (0: none yet) and the lowest that failed above it (0:
+// none), or done when the answer is known: the first long step held, or
+// held and failed are within twice Precision, or no rate lies between.
+func nextLongRate(c Config, held, failed int) (next int, done bool) {
+	switch {
+	case failed == 0:
+		return 0, true // the found rate held over a long step
+	case held == 0:
+		next = int(float64(failed) * (1 - c.StepDown))
+		return next, next < 1 || next >= failed
+	case float64(failed-held) <= 2*c.Precision*float64(held):
+		return 0, true
+	}
+	next = held + (failed-held)/2
+	return next, next <= held || next >= failed
 }
 
 // search is the state of one Search.

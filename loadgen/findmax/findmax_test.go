@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -236,34 +237,35 @@ func longCapacityStep(capacity int, calls *[]int) StepFunc {
 
 func TestConfirmStepsDownToALongHeldRate(t *testing.T) {
 	for _, tc := range []struct {
-		short, long          int
-		wantRate, wantFailed int
-		wantConfirm          int // long steps run
-		wantStopped          string
-		wantConfirmed        bool
+		short, long   int
+		wantLong      []int // the long steps' rates, in order
+		wantRate      int
+		wantFailed    int
+		wantStopped   string
+		wantConfirmed bool
 	}{
-		// The short steps find ~1000; a long step holds only 850: 1000 and
-		// 900 fail, 810 holds.
-		{short: 1000, long: 850, wantRate: 810, wantFailed: 900, wantConfirm: 3, wantStopped: StoppedPrecision, wantConfirmed: true},
+		// The short steps find 1000; a long step holds only 850: 1000
+		// fails, 800 holds, then bisection: 900 fails, 850 holds, and
+		// 850..900 is within 2 × 5 %.
+		{short: 1000, long: 850, wantLong: []int{1000, 800, 900, 850}, wantRate: 850, wantFailed: 900,
+			wantStopped: StoppedPrecision, wantConfirmed: true},
 		// The long step holds what the short ones found.
-		{short: 5000, long: 5000, wantConfirm: 1, wantStopped: StoppedPrecision, wantConfirmed: true},
+		{short: 5000, long: 5000, wantLong: []int{5000}, wantRate: 5000, wantStopped: StoppedPrecision, wantConfirmed: true},
 		// Nothing a long step tries holds: no rate is reported.
-		{short: 4000, long: 100, wantRate: 0, wantConfirm: 3, wantStopped: StoppedUnconfirmed},
+		{short: 4000, long: 100, wantLong: []int{4000, 3200, 2560, 2048, 1638}, wantFailed: 1638, wantStopped: StoppedUnconfirmed},
 	} {
 		var searchCalls, confirmCalls []int
 		config := Config{MaxSteps: 64}
 		searched := Search(context.Background(), config, capacityStep(tc.short, &searchCalls), nil)
-		found := searched.Sustainable
+		if searched.Sustainable != tc.short {
+			t.Fatalf("%+v: the search found %d", tc, searched.Sustainable)
+		}
 		result := Confirm(context.Background(), config, searched, longCapacityStep(tc.long, &confirmCalls), nil)
-		if result.Searched != found {
-			t.Errorf("%+v: Searched %d, want the search's %d", tc, result.Searched, found)
+		if result.Searched != tc.short {
+			t.Errorf("%+v: Searched %d, want the search's %d", tc, result.Searched, tc.short)
 		}
-		want := tc.wantRate
-		if tc.wantConfirm == 1 {
-			want = found
-		}
-		if result.Sustainable != want || result.Confirmed != tc.wantConfirmed || result.Stopped != tc.wantStopped ||
-			len(confirmCalls) != tc.wantConfirm {
+		if !slices.Equal(confirmCalls, tc.wantLong) || result.Sustainable != tc.wantRate || result.Confirmed != tc.wantConfirmed ||
+			result.Stopped != tc.wantStopped {
 			t.Errorf("%+v: got rate %d confirmed %v stopped %q after long steps %v", tc, result.Sustainable, result.Confirmed,
 				result.Stopped, confirmCalls)
 		}
@@ -278,19 +280,37 @@ func TestConfirmStepsDownToALongHeldRate(t *testing.T) {
 			t.Fatalf("%+v: %d confirmation steps recorded for %d calls", tc, len(long), len(confirmCalls))
 		}
 		for i, step := range long {
-			if !step.Confirmation || step.Target != confirmCalls[i] {
+			if !step.Confirmation || step.Target != confirmCalls[i] || step.Held != (step.Target <= tc.long) {
 				t.Errorf("%+v: confirmation step %d = %+v", tc, i, step)
 			}
-			if step.Held != (i == len(long)-1 && result.Confirmed) {
-				t.Errorf("%+v: confirmation step %d held=%v", tc, i, step.Held)
+		}
+	}
+}
+
+func TestConfirmAnswersAHeldLongStep(t *testing.T) {
+	// Whatever the long capacity, the answer is the highest long step that
+	// held, never above the capacity, and within 10 % of it when one held
+	// and a failed one bounds it.
+	random := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		short := 1000 + random.IntN(200_000)
+		long := 1 + random.IntN(short)
+		var searchCalls, confirmCalls []int
+		searched := Search(context.Background(), Config{MaxSteps: 64}, capacityStep(short, &searchCalls), nil)
+		result := Confirm(context.Background(), Config{}, searched, capacityStep(long, &confirmCalls), nil)
+		highest := 0
+		for _, rate := range confirmCalls {
+			if rate <= long {
+				highest = max(highest, rate)
 			}
 		}
-		// Every rate a long step tried is at or under the search's answer,
-		// and each is lower than the one before.
-		for i, rate := range confirmCalls {
-			if rate > found || (i > 0 && rate >= confirmCalls[i-1]) {
-				t.Errorf("%+v: long steps %v not descending from %d", tc, confirmCalls, found)
-			}
+		if result.Sustainable != highest || result.Sustainable > long || len(confirmCalls) > Defaults().Confirmations {
+			t.Fatalf("short %d long %d: answer %d after long steps %v", short, long, result.Sustainable, confirmCalls)
+		}
+		if result.Confirmed && result.Failed > 0 && float64(result.Failed-result.Sustainable) > 0.1*float64(result.Sustainable) &&
+			len(confirmCalls) < Defaults().Confirmations {
+			t.Fatalf("short %d long %d: stopped at %d with %d failed, wider than 10 %%: %v", short, long,
+				result.Sustainable, result.Failed, confirmCalls)
 		}
 	}
 }

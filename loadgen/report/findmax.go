@@ -75,8 +75,9 @@ type FindMaxCriteria struct {
 	StepSeconds       float64 `json:"step_seconds"`
 	// ConfirmSeconds is the measured time of a confirmation step (after
 	// the same warm-up): the rate the short steps found is run once more
-	// this long, and, while that fails, at StepDown under it, at most
-	// Confirmations times. 0: no confirmation.
+	// this long, and, while long steps fail, StepDown under the last; once
+	// one held, bisected between them; at most Confirmations long steps.
+	// 0: no confirmation.
 	ConfirmSeconds float64 `json:"confirm_seconds,omitempty"`
 	Confirmations  int     `json:"confirmations,omitempty"`
 	StepDown       float64 `json:"step_down,omitempty"`

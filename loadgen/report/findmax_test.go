@@ -11,7 +11,7 @@ import (
 func findMaxFixture() *FindMax {
 	steps := []FindMaxStep{{TargetRecordsPerSecond: 1000, Attempt: 1, Held: true, Status: StatusPass}}
 	return &FindMax{Criteria: FindMaxCriteria{Tolerance: 0.01, MaxP99Millis: 50, Precision: 0.05, StepWarmupSeconds: 2, StepSeconds: 5,
-		ConfirmSeconds: 20, Confirmations: 3, StepDown: 0.1},
+		ConfirmSeconds: 20, Confirmations: 5, StepDown: 0.2},
 		Targets: []FindMaxTarget{
 			{Target: Target{Kind: "embedded"}, Modes: []FindMaxMode{
 				{Name: "at-least-once", Mode: "at-least-once", SustainableRecordsPerSecond: 12000, FailedRecordsPerSecond: 12500,
@@ -53,7 +53,7 @@ func TestDashboardShowsSustainableRates(t *testing.T) {
 	results.FindMax = findMaxFixture()
 	page := renderFixtures(t, results)
 	for _, want := range []string{"Sustainable rate", "<td class=\"text\">kfake</td><td class=\"text\">idempotent</td><td>18000</td><td>3.00</td>",
-		"ack p99 at most 50 ms", "run once more for 20 s, stepping down 10 % while that failed (at most 3 times)",
+		"ack p99 at most 50 ms", "run once more for 20 s, stepping down 20 % until such a long step held, then bisecting between the long steps (at most 5 in all)",
 		"<td>12000</td><td>1.00</td><td>13000</td><td>12500</td><td>1</td><td class=\"text\">precision, confirmed</td>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
