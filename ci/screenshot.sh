@@ -11,9 +11,9 @@
 #
 #   ci/screenshot.sh --example [dir]
 #       regenerate the committed example (default dir results/examples):
-#       the quick fault matrix against kfake and against the embedded broker
-#       (about a minute each), the dashboard comparing them, and a screenshot
-#       of all its charts
+#       the overhead rounds, the sustainable-rate search on the embedded
+#       broker and kfake, and the standard suite (about 40 minutes in all),
+#       the dashboard of the three, and a screenshot of it
 #
 # Installs the Debian package chromium when no chromium is on PATH (needs
 # root). Chromium runs with networking features off and a throw-away
@@ -70,25 +70,26 @@ screenshot() {
 	echo "screenshot: $png ($(du -k "$png" | cut -f1) KiB, window $size, scale $scale)"
 }
 
-# example DIR: run loadgen twice, render, screenshot.
+# example DIR: run the three loadgen runs of the example, render,
+# screenshot.
 example() {
 	local dir=$1 work bin
 	work=$(mktemp -d)
 	trap 'rm -rf "$work"; trap - RETURN' RETURN
 	bin="$work/exactly"
 	go build -o "$bin" ./cmd/exactly
-	# The quick fault matrix (ack loss, connection resets, a zombie
-	# producer, a crashed pipeline worker) with two commit intervals, so the
-	# page has fault events, expectations and a sweep. A run that fails its
-	# expectations still yields results, hence the || true.
-	local flags=(--workload quick --commit-interval 10ms,100ms --quiet)
-	"$bin" loadgen "${flags[@]}" --target kfake --out "$work/kfake" || true
-	"$bin" loadgen "${flags[@]}" --out "$work/embedded" || true
+	# The overhead rounds (ratios with intervals and the A/A floor), the
+	# sustainable-rate search on both targets, and the standard fault
+	# matrix, whose verdicts the overhead table shows. A run that fails
+	# its expectations still yields results, hence the || true.
+	"$bin" loadgen --workload overhead --rounds 5 --quiet --out "$work/overhead" || true
+	"$bin" loadgen --find-max --targets embedded,kfake --find-max-start 4000 --quiet --out "$work/findmax" || true
+	"$bin" loadgen --quiet --out "$work/standard" || true
 	mkdir -p "$dir"
 	rm -f "$dir"/loadgen-*.json
-	cp "$work"/kfake/*.json "$work"/embedded/*.json "$dir"/
-	"$bin" dashboard "$work"/kfake/*.json "$work"/embedded/*.json -o "$dir/dashboard.html"
-	# Every chart down to the client settings, at 0.7 scale: under 1 MB.
+	cp "$work"/overhead/*.json "$work"/findmax/*.json "$work"/standard/*.json "$dir"/
+	"$bin" dashboard "$work"/overhead/*.json "$work"/findmax/*.json "$work"/standard/*.json -o "$dir/dashboard.html"
+	# From the overhead table down through the charts, at 0.7 scale.
 	screenshot "$dir/dashboard.html" "$dir/dashboard.png" 1400,9400 0.7
 }
 
