@@ -53,9 +53,14 @@ func FindMax(ctx context.Context, options FindMaxOptions) (report.FindMaxTarget,
 		var statuses []string // of the steps that ran, in order
 		stepOf := func(duration time.Duration) findmax.StepFunc {
 			return func(ctx context.Context, rate int) (findmax.Measurement, error) {
-				run, err := runStep(ctx, options.Options, unit, rate, duration)
+				run, described, err := runStep(ctx, options.Options, unit, rate, duration)
 				if err != nil {
 					return findmax.Measurement{}, err
+				}
+				if target.Target.Sharing == "" {
+					// The step's run described the target (shared machine,
+					// broker settings): the search's results say the same.
+					target.Target = described
 				}
 				statuses = append(statuses, run.Status)
 				return measurementOf(run, duration), nil
@@ -123,24 +128,25 @@ func stepWorkload(workload Workload, unit searchUnit, rate int, duration time.Du
 	return step
 }
 
-// runStep runs one step: a Run of the step's workload. Its error is
+// runStep runs one step: a Run of the step's workload; it returns the
+// run and the target as the run described it. Its error is
 // Run's (ctx ended, the target cannot be used) or an unsupported mode,
 // which no rate changes.
-func runStep(ctx context.Context, options Options, unit searchUnit, rate int, duration time.Duration) (*report.Run, error) {
+func runStep(ctx context.Context, options Options, unit searchUnit, rate int, duration time.Duration) (*report.Run, report.Target, error) {
 	options.Workload = stepWorkload(options.Workload, unit, rate, duration)
 	options.Progress, options.RunID = nil, 0
 	results, err := Run(ctx, options)
 	if err != nil {
-		return nil, err
+		return nil, report.Target{}, err
 	}
 	if len(results.Runs) != 1 {
-		return nil, fmt.Errorf("find-max step at %d records/s: %d runs, want 1", rate, len(results.Runs))
+		return nil, report.Target{}, fmt.Errorf("find-max step at %d records/s: %d runs, want 1", rate, len(results.Runs))
 	}
 	run := results.Runs[0]
 	if run.Status == report.StatusUnsupported {
-		return nil, fmt.Errorf("%s is unsupported on this target: %s", unit.name, run.Reason)
+		return nil, report.Target{}, fmt.Errorf("%s is unsupported on this target: %s", unit.name, run.Reason)
 	}
-	return run, nil
+	return run, results.Target, nil
 }
 
 // measurementOf is what the search needs of a step's run, measured for

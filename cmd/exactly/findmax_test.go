@@ -38,6 +38,13 @@ func TestFindMaxTwoTargetsInOneRun(t *testing.T) {
 	if section == nil || len(section.Targets) != 2 || section.Targets[0].Target.Kind != "embedded" || section.Targets[1].Target.Kind != "kfake" {
 		t.Fatalf("find_max section %+v, want embedded then kfake", section)
 	}
+	// The search's results describe the target like a run's: the steps
+	// ran in this process, so client and broker shared the machine.
+	for _, target := range append([]report.Target{results.Target}, section.Targets[0].Target, section.Targets[1].Target) {
+		if target.SharesMachine == nil || !*target.SharesMachine || target.Sharing == "" {
+			t.Errorf("target %s: shares_machine %v, sharing %q; want true and why", target.Kind, target.SharesMachine, target.Sharing)
+		}
+	}
 	for _, target := range section.Targets {
 		if len(target.Modes) != 2 || target.Modes[0].Name != "at-least-once" || len(target.Modes[0].Steps) != 3 {
 			t.Fatalf("%s: modes %+v", target.Target.Kind, target.Modes)

@@ -171,6 +171,9 @@ type dashboardPage struct {
 	// CommitCurves are the transactional slots' ratios against commit
 	// interval, drawn from the overhead sections.
 	CommitCurves []curveChart
+	// SharedWarnings are the files' shared-machine warnings, each text
+	// once, with the letters of the files it is about.
+	SharedWarnings []sharedWarning
 }
 
 // latencyGroup is one latency kind, one chart per results file.
@@ -194,6 +197,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	if !options.Generated.IsZero() {
 		page.Generated = options.Generated.UTC().Format(time.RFC3339)
 	}
+	page.SharedWarnings = sharedWarnings(files)
 	page.OverheadTables = overheadTables(files)
 	page.CommitCurves = curveCharts(files)
 	page.Throughput, page.Overhead = throughputCharts(files, names)

@@ -83,3 +83,35 @@ func orDash(value string) string {
 	}
 	return value
 }
+
+// sharedWarning is one shared-machine warning of the page and the files
+// it is about.
+type sharedWarning struct {
+	Text string
+	// Files are the letters of the files, "A, C"; empty with one file.
+	Files string
+}
+
+// sharedWarnings lists the files' shared-machine warnings, each distinct
+// text once (files measured the same way on the same machine say the same
+// thing), in file order.
+func sharedWarnings(files []*fileView) []sharedWarning {
+	var warnings []sharedWarning
+	letters := map[string][]string{}
+	for _, file := range files {
+		text := file.Context.SharedWarning
+		if text == "" {
+			continue
+		}
+		if _, seen := letters[text]; !seen {
+			warnings = append(warnings, sharedWarning{Text: text})
+		}
+		letters[text] = append(letters[text], file.Letter)
+	}
+	for i := range warnings {
+		if len(files) > 1 {
+			warnings[i].Files = strings.Join(letters[warnings[i].Text], ", ")
+		}
+	}
+	return warnings
+}

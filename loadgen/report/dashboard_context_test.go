@@ -37,6 +37,28 @@ func TestDashboardHeaderShowsContextAndSharedMachineWarning(t *testing.T) {
 	}
 }
 
+// TestDashboardSharedWarningOncePerText: files measured the same way on
+// the same machine share one warning naming them; a different target gets
+// its own.
+func TestDashboardSharedWarningOncePerText(t *testing.T) {
+	yes := true
+	var files []*Results
+	for _, kind := range []string{"embedded", "kfake", "embedded"} {
+		results := loadFixture(t, embeddedFixture)
+		results.Target.Kind, results.Target.SharesMachine, results.Target.Sharing = kind, &yes, "in process"
+		files = append(files, results)
+	}
+	page := renderFixtures(t, files...)
+	if got := strings.Count(page, `<p class="warning" role="alert">`); got != 2 {
+		t.Errorf("%d warnings, want 2 (embedded, kfake)", got)
+	}
+	for _, want := range []string{`<b>Warning</b> (files A, C): `, `<b>Warning</b> (file B): `} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
 // TestDashboardSaysWhatLatencyCountsFrom: a fixed-rate run's row says its
 // latency counts from the scheduled send time and shows the uncorrected
 // figure beside it, an unpaced run's says it counts from the creation, and
