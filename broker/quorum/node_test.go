@@ -358,3 +358,49 @@ func TestHeartbeatRejections(t *testing.T) {
 		t.Fatalf("request on a closed node: %v", err)
 	}
 }
+
+// A node that becomes controller again starts every broker's session anew:
+// the heartbeats it saw in its earlier term (older than SessionTimeout by
+// now) must not fence brokers that kept heartbeating to the other
+// controller meanwhile.
+func TestNewControllerResetsSessions(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	c := newTestCluster(t, 3, testTiming)
+	c.startAll()
+	c.heartbeatAll()
+	c.waitAll(ctx, "brokers registered", brokersLive(1, 2, 3))
+	first := c.controller(ctx)
+	if _, err := first.CreateTopic(ctx, CreateTopicRequest{Name: "t", Partitions: 3, ReplicationFactor: 3}); err != nil {
+		t.Fatal(err)
+	}
+	second := c.follower(ctx)
+	transfer := func(from, to *Node) {
+		t.Helper()
+		addr := raft.ServerAddress(c.voters[to.ID()].Raft)
+		if err := from.raft.LeadershipTransferToServer(serverID(to.ID()), addr).Error(); err != nil {
+			t.Fatalf("transfer %d -> %d: %v", from.ID(), to.ID(), err)
+		}
+		waitUntil(t, ctx, "the new controller active", to.IsController)
+	}
+	transfer(first, second)
+	// Let first's memory of the heartbeats expire while second is in charge.
+	expired := time.Now().Add(c.timing.SessionTimeout + 100*time.Millisecond)
+	waitUntil(t, ctx, "a session timeout under the second controller", func() bool { return time.Now().After(expired) })
+	before := second.Image()
+	transfer(second, first)
+	settled := time.Now().Add(c.timing.SessionTimeout / 2)
+	waitUntil(t, ctx, "half a session under the first controller again", func() bool { return time.Now().After(settled) })
+	after := first.Image()
+	for _, b := range after.Brokers() {
+		if b.Fenced {
+			t.Errorf("broker %d fenced by the returning controller", b.ID)
+		}
+	}
+	for i := range int32(3) {
+		pb, _ := before.Partition("t", i)
+		pa, _ := after.Partition("t", i)
+		if pa.PartitionEpoch != pb.PartitionEpoch {
+			t.Errorf("partition %d: partition epoch %d -> %d: a broker was fenced and came back", i, pb.PartitionEpoch, pa.PartitionEpoch)
+		}
+	}
+}
