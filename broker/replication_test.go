@@ -362,7 +362,8 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 }
 
 // TestReplicationNotEnoughReplicasAfterAppend: an acks=all batch waits for
-// followers that stopped fetching; when the controller shrinks the ISR to
+// followers that stopped fetching, and the high watermark stays below it
+// (never ahead of the ISR); when the controller shrinks the ISR to
 // the leader alone, the high watermark passes the batch, but the ISR is
 // below min.insync.replicas: NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
@@ -383,6 +384,7 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 		}
 	}
 	lp := c.localPartition(leader, "shrinking", 0)
+	hwBeforeShrink := make(chan int64, 1)
 	go func() {
 		deadline := time.After(10 * time.Second)
 		for waiting := true; waiting; {
@@ -396,6 +398,8 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 				waiting = false // the produce below fails the test then
 			}
 		}
+		// Appended, not fetched by the ISR's followers: not committed.
+		hwBeforeShrink <- lp.highWatermark()
 		c.mu.Lock()
 		role := &c.roles["shrinking"][0]
 		role.ISR = []int32{leader}
@@ -406,6 +410,9 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 	answer := dialRaw(t, c.broker(leader)).produceAcks("shrinking", 0, plainBatch(t, "x", 2), -1)
 	if !errors.Is(kerr.ErrorForCode(answer.ErrorCode), kerr.NotEnoughReplicasAfterAppend) {
 		t.Fatalf("acks=all while the ISR shrank to the leader: %v, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", kerr.ErrorForCode(answer.ErrorCode))
+	}
+	if hw := <-hwBeforeShrink; hw != 0 {
+		t.Fatalf("high watermark %d while the ISR's followers have nothing, want 0", hw)
 	}
 	if hw := lp.highWatermark(); hw != 2 {
 		t.Fatalf("high watermark %d with the leader alone in the ISR, want 2", hw)
