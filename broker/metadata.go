@@ -1,12 +1,16 @@
 package broker
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// Metadata v0–13 describes this broker as the only broker and controller,
+// Metadata v0–13 describes this broker as the only broker and controller
+// (with replication on: the cluster's brokers, and each replicated
+// topic's leaders, epochs, replicas and ISR as the controller's roles last
+// said, cluster_roles.go; the rest as below),
 // and each requested topic (all topics for a null list, or for an empty
 // list at v0) with the broker as leader, sole replica and sole ISR member
 // of every partition, at leader epoch 0. Unknown topics are created when
@@ -21,9 +25,7 @@ func init() {
 func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 	b := c.broker
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = b.nodeID, b.advertisedHost, b.advertisedPort
-	resp.Brokers = append(resp.Brokers, broker)
+	resp.Brokers = b.metadataBrokers()
 	clusterID := b.clusterID
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.nodeID
@@ -88,7 +90,71 @@ func (b *Broker) metadataTopic(t *topic, err error) kmsg.MetadataResponseTopic {
 		mt.ErrorCode = errorCode(err)
 		return mt
 	}
+	if roles := b.topicRoles(t.name); roles != nil {
+		return metadataTopicFromRoles(t.name, t.id, roles)
+	}
 	return b.metadataTopicLedHere(t.name, t.id, int32(len(b.partitionsOf(t))), false)
+}
+
+// metadataBrokers lists the cluster's unfenced brokers as last applied
+// (cluster_roles.go), or this broker alone.
+func (b *Broker) metadataBrokers() []kmsg.MetadataResponseBroker {
+	self := kmsg.NewMetadataResponseBroker()
+	self.NodeID, self.Host, self.Port = b.nodeID, b.advertisedHost, b.advertisedPort
+	if b.replication == nil {
+		return []kmsg.MetadataResponseBroker{self}
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return []kmsg.MetadataResponseBroker{self}
+	}
+	var brokers []kmsg.MetadataResponseBroker
+	for _, cb := range view.brokers {
+		if cb.Fenced && cb.ID != b.nodeID {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = cb.ID, cb.Host, cb.Port
+		if cb.Rack != "" {
+			mb.Rack = kmsg.StringPtr(cb.Rack)
+		}
+		brokers = append(brokers, mb)
+	}
+	return brokers
+}
+
+// topicRoles returns the roles of a topic's partitions as last applied,
+// nil when it has none (replication off, or a topic only this broker has).
+func (b *Broker) topicRoles(name string) []PartitionRole {
+	if b.replication == nil {
+		return nil
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return nil
+	}
+	return view.topics[name]
+}
+
+// metadataTopicFromRoles describes a replicated topic: each partition's
+// leader (LEADER_NOT_AVAILABLE when none), leader epoch, replicas and ISR.
+func metadataTopicFromRoles(name string, id [16]byte, roles []PartitionRole) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = &name
+	mt.TopicID = id
+	for _, role := range roles {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = role.Partition
+		mp.Leader, mp.LeaderEpoch = role.Leader, role.LeaderEpoch
+		if role.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mp.Replicas = append([]int32{}, role.Replicas...)
+		mp.ISR = append([]int32{}, role.ISR...)
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
 }
 
 // metadataInternalTopic describes an internal topic.
