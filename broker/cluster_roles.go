@@ -56,6 +56,9 @@ type ReplicationConfig struct {
 	// ResolveBroker returns the host:port of a broker id for the replica
 	// fetchers; nil uses the brokers of the last ApplyPartitionRoles.
 	ResolveBroker func(id int32) (string, error)
+	// Topics, if set, is the controller client APIs create and delete
+	// topics through (cluster_topics.go); nil keeps them local.
+	Topics TopicController
 }
 
 // errNoReplication: ApplyPartitionRoles on a broker started without

@@ -21,6 +21,12 @@ func handleCreatePartitions(c *connection, req *kmsg.CreatePartitionsRequest) km
 	for _, rt := range req.Topics {
 		result := kmsg.NewCreatePartitionsResponseTopic()
 		result.Topic = rt.Topic
+		if b.clusterTopics() != nil {
+			err := b.clusterCreatePartitions(b.ctx, rt, req.ValidateOnly)
+			result.ErrorCode, result.ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Topics = append(resp.Topics, result)
+			continue
+		}
 		t, err := b.configTopic(rt.Topic)
 		if err == nil && rt.Assignment != nil {
 			current := int32(len(b.partitionsOf(t)))

@@ -26,6 +26,12 @@ func handleCreateTopics(c *connection, req *kmsg.CreateTopicsRequest) kmsg.Respo
 		seen[rt.Topic]++
 	}
 	for _, rt := range req.Topics {
+		if b.clusterTopics() != nil && seen[rt.Topic] == 1 {
+			created, err := b.clusterCreateTopic(b.ctx, rt, req.ValidateOnly)
+			created.ErrorCode, created.ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Topics = append(resp.Topics, created)
+			continue
+		}
 		created := kmsg.NewCreateTopicsResponseTopic()
 		created.Topic = rt.Topic
 		var t *topic

@@ -35,6 +35,22 @@ func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Respo
 	}
 	for _, requested := range targets {
 		deleted := kmsg.NewDeleteTopicsResponseTopic()
+		if b.clusterTopics() != nil {
+			var name string
+			if requested.name != nil {
+				name = *requested.name
+			}
+			name, id, err := b.clusterDeleteTopic(b.ctx, name, requested.id)
+			if name != "" {
+				deleted.Topic = &name
+			}
+			deleted.TopicID, deleted.ErrorCode = id, errorCode(err)
+			if req.Version >= 5 {
+				deleted.ErrorMessage = errorMessage(err)
+			}
+			resp.Topics = append(resp.Topics, deleted)
+			continue
+		}
 		var t *topic
 		var err error
 		if requested.name != nil {

@@ -59,6 +59,11 @@ func errorCode(err error) int16 {
 			return m.code.Code
 		}
 	}
+	// A TopicController (cluster_topics.go) names the Kafka error itself.
+	var kafkaErr *kerr.Error
+	if errors.As(err, &kafkaErr) {
+		return kafkaErr.Code
+	}
 	return kerr.UnknownServerError.Code
 }
 

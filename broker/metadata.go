@@ -31,6 +31,10 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 	resp.ControllerID = b.nodeID
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if allTopics && b.clusterTopics() != nil {
+		resp.Topics = b.clusterMetadataTopics()
+		return resp
+	}
 	if allTopics {
 		described := b.sortedTopics()
 		internal := b.internalTopics
@@ -57,7 +61,11 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
 				continue
 			}
-			if err = validateTopicName(name); err == nil {
+			if err = validateTopicName(name); err == nil && b.clusterTopics() != nil {
+				resp.Topics = append(resp.Topics, b.clusterMetadataTopic(name, allowCreate))
+				continue
+			}
+			if err == nil {
 				t, err = b.autoCreateTopic(name, allowCreate)
 			}
 			if err != nil {
@@ -69,6 +77,10 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 		default:
 			if it := b.internalTopicByID(requested.TopicID); it != nil {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+				continue
+			}
+			if name, ok := b.clusterTopicByIDIfClustered(requested.TopicID); ok {
+				resp.Topics = append(resp.Topics, b.clusterMetadataTopic(name, false))
 				continue
 			}
 			if t = b.topicByID(requested.TopicID); t == nil {

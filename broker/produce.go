@@ -197,6 +197,9 @@ func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16) (*to
 	if err := validateTopicName(topicName); err != nil {
 		return nil, err
 	}
+	if b.clusterTopics() != nil {
+		return b.clusterProduceTopic(topicName)
+	}
 	return b.autoCreateTopic(topicName, true)
 }
 

@@ -1,0 +1,186 @@
+package clusternode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/broker/quorum"
+)
+
+// clusterProps are the brokers' settings in these tests: RF 3 by default,
+// min.insync.replicas 2, a short ISR lag.
+var clusterProps = map[string]string{
+	"default.replication.factor": "3",
+	"min.insync.replicas":        "2",
+	"replica.lag.time.max.ms":    "2000",
+}
+
+// TestLeaderKillKeepsAcknowledgedRecords: an idempotent acks=all producer
+// writes N records to an RF-3 topic; after a third of them are
+// acknowledged the partition leader's member is closed; the quorum fences
+// it and elects another ISR member; the producer goes on, and every
+// acknowledged record is read back exactly once, in order.
+func TestLeaderKillKeepsAcknowledgedRecords(t *testing.T) {
+	c := newTestCluster(t, 3, clusterProps)
+	c.waitMetadata(3, "", 0)
+	seeds := c.bootstrap()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("kill"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordDeliveryTimeout(40*time.Second),
+		kgo.RetryTimeout(40*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, cl, "kill", 1, 3)
+	img := c.waitImage("kill-0 with a full ISR", func(img *quorum.Image) bool {
+		p, ok := partitionOf(img, "kill")
+		return ok && len(p.ISR) == 3
+	})
+	before, _ := partitionOf(img, "kill")
+	c.waitMetadata(3, "kill", 3)
+
+	const n = 600
+	var mu sync.Mutex
+	var acked []string
+	var failed []error
+	var wg sync.WaitGroup
+	killed := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range n {
+		if i == n/3 {
+			// Wait for the first third, then close the leader's member.
+			wg.Wait()
+			t.Logf("closing member %d (leader of kill-0 at epoch %d)", before.Leader, before.LeaderEpoch)
+			c.stop(before.Leader)
+			close(killed)
+		}
+		wg.Add(1)
+		value := fmt.Sprintf("%06d", i)
+		cl.Produce(ctx, &kgo.Record{Value: []byte(value)}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, err)
+				return
+			}
+			acked = append(acked, value)
+		})
+		if i%50 == 0 {
+			time.Sleep(time.Millisecond) // spread the load a little; not a synchronisation
+		}
+	}
+	wg.Wait()
+	<-killed
+	after := c.waitImage("a new leader of kill-0", func(img *quorum.Image) bool {
+		p, ok := partitionOf(img, "kill")
+		return ok && p.Leader >= 0 && p.Leader != before.Leader
+	})
+	p, _ := partitionOf(after, "kill")
+	t.Logf("new leader %d at epoch %d, ISR %v", p.Leader, p.LeaderEpoch, p.ISR)
+	if p.LeaderEpoch <= before.LeaderEpoch || slices.Contains(p.ISR, before.Leader) {
+		t.Errorf("after the kill: leader epoch %d (was %d), ISR %v still holds %d", p.LeaderEpoch, before.LeaderEpoch, p.ISR, before.Leader)
+	}
+	if len(failed) > 0 {
+		t.Errorf("%d records failed, first: %v", len(failed), failed[0])
+	}
+	if len(acked) != n {
+		t.Errorf("%d of %d acknowledged", len(acked), n)
+	}
+	read := readAll(t, seeds, "kill", 0)
+	checkExactlyOnce(t, acked, read)
+}
+
+// TestNotEnoughReplicasThenRecovery: five members (voters 1-3, non-voters
+// 4 and 5), a topic of 5 partitions at RF 3 and min.insync.replicas 2.
+// The partition whose replicas are a voter plus 4 and 5 gets records; then
+// members 4 and 5 are closed: the quorum keeps its majority, fences them
+// and shrinks the ISR to the voter alone, and acks=all answers
+// NOT_ENOUGH_REPLICAS. After 4 and 5 restart on their data directories and
+// rejoin the ISR, producing works again and every acknowledged record is
+// there exactly once.
+func TestNotEnoughReplicasThenRecovery(t *testing.T) {
+	c := newTestCluster(t, 5, clusterProps)
+	c.waitMetadata(5, "", 0)
+	seeds := c.bootstrap()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	createTopic(t, admin, "nes", 5, 3)
+	img := c.waitImage("every nes partition with a full ISR", func(img *quorum.Image) bool { return fullISR(img, "nes") })
+	var target quorum.Partition
+	found := false
+	tp, _ := img.Topic("nes")
+	for _, p := range tp.Partitions {
+		if slices.Contains(p.Replicas, 4) && slices.Contains(p.Replicas, 5) && p.Leader <= 3 {
+			target, found = p, true
+		}
+	}
+	if !found {
+		t.Fatalf("no partition led by a voter with replicas 4 and 5: %+v", tp.Partitions)
+	}
+	t.Logf("partition %d: replicas %v, leader %d", target.Partition, target.Replicas, target.Leader)
+	newProducer := func(extra ...kgo.Opt) *kgo.Client {
+		opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("nes"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0)}, extra...)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	var acked []string
+	produce := func(cl *kgo.Client, from, to int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := from; i < to; i++ {
+			value := fmt.Sprintf("%06d", i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(value), Partition: target.Partition}).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", value, err)
+			}
+			acked = append(acked, value)
+		}
+	}
+	produce(newProducer(), 0, 100)
+
+	c.stop(4)
+	c.stop(5)
+	c.waitImage("the ISR shrunk to the leader", func(img *quorum.Image) bool {
+		p, ok := img.Partition("nes", target.Partition)
+		return ok && len(p.ISR) == 1 && p.Leader == target.Leader
+	})
+	// Few retries, so the client reports the broker's answer.
+	refused := newProducer(kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(5*time.Second), kgo.DisableIdempotentWrite())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = refused.ProduceSync(ctx, &kgo.Record{Value: []byte("refused"), Partition: target.Partition}).FirstErr()
+	cancel()
+	if !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with the ISR at 1 of min.insync 2: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+
+	c.start(4)
+	c.start(5)
+	c.waitImage("the ISR full again", func(img *quorum.Image) bool {
+		p, ok := img.Partition("nes", target.Partition)
+		return ok && len(p.ISR) == 3
+	})
+	produce(newProducer(), 100, 150)
+	read := readAll(t, seeds, "nes", target.Partition)
+	if slices.Contains(read, "refused") {
+		t.Errorf("a refused record is in the log")
+	}
+	checkExactlyOnce(t, acked, read)
+}
