@@ -162,13 +162,11 @@ func TestNotEnoughReplicasThenRecovery(t *testing.T) {
 		p, ok := img.Partition("nes", target.Partition)
 		return ok && len(p.ISR) == 1 && p.Leader == target.Leader
 	})
-	// Few retries, so the client reports the broker's answer.
-	refused := newProducer(kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(5*time.Second), kgo.DisableIdempotentWrite())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = refused.ProduceSync(ctx, &kgo.Record{Value: []byte("refused"), Partition: target.Partition}).FirstErr()
-	cancel()
-	if !errors.Is(err, kerr.NotEnoughReplicas) {
-		t.Fatalf("acks=all with the ISR at 1 of min.insync 2: %v, want NOT_ENOUGH_REPLICAS", err)
+	waitBrokerISR(t, c.listen[target.Leader], "nes", target.Partition, 1)
+	// A raw acks=all Produce to the leader, so the test sees the broker's
+	// own answer (a client would retry it).
+	if code := rawProduce(t, c.listen[target.Leader], "nes", target.TopicID, target.Partition, "refused"); !errors.Is(kerr.ErrorForCode(code), kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with the ISR at 1 of min.insync 2: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
 	}
 
 	c.start(4)

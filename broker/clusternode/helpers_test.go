@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/quorum"
+	"github.com/exactly-eos/exactly/wire"
 )
 
 // freeAddrs returns n distinct free loopback addresses (all listeners are
@@ -302,4 +303,56 @@ func checkExactlyOnce(t *testing.T, acked []string, read []string) {
 		t.Errorf("%d of %d acknowledged records lost", lost, len(acked))
 	}
 	t.Logf("acknowledged %d, read %d, lost %d, duplicated %d", len(acked), len(read), lost, dup)
+}
+
+// rawProduce sends one acks=all Produce of a plain one-record batch to the
+// broker at addr and returns the partition's error code.
+func rawProduce(t *testing.T, addr, topic string, topicID [16]byte, partition int32, value string) int16 {
+	t.Helper()
+	batch, err := wire.BuildBatch(wire.PlainBatchOptions(), []wire.BuilderRecord{{TimestampMillis: time.Now().UnixMilli(), Value: []byte(value)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, topicID // v13 names topics by id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(math.MinInt32))
+	if err != nil {
+		t.Fatalf("produce to %s: %v", addr, err)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// waitBrokerISR waits until the broker at addr answers Metadata with an
+// ISR of n members for the partition (what its roles say, not only the
+// quorum's image).
+func waitBrokerISR(t *testing.T, addr, topic string, partition int32, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := metadataOf(addr, topic)
+		if err == nil && len(resp.Topics) == 1 {
+			for _, p := range resp.Topics[0].Partitions {
+				if p.Partition == partition && len(p.ISR) == n {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s-%d has no ISR of %d: %v %+v", addr, topic, partition, n, err, resp)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
+	}
 }
