@@ -303,14 +303,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
 	}
-	if cfg.Replication != nil {
-		// Any broker of the cluster may allocate a producer id: each
-		// allocates in its own stripe, so two producers never share one.
-		b.producerIDs, err = producers.OpenStripedIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile),
-			producerIDBlockSize, cfg.NodeID)
-	} else {
-		b.producerIDs, err = producers.OpenIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
-	}
+	b.producerIDs, err = producers.OpenIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}

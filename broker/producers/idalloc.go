@@ -15,9 +15,8 @@ import (
 // BlockReserver durably reserves blocks of producer ids. Once ReserveBlock
 // returns, the block [start, start+size) is never returned again, even after
 // a crash: ids of a block that were not handed out are skipped, never reused.
-// The single-broker implementation is a file (OpenIDAllocator); a
-// cluster's brokers each reserve in a stripe of the id space of their own
-// (StripeReserver), so that no two brokers ever hand out the same id.
+// The single-broker implementation is a file (OpenIDAllocator); the cluster
+// issue replaces it with a record in the Raft metadata log.
 type BlockReserver interface {
 	ReserveBlock(size int64) (start int64, err error)
 }
@@ -71,49 +70,6 @@ func (a *IDAllocator) Next() (int64, error) {
 	id := a.next
 	a.next++
 	return id, nil
-}
-
-// StripeWidth is how many producer ids each broker of a cluster owns:
-// broker n hands out ids in [n×StripeWidth, (n+1)×StripeWidth), 2^44
-// (17.6 trillion) each, room for 2^19 node ids in a non-negative int64.
-const StripeWidth int64 = 1 << 44
-
-// StripeReserver reserves blocks of Inner shifted into node's stripe of
-// the id space (see StripeWidth). In a cluster a producer id is allocated
-// by whichever broker the client (or, for a transactional id, its
-// coordinator) asks, and a producer's id must be unique across the whole
-// cluster: the partition leaders deduplicate by it. Stripes make that so
-// without the brokers asking one another, as long as node ids are unique
-// and each broker keeps its own id file.
-type StripeReserver struct {
-	Inner BlockReserver
-	Node  int32
-}
-
-// ReserveBlock reserves a block of Inner and returns its start within the
-// node's stripe; a block that would leave the stripe is an error.
-func (r StripeReserver) ReserveBlock(size int64) (int64, error) {
-	if r.Node < 0 || int64(r.Node) >= math.MaxInt64/StripeWidth {
-		return 0, fmt.Errorf("reserve producer ids: node id %d has no stripe", r.Node)
-	}
-	start, err := r.Inner.ReserveBlock(size)
-	if err != nil {
-		return 0, err
-	}
-	if start < 0 || start+size > StripeWidth {
-		return 0, fmt.Errorf("reserve producer ids: node %d's stripe of %d ids is exhausted", r.Node, StripeWidth)
-	}
-	return int64(r.Node)*StripeWidth + start, nil
-}
-
-// OpenStripedIDAllocator is OpenIDAllocator for a broker of a cluster:
-// the file's blocks shifted into node's stripe.
-func OpenStripedIDAllocator(fsys storage.FS, path string, blockSize int, node int32) (*IDAllocator, error) {
-	reserver, err := OpenFileBlockReserver(fsys, path)
-	if err != nil {
-		return nil, err
-	}
-	return NewIDAllocator(StripeReserver{Inner: reserver, Node: node}, blockSize)
 }
 
 // ID block file layout: see "Producer ids" in doc.go.

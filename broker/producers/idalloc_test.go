@@ -2,7 +2,6 @@ package producers
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -163,40 +162,3 @@ func TestIDAllocatorReservationError(t *testing.T) {
 		t.Fatalf("%d reservations for 5 ids in blocks of 2 after one failure, want 4", reserver.calls)
 	}
 }
-
-// Brokers of a cluster allocate from stripes of their own: ids of
-// different nodes never collide, and each node's ids survive a reopen of
-// its file without reuse.
-func TestStripedAllocatorsNeverCollide(t *testing.T) {
-	dir := t.TempDir()
-	seen := map[int64]int32{}
-	for round := range 2 {
-		for node := int32(1); node <= 3; node++ {
-			allocator, err := OpenStripedIDAllocator(nil, filepath.Join(dir, fmt.Sprintf("ids-%d", node)), 5, node)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for range 12 {
-				id, err := allocator.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if owner, dup := seen[id]; dup {
-					t.Fatalf("round %d: node %d handed out %d, already node %d's", round, node, id, owner)
-				}
-				if id < int64(node)*StripeWidth || id >= int64(node+1)*StripeWidth {
-					t.Fatalf("node %d handed out %d, outside its stripe", node, id)
-				}
-				seen[id] = node
-			}
-		}
-	}
-	if _, err := (StripeReserver{Inner: fixedReserver(StripeWidth - 2), Node: 1}).ReserveBlock(5); err == nil {
-		t.Error("a block past the stripe's end was reserved")
-	}
-}
-
-// fixedReserver always reserves at its own value.
-type fixedReserver int64
-
-func (r fixedReserver) ReserveBlock(int64) (int64, error) { return int64(r), nil }
