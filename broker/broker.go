@@ -303,7 +303,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
 	}
-	b.producerIDs, err = producers.OpenIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
+	b.producerIDs, err = openProducerIDs(cfg, fsys, filepath.Join(cfg.DataDir, producerIDsFile))
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}

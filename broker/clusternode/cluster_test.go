@@ -58,7 +58,7 @@ func TestLeaderKillKeepsAcknowledgedRecords(t *testing.T) {
 	for i := range n {
 		if i == n/3 {
 			// Wait for the first third, then close the leader's member.
-			wg.Wait()
+			waitProduced(t, &wg, "the first third")
 			t.Logf("closing member %d (leader of kill-0 at epoch %d)", before.Leader, before.LeaderEpoch)
 			c.stop(before.Leader)
 			close(killed)
@@ -79,7 +79,7 @@ func TestLeaderKillKeepsAcknowledgedRecords(t *testing.T) {
 			time.Sleep(time.Millisecond) // spread the load a little; not a synchronisation
 		}
 	}
-	wg.Wait()
+	waitProduced(t, &wg, "every record")
 	<-killed
 	after := c.waitImage("a new leader of kill-0", func(img *quorum.Image) bool {
 		p, ok := partitionOf(img, "kill")
@@ -181,4 +181,17 @@ func TestNotEnoughReplicasThenRecovery(t *testing.T) {
 		t.Errorf("a refused record is in the log")
 	}
 	checkExactlyOnce(t, acked, read)
+}
+
+// waitProduced waits for the produce callbacks counted by wg, at most 90s
+// (a client that cannot find the new leader would retry for long).
+func waitProduced(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%s not acknowledged or failed within 90s", what)
+	}
 }
