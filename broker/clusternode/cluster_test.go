@@ -195,3 +195,34 @@ func waitProduced(t *testing.T, wg *sync.WaitGroup, what string) {
 		t.Fatalf("%s not acknowledged or failed within 90s", what)
 	}
 }
+
+// TestFindCoordinatorAgrees: every member names the same coordinator (the
+// lowest live id), and the next one once it is closed.
+func TestFindCoordinatorAgrees(t *testing.T) {
+	c := newTestCluster(t, 3, clusterProps)
+	c.waitMetadata(3, "", 0)
+	waitCoordinator(t, c, 1)
+	c.stop(1)
+	waitCoordinator(t, c, 2)
+}
+
+// waitCoordinator waits until every running member answers FindCoordinator
+// with want, for a group and for a transactional id.
+func waitCoordinator(t *testing.T, c *testCluster, want int32) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for id, m := range c.members {
+		for _, keyType := range []int8{0, 1} {
+			for {
+				got, err := findCoordinator(m.Addr(), keyType)
+				if err == nil && got == want {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("member %d: coordinator (key type %d) %d, %v; want %d", id, keyType, got, err, want)
+				}
+				time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
+			}
+		}
+	}
+}

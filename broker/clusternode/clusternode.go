@@ -20,7 +20,10 @@
 //
 // Not done here: the group and transaction coordinators stay local to
 // each broker (their internal topics are not replicated and do not move
-// with leadership), and topic configs given at creation are kept by the
+// with leadership; every member names the lowest-id live broker in
+// FindCoordinator, which starts with no state when the previous one
+// stops, and a transaction's markers are written only into partitions
+// that broker leads), and topic configs given at creation are kept by the
 // quorum but not applied to the replicas (they use the broker defaults).
 //
 // Data layout: Config.DataDir/quorum holds the raft log and snapshots,
