@@ -377,3 +377,31 @@ func findCoordinator(addr string, keyType int8) (int32, error) {
 	}
 	return resp.Coordinators[0].NodeID, nil
 }
+
+// topicConfigIs checks one topic config as the broker at addr describes it.
+func topicConfigIs(addr, topic, name, want string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{name}
+	req.Resources = append(req.Resources, res)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(math.MinInt32))
+	if err != nil {
+		return err
+	}
+	if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+		return fmt.Errorf("DescribeConfigs %s: %+v", topic, resp.Resources)
+	}
+	for _, c := range resp.Resources[0].Configs {
+		if c.Name == name && c.Value != nil && *c.Value == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %s is not %s: %+v", topic, name, want, resp.Resources[0].Configs)
+}

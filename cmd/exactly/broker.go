@@ -56,7 +56,8 @@ the quorum. Not yet replicated: the group and transaction coordinators are
 local to each broker (every member names the lowest-id live broker as the
 coordinator; its state does not move with leadership, and a transaction
 completes only when that broker leads every partition it wrote), and
-topic configs given at creation are not applied to the replicas.`
+AlterConfigs changes only the broker it is sent to (configs given at
+creation reach every replica).`
 
 func runBroker(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("broker", brokerDescription, stderr)

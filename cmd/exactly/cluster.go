@@ -45,9 +45,9 @@ leadership). Every broker names the lowest-id live broker as the
 coordinator of every group and transactional id; when it stops, the next
 one takes over with none of its state (groups rejoin, committed offsets
 and transactions are lost), and a transaction completes only when that
-broker leads every partition it wrote. Topic configs given at creation are
-not applied to the replicas; loadgen --target cluster and its fault plans
-do not exist yet.`
+broker leads every partition it wrote. Topic configs given at creation
+reach every replica, but AlterConfigs changes only the broker it is sent
+to. loadgen --target cluster and its fault plans do not exist yet.`
 
 // clusterMember is one child broker process.
 type clusterMember struct {
