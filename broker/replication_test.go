@@ -418,3 +418,84 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 		t.Fatalf("high watermark %d with the leader alone in the ISR, want 2", hw)
 	}
 }
+
+// TestReplicationLeadersKilledInTurn: an idempotent acks=all producer
+// writes to three partitions, led by the three brokers, while each
+// partition's leader in turn is killed and restarted (it rejoins as a
+// follower, truncates what the new leader lacks, catches up and re-enters
+// the ISR). Every partition's log is then its records 0..n-1, each once,
+// in order, all acknowledged.
+func TestReplicationLeadersKilledInTurn(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	c.createTopic("turns", 3)
+	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := testContext(t, 90*time.Second)
+	const perPartition = 300
+	var mu sync.Mutex
+	acked := map[int32]int{}
+	var produceErrs []error
+	var wg sync.WaitGroup
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			for partition := range int32(3) {
+				wg.Add(1)
+				record := &kgo.Record{Topic: "turns", Partition: partition, Value: []byte(strconv.Itoa(i))}
+				producer.Produce(ctx, record, func(r *kgo.Record, err error) {
+					defer wg.Done()
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						produceErrs = append(produceErrs, err)
+						return
+					}
+					acked[r.Partition]++
+				})
+			}
+		}
+	}
+	produce(0, perPartition/4)
+	for turn := range int32(3) {
+		victim := c.role("turns", turn).Leader
+		c.kill(victim)
+		produce(perPartition/4*(int(turn)+1), perPartition/4*(int(turn)+2))
+		c.restart(victim)
+		waitUntil(t, 30*time.Second, fmt.Sprintf("broker %d back in every ISR", victim), func() bool {
+			for partition := range int32(3) {
+				if !slices.Contains(c.role("turns", partition).ISR, victim) {
+					return false
+				}
+			}
+			return true
+		})
+		for partition := range int32(3) {
+			c.checkHighWatermark("turns", partition)
+		}
+	}
+	wg.Wait()
+	if len(produceErrs) > 0 {
+		t.Fatalf("%d produce errors, first: %v", len(produceErrs), produceErrs[0])
+	}
+	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"turns": {
+		0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	logs := map[int32][]int{}
+	for count := 0; count < 3*perPartition && ctx.Err() == nil; {
+		consumer.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			n, _ := strconv.Atoi(string(r.Value))
+			logs[r.Partition] = append(logs[r.Partition], n)
+			count++
+		})
+	}
+	for partition := range int32(3) {
+		values := logs[partition]
+		for i, v := range values {
+			if v != i {
+				t.Fatalf("partition %d: record %d is %d", partition, i, v)
+			}
+		}
+		if len(values) != perPartition || acked[partition] != perPartition {
+			t.Fatalf("partition %d: %d records in the log, %d acknowledged, want %d", partition, len(values), acked[partition], perPartition)
+		}
+	}
+}
