@@ -499,3 +499,31 @@ func TestReplicationLeadersKilledInTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicationLaggingFollowerLeavesISR: a follower that stops fetching
+// leaves the ISR after replica.lag.time.max.ms (the leader's
+// AlterPartition), the high watermark then moves on without it, and once
+// it is back and caught up the leader adds it again.
+func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "300"})
+	c.createTopic("lagging", 1)
+	role := c.role("lagging", 0)
+	stopped := otherISRMember(role)
+	if err := c.broker(stopped).Close(); err != nil { // the controller is not told
+		t.Fatalf("close follower %d: %v", stopped, err)
+	}
+	waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d out of the ISR", stopped), func() bool {
+		return !slices.Contains(c.role("lagging", 0).ISR, stopped)
+	})
+	mustProduce(t, "acks=all without the lagging follower", dialRaw(t, c.broker(role.Leader)).produceAcks("lagging", 0, plainBatch(t, "v", 3), -1), 0)
+	c.mu.Lock()
+	delete(c.brokers, stopped)
+	c.mu.Unlock()
+	c.restart(stopped)
+	waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d back in the ISR", stopped), func() bool {
+		return slices.Contains(c.role("lagging", 0).ISR, stopped)
+	})
+	if end := c.localPartition(stopped, "lagging", 0).log.LogEndOffset(); end < 3 {
+		t.Fatalf("follower %d rejoined the ISR with log end %d, below the high watermark 3", stopped, end)
+	}
+}
