@@ -527,3 +527,36 @@ func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
 		t.Fatalf("follower %d rejoined the ISR with log end %d, below the high watermark 3", stopped, end)
 	}
 }
+
+// TestReplicationMetadataWithoutLocalReplica: a broker that holds no
+// replica of a topic still describes it from the controller's roles, by
+// name and in the list of all topics, so a client bootstrapped from it
+// finds the leader elsewhere.
+func TestReplicationMetadataWithoutLocalReplica(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	c.mu.Lock()
+	c.roles["solo"] = []PartitionRole{{Topic: "solo", TopicID: newRandomID(), Partition: 0,
+		Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}
+	c.mu.Unlock()
+	c.publish()
+	if c.broker(2).topicByName("solo") != nil {
+		t.Fatal("broker 2 created a replica it was not assigned")
+	}
+	raw := dialRaw(t, c.broker(2))
+	for _, topics := range [][]kmsg.MetadataRequestTopic{{{Topic: kmsg.StringPtr("solo")}}, nil} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = topics
+		raw.request(req, 12)
+		resp := kmsg.NewPtrMetadataResponse()
+		raw.response(resp, 12)
+		found := false
+		for _, mt := range resp.Topics {
+			if mt.Topic != nil && *mt.Topic == "solo" {
+				found = mt.ErrorCode == 0 && len(mt.Partitions) == 1 && mt.Partitions[0].Leader == 1
+			}
+		}
+		if !found {
+			t.Fatalf("broker 2's Metadata (topics %v) does not describe solo led by 1: %+v", topics, resp.Topics)
+		}
+	}
+}
