@@ -410,6 +410,11 @@ func (b *Broker) Close() error {
 		}
 		b.background.Wait()
 		if b.replication != nil {
+			// A barrier: an ApplyPartitionRoles under way (it may open
+			// partitions) finishes before the logs close; later ones see
+			// b.ctx cancelled and do nothing.
+			b.replication.applyMu.Lock()
+			b.replication.applyMu.Unlock()
 			b.replication.fetchers.close()
 		}
 		// The transaction coordinator goes first: its completions write

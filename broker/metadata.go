@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -36,16 +38,16 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 		return resp
 	}
 	if allTopics {
-		described := b.sortedTopics()
+		described := b.describedTopics()
 		internal := b.internalTopics
 		// Merge the two name-sorted lists, so the answer is sorted.
 		for len(described) > 0 || len(internal) > 0 {
-			if len(internal) > 0 && (len(described) == 0 || internal[0].name < described[0].name) {
+			if len(internal) > 0 && (len(described) == 0 || internal[0].name < *described[0].Topic) {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(&internal[0]))
 				internal = internal[1:]
 				continue
 			}
-			resp.Topics = append(resp.Topics, b.metadataTopic(described[0], nil))
+			resp.Topics = append(resp.Topics, described[0])
 			described = described[1:]
 		}
 		return resp
@@ -59,6 +61,11 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 			name := *requested.Topic
 			if it := b.internalTopicByName(name); it != nil {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+				continue
+			}
+			if roles := b.topicRoles(name); roles != nil && b.topicByName(name) == nil {
+				// Replicated elsewhere, no replica here.
+				resp.Topics = append(resp.Topics, metadataTopicFromRoles(name, roles[0].TopicID, roles))
 				continue
 			}
 			if err = validateTopicName(name); err == nil && b.clusterTopics() != nil {
@@ -106,6 +113,35 @@ func (b *Broker) metadataTopic(t *topic, err error) kmsg.MetadataResponseTopic {
 		return metadataTopicFromRoles(t.name, t.id, roles)
 	}
 	return b.metadataTopicLedHere(t.name, t.id, int32(len(b.partitionsOf(t))), false)
+}
+
+// describedTopics describes every topic, sorted by name: the local ones
+// and, with replication on, those of the controller's roles this broker
+// holds no replica of.
+func (b *Broker) describedTopics() []kmsg.MetadataResponseTopic {
+	local := b.sortedTopics()
+	out := make([]kmsg.MetadataResponseTopic, 0, len(local))
+	for _, t := range local {
+		out = append(out, b.metadataTopic(t, nil))
+	}
+	if b.replication == nil {
+		return out
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return out
+	}
+	added := false
+	for name, roles := range view.topics {
+		if b.topicByName(name) == nil && len(roles) > 0 {
+			out = append(out, metadataTopicFromRoles(name, roles[0].TopicID, roles))
+			added = true
+		}
+	}
+	if added {
+		slices.SortFunc(out, func(x, y kmsg.MetadataResponseTopic) int { return compareStrings(*x.Topic, *y.Topic) })
+	}
+	return out
 }
 
 // metadataBrokers lists the cluster's unfenced brokers as last applied
