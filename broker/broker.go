@@ -2,7 +2,9 @@
 // one member of a replicated cluster whose partitions it leads or follows
 // as a controller decides (cluster_roles.go; the leader side in
 // replica_leader.go, the follower side in replica_fetcher.go and
-// replica_append.go, leader epochs in leader_epochs.go): a TCP listener speaking the
+// replica_append.go, leader epochs in leader_epochs.go; with
+// ReplicationConfig.Topics, client topic administration goes to the
+// controller, cluster_topics.go): a TCP listener speaking the
 // Kafka protocol, one file per Kafka API (produce.go, fetch.go, ...), topics
 // whose partitions are storage.Log segmented logs, the group coordinator
 // (groups.go), the transaction coordinator (transactions.go; partitions'

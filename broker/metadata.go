@@ -19,7 +19,9 @@ import (
 // auto.create.topics.enable is true and the request allows it (always
 // before v4). v10+ may name topics by id. The internal topics
 // (internal_topics.go) are listed like any other, with IsInternal set, as
-// Kafka does; only they are internal.
+// Kafka does; only they are internal. A cluster member whose topics are
+// the controller's (cluster_topics.go) lists every topic of the roles and
+// auto-creates through the controller.
 func init() {
 	register(wire.APIMetadata, 0, 13, kmsgHandler(handleMetadata))
 }
