@@ -2,7 +2,9 @@
 // one member of a replicated cluster whose partitions it leads or follows
 // as a controller decides (cluster_roles.go; the leader side in
 // replica_leader.go, the follower side in replica_fetcher.go and
-// replica_append.go, leader epochs in leader_epochs.go): a TCP listener speaking the
+// replica_append.go, leader epochs in leader_epochs.go; with
+// ReplicationConfig.Topics, client topic administration goes to the
+// controller, cluster_topics.go): a TCP listener speaking the
 // Kafka protocol, one file per Kafka API (produce.go, fetch.go, ...), topics
 // whose partitions are storage.Log segmented logs, the group coordinator
 // (groups.go), the transaction coordinator (transactions.go; partitions'
@@ -303,7 +305,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
 	}
-	b.producerIDs, err = producers.OpenIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
+	b.producerIDs, err = openProducerIDs(cfg, fsys, filepath.Join(cfg.DataDir, producerIDsFile))
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}
@@ -410,6 +412,11 @@ func (b *Broker) Close() error {
 		}
 		b.background.Wait()
 		if b.replication != nil {
+			// A barrier: an ApplyPartitionRoles under way (it may open
+			// partitions) finishes before the logs close; later ones see
+			// b.ctx cancelled and do nothing.
+			b.replication.applyMu.Lock()
+			b.replication.applyMu.Unlock()
 			b.replication.fetchers.close()
 		}
 		// The transaction coordinator goes first: its completions write

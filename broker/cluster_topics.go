@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -257,4 +258,29 @@ func (b *Broker) clusterTopicByIDIfClustered(id [16]byte) (string, bool) {
 		return "", false
 	}
 	return b.clusterTopicByID(id)
+}
+
+// ApplyTopicConfigs sets the config overrides of the named local topics
+// (the controller's configs of topics this broker replicates); a topic not
+// here, or whose overrides already are those, is skipped. It is for the
+// glue that applies the controller's metadata, after ApplyPartitionRoles.
+func (b *Broker) ApplyTopicConfigs(configs map[string]map[string]string) error {
+	var errs []error
+	for name, want := range configs {
+		t := b.topicByName(name)
+		if t == nil || isInternalTopicName(name) {
+			continue
+		}
+		if have := t.config.Load().overrides; len(have) == len(want) && maps.Equal(have, want) {
+			continue
+		}
+		if err := validateTopicConfigs(want); err != nil {
+			errs = append(errs, fmt.Errorf("configs of topic %s: %w", name, err))
+			continue
+		}
+		if err := b.setTopicConfigs(t, maps.Clone(want)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -12,7 +12,8 @@
 //   - On every change of the quorum's metadata image, the apply loop
 //     converts the image's brokers and partitions (same field names on
 //     both sides) and calls broker.ApplyPartitionRoles, and removes the
-//     local replicas of topics the image no longer has (broker.RemoveTopics).
+//     local replicas of topics the image no longer has (broker.RemoveTopics)
+//     and sets the topics' configs (broker.ApplyTopicConfigs).
 //   - Client topic administration (CreateTopics, DeleteTopics,
 //     CreatePartitions, auto-creation) goes to the quorum through
 //     broker.TopicController (topics.go), which returns once the apply loop
@@ -20,8 +21,12 @@
 //
 // Not done here: the group and transaction coordinators stay local to
 // each broker (their internal topics are not replicated and do not move
-// with leadership), and topic configs given at creation are kept by the
-// quorum but not applied to the replicas (they use the broker defaults).
+// with leadership; every member names the lowest-id live broker in
+// FindCoordinator, which starts with no state when the previous one
+// stops, and a transaction's markers are written only into partitions
+// that broker leads). Topic configs given at creation are kept by the
+// quorum and applied to every replica; AlterConfigs changes only the
+// broker it is sent to (until the quorum's configs of the topic change).
 //
 // Data layout: Config.DataDir/quorum holds the raft log and snapshots,
 // Config.DataDir/broker the broker's topics.
@@ -33,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -83,6 +89,8 @@ type Member struct {
 	node              *quorum.Node
 	broker            *broker.Broker
 	stopHeartbeats    func()
+	// configs are the topic configs last applied (apply loop only).
+	configs map[string]map[string]string
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -121,7 +129,7 @@ func Start(cfg Config) (*Member, error) {
 		delete(props, "default.replication.factor")
 	}
 	m := &Member{cfg: cfg, logger: logger.With("node", cfg.NodeID), replicationFactor: rf,
-		done: make(chan struct{}), appliedCh: make(chan struct{})}
+		done: make(chan struct{}), appliedCh: make(chan struct{}), configs: map[string]map[string]string{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	node, err := quorum.Open(quorum.Config{
 		NodeID: cfg.NodeID, Voters: cfg.Voters, DataDir: filepath.Join(cfg.DataDir, "quorum"),
@@ -265,6 +273,25 @@ func (m *Member) apply(img *quorum.Image, known map[string][16]byte) error {
 	brokers, roles := Convert(img)
 	if err := m.broker.ApplyPartitionRoles(m.ctx, brokers, roles); err != nil {
 		return err
+	}
+	// Configs of topics first seen, or whose configs the quorum changed;
+	// an AlterConfigs on this broker alone stays until then.
+	configs := map[string]map[string]string{}
+	for _, t := range topics {
+		if last, seen := m.configs[t.Name]; !seen || !maps.Equal(last, t.Configs) {
+			configs[t.Name] = t.Configs
+		}
+	}
+	if err := m.broker.ApplyTopicConfigs(configs); err != nil {
+		return err
+	}
+	for name, cfg := range configs {
+		m.configs[name] = cfg
+	}
+	for name := range m.configs {
+		if _, ok := current[name]; !ok {
+			delete(m.configs, name)
+		}
 	}
 	for name, id := range current {
 		known[name] = id

@@ -356,3 +356,52 @@ func waitBrokerISR(t *testing.T, addr, topic string, partition int32, n int) {
 		time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
 	}
 }
+
+// findCoordinator asks the broker at addr for the coordinator of key "k".
+func findCoordinator(addr string, keyType int8) (int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return -1, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKeys = keyType, []string{"k"}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(math.MinInt32))
+	if err != nil {
+		return -1, err
+	}
+	if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+		return -1, fmt.Errorf("FindCoordinator: %+v", resp)
+	}
+	return resp.Coordinators[0].NodeID, nil
+}
+
+// topicConfigIs checks one topic config as the broker at addr describes it.
+func topicConfigIs(addr, topic, name, want string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{name}
+	req.Resources = append(req.Resources, res)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(math.MinInt32))
+	if err != nil {
+		return err
+	}
+	if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+		return fmt.Errorf("DescribeConfigs %s: %+v", topic, resp.Resources)
+	}
+	for _, c := range resp.Resources[0].Configs {
+		if c.Name == name && c.Value != nil && *c.Value == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %s is not %s: %+v", topic, name, want, resp.Resources[0].Configs)
+}
