@@ -1,4 +1,10 @@
-// Package broker is a single-node Kafka broker: a TCP listener speaking the
+// Package broker is a Kafka broker — single-node, or with Config.Replication
+// one member of a replicated cluster whose partitions it leads or follows
+// as a controller decides (cluster_roles.go; the leader side in
+// replica_leader.go, the follower side in replica_fetcher.go and
+// replica_append.go, leader epochs in leader_epochs.go; with
+// ReplicationConfig.Topics, client topic administration goes to the
+// controller, cluster_topics.go): a TCP listener speaking the
 // Kafka protocol, one file per Kafka API (produce.go, fetch.go, ...), topics
 // whose partitions are storage.Log segmented logs, the group coordinator
 // (groups.go), the transaction coordinator (transactions.go; partitions'
@@ -28,6 +34,14 @@
 //     steps its completion, which writes markers into partitions under
 //     their append lock. The group coordinator's core likewise has only
 //     the ticker its driver (group.StartTicker) runs.
+//   - With replication on (Config.Replication; cluster_roles.go), one
+//     replica fetcher goroutine per source leader broker
+//     (replica_fetcher.go) truncates and appends the partitions this
+//     broker follows, under their append locks; the ISR maintenance
+//     goroutine (maintainISRs, replica_leader.go) asks the controller to
+//     shrink or expand the ISRs of partitions led here, holding no lock
+//     while it waits for the answer. ApplyPartitionRoles runs on its
+//     caller's goroutine.
 //   - Each partition's idempotent-producer state is guarded by its append
 //     lock (producer_state.go); the producer-expiry goroutine takes that
 //     lock to forget idle producers. Producer ids come from producerIDs,
@@ -40,6 +54,10 @@
 // disk work may run under it; everything not listed as allowing I/O is
 // held only to read or publish memory.
 //
+//  0. replication.applyMu (cluster_roles.go): serializes
+//     ApplyPartitionRoles. I/O: through what it calls — creating or
+//     growing a replica's topic (under 1), a new leader's leader-epoch
+//     checkpoint (under 6).
 //  1. Broker.metadataMu (topics.go): serializes topic metadata changes
 //     (create, delete, add partitions, alter configs). I/O: opening and
 //     deleting partition logs, writing topics.json. Lookups never take it.
@@ -64,7 +82,13 @@
 //     append lock (below); not producer snapshots (encoded under it,
 //     written after it by unlockAppend), not retention's file removal,
 //     not KIP-890 verification (done before taking it).
-//     partition.notifyMu is a leaf under it.
+//     With replication: a follower's appends of fetched batches, its
+//     truncation (with snapshotMu, as truncate), and the leader-epoch
+//     checkpoint rewrite (leader_epochs.go; once per leader change and
+//     per truncation).
+//     partition.replicaMu (replica_leader.go: the leader's follower
+//     positions, pending ISR) comes after it, never across I/O;
+//     partition.notifyMu is a leaf under both.
 //  7. storage.Log (broker/storage, see Log): removeMu, then appendMu,
 //     then checkpointMu, then mu (RW), then durability.mu. Under its
 //     appendMu, still: the write(2) of an append; at a roll, the new
@@ -79,6 +103,8 @@
 //     reference). mu is never held across I/O but by a full truncation.
 //  8. producers.IDAllocator.mu, then FileBlockReserver.mu: I/O, the id
 //     block file rewrite once per block of ids.
+//  9. fetcherManager.mu, then replicaFetcher.mu (replica_fetcher.go):
+//     leaves guarding which partitions each fetcher follows; no I/O.
 //
 // storage.WriteFileAtomic is the one way the broker replaces a file
 // (topics.json, producer snapshots, the producer-id file, storage's
@@ -148,6 +174,10 @@ type Config struct {
 	Properties map[string]string
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
+	// Replication, if set, makes the broker one member of a replicated
+	// cluster: partitions get leader or follower roles through
+	// ApplyPartitionRoles (cluster_roles.go). Nil is the single-node broker.
+	Replication *ReplicationConfig
 
 	// beforeMarkers, if set, runs before every marker write of the
 	// transaction coordinator; an error makes the coordinator retry. Tests
@@ -190,6 +220,9 @@ type Broker struct {
 	transactionVersion int16
 	// beforeMarkers is Config.beforeMarkers (tests only).
 	beforeMarkers func(ctx context.Context) error
+	// replication is the replication machinery; nil when
+	// Config.Replication is (set by Start, then read-only).
+	replication *replication
 
 	// ctx is cancelled by Close; long polls and durability waits end on it.
 	ctx    context.Context
@@ -266,7 +299,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			FS:            fsys,
 		},
 	}
-	b.producerIDs, err = producers.OpenIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
+	if cfg.Replication != nil {
+		if cfg.Replication.ISR == nil {
+			return nil, errors.New("broker: replication without an ISR changer")
+		}
+		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
+	}
+	b.producerIDs, err = openProducerIDs(cfg, fsys, filepath.Join(cfg.DataDir, producerIDsFile))
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}
@@ -304,6 +343,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	go b.acceptLoop()
 	go b.every(b.config.settings.RetentionCheckInterval, b.applyRetention)
 	go b.every(b.config.settings.ProducerIDExpirationCheckInterval, b.expireProducers)
+	if b.replication != nil {
+		b.replication.fetchers = newFetcherManager(b)
+		b.background.Add(1)
+		go b.maintainISRs()
+	}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -367,6 +411,14 @@ func (b *Broker) Close() error {
 			b.connections.Wait()
 		}
 		b.background.Wait()
+		if b.replication != nil {
+			// A barrier: an ApplyPartitionRoles under way (it may open
+			// partitions) finishes before the logs close; later ones see
+			// b.ctx cancelled and do nothing.
+			b.replication.applyMu.Lock()
+			b.replication.applyMu.Unlock()
+			b.replication.fetchers.close()
+		}
 		// The transaction coordinator goes first: its completions write
 		// markers into partitions and complete groups' offsets.
 		b.closeErr = errors.Join(b.closeTransactions(), b.closeLogs(), b.closeGroups())

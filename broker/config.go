@@ -54,6 +54,8 @@ var brokerSettings = []setting{
 		doc: "Replication factor of auto-created topics; a single broker serves only 1."},
 	{name: "min.insync.replicas", defaultValue: "1", kind: kindInt, validate: atLeast(1),
 		doc: "Replicas that must have a batch before an acks=all produce succeeds; above 1, acks=all gets NOT_ENOUGH_REPLICAS on a single broker."},
+	{name: "replica.lag.time.max.ms", defaultValue: "30000", kind: kindLong, validate: atLeast(1),
+		doc: "With replication on: a follower that has not caught up with the leader's log end for this long leaves the ISR."},
 	{name: "log.segment.bytes", defaultValue: "1073741824", kind: kindInt, validate: atLeast(14),
 		doc: "Size at which a partition's active segment is rolled."},
 	{name: "log.roll.hours", defaultValue: "168", kind: kindInt, validate: atLeast(1),

@@ -10,7 +10,8 @@ import (
 
 // CreatePartitions v0–3 grows a topic to a larger partition count; an
 // assignment, when given, must place each new partition on this broker
-// alone. validate_only checks without creating.
+// alone. validate_only checks without creating. A cluster member asks the
+// controller instead (cluster_topics.go).
 func init() {
 	register(wire.APICreatePartitions, 0, 3, kmsgHandler(handleCreatePartitions))
 }
@@ -21,6 +22,12 @@ func handleCreatePartitions(c *connection, req *kmsg.CreatePartitionsRequest) km
 	for _, rt := range req.Topics {
 		result := kmsg.NewCreatePartitionsResponseTopic()
 		result.Topic = rt.Topic
+		if b.clusterTopics() != nil {
+			err := b.clusterCreatePartitions(b.ctx, rt, req.ValidateOnly)
+			result.ErrorCode, result.ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Topics = append(resp.Topics, result)
+			continue
+		}
 		t, err := b.configTopic(rt.Topic)
 		if err == nil && rt.Assignment != nil {
 			current := int32(len(b.partitionsOf(t)))

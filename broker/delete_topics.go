@@ -12,6 +12,7 @@ import (
 // metadata, then closes and deletes their partition logs. In-flight fetches
 // of a deleted partition end with UNKNOWN_TOPIC_OR_PARTITION. The internal
 // topics are refused with INVALID_TOPIC_EXCEPTION (internal_topics.go).
+// A cluster member asks the controller instead (cluster_topics.go).
 func init() {
 	register(wire.APIDeleteTopics, 1, 6, kmsgHandler(handleDeleteTopics))
 }
@@ -35,6 +36,22 @@ func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Respo
 	}
 	for _, requested := range targets {
 		deleted := kmsg.NewDeleteTopicsResponseTopic()
+		if b.clusterTopics() != nil {
+			var name string
+			if requested.name != nil {
+				name = *requested.name
+			}
+			name, id, err := b.clusterDeleteTopic(b.ctx, name, requested.id)
+			if name != "" {
+				deleted.Topic = &name
+			}
+			deleted.TopicID, deleted.ErrorCode = id, errorCode(err)
+			if req.Version >= 5 {
+				deleted.ErrorMessage = errorMessage(err)
+			}
+			resp.Topics = append(resp.Topics, deleted)
+			continue
+		}
 		var t *topic
 		var err error
 		if requested.name != nil {

@@ -33,14 +33,19 @@ var (
 	errInvalidRecord       = errors.New("invalid record batch")
 	errInvalidRequiredAcks = errors.New("acks must be -1, 0 or 1")
 	errNotEnoughReplicas   = errors.New("fewer in-sync replicas than min.insync.replicas")
-	errOffsetOutOfRange    = errors.New("offset out of range")
-	errFencedLeaderEpoch   = errors.New("leader epoch older than the current one")
-	errUnknownLeaderEpoch  = errors.New("leader epoch newer than the current one")
-	errInvalidRequest      = errors.New("invalid request")
-	errShuttingDown        = errors.New("broker is shutting down")
-	errStorage             = errors.New("storage error")
-	errInvalidTxnState     = errors.New("invalid transaction state")
-	errNoCoordinator       = errors.New("coordinator not available")
+	// errNotEnoughReplicasAfterAppend: an acks=all batch was appended and
+	// replicated, but the ISR shrank below min.insync.replicas meanwhile.
+	errNotEnoughReplicasAfterAppend = errors.New("appended, but the in-sync replicas fell below min.insync.replicas")
+	errNotLeader                    = errors.New("this broker is not the partition's leader")
+	errRequestTimedOut              = errors.New("request timed out")
+	errOffsetOutOfRange             = errors.New("offset out of range")
+	errFencedLeaderEpoch            = errors.New("leader epoch older than the current one")
+	errUnknownLeaderEpoch           = errors.New("leader epoch newer than the current one")
+	errInvalidRequest               = errors.New("invalid request")
+	errShuttingDown                 = errors.New("broker is shutting down")
+	errStorage                      = errors.New("storage error")
+	errInvalidTxnState              = errors.New("invalid transaction state")
+	errNoCoordinator                = errors.New("coordinator not available")
 )
 
 // errorCode maps an error to the Kafka error code a response carries; nil
@@ -53,6 +58,11 @@ func errorCode(err error) int16 {
 		if errors.Is(err, m.err) {
 			return m.code.Code
 		}
+	}
+	// A TopicController (cluster_topics.go) names the Kafka error itself.
+	var kafkaErr *kerr.Error
+	if errors.As(err, &kafkaErr) {
+		return kafkaErr.Code
 	}
 	return kerr.UnknownServerError.Code
 }
@@ -75,7 +85,10 @@ var errorCodes = []struct {
 	{errMessageTooLarge, kerr.MessageTooLarge},
 	{errInvalidRecord, kerr.InvalidRecord},
 	{errInvalidRequiredAcks, kerr.InvalidRequiredAcks},
+	{errNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
 	{errNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{errNotLeader, kerr.NotLeaderForPartition},
+	{errRequestTimedOut, kerr.RequestTimedOut},
 	{errOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{errFencedLeaderEpoch, kerr.FencedLeaderEpoch},

@@ -28,6 +28,14 @@ import (
 // PartitionMaxBytes each partition, except that the first batch found is
 // returned whole even when larger (KIP-74).
 //
+// Replication: a Fetch whose replica id is a broker's is a follower's
+// fetch (replica_leader.go): its fetch offset records the follower's log
+// end, it reads up to the log end rather than the high watermark, and a
+// rise of the high watermark ends its long poll. Consumers and followers
+// alike get NOT_LEADER_OR_FOLLOWER from a broker that does not lead the
+// partition, and FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a current
+// leader epoch older / newer than the partition's.
+//
 // Incremental fetch sessions are declined: the response's session id is 0
 // and every response is full; a request naming a session gets
 // FETCH_SESSION_ID_NOT_FOUND.
@@ -54,6 +62,11 @@ type fetchTarget struct {
 	err        error
 	offset     int64
 	maxBytes   int32
+	// replica: a follower's fetch. startHighWatermark is then the high
+	// watermark when the request arrived: a rise ends its long poll, so
+	// followers learn the high watermark promptly.
+	replica            bool
+	startHighWatermark int64
 }
 
 // fetchTopic is one topic of the response, in request order.
@@ -96,6 +109,7 @@ func handleFetch(c *connection, r *request) {
 
 // resolveFetch looks up every requested partition.
 func (b *Broker) resolveFetch(req *kmsg.FetchRequest) ([]fetchTopic, []fetchTarget) {
+	replicaID := fetchReplicaID(req)
 	var topics []fetchTopic
 	var targets []fetchTarget
 	for _, rt := range req.Topics {
@@ -116,7 +130,11 @@ func (b *Broker) resolveFetch(req *kmsg.FetchRequest) ([]fetchTopic, []fetchTarg
 				target.partition, target.err = b.partitionOf(t, rp.Partition)
 			}
 			if target.err == nil {
-				target.err = checkLeaderEpoch(rp.CurrentLeaderEpoch)
+				target.err = target.partition.checkLeader(rp.CurrentLeaderEpoch)
+			}
+			if target.err == nil && replicaID >= 0 {
+				target.partition.recordFollowerFetch(b, replicaID, rp.FetchOffset)
+				target.replica, target.startHighWatermark = true, target.partition.highWatermark()
 			}
 			ft.targets = append(ft.targets, len(targets))
 			targets = append(targets, target)
@@ -126,16 +144,13 @@ func (b *Broker) resolveFetch(req *kmsg.FetchRequest) ([]fetchTopic, []fetchTarg
 	return topics, targets
 }
 
-// checkLeaderEpoch compares a client's idea of the leader epoch (-1: none)
-// with ours.
-func checkLeaderEpoch(epoch int32) error {
-	switch {
-	case epoch < 0 || epoch == leaderEpoch:
-		return nil
-	case epoch > leaderEpoch:
-		return fmt.Errorf("%w: %d, current %d", errUnknownLeaderEpoch, epoch, leaderEpoch)
+// fetchReplicaID is the fetching follower's broker id, -1 for a consumer
+// (v15+ carries it in ReplicaState, KIP-903).
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
 	}
-	return fmt.Errorf("%w: %d, current %d", errFencedLeaderEpoch, epoch, leaderEpoch)
+	return req.ReplicaID
 }
 
 // serveFetch runs on its own goroutine: read, and until MinBytes or the
@@ -148,7 +163,7 @@ func (c *connection) serveFetch(r *request, req *kmsg.FetchRequest, topics []fet
 		wake := c.notificationsOf(targets)
 		reads, total, anyError := c.broker.readFetch(req, targets)
 		done := total >= int64(req.MinBytes) || anyError || !time.Now().Before(deadline) ||
-			c.ctx.Err() != nil || c.broker.ctx.Err() != nil
+			c.ctx.Err() != nil || c.broker.ctx.Err() != nil || highWatermarkRose(targets, reads)
 		if done {
 			r.slot.completeFetch(encodeFetch(r, req.Version, topics, targets, reads))
 			return
@@ -158,6 +173,17 @@ func (c *connection) serveFetch(r *request, req *kmsg.FetchRequest, topics []fet
 		}
 		c.waitForAppend(wake, deadline)
 	}
+}
+
+// highWatermarkRose reports whether a follower's fetch saw the high
+// watermark rise since it arrived.
+func highWatermarkRose(targets []fetchTarget, reads []partitionRead) bool {
+	for i := range targets {
+		if targets[i].replica && reads[i].highWatermark > targets[i].startHighWatermark {
+			return true
+		}
+	}
+	return false
 }
 
 // notificationsOf returns the distinct append channels of the targets.
@@ -212,7 +238,8 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget) ([]par
 		}
 		limit := min(int64(target.maxBytes), int64(req.MaxBytes)-total)
 		minOneBatch := total == 0
-		if err := readPartition(target, read, limit, minOneBatch, req.IsolationLevel == isolationReadCommitted); err != nil {
+		replica := fetchReplicaID(req) >= 0
+		if err := readPartition(target, read, limit, minOneBatch, req.IsolationLevel == isolationReadCommitted, replica); err != nil {
 			read.err, anyError = err, true
 			continue
 		}
@@ -222,8 +249,9 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget) ([]par
 }
 
 // readPartition resolves the regions to send for one partition: up to the
-// high watermark, or the last stable offset for read_committed.
-func readPartition(target fetchTarget, read *partitionRead, limit int64, minOneBatch, readCommitted bool) error {
+// high watermark, or the last stable offset for read_committed, or for a
+// follower (replica) up to the log end.
+func readPartition(target fetchTarget, read *partitionRead, limit int64, minOneBatch, readCommitted, replica bool) error {
 	p := target.partition
 	if p.closed.Load() {
 		return fmt.Errorf("%w: %s", errUnknownTopic, p.name())
@@ -238,9 +266,15 @@ func readPartition(target fetchTarget, read *partitionRead, limit int64, minOneB
 		read.aborted = []storage.AbortedTxn{}
 	}
 	read.logStartOffset = p.log.LogStartOffset()
-	if target.offset < read.logStartOffset || target.offset > read.highWatermark {
+	// Read after the high watermark, the log end is at or above it (a
+	// follower's truncation lowers the high watermark first).
+	logEnd := p.log.LogEndOffset()
+	if replica {
+		bound = logEnd
+	}
+	if target.offset < read.logStartOffset || target.offset > logEnd {
 		return fmt.Errorf("%w: %s offset %d, log has [%d, %d)", errOffsetOutOfRange, p.name(),
-			target.offset, read.logStartOffset, read.highWatermark)
+			target.offset, read.logStartOffset, logEnd)
 	}
 	if target.offset >= bound || (limit <= 0 && !minOneBatch) {
 		return nil

@@ -15,7 +15,8 @@ import (
 // is a group; key type 1 is a transactional id, whose coordinator is the
 // leader of its __transaction_state partition (txn.PartitionFor over
 // transaction.state.log.num.partitions) — this broker, which leads them
-// all; any other type is INVALID_REQUEST.
+// all; any other type is INVALID_REQUEST. A cluster member names the
+// cluster's coordinator broker instead (cluster_coordinator.go).
 func init() {
 	register(wire.APIFindCoordinator, 0, 6, groupHandler(inReader, handleFindCoordinator))
 }
@@ -57,6 +58,9 @@ func handleFindCoordinator(_ context.Context, c *connection, req *kmsg.FindCoord
 func (b *Broker) findCoordinator(keyType int8) coordinatorAnswer {
 	switch keyType {
 	case coordinatorGroup, coordinatorTransaction:
+		if answer, ok := b.clusterCoordinator(); ok {
+			return answer // cluster_coordinator.go
+		}
 		return coordinatorAnswer{nodeID: b.nodeID, host: b.advertisedHost, port: b.advertisedPort}
 	default:
 		message := "unknown coordinator key type"

@@ -11,7 +11,8 @@ import "github.com/exactly-eos/exactly/internal/invariants"
 // is producers.FirstUnstableOffset() (or -1 when none is open) and lies in
 // the log, that the published last stable offset is unstableOffset when a
 // transaction is open and the log end otherwise — never above the high
-// watermark — and that no snapshot is ahead of the log (caller holds
+// watermark — that a replicated partition's high watermark is within the
+// log, and that no snapshot is ahead of the log (caller holds
 // appendMu).
 func (p *partition) assertInvariantsLocked() {
 	if invariants.Enabled {
@@ -38,6 +39,10 @@ func (p *partition) checkInvariantsLocked() {
 	}
 	invariants.Check(lastStable == want,
 		"partition %s: last stable offset %d, want %d (unstableOffset %d, log end %d)", p.name(), lastStable, want, p.unstableOffset, logEnd)
+	if p.role.Load() != nil {
+		invariants.Check(p.hw.Load() <= logEnd,
+			"partition %s: high watermark %d above the log end %d", p.name(), p.hw.Load(), logEnd)
+	}
 	invariants.Check(p.snapshotOffset <= logEnd,
 		"partition %s: producer snapshot at %d beyond the log end %d", p.name(), p.snapshotOffset, logEnd)
 }

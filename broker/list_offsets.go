@@ -16,6 +16,8 @@ import (
 // largest timestamp, found by scanning batch headers), and a timestamp ≥ 0
 // (the first batch whose max timestamp is at least it; offset -1 when
 // none). Offsets are batch-granular: batches are never decompressed.
+// Only a partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere),
+// with the leader-epoch checks of Fetch.
 func init() {
 	register(wire.APIListOffsets, 1, 10, kmsgHandler(handleListOffsets))
 }
@@ -44,7 +46,7 @@ func handleListOffsets(c *connection, req *kmsg.ListOffsetsRequest) kmsg.Respons
 			if err == nil {
 				result.Offset, result.Timestamp = offset, timestamp
 				if offset >= 0 {
-					result.LeaderEpoch = leaderEpoch
+					result.LeaderEpoch = b.currentLeaderEpochOf(t, rp.Partition)
 				}
 			}
 			listed.Partitions = append(listed.Partitions, result)
@@ -62,7 +64,7 @@ func (b *Broker) listOffset(t *topic, name string, rp kmsg.ListOffsetsRequestTop
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+	if err := p.checkLeader(rp.CurrentLeaderEpoch); err != nil {
 		return 0, 0, err
 	}
 	if p.closed.Load() {
@@ -100,4 +102,17 @@ func (p *partition) maxTimestampOffset() (offset, timestamp int64, err error) {
 		return 0, 0, fmt.Errorf("%w: scan %s: %w", errStorage, p.name(), err)
 	}
 	return offset, timestamp, nil
+}
+
+// currentLeaderEpochOf is the leader epoch of partition index of t (0
+// when unknown).
+func (b *Broker) currentLeaderEpochOf(t *topic, index int32) int32 {
+	if t == nil {
+		return leaderEpoch
+	}
+	p, err := b.partitionOf(t, index)
+	if err != nil {
+		return leaderEpoch
+	}
+	return p.currentLeaderEpoch()
 }

@@ -1,19 +1,27 @@
 package broker
 
 import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// Metadata v0–13 describes this broker as the only broker and controller,
+// Metadata v0–13 describes this broker as the only broker and controller
+// (with replication on: the cluster's brokers, and each replicated
+// topic's leaders, epochs, replicas and ISR as the controller's roles last
+// said, cluster_roles.go; the rest as below),
 // and each requested topic (all topics for a null list, or for an empty
 // list at v0) with the broker as leader, sole replica and sole ISR member
 // of every partition, at leader epoch 0. Unknown topics are created when
 // auto.create.topics.enable is true and the request allows it (always
 // before v4). v10+ may name topics by id. The internal topics
 // (internal_topics.go) are listed like any other, with IsInternal set, as
-// Kafka does; only they are internal.
+// Kafka does; only they are internal. A cluster member whose topics are
+// the controller's (cluster_topics.go) lists every topic of the roles and
+// auto-creates through the controller.
 func init() {
 	register(wire.APIMetadata, 0, 13, kmsgHandler(handleMetadata))
 }
@@ -21,25 +29,27 @@ func init() {
 func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 	b := c.broker
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = b.nodeID, b.advertisedHost, b.advertisedPort
-	resp.Brokers = append(resp.Brokers, broker)
+	resp.Brokers = b.metadataBrokers()
 	clusterID := b.clusterID
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.nodeID
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if allTopics && b.clusterTopics() != nil {
+		resp.Topics = b.clusterMetadataTopics()
+		return resp
+	}
 	if allTopics {
-		described := b.sortedTopics()
+		described := b.describedTopics()
 		internal := b.internalTopics
 		// Merge the two name-sorted lists, so the answer is sorted.
 		for len(described) > 0 || len(internal) > 0 {
-			if len(internal) > 0 && (len(described) == 0 || internal[0].name < described[0].name) {
+			if len(internal) > 0 && (len(described) == 0 || internal[0].name < *described[0].Topic) {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(&internal[0]))
 				internal = internal[1:]
 				continue
 			}
-			resp.Topics = append(resp.Topics, b.metadataTopic(described[0], nil))
+			resp.Topics = append(resp.Topics, described[0])
 			described = described[1:]
 		}
 		return resp
@@ -55,7 +65,16 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
 				continue
 			}
-			if err = validateTopicName(name); err == nil {
+			if roles := b.topicRoles(name); roles != nil && b.topicByName(name) == nil {
+				// Replicated elsewhere, no replica here.
+				resp.Topics = append(resp.Topics, metadataTopicFromRoles(name, roles[0].TopicID, roles))
+				continue
+			}
+			if err = validateTopicName(name); err == nil && b.clusterTopics() != nil {
+				resp.Topics = append(resp.Topics, b.clusterMetadataTopic(name, allowCreate))
+				continue
+			}
+			if err == nil {
 				t, err = b.autoCreateTopic(name, allowCreate)
 			}
 			if err != nil {
@@ -67,6 +86,10 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 		default:
 			if it := b.internalTopicByID(requested.TopicID); it != nil {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+				continue
+			}
+			if name, ok := b.clusterTopicByIDIfClustered(requested.TopicID); ok {
+				resp.Topics = append(resp.Topics, b.clusterMetadataTopic(name, false))
 				continue
 			}
 			if t = b.topicByID(requested.TopicID); t == nil {
@@ -88,7 +111,100 @@ func (b *Broker) metadataTopic(t *topic, err error) kmsg.MetadataResponseTopic {
 		mt.ErrorCode = errorCode(err)
 		return mt
 	}
+	if roles := b.topicRoles(t.name); roles != nil {
+		return metadataTopicFromRoles(t.name, t.id, roles)
+	}
 	return b.metadataTopicLedHere(t.name, t.id, int32(len(b.partitionsOf(t))), false)
+}
+
+// describedTopics describes every topic, sorted by name: the local ones
+// and, with replication on, those of the controller's roles this broker
+// holds no replica of.
+func (b *Broker) describedTopics() []kmsg.MetadataResponseTopic {
+	local := b.sortedTopics()
+	out := make([]kmsg.MetadataResponseTopic, 0, len(local))
+	for _, t := range local {
+		out = append(out, b.metadataTopic(t, nil))
+	}
+	if b.replication == nil {
+		return out
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return out
+	}
+	added := false
+	for name, roles := range view.topics {
+		if b.topicByName(name) == nil && len(roles) > 0 {
+			out = append(out, metadataTopicFromRoles(name, roles[0].TopicID, roles))
+			added = true
+		}
+	}
+	if added {
+		slices.SortFunc(out, func(x, y kmsg.MetadataResponseTopic) int { return compareStrings(*x.Topic, *y.Topic) })
+	}
+	return out
+}
+
+// metadataBrokers lists the cluster's unfenced brokers as last applied
+// (cluster_roles.go), or this broker alone.
+func (b *Broker) metadataBrokers() []kmsg.MetadataResponseBroker {
+	self := kmsg.NewMetadataResponseBroker()
+	self.NodeID, self.Host, self.Port = b.nodeID, b.advertisedHost, b.advertisedPort
+	if b.replication == nil {
+		return []kmsg.MetadataResponseBroker{self}
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return []kmsg.MetadataResponseBroker{self}
+	}
+	var brokers []kmsg.MetadataResponseBroker
+	for _, cb := range view.brokers {
+		if cb.Fenced && cb.ID != b.nodeID {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = cb.ID, cb.Host, cb.Port
+		if cb.Rack != "" {
+			mb.Rack = kmsg.StringPtr(cb.Rack)
+		}
+		brokers = append(brokers, mb)
+	}
+	return brokers
+}
+
+// topicRoles returns the roles of a topic's partitions as last applied,
+// nil when it has none (replication off, or a topic only this broker has).
+func (b *Broker) topicRoles(name string) []PartitionRole {
+	if b.replication == nil {
+		return nil
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return nil
+	}
+	return view.topics[name]
+}
+
+// metadataTopicFromRoles describes a replicated topic: each partition's
+// leader (LEADER_NOT_AVAILABLE when none), leader epoch, replicas and ISR.
+func metadataTopicFromRoles(name string, id [16]byte, roles []PartitionRole) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = &name
+	mt.TopicID = id
+	for _, role := range roles {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = role.Partition
+		mp.Leader, mp.LeaderEpoch = role.Leader, role.LeaderEpoch
+		if role.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mp.Replicas = append([]int32{}, role.Replicas...)
+		mp.ISR = append([]int32{}, role.ISR...)
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
 }
 
 // metadataInternalTopic describes an internal topic.

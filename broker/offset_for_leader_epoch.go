@@ -8,11 +8,16 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// OffsetForLeaderEpoch v2–4 tells a client where a leader epoch ended.
-// Every partition has had one epoch (0) since it was created, so epoch 0
-// ends at the log end offset, and a later epoch is unknown (-1, -1).
-// CurrentLeaderEpoch is checked as in Fetch (FENCED_LEADER_EPOCH /
-// UNKNOWN_LEADER_EPOCH).
+// OffsetForLeaderEpoch v2–4 tells a client (or a follower truncating its
+// log, replica_fetcher.go) where a leader epoch ended. CurrentLeaderEpoch
+// is checked as in Fetch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), and
+// only the partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere).
+// Without replication every partition has had one epoch (0) since it was
+// created, so epoch 0 ends at the log end offset, and a later epoch is
+// unknown (-1, -1). A replicated partition answers from its leader-epoch
+// checkpoint (leader_epochs.go, Kafka's semantics): the current epoch ends
+// at the log end, an older one where the next higher epoch starts, and an
+// unknown one is answered for the largest epoch below it.
 func init() {
 	register(wire.APIOffsetForLeaderEpoch, 2, 4, kmsgHandler(handleOffsetForLeaderEpoch))
 }
@@ -28,16 +33,19 @@ func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochReq
 			result := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			result.Partition = rp.Partition
 			result.LeaderEpoch, result.EndOffset = -1, -1
-			err := checkLeaderEpoch(rp.CurrentLeaderEpoch)
 			var p *partition
-			if err == nil && t == nil {
+			err := error(nil)
+			if t == nil {
 				err = fmt.Errorf("%w: %s", errUnknownTopic, rt.Topic)
 			}
 			if err == nil {
 				p, err = b.partitionOf(t, rp.Partition)
 			}
-			if err == nil && rp.LeaderEpoch <= leaderEpoch && rp.LeaderEpoch >= 0 {
-				result.LeaderEpoch, result.EndOffset = leaderEpoch, p.log.LogEndOffset()
+			if err == nil {
+				err = p.checkLeader(rp.CurrentLeaderEpoch)
+			}
+			if err == nil {
+				result.LeaderEpoch, result.EndOffset = p.endOffsetOfEpoch(rp.LeaderEpoch)
 			}
 			result.ErrorCode = errorCode(err)
 			answered.Partitions = append(answered.Partitions, result)
@@ -45,4 +53,15 @@ func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochReq
 		resp.Topics = append(resp.Topics, answered)
 	}
 	return resp
+}
+
+// endOffsetOfEpoch answers OffsetForLeaderEpoch for one partition.
+func (p *partition) endOffsetOfEpoch(requested int32) (int32, int64) {
+	if p.epochs == nil || p.role.Load() == nil {
+		if requested <= leaderEpoch && requested >= 0 {
+			return leaderEpoch, p.log.LogEndOffset()
+		}
+		return -1, -1
+	}
+	return p.endOffsetForEpoch(requested)
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
-// leaderEpoch is the partition leader epoch of every partition on a single
-// broker: it leads from the start and never changes.
+// leaderEpoch is the partition leader epoch of every partition without a
+// role (replication off): it is led here from the start and the epoch
+// never changes. A replicated partition's epoch is its role's.
 const leaderEpoch int32 = 0
 
 // partition is one topic partition: its log, its idempotent-producer state
@@ -88,6 +89,42 @@ type partition struct {
 	// append between its read and its wait still wakes it.
 	notifyMu sync.Mutex
 	notify   chan struct{}
+
+	// Replication (replica_leader.go, replica_fetcher.go); unused when
+	// the broker runs without Config.Replication.
+
+	// nodeID is this broker's id, to tell whether a role makes it leader.
+	nodeID int32
+	// role is the partition's role as last applied. Nil when replication
+	// is off: then it is led here at leaderEpoch and the high watermark is
+	// the log end. With replication on it starts as "no leader known"
+	// (leader -1, epoch -1) until the controller's role arrives. Replaced
+	// under appendMu and replicaMu; read without locks.
+	role atomic.Pointer[replicaRole]
+	// epochs is the leader-epoch checkpoint (leader_epochs.go); nil when
+	// replication is off (appendMu).
+	epochs *leaderEpochCache
+	// hw is the high watermark of a partition with a role. Invariants:
+	// hw <= the log end at every instant (a truncation lowers hw first);
+	// on the leader it is the minimum log end over the leader and the
+	// (maximal) ISR, and never decreases while it leads.
+	hw atomic.Int64
+	// replicaMu guards the leader's view of its followers below (lock
+	// order: after appendMu, before notifyMu); never held across I/O.
+	replicaMu sync.Mutex
+	// followers is, on the leader, each other replica's fetch state.
+	followers map[int32]*followerState
+	// pendingISR is an ISR proposed to the controller and not yet
+	// answered; the high watermark counts its members too (KIP-497's
+	// maximal ISR), so a replica being added is not missing a record
+	// acknowledged before its addition committed.
+	pendingISR []int32
+	// isrInFlight: an AlterPartition for this partition is in flight.
+	isrInFlight bool
+	// leaderEpochStart is the first offset of the current leader epoch
+	// (set when becoming leader); a follower joins the ISR only once it
+	// fetched past it.
+	leaderEpochStart int64
 }
 
 // openPartition opens (or with fresh, first wipes and creates) the log of
@@ -115,6 +152,24 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 		return nil, err
 	}
 	p.refreshUnstable()
+	if b.replication != nil {
+		// Until the controller's role arrives nobody is known to lead:
+		// the partition takes no produce and serves no fetch (a
+		// restarted replica must not append on its own). Epoch -1 makes
+		// any real role newer.
+		p.role.Store(&replicaRole{leader: -1, leaderEpoch: -1, partitionEpoch: -1})
+		p.nodeID = b.nodeID
+		p.hw.Store(log.LogStartOffset())
+		if p.epochs, err = openLeaderEpochCache(b.fs, dir); err == nil {
+			// A crash can lose an unsynced log tail the checkpoint already
+			// names: drop the epochs starting beyond the recovered end.
+			err = p.epochs.truncateFromEnd(log.LogEndOffset() + 1)
+		}
+		if err != nil {
+			log.Close()
+			return nil, fmt.Errorf("%w: %s: %w", errStorage, p.name(), err)
+		}
+	}
 	if !fresh {
 		b.logger.Info("partition loaded", "partition", p.name(),
 			"log_start_offset", log.LogStartOffset(), "log_end_offset", log.LogEndOffset(),
@@ -152,9 +207,15 @@ func (p *partition) waitDurable(ctx context.Context, offset int64) error {
 	return nil
 }
 
-// highWatermark is the offset after the last readable record. With one
-// replica every appended record is committed, so it is the log end.
-func (p *partition) highWatermark() int64 { return p.log.LogEndOffset() }
+// highWatermark is the offset after the last readable record. Without a
+// role (one replica) every appended record is committed, so it is the log
+// end; with one it is what the ISR has (replica_leader.go).
+func (p *partition) highWatermark() int64 {
+	if p.role.Load() == nil {
+		return p.log.LogEndOffset()
+	}
+	return p.hw.Load()
+}
 
 // applyRetention deletes segments beyond the topic's retention. The
 // producer state is kept (producers expire by idleness, not by retention);

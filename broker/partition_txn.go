@@ -168,6 +168,7 @@ func (p *partition) appendMarker(producerID int64, producerEpoch int16, coordina
 	p.unlockAppend()
 	if err == nil && result.offset >= 0 {
 		p.wakeWaiters()
+		p.leaderAppended()
 	}
 	return result, err
 }
@@ -187,9 +188,13 @@ func (p *partition) appendMarkerLocked(producerID int64, producerEpoch int16, co
 		}
 		return markerResult{offset: -1}, fmt.Errorf("%s: %w", p.name(), err)
 	}
+	epoch, err := p.appendEpochLocked()
+	if err != nil {
+		return markerResult{offset: -1}, err
+	}
 	batch := wire.BuildControlBatch(producerID, producerEpoch, commit, coordinatorEpoch, time.Now().UnixMilli())
 	if view, err := wire.ParseBatch(batch); err == nil {
-		view.SetPartitionLeaderEpoch(leaderEpoch)
+		view.SetPartitionLeaderEpoch(epoch)
 	}
 	appendResult, err := p.log.Append(batch)
 	if err != nil {

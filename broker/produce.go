@@ -42,6 +42,12 @@ import (
 // answers once the batches are durable under log.fsync (the wait runs on
 // its own goroutine so the reader goes on), and fails with
 // NOT_ENOUGH_REPLICAS when min.insync.replicas exceeds our single replica.
+// A replicated partition (cluster_roles.go) takes produce only on its
+// leader (NOT_LEADER_OR_FOLLOWER elsewhere); acks=all is refused with
+// NOT_ENOUGH_REPLICAS before the append when the ISR is smaller than
+// min.insync.replicas, and answered once the ISR has the batch
+// (replica_leader.go). The leader epoch is stamped into each batch under
+// the append lock, so it matches the leader-epoch checkpoint.
 func init() {
 	register(wire.APIProduce, 3, 13, handleProduce)
 }
@@ -51,6 +57,8 @@ func init() {
 type produceWait struct {
 	partition  *partition
 	lastOffset int64
+	// minInsync is the topic's min.insync.replicas (replicated partitions).
+	minInsync int64
 }
 
 func handleProduce(c *connection, r *request) {
@@ -90,7 +98,8 @@ func handleProduce(c *connection, r *request) {
 			rp.BaseOffset, rp.LogStartOffset = p.baseOffset, p.partition.log.LogStartOffset()
 			rp.LogAppendTime = p.logAppendTime
 			if acks == -1 {
-				waits = append(waits, produceWait{partition: p.partition, lastOffset: p.lastOffset})
+				waits = append(waits, produceWait{partition: p.partition, lastOffset: p.lastOffset,
+					minInsync: p.partition.topic.config.Load().minInsyncReplica})
 			}
 		}
 		resp.Topics = append(resp.Topics, responseTopic)
@@ -102,7 +111,8 @@ func handleProduce(c *connection, r *request) {
 	case len(waits) == 0:
 		c.respond(r, resp.AppendTo)
 	default:
-		c.goAsync(r, func() { c.awaitDurable(r, resp, waits) })
+		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+		c.goAsync(r, func() { c.awaitDurable(r, resp, waits, timeout) })
 	}
 }
 
@@ -122,10 +132,18 @@ func checkProduceStructure(req *wire.ProduceRequest) error {
 }
 
 // awaitDurable runs on its own goroutine for acks=all: it waits for every
-// appended partition to be durable, then answers.
-func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits []produceWait) {
+// appended partition to be durable (and, when replicated, in the ISR's
+// logs: waitReplicated, within the request's timeout), then answers.
+func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits []produceWait, timeout time.Duration) {
 	for _, wait := range waits {
-		if err := wait.partition.waitDurable(c.ctx, wait.lastOffset); err != nil {
+		err := error(nil)
+		if wait.partition.role.Load() != nil {
+			err = wait.partition.waitReplicated(c.ctx, c.broker.ctx.Done(), wait.lastOffset, wait.minInsync, timeout)
+		}
+		if err == nil {
+			err = wait.partition.waitDurable(c.ctx, wait.lastOffset)
+		}
+		if err != nil {
 			rp := findProducePartition(resp, wait.partition)
 			if rp != nil {
 				setProduceError(rp, err, resp.Version)
@@ -179,6 +197,9 @@ func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16) (*to
 	if err := validateTopicName(topicName); err != nil {
 		return nil, err
 	}
+	if b.clusterTopics() != nil {
+		return b.clusterProduceTopic(topicName)
+	}
 	return b.autoCreateTopic(topicName, true)
 }
 
@@ -202,9 +223,14 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 	if err != nil {
 		return appended{}, err
 	}
+	if err := p.checkLeader(-1); err != nil {
+		return appended{}, err
+	}
 	tc := t.config.Load()
-	if acks == -1 && tc.minInsyncReplica > 1 {
-		return appended{}, fmt.Errorf("%w: min.insync.replicas is %d, this broker has 1 replica", errNotEnoughReplicas, tc.minInsyncReplica)
+	if acks == -1 {
+		if err := p.checkMinInsync(tc.minInsyncReplica); err != nil {
+			return appended{}, err
+		}
 	}
 	if err := validateBatches(records, tc); err != nil {
 		return appended{}, fmt.Errorf("%s: %w", p.name(), err)
@@ -213,13 +239,12 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 	if tc.logAppendTime {
 		appendTime = time.Now().UnixMilli()
 	}
-	wire.ForEachBatch(records, func(batch wire.BatchView) error {
-		batch.SetPartitionLeaderEpoch(leaderEpoch)
-		if appendTime >= 0 {
+	if appendTime >= 0 {
+		wire.ForEachBatch(records, func(batch wire.BatchView) error {
 			stampLogAppendTime(batch, appendTime)
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	result, err := p.appendProduced(records, tx)
 	if err != nil {
 		// The partition goes back with the error: its log start offset

@@ -247,6 +247,7 @@ func (p *partition) appendProduced(records []byte, tx produceTxn) (produced, err
 	p.unlockAppend()
 	if err == nil && !result.duplicate {
 		p.wakeWaiters()
+		p.leaderAppended()
 	}
 	return result, err
 }
@@ -282,6 +283,16 @@ func (p *partition) appendProducedLocked(records []byte, batch wire.BatchView, i
 				duplicate: true, maxTimestamp: verdict.MaxTimestamp}, nil
 		}
 	}
+	epoch, err := p.appendEpochLocked()
+	if err != nil {
+		return produced{}, err
+	}
+	// PartitionLeaderEpoch lies before the part of a v2 batch the CRC
+	// covers (attributes onward), so stamping it needs no new CRC.
+	wire.ForEachBatch(records, func(batch wire.BatchView) error {
+		batch.SetPartitionLeaderEpoch(epoch)
+		return nil
+	})
 	result, err := p.log.Append(records)
 	if err != nil {
 		return produced{}, fmt.Errorf("%w: append to %s: %w", errStorage, p.name(), err)
@@ -433,13 +444,18 @@ func (p *partition) describeProducers() ([]producers.ProducerInfo, error) {
 // match, as producers' doc prescribes: the snapshots above offset describe
 // batches that are gone, and the in-memory state cannot be undone (it keeps
 // only each producer's 5 newest batches), so it is reloaded from the newest
-// snapshot at or below offset plus a replay. Nothing truncates yet on a
-// single broker; replication (the cluster issue) will.
+// snapshot at or below offset plus a replay. A single broker never
+// truncates; a follower does (replica_append.go).
 func (p *partition) truncate(offset int64) error {
 	p.snapshotMu.Lock()
 	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	return p.truncateLocked(offset)
+}
+
+// truncateLocked is truncate's body (caller holds snapshotMu and appendMu).
+func (p *partition) truncateLocked(offset int64) error {
 	if p.closed.Load() {
 		return fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
 	}

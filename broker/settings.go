@@ -34,6 +34,8 @@ type settings struct {
 	RetentionCheckInterval time.Duration
 	// Fsync is log.fsync.
 	Fsync storage.FsyncPolicy
+	// ReplicaLagTimeMax is replica.lag.time.max.ms (replication only).
+	ReplicaLagTimeMax time.Duration
 
 	// GroupMinSessionTimeout is group.min.session.timeout.ms.
 	GroupMinSessionTimeout time.Duration
@@ -95,6 +97,7 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		IndexIntervalBytes:     int(p.int32("log.index.interval.bytes")),
 		RetentionCheckInterval: p.duration("log.retention.check.interval.ms", time.Millisecond),
 		Fsync:                  p.fsync("log.fsync"),
+		ReplicaLagTimeMax:      p.duration("replica.lag.time.max.ms", time.Millisecond),
 
 		GroupMinSessionTimeout:        p.duration("group.min.session.timeout.ms", time.Millisecond),
 		GroupMaxSessionTimeout:        p.duration("group.max.session.timeout.ms", time.Millisecond),

@@ -257,6 +257,12 @@ type pendingTopic struct {
 // reservation and then answers as if it came after: TOPIC_ALREADY_EXISTS
 // if the first succeeded, a fresh attempt if it failed.
 func (b *Broker) createTopic(name string, partitions int32, overrides map[string]string, validateOnly bool) (*topic, error) {
+	return b.createTopicWithID(name, newRandomID(), partitions, overrides, validateOnly)
+}
+
+// createTopicWithID is createTopic with the topic id given (a replica of
+// a topic the controller created elsewhere keeps its id).
+func (b *Broker) createTopicWithID(name string, id [16]byte, partitions int32, overrides map[string]string, validateOnly bool) (*topic, error) {
 	if err := validateTopicName(name); err != nil {
 		return nil, err
 	}
@@ -269,7 +275,7 @@ func (b *Broker) createTopic(name string, partitions int32, overrides map[string
 	if err := validateTopicConfigs(overrides); err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidConfig, err)
 	}
-	t := &topic{name: name, id: newRandomID()}
+	t := &topic{name: name, id: id}
 	t.config.Store(b.config.newTopicConfig(overrides))
 	reservation, err := b.reserveTopicName(name, validateOnly)
 	if err != nil {

@@ -24,19 +24,33 @@ const maxFaultEvents = 20_000
 type faultEnv struct {
 	log    *faults.EventLog
 	proxy  *faults.Proxy   // nil without rules
-	broker *launchedBroker // nil without process faults
-	admin  *kgo.Client     // the launched broker's admin client, or nil
-	self   SelfCommand     // how to start workers
-	plan   faults.Plan     // the run's fault plan
-	onStop []func() error  // cleanups, run in reverse by close
-	mu     sync.Mutex      // guards notes
-	notes  []string        // diagnostics worth a line in the results
+	broker *launchedBroker // nil without process faults (or on a cluster target)
+	// cluster is the launched cluster target whose brokers the plan's
+	// process faults act on (nil on other targets).
+	cluster *clusterTarget
+	// topic is the run's load topic and firstTransactionalID its first
+	// load producer's transactional id, for the cluster's Selector.
+	topic, firstTransactionalID string
+	admin                       *kgo.Client    // the launched broker's admin client, or nil
+	self                        SelfCommand    // how to start workers
+	plan                        faults.Plan    // the run's fault plan
+	onStop                      []func() error // cleanups, run in reverse by close
+	mu                          sync.Mutex     // guards notes
+	notes                       []string       // diagnostics worth a line in the results
 }
 
 // canLaunch reports whether process faults can run against the target: only
-// when the load generator launches the brokers itself.
+// when the load generator launches the brokers itself (one per run for
+// the embedded target, the cluster target's own brokers).
 func canLaunch(options Options) bool {
-	return options.Target.Kind() == TargetEmbedded && options.Self.Path != ""
+	return (options.Target.Kind() == TargetEmbedded && options.Self.Path != "") || isCluster(options)
+}
+
+// isCluster reports whether the target is a cluster the load generator
+// launched, whose brokers leader-kill and coordinator-kill pick from.
+func isCluster(options Options) bool {
+	_, ok := options.Target.(*clusterTarget)
+	return ok
 }
 
 // startFaultEnv sets up plan's faults and returns the plan with the
@@ -44,8 +58,30 @@ func canLaunch(options Options) bool {
 // (process faults), the proxy's for the load's clients (proxy rules). The
 // admin client and the verification readers never go through the proxy.
 func startFaultEnv(ctx context.Context, plan runPlan, options Options) (*faultEnv, runPlan, error) {
-	env := &faultEnv{log: faults.NewEventLog(nil), self: options.Self, plan: plan.faults}
-	if plan.faults.NeedsProcesses() {
+	env := &faultEnv{log: faults.NewEventLog(nil), self: options.Self, plan: plan.faults, topic: plan.topic,
+		firstTransactionalID: loadTransactionalID(plan, 0)}
+	if cluster, ok := options.Target.(*clusterTarget); ok && plan.faults.NeedsProcesses() {
+		// The cluster's brokers record this run's kills in its log, until
+		// the run ends.
+		env.cluster = cluster
+		for _, process := range cluster.processes {
+			process.SetLog(env.log)
+		}
+		env.onStop = append(env.onStop, func() error {
+			for _, process := range cluster.processes {
+				process.SetLog(nil)
+			}
+			return nil
+		})
+		admin, err := kgo.NewClient(kgo.SeedBrokers(plan.bootstrap...), kgo.ClientID("exactly-loadgen-admin"),
+			kgo.RetryBackoffFn(faultRetryBackoff), kgo.MetadataMinAge(faultMetadataMinAge))
+		if err != nil {
+			env.close()
+			return nil, plan, fmt.Errorf("admin client of the cluster: %w", err)
+		}
+		env.admin = admin
+		env.onStop = append(env.onStop, func() error { admin.Close(); return nil })
+	} else if plan.faults.NeedsProcesses() {
 		broker, err := launchBroker(ctx, options.Self, env.log)
 		if err != nil {
 			return nil, plan, err
@@ -90,13 +126,19 @@ func (e *faultEnv) note(format string, args ...any) {
 // broker from now until stop is called; stop returns once every action has
 // finished (a killed broker is running again, a paused one resumed).
 func (e *faultEnv) startProcessFaults(ctx context.Context) (stop func() error) {
-	if e.broker == nil || len(e.plan.Processes) == 0 {
+	if (e.broker == nil && e.cluster == nil) || len(e.plan.Processes) == 0 {
 		return func() error { return nil }
+	}
+	processes, selector := []*faults.Process(nil), faults.Selector(nil)
+	if e.cluster != nil {
+		processes, selector = e.cluster.processes, e.selectBroker
+	} else {
+		processes = []*faults.Process{e.broker.process}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- faults.RunProcessActions(ctx, e.plan.Processes, []*faults.Process{e.broker.process})
+		done <- faults.RunProcessActions(ctx, e.plan.Processes, processes, selector)
 	}()
 	return func() error {
 		cancel()

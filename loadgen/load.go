@@ -210,10 +210,16 @@ func producerBudget(workload Workload, index int) uint64 {
 	return splitBudget(workload.Records, workload.Producers, index)
 }
 
+// loadTransactionalID is the transactional id of plan's load producer
+// index (used by the transactional modes only).
+func loadTransactionalID(plan runPlan, index uint32) string {
+	return fmt.Sprintf("exactly-%s-%s-p%d", plan.runIDText, plan.topicSuffix, index)
+}
+
 // newProducer builds producer index of plan with its client.
 func newProducer(plan runPlan, index uint32, log recordLog, metrics *runMetrics, budget uint64, deadline, start time.Time) (*producer, error) {
 	workload := plan.workload
-	transactionalID := fmt.Sprintf("exactly-%s-%s-p%d", plan.runIDText, plan.topicSuffix, index)
+	transactionalID := loadTransactionalID(plan, index)
 	return buildProducer(producerSpec{
 		options: plan.clientOptions(), clientID: fmt.Sprintf("exactly-loadgen-%s-%d", plan.topicSuffix, index),
 		mode: plan.mode, transactionalID: transactionalID, transactionTimeout: time.Duration(workload.Transaction.Timeout),

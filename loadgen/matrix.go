@@ -180,7 +180,7 @@ func PlanModes(plan faults.Plan) []string {
 	all := modes.Names()
 	var applicable []string
 	for _, mode := range all {
-		if notApplicable(plan, mode, true) == "" {
+		if notApplicable(plan, mode, true, true) == "" {
 			applicable = append(applicable, mode)
 		}
 	}
@@ -192,10 +192,17 @@ func PlanModes(plan faults.Plan) []string {
 
 // notApplicable says why a plan cannot run in a mode against a target, or
 // "" when it can. launched reports whether the target's brokers are
-// processes the load generator launched (or can launch).
-func notApplicable(plan faults.Plan, mode string, launched bool) string {
+// processes the load generator launched (or can launch), cluster whether
+// they are a replicated cluster (leader-kill and coordinator-kill pick
+// their broker among its brokers).
+func notApplicable(plan faults.Plan, mode string, launched, cluster bool) string {
 	if plan.NeedsProcesses() && !launched {
 		return "not-applicable (needs a broker loadgen launched)"
+	}
+	for _, action := range plan.Processes {
+		if action.Action.Selects() && !cluster {
+			return "not-applicable (" + string(action.Action) + " needs a replicated cluster: --target cluster)"
+		}
 	}
 	// A client fault applies to the modes whose spec lists it.
 	spec := specOf(mode)

@@ -180,7 +180,7 @@ func describeSuite(results *report.Results, options Options, plans []runPlan) pr
 		Workload: options.Workload.Name, Cells: make([]progress.Cell, len(plans))}
 	for i, plan := range plans {
 		suite.Cells[i] = progress.Cell{Index: i + 1, Name: plan.name, Load: time.Duration(plan.workload.Warmup + plan.workload.Duration),
-			Drain: time.Duration(plan.workload.Drain), NotApplicable: notApplicable(plan.faults, plan.mode, canLaunch(options))}
+			Drain: time.Duration(plan.workload.Drain), NotApplicable: notApplicable(plan.faults, plan.mode, canLaunch(options), isCluster(options))}
 	}
 	return suite
 }
@@ -218,7 +218,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 		Latency: map[string]*report.Histogram{}, ErrorsByCode: map[string]int64{}}
 	run.FaultPlan = plan.faults.Name
 	defer func() { run.FinishedAt = time.Now() }()
-	if reason := notApplicable(plan.faults, plan.mode, canLaunch(options)); reason != "" {
+	if reason := notApplicable(plan.faults, plan.mode, canLaunch(options), isCluster(options)); reason != "" {
 		run.Status, run.Reason = report.StatusNotApplicable, reason
 		judgeRun(run, plan.faults, evidence{})
 		return run
@@ -232,6 +232,8 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 	defer env.close()
 	if env.admin != nil {
 		admin = env.admin
+	}
+	if env.broker != nil {
 		run.ClientSettings["broker"] = env.broker.describe()
 	}
 	if err := createRunTopics(ctx, admin, plan); err != nil {

@@ -11,7 +11,7 @@ import (
 
 // Target is a cluster the load generator speaks to.
 type Target interface {
-	// Kind is "embedded", "kfake" or "bootstrap".
+	// Kind is "embedded", "kfake", "cluster" or "bootstrap".
 	Kind() string
 	// Bootstrap lists host:port seed brokers.
 	Bootstrap() []string
@@ -41,6 +41,9 @@ type TargetConfig struct {
 	// does not link the broker: the exactly command (cmd/exactly)
 	// provides it. Nil: the embedded target is not available.
 	StartEmbedded func(ctx context.Context, dataDir string) (Target, error)
+	// Self runs the exactly binary for a cluster target's brokers (zero:
+	// DefaultSelfCommand).
+	Self SelfCommand
 }
 
 // StartTarget starts (embedded, kfake) or names (bootstrap) the cluster to
@@ -59,6 +62,15 @@ func StartTarget(ctx context.Context, config TargetConfig) (Target, error) {
 			return nil, fmt.Errorf("start kfake: %w", err)
 		}
 		return &kfakeTarget{cluster: cluster}, nil
+	case TargetCluster:
+		self := config.Self
+		if self.Path == "" {
+			var err error
+			if self, err = DefaultSelfCommand(); err != nil {
+				return nil, err
+			}
+		}
+		return startCluster(ctx, self, config.DataDir)
 	case TargetBootstrap:
 		if len(bootstrap) == 0 {
 			return nil, errors.New("target bootstrap needs at least one host:port")
@@ -70,7 +82,7 @@ func StartTarget(ctx context.Context, config TargetConfig) (Target, error) {
 		}
 		return &bootstrapTarget{addresses: bootstrap}, nil
 	}
-	return nil, fmt.Errorf("unknown target %q: use embedded, kfake, or --bootstrap host:port", config.Kind)
+	return nil, fmt.Errorf("unknown target %q: use embedded, kfake, cluster, or --bootstrap host:port", config.Kind)
 }
 
 // kfakeTarget is franz-go's in-memory fake cluster, in process.

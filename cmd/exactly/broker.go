@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/clusternode"
 )
 
 // repeatedFlag collects every occurrence of a flag.
@@ -27,7 +28,8 @@ from it. Topics live under --data-dir, one directory per partition
 
 Broker settings use Kafka's server.properties names, from --config-file and
 then --config (later wins): auto.create.topics.enable, num.partitions,
-default.replication.factor (1), min.insync.replicas, log.segment.bytes,
+default.replication.factor (1; a cluster member takes more, given with
+--config), min.insync.replicas, log.segment.bytes,
 log.roll.ms/hours, log.retention.ms/minutes/hours, log.retention.bytes,
 log.retention.check.interval.ms, log.index.interval.bytes,
 log.cleanup.policy (delete), log.message.timestamp.type, message.max.bytes,
@@ -36,7 +38,26 @@ interval:<duration> | always: when acks=all answers, relative to fsync).
 Unknown settings are refused.
 
 SIGINT or SIGTERM stops the broker cleanly: in-flight requests finish and
-every partition log is flushed and closed.`
+every partition log is flushed and closed.
+
+With --controller-quorum the broker is one member of a replicated cluster
+(KRaft-style combined mode): it runs a node of the Raft metadata quorum
+and replicates partitions as the quorum's controller assigns them. The
+list is Kafka's controller.quorum.voters shape, id@host:port,... naming
+the voters (the three lowest ids vote; list the same voters on every
+member). Each voter uses two ports: the Raft transport on the port given,
+and the quorum's request-forwarding RPC on that port + 100. A member whose
+--node-id is not in the list joins as a non-voter and needs
+--controller-listen (its own Raft host:port; its RPC is again port + 100).
+Then --data-dir holds quorum/ (the Raft log) and broker/ (the partitions),
+and default.replication.factor may exceed 1. Client topic administration
+(CreateTopics, DeleteTopics, CreatePartitions, auto-creation) goes through
+the quorum. Not yet replicated: the group and transaction coordinators are
+local to each broker (every member names the lowest-id live broker as the
+coordinator; its state does not move with leadership, and a transaction
+completes only when that broker leads every partition it wrote), and
+AlterConfigs changes only the broker it is sent to (configs given at
+creation reach every replica).`
 
 func runBroker(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("broker", brokerDescription, stderr)
@@ -48,6 +69,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	var settings repeatedFlag
 	fs.Var(&settings, "config", "a broker setting as key=value, e.g. --config log.retention.ms=60000 (repeatable)")
 	profileKind := fs.String("profile", "", "write a profile into profiles/: cpu, mem, block, mutex or trace")
+	controllerQuorum := fs.String("controller-quorum", "", "run as a cluster member: the quorum voters as id@host:port,... (Kafka's controller.quorum.voters; RPC on port+100)")
+	controllerListen := fs.String("controller-listen", "", "with --controller-quorum, when --node-id is not a voter: this member's own Raft host:port")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -58,6 +81,12 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		properties = loaded
+	}
+	// A cluster member takes default.replication.factor itself (the
+	// broker alone validates it as 1): clusternode.Config.Properties.
+	memberRF, hasMemberRF := "", false
+	if *controllerQuorum != "" {
+		settings, memberRF, hasMemberRF = takeSetting(settings, "default.replication.factor")
 	}
 	overrides, err := broker.ParseProperties(settings)
 	if err != nil {
@@ -77,6 +106,21 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if *controllerQuorum != "" {
+		if hasMemberRF {
+			properties["default.replication.factor"] = memberRF
+		}
+		voters, err := parseControllerQuorum(*controllerQuorum, int32(*nodeID), *controllerListen)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			fs.Usage()
+			return errUsage
+		}
+		return runMember(ctx, clusternode.Config{
+			NodeID: int32(*nodeID), Listen: *listen, Advertised: *advertised, DataDir: *dataDir,
+			Voters: voters, Properties: properties, Logger: logger,
+		}, stdout, logger)
+	}
 	b, err := broker.Start(ctx, broker.Config{
 		NodeID:     int32(*nodeID),
 		Listen:     *listen,

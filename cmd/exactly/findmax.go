@@ -80,7 +80,8 @@ func (f *findMaxFlags) targetConfigs(flags loadgenFlags) ([]loadgen.TargetConfig
 		if flags.bootstrap != "" {
 			kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
 		}
-		return []loadgen.TargetConfig{{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir, StartEmbedded: startEmbedded}}, nil
+		self, _ := selfCommand() // an error: StartTarget finds the binary itself
+		return []loadgen.TargetConfig{{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir, StartEmbedded: startEmbedded, Self: self}}, nil
 	}
 	if flags.bootstrap != "" {
 		return nil, errors.New("--targets names targets the load generator starts (embedded, kfake); use --bootstrap alone for an existing cluster")
@@ -125,7 +126,7 @@ func runFindMaxThen(ctx context.Context, flags loadgenFlags, workload, latency l
 	if err != nil {
 		return err
 	}
-	self, err := loadgen.DefaultSelfCommand()
+	self, err := selfCommand()
 	if err != nil {
 		return err
 	}

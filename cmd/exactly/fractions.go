@@ -56,7 +56,7 @@ func runAtFractions(ctx context.Context, target loadgen.Target, workload loadgen
 	if rate <= 0 {
 		return nil, nil, errors.New("--rate-fraction: at-least-once has no sustainable rate to take fractions of (search it with --find-max, or give --sustainable-rate)")
 	}
-	self, err := loadgen.DefaultSelfCommand()
+	self, err := selfCommand()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -23,6 +23,11 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
+// selfCommand is how the load generator runs this binary again: the
+// brokers it launches (process faults, --target cluster) and its client
+// workers. Tests replace it with their own binary in command mode.
+var selfCommand = loadgen.DefaultSelfCommand
+
 // loadgenFlags are the command-line settings of `exactly loadgen`. Flags
 // left unset keep the workload file's values.
 type loadgenFlags struct {
@@ -47,7 +52,9 @@ type loadgenFlags struct {
 func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workload, "workload", "standard", "workload YAML file, or the name of a shipped workload ("+strings.Join(loadgen.WorkloadNames(), ", ")+")")
 	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run (default: the workload's): "+strings.Join(modes.Names(), ", "))
-	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka); --bootstrap implies an existing cluster")
+	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka), "+
+		"cluster (3 of our brokers launched as processes, a Raft metadata quorum, topics replicated 3 times with min.insync.replicas 2; "+
+		"the leader-kill and coordinator-kill fault plans need it); --bootstrap implies an existing cluster")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port...] of an existing Kafka-compatible cluster")
 	fs.StringVar(&f.out, "out", "results", "directory for the results JSON file")
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of the embedded broker (default: a temporary directory, removed afterwards)")
@@ -198,6 +205,11 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if err := flags.apply(&workload); err != nil {
 		return fmt.Errorf("workload %s: %w", workload.Name, err)
 	}
+	if flags.target == loadgen.TargetCluster && flags.bootstrap == "" && !flagSet(fs, "replication-factor") {
+		// A replicated cluster is measured replicated: every topic of the
+		// run on all three brokers, acks=all waiting for two of them.
+		workload.ReplicationFactor = loadgen.ClusterReplicationFactor
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	switch {
@@ -212,17 +224,17 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if flags.bootstrap != "" {
 		kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
 	}
+	self, err := selfCommand()
+	if err != nil {
+		return err
+	}
 	target, err := loadgen.StartTarget(ctx, loadgen.TargetConfig{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir,
-		StartEmbedded: startEmbedded})
+		StartEmbedded: startEmbedded, Self: self})
 	if err != nil {
 		return err
 	}
 	defer target.Close()
 	if err := loadgen.Preflight(ctx, target, workload); err != nil {
-		return err
-	}
-	self, err := loadgen.DefaultSelfCommand()
-	if err != nil {
 		return err
 	}
 	options := loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database, RunID: rand.Uint64()}

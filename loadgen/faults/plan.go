@@ -94,7 +94,25 @@ const (
 	// ProcessPause sends SIGSTOP, waits Down, sends SIGCONT: the broker
 	// holds its connections but answers nothing.
 	ProcessPause ProcessActionKind = "pause"
+	// ProcessLeaderKill is kill-restart of the broker that leads the most
+	// partitions of the run's topic when the action fires (a launched
+	// cluster; the run's Selector finds it).
+	ProcessLeaderKill ProcessActionKind = "leader-kill"
+	// ProcessCoordinatorKill is kill-restart of the broker that is the
+	// transaction coordinator of the run's first producer when the action
+	// fires (a launched cluster; the run's Selector finds it).
+	ProcessCoordinatorKill ProcessActionKind = "coordinator-kill"
 )
+
+// Selects reports whether the action picks its broker when it fires (by
+// the run's Selector) rather than by index or round robin.
+func (k ProcessActionKind) Selects() bool {
+	return k == ProcessLeaderKill || k == ProcessCoordinatorKill
+}
+
+// Selector finds, when an action that Selects fires, the index of the
+// launched broker it acts on.
+type Selector func(ctx context.Context, action ProcessActionKind) (int, error)
 
 // ProcessAction is a fault on brokers the load generator launched as
 // subprocesses; it cannot run against an external cluster.
@@ -115,8 +133,14 @@ type ProcessAction struct {
 
 // Validate reports an action that cannot run.
 func (a ProcessAction) Validate() error {
-	if a.Action != ProcessKillRestart && a.Action != ProcessPause {
-		return fmt.Errorf("action %q is not one of [%s %s]", a.Action, ProcessKillRestart, ProcessPause)
+	switch a.Action {
+	case ProcessKillRestart, ProcessPause, ProcessLeaderKill, ProcessCoordinatorKill:
+	default:
+		return fmt.Errorf("action %q is not one of [%s %s %s %s]", a.Action, ProcessKillRestart, ProcessPause,
+			ProcessLeaderKill, ProcessCoordinatorKill)
+	}
+	if a.Action.Selects() && a.Broker != nil {
+		return fmt.Errorf("%s picks its broker when it fires: leave broker out", a.Action)
 	}
 	if a.Broker != nil && *a.Broker < 0 {
 		return fmt.Errorf("broker %d: want an index >= 0 among launched brokers", *a.Broker)
@@ -293,7 +317,7 @@ func ParsePlan(data []byte) (Plan, error) {
 // RunProcessActions runs every process action of a plan against the
 // launched brokers until each schedule is done or ctx ends (which is not an
 // error). Broker indexes are checked first.
-func RunProcessActions(ctx context.Context, actions []ProcessAction, processes []*Process) error {
+func RunProcessActions(ctx context.Context, actions []ProcessAction, processes []*Process, selector Selector) error {
 	for i, action := range actions {
 		if err := action.Validate(); err != nil {
 			return fmt.Errorf("processes[%d]: %w", i, err)
@@ -304,6 +328,9 @@ func RunProcessActions(ctx context.Context, actions []ProcessAction, processes [
 		if action.Broker != nil && *action.Broker >= len(processes) {
 			return fmt.Errorf("processes[%d]: broker %d, but only %d brokers were launched", i, *action.Broker, len(processes))
 		}
+		if action.Action.Selects() && selector == nil {
+			return fmt.Errorf("processes[%d]: %s needs a launched cluster to find its broker in", i, action.Action)
+		}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(actions))
@@ -311,7 +338,7 @@ func RunProcessActions(ctx context.Context, actions []ProcessAction, processes [
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = runProcessAction(ctx, action, processes)
+			errs[i] = runProcessAction(ctx, action, processes, selector)
 		}()
 	}
 	wg.Wait()
@@ -319,7 +346,7 @@ func RunProcessActions(ctx context.Context, actions []ProcessAction, processes [
 }
 
 // runProcessAction fires one action on its schedule, from now.
-func runProcessAction(ctx context.Context, action ProcessAction, processes []*Process) error {
+func runProcessAction(ctx context.Context, action ProcessAction, processes []*Process, selector Selector) error {
 	start := time.Now()
 	for fired := 0; action.Count == 0 || fired < action.Count; fired++ {
 		at := time.Duration(action.After) + time.Duration(fired)*time.Duration(action.Every)
@@ -333,6 +360,19 @@ func runProcessAction(ctx context.Context, action ProcessAction, processes []*Pr
 		if action.Broker != nil {
 			target = processes[*action.Broker]
 		}
+		if action.Action.Selects() {
+			index, err := selector(ctx, action.Action)
+			if err == nil && (index < 0 || index >= len(processes)) {
+				err = fmt.Errorf("broker index %d, but %d brokers were launched", index, len(processes))
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("%s: find its broker: %w", action.Action, err)
+			}
+			target = processes[index]
+		}
 		if err := applyProcessAction(ctx, action, target); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -345,8 +385,8 @@ func runProcessAction(ctx context.Context, action ProcessAction, processes []*Pr
 
 func applyProcessAction(ctx context.Context, action ProcessAction, target *Process) error {
 	down := time.Duration(action.Down)
-	if action.Action == ProcessKillRestart {
-		return target.Restart(ctx, down)
+	if action.Action != ProcessPause {
+		return target.Restart(ctx, down) // kill-restart, leader-kill, coordinator-kill
 	}
 	if err := target.Pause(); err != nil {
 		return err

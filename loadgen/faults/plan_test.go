@@ -13,7 +13,8 @@ import (
 
 // Every shipped plan loads, validates and says what the brief asks of it.
 func TestStandardPlans(t *testing.T) {
-	want := []string{"ack-loss", "broker-restart", "conn-reset", "consumer-crash", "fetch-loss", "group-churn", "none", "request-loss", "zombie-producer"}
+	want := []string{"ack-loss", "broker-restart", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
+		"leader-kill", "none", "request-loss", "zombie-producer"}
 	if got := PlanNames(); !slices.Equal(got, want) {
 		t.Fatalf("shipped plans %v, want %v", got, want)
 	}
@@ -36,6 +37,16 @@ func TestStandardPlans(t *testing.T) {
 			a := p.Processes
 			return len(a) == 1 && a[0].Action == ProcessKillRestart && a[0].Every == Duration(10*time.Second) &&
 				a[0].Down == Duration(time.Second) && p.NeedsProcesses() && !p.NeedsProxy()
+		},
+		"leader-kill": func(p Plan) bool {
+			a := p.Processes
+			return len(a) == 1 && a[0].Action == ProcessLeaderKill && a[0].Action.Selects() && a[0].Count == 2 &&
+				a[0].Down == Duration(2*time.Second) && a[0].Broker == nil && !p.NeedsProxy()
+		},
+		"coordinator-kill": func(p Plan) bool {
+			a := p.Processes
+			return len(a) == 1 && a[0].Action == ProcessCoordinatorKill && a[0].Action.Selects() && a[0].Count == 1 &&
+				a[0].Broker == nil && !p.NeedsProxy()
 		},
 		"zombie-producer": func(p Plan) bool {
 			c := p.Clients

@@ -261,6 +261,16 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 }
 
+// SetLog makes the process record its kills, restarts, pauses and resumes
+// in log from now on (nil: nowhere): a cluster launched once for many runs
+// records each run's faults in that run's log.
+func (p *Process) SetLog(log *EventLog) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.config.Log = log
+}
+
+// record notes an event in the process's log; p.mu is held.
 func (p *Process) record(kind Kind, detail string) {
 	if p.config.Log != nil {
 		p.config.Log.Record(Event{Broker: p.config.Name, Kind: kind, APIKey: NoAPIKey, Detail: detail})

@@ -250,7 +250,7 @@ func TestProcessScheduleKillRestart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := RunProcessActions(ctx, []ProcessAction{action}, processes); err != nil {
+	if err := RunProcessActions(ctx, []ProcessAction{action}, processes, nil); err != nil {
 		t.Fatal(err)
 	}
 	perProcess := map[string]int{}
@@ -274,7 +274,53 @@ func TestProcessScheduleKillRestart(t *testing.T) {
 	}
 	outOfRange := 2
 	action.Broker = &outOfRange
-	if err := RunProcessActions(ctx, []ProcessAction{action}, processes); err == nil || !strings.Contains(err.Error(), "only 2 brokers") {
+	if err := RunProcessActions(ctx, []ProcessAction{action}, processes, nil); err == nil || !strings.Contains(err.Error(), "only 2 brokers") {
 		t.Fatalf("broker index 2 of 2: got %v", err)
+	}
+}
+
+// A leader-kill kills and restarts the broker its Selector names when it
+// fires, each time; without a Selector it cannot run, and a broker index
+// beside it is refused.
+func TestProcessLeaderKillKillsTheSelectedBroker(t *testing.T) {
+	log := NewEventLog(nil)
+	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log), newEchoProcess(t, log)}
+	action := ProcessAction{
+		Action:   ProcessLeaderKill,
+		Schedule: Schedule{After: Duration(10 * time.Millisecond), Every: Duration(50 * time.Millisecond), Count: 2},
+		Down:     Duration(10 * time.Millisecond),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var asked []ProcessActionKind
+	picks := []int{2, 0}
+	selector := func(_ context.Context, kind ProcessActionKind) (int, error) {
+		asked = append(asked, kind)
+		return picks[len(asked)-1], nil
+	}
+	if err := RunProcessActions(ctx, []ProcessAction{action}, processes, selector); err != nil {
+		t.Fatal(err)
+	}
+	var killed []string
+	for _, e := range log.Events() {
+		if e.Kind == KindKill {
+			killed = append(killed, e.Broker)
+		}
+	}
+	if len(asked) != 2 || asked[0] != ProcessLeaderKill || len(killed) != 2 || killed[0] != processes[2].Name() || killed[1] != processes[0].Name() {
+		t.Fatalf("asked %v, killed %v; want the selector asked twice and brokers 2 then 0 killed", asked, killed)
+	}
+	for _, p := range processes {
+		if err := echo(dialEcho(t, p), "alive", 5*time.Second); err != nil {
+			t.Fatalf("%s after the schedule: %v", p.Addr(), err)
+		}
+	}
+	if err := RunProcessActions(ctx, []ProcessAction{action}, processes, nil); err == nil || !strings.Contains(err.Error(), "needs a launched cluster") {
+		t.Fatalf("leader-kill without a selector: got %v", err)
+	}
+	index := 1
+	action.Broker = &index
+	if err := action.Validate(); err == nil || !strings.Contains(err.Error(), "leave broker out") {
+		t.Fatalf("leader-kill with a broker index: got %v", err)
 	}
 }

@@ -1,0 +1,209 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// Cluster roles: the controller's decisions about replica sets reach a
+// broker through ApplyPartitionRoles, and a partition leader asks the
+// controller to change its ISR through ISRChanger. The types are the
+// contract shared with the metadata quorum (broker/quorum defines the same
+// shapes; glue converts them). Replication is off when Config.Replication
+// is nil: then no roles exist and every partition is led here at epoch 0.
+
+// PartitionRole is the controller's decision about one partition replica set.
+type PartitionRole struct {
+	Topic          string
+	TopicID        [16]byte
+	Partition      int32
+	Replicas       []int32 // assignment order; the preferred leader first
+	ISR            []int32 // in-sync replicas (always includes Leader when Leader >= 0)
+	Leader         int32   // -1: no leader (e.g. every ISR member is down, unclean election off)
+	LeaderEpoch    int32   // bumped at every leader change (Kafka's leader epoch)
+	PartitionEpoch int32   // bumped at every change of ISR or leader (KIP-497's partition epoch)
+}
+
+// ClusterBroker is one broker's listener as registered.
+type ClusterBroker struct {
+	ID     int32
+	Host   string
+	Port   int32
+	Rack   string
+	Fenced bool // stopped heartbeating: not a leader, not in any ISR
+}
+
+// ISRChanger is how a partition leader asks the controller to change the ISR
+// (Kafka's AlterPartition). The controller rejects a request whose LeaderEpoch or
+// PartitionEpoch is stale (an error); on success it returns the new role,
+// which is also delivered through ApplyPartitionRoles afterwards.
+type ISRChanger interface {
+	AlterPartition(ctx context.Context, topic string, partition, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionRole, error)
+}
+
+// ReplicationConfig turns replication on (Config.Replication). The lag
+// after which a follower leaves the ISR is the broker property
+// replica.lag.time.max.ms.
+type ReplicationConfig struct {
+	// ISR is the controller's AlterPartition; required.
+	ISR ISRChanger
+	// ResolveBroker returns the host:port of a broker id for the replica
+	// fetchers; nil uses the brokers of the last ApplyPartitionRoles.
+	ResolveBroker func(id int32) (string, error)
+	// Topics, if set, is the controller client APIs create and delete
+	// topics through (cluster_topics.go); nil keeps them local.
+	Topics TopicController
+}
+
+// errNoReplication: ApplyPartitionRoles on a broker started without
+// Config.Replication.
+var errNoReplication = errors.New("broker: replication is not configured")
+
+// clusterView is the last applied cluster metadata (immutable; replaced
+// whole by ApplyPartitionRoles): Metadata answers from it.
+type clusterView struct {
+	brokers []ClusterBroker
+	// topics maps a topic name to its roles indexed by partition.
+	topics map[string][]PartitionRole
+}
+
+// replication is a broker's replication machinery (nil when off).
+type replication struct {
+	config ReplicationConfig
+	// applyMu serializes ApplyPartitionRoles (outermost lock: it opens
+	// partitions, takes metadataMu and the partitions' locks).
+	applyMu sync.Mutex
+	view    atomic.Pointer[clusterView]
+	// fetchers runs one replica fetcher per source leader (replica_fetcher.go).
+	fetchers *fetcherManager
+	// isrWake asks the ISR maintenance loop to look now (a follower caught up).
+	isrWake chan struct{}
+}
+
+// brokerAddress resolves a broker id for the fetchers.
+func (r *replication) brokerAddress(id int32) (string, error) {
+	if r.config.ResolveBroker != nil {
+		return r.config.ResolveBroker(id)
+	}
+	if view := r.view.Load(); view != nil {
+		for _, broker := range view.brokers {
+			if broker.ID == id {
+				return net.JoinHostPort(broker.Host, strconv.Itoa(int(broker.Port))), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("broker %d is not known", id)
+}
+
+// ApplyPartitionRoles makes this broker leader or follower of each listed
+// partition of which it is a replica, creating the topic or partition
+// locally when it does not have it yet, and records brokers and roles for
+// Metadata. It is idempotent and may be called with the full set on every
+// metadata change; a partition whose role did not change is left alone.
+func (b *Broker) ApplyPartitionRoles(ctx context.Context, brokers []ClusterBroker, roles []PartitionRole) error {
+	r := b.replication
+	if r == nil {
+		return errNoReplication
+	}
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if b.ctx.Err() != nil {
+		return fmt.Errorf("%w: roles not applied", errShuttingDown)
+	}
+	view := &clusterView{brokers: slices.Clone(brokers), topics: map[string][]PartitionRole{}}
+	for _, role := range roles {
+		list := view.topics[role.Topic]
+		for int32(len(list)) <= role.Partition {
+			list = append(list, PartitionRole{Topic: role.Topic, TopicID: role.TopicID, Partition: int32(len(list)), Leader: -1})
+		}
+		list[role.Partition] = role
+		view.topics[role.Topic] = list
+	}
+	r.view.Store(view)
+	var errs []error
+	for name, list := range view.topics {
+		if !slices.ContainsFunc(list, func(role PartitionRole) bool { return slices.Contains(role.Replicas, b.nodeID) }) {
+			continue
+		}
+		t, err := b.ensureLocalTopic(name, list[0].TopicID, int32(len(list)))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		partitions := b.partitionsOf(t)
+		for _, role := range list {
+			if !slices.Contains(role.Replicas, b.nodeID) {
+				continue
+			}
+			if err := b.applyRole(partitions[role.Partition], role); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+// ensureLocalTopic returns the local topic of that name and id with at
+// least partitions partitions, creating or growing it.
+func (b *Broker) ensureLocalTopic(name string, id [16]byte, partitions int32) (*topic, error) {
+	t := b.topicByName(name)
+	if t == nil {
+		created, err := b.createTopicWithID(name, id, partitions, nil, false)
+		if err != nil && !errors.Is(err, errTopicExists) {
+			return nil, fmt.Errorf("create replica of topic %s: %w", name, err)
+		}
+		if t = created; t == nil {
+			t = b.topicByName(name)
+		}
+	}
+	if t == nil {
+		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	if t.id != id {
+		return nil, fmt.Errorf("topic %s exists here with another id (deleted and recreated?); not replicating it", name)
+	}
+	if current := int32(len(b.partitionsOf(t))); current < partitions {
+		if err := b.addPartitions(t, partitions, false); err != nil {
+			return nil, fmt.Errorf("grow replica of topic %s: %w", name, err)
+		}
+	}
+	return t, nil
+}
+
+// applyRole makes p leader or follower as role says.
+func (b *Broker) applyRole(p *partition, role PartitionRole) error {
+	next := &replicaRole{leader: role.Leader, leaderEpoch: role.LeaderEpoch, partitionEpoch: role.PartitionEpoch,
+		replicas: slices.Clone(role.Replicas), isr: slices.Clone(role.ISR)}
+	if role.Leader == b.nodeID {
+		b.replication.fetchers.remove(p)
+		return p.becomeLeader(next)
+	}
+	changed, err := p.becomeFollower(next)
+	if err != nil || !changed {
+		return err
+	}
+	b.replication.fetchers.remove(p)
+	if role.Leader >= 0 {
+		b.replication.fetchers.add(p, role.Leader, role.LeaderEpoch)
+	}
+	return nil
+}
+
+// replicaRole is a partition's role as last applied; immutable, replaced
+// whole (partition.role) under appendMu and replicaMu.
+type replicaRole struct {
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
+}

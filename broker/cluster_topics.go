@@ -1,0 +1,286 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Clustered topic administration: with ReplicationConfig.Topics set, the
+// client APIs that create or delete topics (CreateTopics, DeleteTopics,
+// CreatePartitions, auto-creation by Metadata and Produce) ask the
+// controller instead of changing the local topics, and the local replicas
+// appear (or go) when the controller's decision comes back through
+// ApplyPartitionRoles and RemoveTopics. Without it every path is the
+// single-node one of topics.go.
+
+// TopicController creates and deletes topics in the cluster's metadata.
+// Each method returns once this broker has applied the change
+// (ApplyPartitionRoles has run with roles that hold it), so the caller can
+// answer from the roles. An error may wrap a *kerr.Error to choose the
+// Kafka error code the client gets (errorCode honours it).
+type TopicController interface {
+	// CreateTopic creates a topic of partitions partitions and
+	// replicationFactor replicas each (-1: the cluster's default).
+	CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) error
+	// CreatePartitions raises the topic's partition count to count.
+	CreatePartitions(ctx context.Context, name string, count int32) error
+	// DeleteTopic deletes the topic.
+	DeleteTopic(ctx context.Context, name string) error
+}
+
+// clusterAdminTimeout bounds one controller call of a client request.
+const clusterAdminTimeout = 30 * time.Second
+
+// clusterTopics returns the topic controller, nil when topics are local.
+func (b *Broker) clusterTopics() TopicController {
+	if b.replication == nil {
+		return nil
+	}
+	return b.replication.config.Topics
+}
+
+// RemoveTopics closes and deletes the local replicas of the named topics
+// (ones the controller deleted); names not present here are skipped.
+// Internal topics are never removed. It is for the glue that applies the
+// controller's metadata, alongside ApplyPartitionRoles.
+func (b *Broker) RemoveTopics(names []string) error {
+	var errs []error
+	for _, name := range names {
+		if isInternalTopicName(name) {
+			continue
+		}
+		t := b.topicByName(name)
+		if t == nil {
+			continue
+		}
+		if err := b.deleteTopic(t); err != nil && !errors.Is(err, errUnknownTopic) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// clusterCreateTopic is CreateTopics for one topic in a cluster: checks,
+// the controller's create (unless validateOnly), and the answer from the
+// roles. Explicit replica assignments are not supported.
+func (b *Broker) clusterCreateTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (kmsg.CreateTopicsResponseTopic, error) {
+	created := kmsg.NewCreateTopicsResponseTopic()
+	created.Topic = rt.Topic
+	if len(rt.ReplicaAssignment) > 0 {
+		return created, fmt.Errorf("%w: explicit replica assignments are not supported in a cluster; give partitions and replication factor", errInvalidAssignment)
+	}
+	if err := validateTopicName(rt.Topic); err != nil {
+		return created, err
+	}
+	if isInternalTopicName(rt.Topic) {
+		return created, fmt.Errorf("%w: %s is an internal topic", errTopicExists, rt.Topic)
+	}
+	partitions := rt.NumPartitions
+	if partitions == -1 {
+		partitions = b.config.settings.NumPartitions
+	}
+	if partitions < 1 {
+		return created, fmt.Errorf("%w: %d (must be at least 1)", errInvalidPartitions, partitions)
+	}
+	if rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1 {
+		return created, fmt.Errorf("%w: %d", errInvalidReplication, rt.ReplicationFactor)
+	}
+	overrides := map[string]string{}
+	for _, config := range rt.Configs {
+		if config.Value != nil {
+			overrides[config.Name] = *config.Value
+		}
+	}
+	if err := validateTopicConfigs(overrides); err != nil {
+		return created, fmt.Errorf("%w: %w", errInvalidConfig, err)
+	}
+	created.NumPartitions, created.ReplicationFactor = partitions, rt.ReplicationFactor
+	if !validateOnly {
+		ctx, cancel := context.WithTimeout(ctx, clusterAdminTimeout)
+		defer cancel()
+		if err := b.clusterTopics().CreateTopic(ctx, rt.Topic, partitions, int32(rt.ReplicationFactor), overrides); err != nil {
+			return created, err
+		}
+		if roles := b.topicRoles(rt.Topic); len(roles) > 0 {
+			created.TopicID = roles[0].TopicID
+			created.NumPartitions = int32(len(roles))
+			created.ReplicationFactor = int16(len(roles[0].Replicas))
+		}
+	}
+	for _, entry := range b.describeTopicConfigs(b.config.newTopicConfig(overrides), func(string) bool { return true }, false, false) {
+		config := kmsg.NewCreateTopicsResponseTopicConfig()
+		config.Name, config.Value, config.ReadOnly = entry.Name, entry.Value, entry.ReadOnly
+		config.Source, config.IsSensitive = int8(entry.Source), entry.IsSensitive
+		created.Configs = append(created.Configs, config)
+	}
+	return created, nil
+}
+
+// clusterCreatePartitions is CreatePartitions for one topic in a cluster.
+func (b *Broker) clusterCreatePartitions(ctx context.Context, rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+	if rt.Assignment != nil {
+		return fmt.Errorf("%w: explicit replica assignments are not supported in a cluster", errInvalidAssignment)
+	}
+	roles := b.topicRoles(rt.Topic)
+	if roles == nil {
+		return fmt.Errorf("%w: %s", errUnknownTopic, rt.Topic)
+	}
+	if rt.Count <= int32(len(roles)) {
+		return fmt.Errorf("%w: topic %s has %d partitions; the new count %d must be larger", errInvalidPartitions, rt.Topic, len(roles), rt.Count)
+	}
+	if validateOnly {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterAdminTimeout)
+	defer cancel()
+	return b.clusterTopics().CreatePartitions(ctx, rt.Topic, rt.Count)
+}
+
+// clusterDeleteTopic is DeleteTopics for one topic (by name, or by id
+// when name is empty) in a cluster; it returns the topic's name and id.
+func (b *Broker) clusterDeleteTopic(ctx context.Context, name string, id [16]byte) (string, [16]byte, error) {
+	if name == "" {
+		found := false
+		if name, found = b.clusterTopicByID(id); !found {
+			if it := b.internalTopicByID(id); it != nil {
+				return it.name, id, it.refuse("delete")
+			}
+			return "", id, errUnknownTopicID
+		}
+	}
+	if it := b.internalTopicByName(name); it != nil {
+		return name, it.id, it.refuse("delete")
+	}
+	roles := b.topicRoles(name)
+	if roles == nil {
+		return name, id, fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	id = roles[0].TopicID
+	ctx, cancel := context.WithTimeout(ctx, clusterAdminTimeout)
+	defer cancel()
+	return name, id, b.clusterTopics().DeleteTopic(ctx, name)
+}
+
+// clusterAutoCreate makes sure the named topic exists in the cluster:
+// when the roles do not know it and auto-creation is allowed, the
+// controller creates it with the defaults. It reports whether the topic
+// exists afterwards.
+func (b *Broker) clusterAutoCreate(name string, allowed bool) error {
+	if b.topicRoles(name) != nil {
+		return nil
+	}
+	if !allowed || !b.config.settings.AutoCreateTopics {
+		return fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, clusterAdminTimeout)
+	defer cancel()
+	err := b.clusterTopics().CreateTopic(ctx, name, b.config.settings.NumPartitions, -1, nil)
+	if err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
+		return err
+	}
+	if b.topicRoles(name) == nil {
+		return fmt.Errorf("%w: %s (created, not yet known here)", errUnknownTopic, name)
+	}
+	return nil
+}
+
+// clusterProduceTopic resolves a Produce topic in a cluster: the local
+// replica, or NOT_LEADER_OR_FOLLOWER when the topic exists (or was just
+// auto-created) but has no replica here, so the client looks again.
+func (b *Broker) clusterProduceTopic(name string) (*topic, error) {
+	if err := b.clusterAutoCreate(name, true); err != nil {
+		return nil, err
+	}
+	if t := b.topicByName(name); t != nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%w: no replica of %s here", errNotLeader, name)
+}
+
+// clusterMetadataTopics describes every topic of the cluster's roles,
+// merged by name with the internal topics.
+func (b *Broker) clusterMetadataTopics() []kmsg.MetadataResponseTopic {
+	var out []kmsg.MetadataResponseTopic
+	if view := b.replication.view.Load(); view != nil {
+		names := make([]string, 0, len(view.topics))
+		for name := range view.topics {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			roles := view.topics[name]
+			out = append(out, metadataTopicFromRoles(name, roles[0].TopicID, roles))
+		}
+	}
+	for i := range b.internalTopics {
+		out = append(out, b.metadataInternalTopic(&b.internalTopics[i]))
+	}
+	slices.SortFunc(out, func(x, y kmsg.MetadataResponseTopic) int { return compareStrings(*x.Topic, *y.Topic) })
+	return out
+}
+
+// clusterMetadataTopic describes one requested topic in a cluster,
+// auto-creating it when allowed.
+func (b *Broker) clusterMetadataTopic(name string, allowCreate bool) kmsg.MetadataResponseTopic {
+	if err := b.clusterAutoCreate(name, allowCreate); err != nil {
+		failed := b.metadataTopic(nil, err)
+		failed.Topic = &name
+		return failed
+	}
+	roles := b.topicRoles(name)
+	return metadataTopicFromRoles(name, roles[0].TopicID, roles)
+}
+
+// clusterTopicByID returns the name of the cluster topic with that id.
+func (b *Broker) clusterTopicByID(id [16]byte) (string, bool) {
+	if view := b.replication.view.Load(); view != nil {
+		for name, roles := range view.topics {
+			if len(roles) > 0 && roles[0].TopicID == id {
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// clusterTopicByIDIfClustered is clusterTopicByID when topics are the
+// controller's, else not found.
+func (b *Broker) clusterTopicByIDIfClustered(id [16]byte) (string, bool) {
+	if b.clusterTopics() == nil {
+		return "", false
+	}
+	return b.clusterTopicByID(id)
+}
+
+// ApplyTopicConfigs sets the config overrides of the named local topics
+// (the controller's configs of topics this broker replicates); a topic not
+// here, or whose overrides already are those, is skipped. It is for the
+// glue that applies the controller's metadata, after ApplyPartitionRoles.
+func (b *Broker) ApplyTopicConfigs(configs map[string]map[string]string) error {
+	var errs []error
+	for name, want := range configs {
+		t := b.topicByName(name)
+		if t == nil || isInternalTopicName(name) {
+			continue
+		}
+		if have := t.config.Load().overrides; len(have) == len(want) && maps.Equal(have, want) {
+			continue
+		}
+		if err := validateTopicConfigs(want); err != nil {
+			errs = append(errs, fmt.Errorf("configs of topic %s: %w", name, err))
+			continue
+		}
+		if err := b.setTopicConfigs(t, maps.Clone(want)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

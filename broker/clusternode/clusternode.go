@@ -1,0 +1,364 @@
+// Package clusternode runs one member of a replicated exactly cluster in
+// KRaft-style combined mode: a metadata quorum node (broker/quorum) and a
+// broker (package broker) with replication on, glued together. It is the
+// only package that imports both; neither imports it.
+//
+// What the glue does:
+//   - The broker's ISR changes (AlterPartition) go to the quorum, and a
+//     broker id resolves to the listener the quorum has registered for it.
+//   - The broker registers with the quorum under its advertised listener
+//     and heartbeats (quorum.Node.StartHeartbeats); a member that stops
+//     heartbeating is fenced by the active controller.
+//   - On every change of the quorum's metadata image, the apply loop
+//     converts the image's brokers and partitions (same field names on
+//     both sides) and calls broker.ApplyPartitionRoles, and removes the
+//     local replicas of topics the image no longer has (broker.RemoveTopics)
+//     and sets the topics' configs (broker.ApplyTopicConfigs).
+//   - Client topic administration (CreateTopics, DeleteTopics,
+//     CreatePartitions, auto-creation) goes to the quorum through
+//     broker.TopicController (topics.go), which returns once the apply loop
+//     has applied the image holding the change.
+//
+// Not done here: the group and transaction coordinators stay local to
+// each broker (their internal topics are not replicated and do not move
+// with leadership; every member names the lowest-id live broker in
+// FindCoordinator, which starts with no state when the previous one
+// stops, and a transaction's markers are written only into partitions
+// that broker leads). Topic configs given at creation are kept by the
+// quorum and applied to every replica; AlterConfigs changes only the
+// broker it is sent to (until the quorum's configs of the topic change).
+//
+// Data layout: Config.DataDir/quorum holds the raft log and snapshots,
+// Config.DataDir/broker the broker's topics.
+package clusternode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/quorum"
+)
+
+// Config configures one cluster member.
+type Config struct {
+	// NodeID is the broker id and the quorum node id.
+	NodeID int32
+	// Listen is the broker's Kafka listener, e.g. "127.0.0.1:9092".
+	Listen string
+	// Advertised is the host:port registered for clients and the other
+	// brokers; empty means the listener's actual address.
+	Advertised string
+	// DataDir holds quorum/ (raft) and broker/ (partitions).
+	DataDir string
+	// Voters are the quorum's members and their addresses (see
+	// quorum.Config.Voters); it must hold NodeID.
+	Voters map[int32]quorum.VoterAddrs
+	// Properties are broker settings by Kafka's names. The member takes
+	// default.replication.factor out of them (the broker itself serves
+	// only 1) and uses it for topics created with replication factor -1
+	// and auto-created ones; default 1.
+	Properties map[string]string
+	// HeartbeatInterval, SessionTimeout and ElectionTimeout tune the
+	// quorum (zero: quorum's defaults).
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	ElectionTimeout   time.Duration
+	// Logger receives the member's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Member is one running cluster member. Its methods are safe for
+// concurrent use.
+//
+// Goroutines: the quorum node's and the broker's own, plus the apply loop
+// (applyLoop), ended by Close.
+type Member struct {
+	cfg               Config
+	logger            *slog.Logger
+	replicationFactor int32
+	node              *quorum.Node
+	broker            *broker.Broker
+	stopHeartbeats    func()
+	// configs are the topic configs last applied (apply loop only).
+	configs map[string]map[string]string
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the apply loop ends
+
+	// appliedMu guards applied and appliedCh: the index of the last image
+	// the apply loop applied without error, and a channel closed (and
+	// replaced) whenever it grows.
+	appliedMu sync.Mutex
+	applied   uint64
+	appliedCh chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start opens the quorum node, starts the broker with replication on,
+// registers it and starts applying the quorum's metadata. The member runs
+// until Close.
+func Start(cfg Config) (*Member, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	props := map[string]string{}
+	for k, v := range cfg.Properties {
+		props[k] = v
+	}
+	rf := int32(1)
+	if v, ok := props["default.replication.factor"]; ok {
+		n, err := strconv.ParseInt(v, 10, 16)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("clusternode: default.replication.factor %q: must be an integer of at least 1", v)
+		}
+		rf = int32(n)
+		delete(props, "default.replication.factor")
+	}
+	m := &Member{cfg: cfg, logger: logger.With("node", cfg.NodeID), replicationFactor: rf,
+		done: make(chan struct{}), appliedCh: make(chan struct{}), configs: map[string]map[string]string{}}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	node, err := quorum.Open(quorum.Config{
+		NodeID: cfg.NodeID, Voters: cfg.Voters, DataDir: filepath.Join(cfg.DataDir, "quorum"),
+		HeartbeatInterval: cfg.HeartbeatInterval, SessionTimeout: cfg.SessionTimeout,
+		ElectionTimeout: cfg.ElectionTimeout, Logger: logger.With("component", "quorum"),
+	})
+	if err != nil {
+		m.cancel()
+		return nil, fmt.Errorf("clusternode %d: %w", cfg.NodeID, err)
+	}
+	m.node = node
+	b, err := broker.Start(context.Background(), broker.Config{
+		NodeID: cfg.NodeID, Listen: cfg.Listen, Advertised: cfg.Advertised,
+		DataDir: filepath.Join(cfg.DataDir, "broker"), Properties: props, Logger: logger,
+		Replication: &broker.ReplicationConfig{
+			ISR:           isrChanger{node: node},
+			ResolveBroker: m.resolveBroker,
+			Topics:        topicController{m: m},
+		},
+	})
+	if err != nil {
+		m.cancel()
+		node.Close()
+		return nil, fmt.Errorf("clusternode %d: %w", cfg.NodeID, err)
+	}
+	m.broker = b
+	reg, err := m.registration()
+	if err != nil {
+		m.cancel()
+		b.Close()
+		node.Close()
+		return nil, err
+	}
+	m.stopHeartbeats = node.StartHeartbeats(reg)
+	go m.applyLoop()
+	return m, nil
+}
+
+// registration is the broker's listener as the quorum registers it.
+func (m *Member) registration() (quorum.BrokerRegistration, error) {
+	addr := m.cfg.Advertised
+	if addr == "" {
+		addr = m.broker.Addr()
+	}
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return quorum.BrokerRegistration{}, fmt.Errorf("clusternode %d: advertised address %q: %w", m.cfg.NodeID, addr, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return quorum.BrokerRegistration{}, fmt.Errorf("clusternode %d: advertised port %q: %w", m.cfg.NodeID, portText, err)
+	}
+	return quorum.BrokerRegistration{ID: m.cfg.NodeID, Host: host, Port: int32(port)}, nil
+}
+
+// Close stops the broker, then the quorum node (its heartbeats first, so
+// the controller fences this broker after its session timeout). It is
+// idempotent.
+func (m *Member) Close() error {
+	m.closeOnce.Do(func() {
+		m.cancel()
+		<-m.done
+		m.stopHeartbeats()
+		m.closeErr = errors.Join(m.broker.Close(), m.node.Close())
+	})
+	return m.closeErr
+}
+
+// ID returns the member's node id.
+func (m *Member) ID() int32 { return m.cfg.NodeID }
+
+// Addr returns the broker's listener address.
+func (m *Member) Addr() string { return m.broker.Addr() }
+
+// Broker returns the member's broker.
+func (m *Member) Broker() *broker.Broker { return m.broker }
+
+// Node returns the member's quorum node.
+func (m *Member) Node() *quorum.Node { return m.node }
+
+// resolveBroker returns the registered listener of broker id.
+func (m *Member) resolveBroker(id int32) (string, error) {
+	b, ok := m.node.Image().Broker(id)
+	if !ok {
+		return "", fmt.Errorf("broker %d is not registered", id)
+	}
+	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), nil
+}
+
+// applyRetry is how soon a failed apply is tried again without a change.
+const applyRetry = 500 * time.Millisecond
+
+// applyLoop applies every image the quorum publishes until Close. A failed
+// apply (a partition that could not be opened, say) is retried on the next
+// change or after applyRetry.
+func (m *Member) applyLoop() {
+	defer close(m.done)
+	known := map[string][16]byte{} // topics of the last applied image
+	for {
+		img := m.node.Image()
+		var retry <-chan time.Time
+		if err := m.apply(img, known); err != nil {
+			if m.ctx.Err() != nil {
+				return
+			}
+			m.logger.Warn("clusternode: apply metadata", "index", img.Index(), "err", err)
+			retry = time.After(applyRetry)
+		} else {
+			m.setApplied(img.Index())
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-img.Changed():
+		case <-retry:
+		}
+	}
+}
+
+// apply applies one image: removes the local replicas of topics gone (or
+// recreated under another id) since the last image, then applies the
+// roles. known is updated to the image's topics.
+func (m *Member) apply(img *quorum.Image, known map[string][16]byte) error {
+	topics := img.Topics()
+	current := make(map[string][16]byte, len(topics))
+	for _, t := range topics {
+		current[t.Name] = t.ID
+	}
+	var gone []string
+	for name, id := range known {
+		if cur, ok := current[name]; !ok || cur != id {
+			gone = append(gone, name)
+		}
+	}
+	if err := m.broker.RemoveTopics(gone); err != nil {
+		return err
+	}
+	for _, name := range gone {
+		delete(known, name)
+	}
+	brokers, roles := Convert(img)
+	if err := m.broker.ApplyPartitionRoles(m.ctx, brokers, roles); err != nil {
+		return err
+	}
+	// Configs of topics first seen, or whose configs the quorum changed;
+	// an AlterConfigs on this broker alone stays until then.
+	configs := map[string]map[string]string{}
+	for _, t := range topics {
+		if last, seen := m.configs[t.Name]; !seen || !maps.Equal(last, t.Configs) {
+			configs[t.Name] = t.Configs
+		}
+	}
+	if err := m.broker.ApplyTopicConfigs(configs); err != nil {
+		return err
+	}
+	for name, cfg := range configs {
+		m.configs[name] = cfg
+	}
+	for name := range m.configs {
+		if _, ok := current[name]; !ok {
+			delete(m.configs, name)
+		}
+	}
+	for name, id := range current {
+		known[name] = id
+	}
+	return nil
+}
+
+// Convert turns a quorum image into the broker's view of it: every
+// registered broker and every partition's role.
+func Convert(img *quorum.Image) ([]broker.ClusterBroker, []broker.PartitionRole) {
+	var brokers []broker.ClusterBroker
+	for _, b := range img.Brokers() {
+		brokers = append(brokers, broker.ClusterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced})
+	}
+	var roles []broker.PartitionRole
+	for _, p := range img.Partitions() {
+		roles = append(roles, role(p))
+	}
+	return brokers, roles
+}
+
+func role(p quorum.Partition) broker.PartitionRole {
+	return broker.PartitionRole{
+		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
+		Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+	}
+}
+
+func (m *Member) setApplied(index uint64) {
+	m.appliedMu.Lock()
+	defer m.appliedMu.Unlock()
+	if index > m.applied {
+		m.applied = index
+		close(m.appliedCh)
+		m.appliedCh = make(chan struct{})
+	}
+}
+
+// waitApplied waits until the apply loop has applied an image of at least
+// the quorum's current index.
+func (m *Member) waitApplied(ctx context.Context) error {
+	want := m.node.Image().Index()
+	for {
+		m.appliedMu.Lock()
+		applied, ch := m.applied, m.appliedCh
+		m.appliedMu.Unlock()
+		if applied >= want {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("clusternode %d: waiting to apply metadata %d (applied %d): %w", m.cfg.NodeID, want, applied, ctx.Err())
+		case <-m.ctx.Done():
+			return fmt.Errorf("clusternode %d: closed", m.cfg.NodeID)
+		}
+	}
+}
+
+// isrChanger is the broker's ISRChanger on the quorum.
+type isrChanger struct{ node *quorum.Node }
+
+func (c isrChanger) AlterPartition(ctx context.Context, topic string, partition, leaderEpoch, partitionEpoch int32, isr []int32) (broker.PartitionRole, error) {
+	p, err := c.node.AlterPartition(ctx, topic, partition, leaderEpoch, partitionEpoch, isr)
+	if err != nil {
+		return broker.PartitionRole{}, err
+	}
+	return role(p), nil
+}

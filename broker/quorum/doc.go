@@ -1,0 +1,76 @@
+// Package quorum is the metadata quorum of the replicated cluster: a raft
+// group, one node per broker process, whose replicated state machine holds
+// the cluster's metadata — the registered brokers (with their epoch and
+// fenced flag), the topics (name, 16-byte id, configs) and, per partition,
+// the replica assignment, ISR, leader, leader epoch and partition epoch.
+// It is the counterpart of Kafka's KRaft controller quorum in combined mode.
+// It does not import package broker; broker's glue converts Broker and
+// Partition into its ClusterBroker and PartitionRole (same field names).
+//
+// # Why hashicorp/raft
+//
+// The quorum is built on github.com/hashicorp/raft with raft-boltdb as log
+// and stable store, raft's file snapshot store and its TCP transport.
+// hashicorp/raft drives its own goroutines, storage and transport: the
+// package supplies a raft.FSM and gets elections, log replication,
+// snapshots, membership changes and non-voters. go.etcd.io/raft is a
+// deterministic core (Step, Tick, Ready) for which we would write and test
+// the transport, the durable log and the snapshot plumbing ourselves —
+// more code that can be wrong, for a metadata log that sees a few commands
+// per second. (raft-boltdb/v2 is at v2.3.0: v2.3.1 imports
+// go-metrics/compat, which the go-metrics that raft v1.8.0 needs no
+// longer has.)
+//
+// # How it works
+//
+// Node (node.go) opens the stores in Config.DataDir, starts raft and, on
+// the first start of an empty data dir, bootstraps the raft configuration
+// with the three lowest node ids of Config.Voters as voters (KRaft-style
+// combined mode: with 3 brokers all vote, with more, 3 do). Every other
+// node starts with an empty configuration and asks the leader over the
+// RPC to add it as a non-voter (raft AddNonvoter); it then receives the log
+// like the voters. A restart finds the state on disk and skips bootstrap.
+//
+// Every node applies the committed log to the state machine (fsm.go), a
+// pure transition function over an immutable Image (image.go): a command
+// builds the next image by copying what it changes and publishes it with
+// an atomic pointer swap, then closes the previous image's Changed channel.
+// Readers call Node.Image without taking a lock and wait on Changed (or use
+// Node.WaitFor) to learn of changes. Commands (commands.go) are versioned
+// JSON envelopes; every check that depends on the state — topic exists,
+// replication factor versus unfenced brokers, AlterPartition's epochs — is
+// made in the state machine when the entry is applied, so it is atomic with
+// the state and every node reaches the same result. A rejected or
+// malformed command changes nothing. Snapshots (snapshot.go) are the image
+// as versioned JSON.
+//
+// Requests (RegisterBroker, Heartbeat, CreateTopic, DeleteTopic,
+// CreatePartitions, AlterPartition) may be made on any node: a node that
+// is not the raft leader forwards them to the leader's RPC address over a
+// small length-prefixed JSON protocol of its own (rpc.go), retrying while
+// the leadership moves, bounded by the caller's context. After a write,
+// the calling node waits until its own image holds the effect.
+//
+// The raft leader is the active controller (controller.go). It keeps each
+// broker's last heartbeat in memory — reset to now for every broker when a
+// node becomes leader, so a new controller does not fence everybody at
+// once — and fences a broker silent for Config.SessionTimeout with a
+// command: the broker leaves every ISR that has another member, and each
+// partition it led elects the first replica in assignment order that is in
+// the ISR and unfenced (leader epoch and partition epoch +1), or gets
+// leader -1 with the ISR keeping its last member (unclean leader election
+// is off: a replica outside the ISR never becomes leader). A fenced broker
+// that heartbeats or registers again is unfenced, and a leaderless
+// partition whose ISR holds it elects it.
+//
+// # Goroutines
+//
+// hashicorp/raft runs its own (leader loop, FSM, snapshots, transport); it
+// calls the FSM from one goroutine. A Node adds: the RPC server's accept
+// loop and one goroutine per connection, the controller loop, a non-voter's
+// join loop, and one loop per StartHeartbeats. Close ends all of them.
+//
+// Errors: every rejection wraps one of the exported sentinels (errors.go),
+// also across the forwarding RPC, so the broker can map them to Kafka
+// error codes.
+package quorum

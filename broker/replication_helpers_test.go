@@ -1,0 +1,364 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A test cluster: brokers in-process on loopback, each with its own data
+// directory, and a fake controller in place of the metadata quorum. The
+// controller holds every partition's role, answers AlterPartition with
+// Kafka's epoch checks, and pushes the full set of roles to every live
+// broker (ApplyPartitionRoles) after each change, including when a test
+// kills a broker: it then elects the next live ISR member as leader with
+// the leader epoch bumped.
+
+// errStaleEpochs is the fake controller's refusal of an AlterPartition
+// with an old leader or partition epoch.
+var errStaleEpochs = errors.New("fake controller: stale leader or partition epoch")
+
+// testCluster is a fake controller and the brokers it controls.
+type testCluster struct {
+	t          *testing.T
+	properties map[string]string
+	dirs       map[int32]string
+
+	// publishMu orders deliveries of roles, so brokers see them in order.
+	publishMu sync.Mutex
+	mu        sync.Mutex // guards the fields below
+	brokers   map[int32]*Broker
+	roles     map[string][]PartitionRole
+	// exclude lists brokers that publishes skip (a broker cut off from
+	// the controller, for divergence tests).
+	exclude map[int32]bool
+}
+
+// startCluster starts n brokers with ids 1..n and the fake controller.
+func startCluster(t *testing.T, n int, properties map[string]string) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, properties: properties, dirs: map[int32]string{}, brokers: map[int32]*Broker{},
+		roles: map[string][]PartitionRole{}, exclude: map[int32]bool{}}
+	root := t.TempDir()
+	for id := int32(1); id <= int32(n); id++ {
+		c.dirs[id] = filepath.Join(root, "broker-"+strconv.Itoa(int(id)))
+		c.startBroker(id)
+	}
+	t.Cleanup(func() {
+		c.mu.Lock()
+		brokers := c.brokers
+		c.brokers = map[int32]*Broker{}
+		c.mu.Unlock()
+		for _, b := range brokers {
+			if err := b.Close(); err != nil {
+				t.Errorf("close broker %d: %v", b.nodeID, err)
+			}
+		}
+	})
+	c.publish()
+	return c
+}
+
+// startBroker starts (or restarts) broker id over its data directory.
+func (c *testCluster) startBroker(id int32) *Broker {
+	c.t.Helper()
+	level := slog.LevelWarn
+	if os.Getenv("BROKER_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("node", id)
+	properties := map[string]string{"auto.create.topics.enable": "false", "replica.lag.time.max.ms": "3000"}
+	for k, v := range c.properties {
+		properties[k] = v
+	}
+	b, err := Start(context.Background(), Config{NodeID: id, Listen: "127.0.0.1:0", DataDir: c.dirs[id],
+		Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c}})
+	if err != nil {
+		c.t.Fatalf("start broker %d: %v", id, err)
+	}
+	c.mu.Lock()
+	c.brokers[id] = b
+	c.mu.Unlock()
+	return b
+}
+
+// broker returns live broker id (nil if down).
+func (c *testCluster) broker(id int32) *Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.brokers[id]
+}
+
+// addrs lists the live brokers' addresses.
+func (c *testCluster) addrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, b := range c.brokers {
+		out = append(out, b.Addr())
+	}
+	return out
+}
+
+// role returns a copy of a partition's role.
+func (c *testCluster) role(topic string, partition int32) PartitionRole {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cloneRole(c.roles[topic][partition])
+}
+
+func cloneRole(r PartitionRole) PartitionRole {
+	r.Replicas, r.ISR = slices.Clone(r.Replicas), slices.Clone(r.ISR)
+	return r
+}
+
+// createTopic assigns partitions over every broker (replication factor
+// = cluster size), partition i led by broker i%n+1, and publishes.
+func (c *testCluster) createTopic(name string, partitions int32) {
+	c.mu.Lock()
+	var ids []int32
+	for id := range c.dirs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	topicID := newRandomID()
+	var roles []PartitionRole
+	for i := range partitions {
+		replicas := append(slices.Clone(ids[int(i)%len(ids):]), ids[:int(i)%len(ids)]...)
+		roles = append(roles, PartitionRole{Topic: name, TopicID: topicID, Partition: i, Replicas: replicas,
+			ISR: slices.Clone(replicas), Leader: replicas[0]})
+	}
+	c.roles[name] = roles
+	c.mu.Unlock()
+	c.publish()
+}
+
+// AlterPartition is the fake controller's ISR change (ISRChanger).
+func (c *testCluster) AlterPartition(ctx context.Context, topic string, partition, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionRole, error) {
+	c.mu.Lock()
+	roles := c.roles[topic]
+	if int(partition) >= len(roles) {
+		c.mu.Unlock()
+		return PartitionRole{}, fmt.Errorf("fake controller: unknown partition %s-%d", topic, partition)
+	}
+	role := &roles[partition]
+	if role.LeaderEpoch != leaderEpoch || role.PartitionEpoch != partitionEpoch {
+		c.mu.Unlock()
+		return PartitionRole{}, fmt.Errorf("%w: %s-%d at (%d, %d), asked (%d, %d)", errStaleEpochs, topic, partition,
+			role.LeaderEpoch, role.PartitionEpoch, leaderEpoch, partitionEpoch)
+	}
+	for _, id := range isr {
+		if c.brokers[id] == nil {
+			c.mu.Unlock()
+			return PartitionRole{}, fmt.Errorf("fake controller: broker %d in the proposed ISR is down", id)
+		}
+	}
+	role.ISR = slices.Clone(isr)
+	role.PartitionEpoch++
+	out := cloneRole(*role)
+	c.mu.Unlock()
+	c.publish()
+	return out, nil
+}
+
+// publish delivers the brokers and every role to every live broker not
+// excluded.
+func (c *testCluster) publish() {
+	c.publishMu.Lock()
+	defer c.publishMu.Unlock()
+	c.mu.Lock()
+	var listeners []ClusterBroker
+	var targets []*Broker
+	for id, b := range c.brokers {
+		host, port, _ := net.SplitHostPort(b.Addr())
+		portNumber, _ := strconv.Atoi(port)
+		listeners = append(listeners, ClusterBroker{ID: id, Host: host, Port: int32(portNumber)})
+		if !c.exclude[id] {
+			targets = append(targets, b)
+		}
+	}
+	var roles []PartitionRole
+	for _, list := range c.roles {
+		for _, role := range list {
+			roles = append(roles, cloneRole(role))
+		}
+	}
+	c.mu.Unlock()
+	for _, b := range targets {
+		if err := b.ApplyPartitionRoles(context.Background(), listeners, roles); err != nil {
+			c.t.Logf("apply roles on broker %d: %v", b.nodeID, err)
+		}
+	}
+}
+
+// kill closes broker id and, as a controller fencing it would, removes it
+// from every ISR (keeping a last member) and moves each partition it led
+// to the next ISR member (leader epoch +1), or to no leader.
+func (c *testCluster) kill(id int32) {
+	c.t.Helper()
+	c.mu.Lock()
+	b := c.brokers[id]
+	delete(c.brokers, id)
+	c.mu.Unlock()
+	if b == nil {
+		c.t.Fatalf("kill broker %d: not running", id)
+	}
+	if err := b.Close(); err != nil {
+		c.t.Errorf("close broker %d: %v", id, err)
+	}
+	c.mu.Lock()
+	for _, list := range c.roles {
+		for i := range list {
+			c.electWithoutLocked(&list[i], id)
+		}
+	}
+	c.mu.Unlock()
+	c.publish()
+}
+
+// electWithoutLocked takes broker id out of role's ISR and leadership
+// (caller holds mu).
+func (c *testCluster) electWithoutLocked(role *PartitionRole, id int32) {
+	changed := false
+	if len(role.ISR) > 1 && slices.Contains(role.ISR, id) {
+		role.ISR = slices.DeleteFunc(slices.Clone(role.ISR), func(member int32) bool { return member == id })
+		changed = true
+	}
+	if role.Leader == id {
+		role.Leader = -1
+		for _, member := range role.ISR {
+			if member != id && c.brokers[member] != nil {
+				role.Leader = member
+				break
+			}
+		}
+		role.LeaderEpoch++
+		changed = true
+	}
+	if changed {
+		role.PartitionEpoch++
+	}
+}
+
+// restart starts broker id again; a leaderless partition whose ISR holds
+// it elects it.
+func (c *testCluster) restart(id int32) *Broker {
+	c.t.Helper()
+	b := c.startBroker(id)
+	c.mu.Lock()
+	for _, list := range c.roles {
+		for i := range list {
+			role := &list[i]
+			if role.Leader < 0 && slices.Contains(role.ISR, id) {
+				role.Leader = id
+				role.LeaderEpoch++
+				role.PartitionEpoch++
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.publish()
+	return b
+}
+
+// localPartition returns broker id's replica of topic-partition.
+func (c *testCluster) localPartition(id int32, topic string, partition int32) *partition {
+	c.t.Helper()
+	b := c.broker(id)
+	if b == nil {
+		c.t.Fatalf("broker %d is down", id)
+	}
+	t := b.topicByName(topic)
+	if t == nil {
+		c.t.Fatalf("broker %d has no topic %s", id, topic)
+	}
+	p, err := b.partitionOf(t, partition)
+	if err != nil {
+		c.t.Fatalf("broker %d: %v", id, err)
+	}
+	return p
+}
+
+// client returns a franz-go client of the live brokers, closed at the end.
+func (c *testCluster) client(options ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	options = append([]kgo.Opt{kgo.SeedBrokers(c.addrs()...), kgo.MetadataMinAge(50 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })}, options...)
+	client, err := kgo.NewClient(options...)
+	if err != nil {
+		c.t.Fatalf("new client: %v", err)
+	}
+	c.t.Cleanup(client.Close)
+	return client
+}
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	ticker := time.NewTicker(5 * time.Millisecond)
+	defer ticker.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		<-ticker.C
+	}
+}
+
+// waitCaughtUp waits until every live replica of topic-partition has the
+// leader's log end and the leader's high watermark is there.
+func (c *testCluster) waitCaughtUp(topic string, partition int32) {
+	c.t.Helper()
+	waitUntil(c.t, 20*time.Second, fmt.Sprintf("%s-%d replicas caught up", topic, partition), func() bool {
+		role := c.role(topic, partition)
+		if role.Leader < 0 || c.broker(role.Leader) == nil {
+			return false
+		}
+		leader := c.localPartition(role.Leader, topic, partition)
+		end := leader.log.LogEndOffset()
+		if leader.highWatermark() != end {
+			return false
+		}
+		for _, id := range role.Replicas {
+			if c.broker(id) != nil && c.localPartition(id, topic, partition).log.LogEndOffset() != end {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// produceAcks sends records to topic-partition with the given acks over a
+// raw connection and returns the partition's answer.
+func (r *rawConnection) produceAcks(topic string, partition int32, records []byte, acks int16) kmsg.ProduceResponseTopicPartition {
+	r.t.Helper()
+	const version = 9
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = acks, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r.request(req, version)
+	resp := kmsg.NewPtrProduceResponse()
+	r.response(resp, version)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		r.t.Fatalf("produce response has %d topics", len(resp.Topics))
+	}
+	return resp.Topics[0].Partitions[0]
+}

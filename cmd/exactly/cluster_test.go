@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// asExactlyEnv makes this test binary behave as the exactly command (see
+// TestMain), so `exactly cluster` can start its brokers with os.Executable.
+const asExactlyEnv = "EXACTLY_TEST_AS_COMMAND"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asExactlyEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// freeClusterPort returns a port P such that P..P+2, P+100..P+102 and
+// P+200..P+202 are free on 127.0.0.1 now (a few random tries).
+func freeClusterPort(t *testing.T, brokers int) int {
+	t.Helper()
+	for range 50 {
+		port := 20000 + rand.IntN(30000)
+		var lns []net.Listener
+		ok := true
+		for _, base := range []int{0, 100, 200} {
+			for i := range brokers {
+				ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+base+i)))
+				if err != nil {
+					ok = false
+					break
+				}
+				lns = append(lns, ln)
+			}
+		}
+		for _, ln := range lns {
+			ln.Close()
+		}
+		if ok {
+			return port
+		}
+	}
+	t.Fatal("no free port range found")
+	return 0
+}
+
+// childPIDs returns the pids of the processes whose parent is pid (from
+// /proc).
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid ...; comm may hold spaces: split after ')'.
+		text := string(data)
+		fields := strings.Fields(text[strings.LastIndexByte(text, ')')+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == pid {
+			child, _ := strconv.Atoi(strings.Fields(text)[0])
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// alive reports whether a process with pid exists (and is not a zombie).
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	text := string(data)
+	fields := strings.Fields(text[strings.LastIndexByte(text, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// TestClusterCommand runs `exactly cluster --brokers 3` as a subprocess:
+// it prints the bootstrap address; a client sees 3 brokers, creates an
+// RF-3 topic, produces and consumes it; SIGTERM stops every broker
+// process.
+func TestClusterCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-broker cluster")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freeClusterPort(t, 3)
+	dir := t.TempDir()
+	cmd := exec.Command(exe, "cluster", "--brokers", "3", "--data-dir", dir, "--listen", "127.0.0.1:"+strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), asExactlyEnv+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	var children []int
+	t.Cleanup(func() {
+		// A failed test must not leave processes behind: kill by PID.
+		for _, pid := range append(children, childPIDs(t, cmd.Process.Pid)...) {
+			if alive(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		cmd.Process.Kill()
+		<-exited
+	})
+	lines := make(chan string, 16)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			lines <- scanner.Text()
+		}
+		close(lines)
+		exited <- cmd.Wait()
+	}()
+	var bootstrap string
+	timeout := time.After(90 * time.Second)
+	for bootstrap == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("exactly cluster ended before printing the bootstrap address; stderr:\n%s", stderr.String())
+			}
+			if _, after, found := strings.Cut(line, "bootstrap: "); found {
+				bootstrap = after
+			}
+		case <-timeout:
+			t.Fatalf("no bootstrap address within 90s; stderr:\n%s", stderr.String())
+		}
+	}
+	go func() {
+		for range lines { // keep the reader going until the process ends
+		}
+	}()
+	seeds := strings.Split(bootstrap, ",")
+	want := []string{}
+	for i := range 3 {
+		want = append(want, "127.0.0.1:"+strconv.Itoa(port+i))
+	}
+	if strings.Join(seeds, ",") != strings.Join(want, ",") {
+		t.Fatalf("bootstrap %q, want %q", bootstrap, strings.Join(want, ","))
+	}
+	children = childPIDs(t, cmd.Process.Pid)
+	if len(children) != 3 {
+		t.Fatalf("%d child processes, want 3: %v", len(children), children)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("rf3"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"rf3": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil || len(meta.Brokers) != 3 {
+		t.Fatalf("Metadata: %v, %d brokers, want 3", err, len(meta.Brokers))
+	}
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "rf3", 1, 3
+	create.Topics, create.TimeoutMillis = append(create.Topics, rt), 30000
+	created, err := create.RequestWith(ctx, cl)
+	if err != nil || created.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics rf3: %v %+v", err, created)
+	}
+	if rf := created.Topics[0].ReplicationFactor; rf != 3 {
+		t.Errorf("created with replication factor %d, want 3", rf)
+	}
+	const n = 200
+	for i := range n {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("%04d", i))}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	var read []string
+	for len(read) < n && ctx.Err() == nil {
+		fetches := cl.PollFetches(ctx)
+		fetches.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Logf("fetch: %v", err)
+			}
+		})
+		fetches.EachRecord(func(r *kgo.Record) { read = append(read, string(r.Value)) })
+	}
+	for i, v := range read {
+		if v != fmt.Sprintf("%04d", i) {
+			t.Fatalf("record %d is %q", i, v)
+		}
+	}
+	if len(read) != n {
+		t.Fatalf("read %d of %d records", len(read), n)
+	}
+	meta, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mt := range meta.Topics {
+		if mt.Topic != nil && *mt.Topic == "rf3" && (len(mt.Partitions) != 1 || len(mt.Partitions[0].Replicas) != 3) {
+			t.Errorf("rf3 in Metadata: %+v (error %v)", mt.Partitions, kerr.ErrorForCode(mt.ErrorCode))
+		}
+	}
+	cl.Close()
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if err != nil {
+			t.Errorf("exactly cluster after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("exactly cluster still running 60s after SIGTERM; stderr:\n%s", stderr.String())
+	}
+	for _, pid := range children {
+		if alive(pid) {
+			t.Errorf("broker process %d still running after the cluster stopped", pid)
+		}
+	}
+}

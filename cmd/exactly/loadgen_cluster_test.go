@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/exactly-eos/exactly/loadgen"
+	"github.com/exactly-eos/exactly/loadgen/report"
+)
+
+// asExactlySelf makes the load generator launch this test binary in
+// command mode (see TestMain) for the brokers and workers it runs.
+func asExactlySelf(t *testing.T) {
+	t.Helper()
+	old := selfCommand
+	selfCommand = func() (loadgen.SelfCommand, error) {
+		return loadgen.SelfCommand{Path: os.Args[0], Env: []string{asExactlyEnv + "=1"}}, nil
+	}
+	t.Cleanup(func() { selfCommand = old })
+}
+
+// TestLoadgenClusterLeaderKill runs the load generator against a launched
+// 3-broker cluster (replication factor 3, min.insync.replicas 2) under
+// leader-kill: the broker leading most of the load's partitions is killed
+// with SIGKILL twice and restarted. The idempotent acks=all producer loses
+// nothing acknowledged and duplicates nothing; at-least-once loses
+// nothing; each run shows its two kills and restarts; the embedded target
+// calls the plan not applicable.
+func TestLoadgenClusterLeaderKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("launches a 3-broker cluster")
+	}
+	asExactlySelf(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"loadgen", "--target", "cluster", "--mode", "at-least-once,idempotent", "--faults", "leader-kill",
+		"--rate", "1000", "--records", "30000", "--warmup", "0s", "--consumers", "0", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	results := readOnlyResults(t, out)
+	if results.Target.Kind != loadgen.TargetCluster || !strings.Contains(results.Target.Description, "3 brokers") {
+		t.Errorf("target %+v, want the launched 3-broker cluster", results.Target)
+	}
+	for _, run := range results.Runs {
+		kills, restarts := 0, 0
+		for _, event := range run.FaultEvents {
+			switch event.Kind {
+			case "kill":
+				kills++
+			case "restart":
+				restarts++
+			}
+		}
+		if run.Status != report.StatusPass || kills != 2 || restarts != 2 || len(run.Checks) == 0 {
+			t.Errorf("%s: status %s (%s), %d kills, %d restarts, %d checks", run.Name, run.Status, run.Reason, kills, restarts, len(run.Checks))
+		}
+		for _, check := range run.Checks {
+			if counts := check.Counts; counts.Lost != 0 || counts.Unique == 0 || (run.Mode == "idempotent" && counts.Duplicated != 0) {
+				t.Errorf("%s: %s read %+v", run.Name, check.Reader, counts)
+			}
+		}
+	}
+	// The same plan against the embedded broker is not applicable.
+	out = t.TempDir()
+	stdout.Reset()
+	code = run([]string{"loadgen", "--mode", "idempotent", "--faults", "leader-kill", "--records", "100", "--out", out}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "leader-kill needs a replicated cluster: --target cluster") {
+		t.Errorf("embedded under leader-kill: exit %d, output:\n%s", code, stdout.String())
+	}
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/exactly-eos/exactly/broker/clusternode"
+	"github.com/exactly-eos/exactly/broker/quorum"
+)
+
+// rpcPortOffset is how far above a voter's Raft port its quorum RPC
+// listens (documented in `exactly broker --help` and `exactly cluster
+// --help`).
+const rpcPortOffset = 100
+
+// parseControllerQuorum parses Kafka's controller.quorum.voters shape,
+// id@host:port,..., into the quorum's voter addresses: Raft on the port,
+// RPC on port+rpcPortOffset. A node id not in the list needs listen, its
+// own Raft address.
+func parseControllerQuorum(text string, nodeID int32, listen string) (map[int32]quorum.VoterAddrs, error) {
+	voters := map[int32]quorum.VoterAddrs{}
+	for _, entry := range strings.Split(text, ",") {
+		idText, addr, ok := strings.Cut(strings.TrimSpace(entry), "@")
+		if !ok {
+			return nil, fmt.Errorf("--controller-quorum: %q is not id@host:port", entry)
+		}
+		id, err := strconv.ParseInt(idText, 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("--controller-quorum: %q: the id must be a non-negative integer", entry)
+		}
+		if _, dup := voters[int32(id)]; dup {
+			return nil, fmt.Errorf("--controller-quorum: id %d appears twice", id)
+		}
+		addrs, err := voterAddrs(addr)
+		if err != nil {
+			return nil, fmt.Errorf("--controller-quorum: %q: %w", entry, err)
+		}
+		voters[int32(id)] = addrs
+	}
+	if _, ok := voters[nodeID]; !ok {
+		if listen == "" {
+			return nil, fmt.Errorf("--node-id %d is not in --controller-quorum: give --controller-listen host:port for this member's Raft transport", nodeID)
+		}
+		addrs, err := voterAddrs(listen)
+		if err != nil {
+			return nil, fmt.Errorf("--controller-listen: %w", err)
+		}
+		voters[nodeID] = addrs
+	}
+	return voters, nil
+}
+
+// voterAddrs derives the Raft and RPC addresses of one host:port.
+func voterAddrs(addr string) (quorum.VoterAddrs, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return quorum.VoterAddrs{}, err
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil || port == 0 || port+rpcPortOffset > 65535 {
+		return quorum.VoterAddrs{}, fmt.Errorf("port %q must be 1..%d", portText, 65535-rpcPortOffset)
+	}
+	return quorum.VoterAddrs{
+		Raft: net.JoinHostPort(host, strconv.Itoa(int(port))),
+		RPC:  net.JoinHostPort(host, strconv.Itoa(int(port)+rpcPortOffset)),
+	}, nil
+}
+
+// runMember runs one cluster member until ctx ends (a signal).
+func runMember(ctx context.Context, cfg clusternode.Config, stdout io.Writer, logger *slog.Logger) error {
+	m, err := clusternode.Start(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exactly broker %d listening on %s (cluster member; data in %s)\n", cfg.NodeID, m.Addr(), cfg.DataDir)
+	<-ctx.Done()
+	logger.Info("signal received; shutting down")
+	return m.Close()
+}
+
+// takeSetting removes every key=value entry for name from settings and
+// returns the rest and the last value.
+func takeSetting(settings []string, name string) (rest []string, value string, found bool) {
+	for _, entry := range settings {
+		key, v, ok := strings.Cut(entry, "=")
+		if ok && strings.TrimSpace(key) == name {
+			value, found = strings.TrimSpace(v), true
+			continue
+		}
+		rest = append(rest, entry)
+	}
+	return rest, value, found
+}

@@ -1,0 +1,200 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
+)
+
+// TargetCluster is a replicated cluster of our brokers that the load
+// generator launches as processes of the exactly binary (`exactly broker
+// --controller-quorum`): ClusterBrokers brokers, every one a voter of the
+// metadata quorum, topics replicated ClusterReplicationFactor times with
+// min.insync.replicas ClusterMinInsync. Its processes are the ones the
+// cluster fault plans (leader-kill, …) kill and restart.
+const TargetCluster = "cluster"
+
+// The shape of --target cluster.
+const (
+	ClusterBrokers           = 3
+	ClusterReplicationFactor = 3
+	ClusterMinInsync         = 2
+)
+
+// clusterRPCOffset is how far above a voter's Raft port its quorum RPC
+// listens (`exactly broker --controller-quorum` derives it so).
+const clusterRPCOffset = 100
+
+// clusterTarget is a launched cluster: one faults.Process per broker, each
+// with its own data directory under root, kept across kills and restarts.
+type clusterTarget struct {
+	root      string
+	processes []*faults.Process
+	bootstrap []string
+}
+
+// startCluster launches the brokers of a cluster target with self, waits
+// until every broker answers Metadata listing all of them, and returns it.
+// dataDir, when set, holds the brokers' data directories (kept on close);
+// empty means a temporary directory, removed on close.
+func startCluster(ctx context.Context, self SelfCommand, dataDir string) (*clusterTarget, error) {
+	root, temporary := dataDir, dataDir == ""
+	if temporary {
+		var err error
+		if root, err = os.MkdirTemp("", "exactly-loadgen-cluster-*"); err != nil {
+			return nil, fmt.Errorf("cluster data directory: %w", err)
+		}
+	}
+	target := &clusterTarget{root: root}
+	if temporary {
+		defer func() {
+			if target.processes == nil {
+				os.RemoveAll(root)
+			}
+		}()
+	}
+	listens, rafts, err := clusterAddresses(ClusterBrokers)
+	if err != nil {
+		return nil, err
+	}
+	voters := make([]string, ClusterBrokers)
+	for i := range voters {
+		voters[i] = fmt.Sprintf("%d@%s", i+1, rafts[i])
+	}
+	var processes []*faults.Process
+	for i := range ClusterBrokers {
+		dir := filepath.Join(root, fmt.Sprintf("broker-%d", i+1))
+		args := faults.BrokerArgs(listens[i], dir, i+1, "--controller-quorum", strings.Join(voters, ","),
+			"--config", "default.replication.factor="+strconv.Itoa(ClusterReplicationFactor),
+			"--config", "min.insync.replicas="+strconv.Itoa(ClusterMinInsync))
+		process, err := faults.NewProcess(faults.ProcessConfig{
+			Name: fmt.Sprintf("broker %d (%s)", i+1, listens[i]), Path: self.Path, Args: self.command(args...),
+			Env: self.Env, DataDir: dir, Addr: listens[i], StartTimeout: 30 * time.Second})
+		if err == nil {
+			err = process.Start(ctx)
+		}
+		if err != nil {
+			stopProcesses(processes)
+			return nil, fmt.Errorf("launch cluster broker %d: %w", i+1, err)
+		}
+		processes = append(processes, process)
+	}
+	if err := waitForBrokers(ctx, listens, ClusterBrokers, time.Minute); err != nil {
+		stopProcesses(processes)
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	target.processes, target.bootstrap = processes, listens
+	if !temporary {
+		target.root = "" // the user's directory: kept
+	}
+	return target, nil
+}
+
+// clusterAddresses picks n free loopback listener addresses and n Raft
+// addresses whose RPC port (Raft port + clusterRPCOffset) is free too.
+func clusterAddresses(n int) (listens, rafts []string, err error) {
+	for range n {
+		listen, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, nil, err
+		}
+		listens = append(listens, listen)
+	}
+	for attempt := 0; len(rafts) < n; attempt++ {
+		if attempt == 100 {
+			return nil, nil, errors.New("cluster: no free pair of Raft and RPC ports on loopback after 100 tries")
+		}
+		raft, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, nil, err
+		}
+		_, portText, _ := net.SplitHostPort(raft)
+		port, _ := strconv.Atoi(portText)
+		if port+clusterRPCOffset > 65535 || !portFree(port+clusterRPCOffset) {
+			continue
+		}
+		rafts = append(rafts, raft)
+	}
+	return listens, rafts, nil
+}
+
+// portFree reports whether nothing listens on 127.0.0.1:port now.
+func portFree(port int) bool {
+	listener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	listener.Close()
+	return true
+}
+
+// waitForBrokers waits until a Metadata request to bootstrap lists want
+// brokers, polling until timeout.
+func waitForBrokers(ctx context.Context, bootstrap []string, want int, timeout time.Duration) error {
+	client, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ClientID("exactly-loadgen-cluster-wait"))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	seen := 0
+	for {
+		request := kmsg.NewPtrMetadataRequest()
+		if response, err := request.RequestWith(ctx, client); err == nil {
+			if seen = len(response.Brokers); seen >= want {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d brokers in Metadata after %v", seen, want, timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stopProcesses stops every process (SIGTERM, SIGKILL after a grace).
+func stopProcesses(processes []*faults.Process) error {
+	var errs []error
+	for _, process := range processes {
+		errs = append(errs, process.Stop(20*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+func (t *clusterTarget) Kind() string        { return TargetCluster }
+func (t *clusterTarget) Bootstrap() []string { return t.bootstrap }
+func (t *clusterTarget) Description() string {
+	pids := make([]string, len(t.processes))
+	for i, process := range t.processes {
+		pids[i] = strconv.Itoa(process.PID())
+	}
+	return fmt.Sprintf("exactly cluster of %d brokers launched for this run (pids %s), %s, replication factor %d, min.insync.replicas %d",
+		len(t.processes), strings.Join(pids, ","), strings.Join(t.bootstrap, ","), ClusterReplicationFactor, ClusterMinInsync)
+}
+
+// Processes are the cluster's brokers, in node id order (node id = index + 1).
+func (t *clusterTarget) Processes() []*faults.Process { return t.processes }
+
+// Close stops every broker and removes a temporary data directory.
+func (t *clusterTarget) Close() error {
+	err := stopProcesses(t.processes)
+	if t.root != "" {
+		if removeErr := os.RemoveAll(t.root); removeErr != nil && err == nil {
+			err = removeErr
+		}
+	}
+	return err
+}
