@@ -4,6 +4,8 @@
 #
 #   ci/kgo.sh                      # the whole suite
 #   ci/kgo.sh -run 'TestTxnEtl'    # extra `go test` flags are passed on
+#   ci/kgo.sh --cluster            # against `exactly cluster --brokers 3`,
+#                                  # replication factor 3 (KGO_TEST_RF=3)
 #
 # It builds the binary, starts a broker on a free loopback port with a
 # temporary data directory, and runs `go test github.com/twmb/franz-go/pkg/kgo`
@@ -32,6 +34,12 @@ export PATH="$PATH:/usr/local/go/bin"
 # want of a protocol in a later franz-go goes here, with its reason, and
 # into the README.
 skips=()
+
+cluster=""
+if [ "${1:-}" = "--cluster" ]; then
+  cluster=1
+  shift
+fi
 
 franz_version=$(go list -m -f '{{.Version}}' github.com/twmb/franz-go)
 work=$(mktemp -d /tmp/exactly-kgo-XXXXXX)
@@ -63,22 +71,50 @@ trap finish EXIT
 echo "== building exactly"
 go build -o "$work/exactly" ./cmd/exactly
 
-# Port 0: the kernel picks a free port; the broker prints the address it
-# listens on (and advertises) on stdout once it accepts connections.
-"$work/exactly" broker --listen 127.0.0.1:0 --data-dir "$work/data" \
-  >"$work/broker.out" 2>"$work/broker.log" &
+# port_free P: nothing accepts connections on 127.0.0.1:P now.
+port_free() {
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+rf=1
+if [ -n "$cluster" ]; then
+  # exactly cluster takes PORT..PORT+2 for Kafka, +100 for Raft, +200 for
+  # the quorum's RPC; pick a PORT with all nine free.
+  port=""
+  for _ in $(seq 50); do
+    candidate=$((20000 + RANDOM % 30000))
+    ok=1
+    for offset in 0 1 2 100 101 102 200 201 202; do
+      port_free $((candidate + offset)) || ok=""
+    done
+    if [ -n "$ok" ]; then port=$candidate; break; fi
+  done
+  if [ -z "$port" ]; then echo "no free ports for a 3-broker cluster" >&2; exit 1; fi
+  "$work/exactly" cluster --brokers 3 --data-dir "$work/cluster" --listen "127.0.0.1:$port" \
+    >"$work/broker.out" 2>"$work/broker.log" &
+  rf=3
+else
+  # Port 0: the kernel picks a free port; the broker prints the address it
+  # listens on (and advertises) on stdout once it accepts connections.
+  "$work/exactly" broker --listen 127.0.0.1:0 --data-dir "$work/data" \
+    >"$work/broker.out" 2>"$work/broker.log" &
+fi
 broker_pid=$!
 address=""
-deadline=$((SECONDS + 30))
+deadline=$((SECONDS + 60))
 while [ -z "$address" ]; do
-  address=$(sed -n 's/^exactly broker .* listening on \([^ ]*\) .*/\1/p' "$work/broker.out")
+  if [ -n "$cluster" ]; then
+    address=$(sed -n 's/^exactly cluster .* bootstrap: \([^ ]*\)$/\1/p' "$work/broker.out")
+  else
+    address=$(sed -n 's/^exactly broker .* listening on \([^ ]*\) .*/\1/p' "$work/broker.out")
+  fi
   if [ -n "$address" ]; then break; fi
   if ! kill -0 "$broker_pid" 2>/dev/null; then
     echo "the broker exited before listening" >&2
     exit 1
   fi
   if [ "$SECONDS" -ge "$deadline" ]; then
-    echo "the broker did not report its address within 30s" >&2
+    echo "the broker did not report its address within 60s" >&2
     exit 1
   fi
   sleep 0.1
@@ -88,10 +124,12 @@ skip_flag=()
 if [ "${#skips[@]}" -gt 0 ]; then
   skip_flag=(-skip "^($(IFS='|'; echo "${skips[*]}"))\$")
 fi
-echo "== franz-go $franz_version pkg/kgo tests against exactly broker on $address (pid $broker_pid)"
+what="exactly broker"
+if [ -n "$cluster" ]; then what="exactly cluster (3 brokers, replication factor 3)"; fi
+echo "== franz-go $franz_version pkg/kgo tests against $what on $address (pid $broker_pid)"
 start=$SECONDS
 status=0
-KGO_SEEDS="$address" KGO_TEST_RF=1 KGO_TEST_RECORDS=25000 \
+KGO_SEEDS="$address" KGO_TEST_RF="$rf" KGO_TEST_RECORDS=25000 \
   go test github.com/twmb/franz-go/pkg/kgo -count=1 -v -timeout "${KGO_TIMEOUT:-5m}" \
   "${skip_flag[@]}" "$@" >"$work/kgo-test.log" 2>&1 || status=$?
 
