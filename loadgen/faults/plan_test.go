@@ -41,7 +41,7 @@ func TestStandardPlans(t *testing.T) {
 		"leader-kill": func(p Plan) bool {
 			a := p.Processes
 			return len(a) == 1 && a[0].Action == ProcessLeaderKill && a[0].Action.Selects() && a[0].Count == 2 &&
-				a[0].Down == Duration(2*time.Second) && a[0].Broker == nil && !p.NeedsProxy()
+				a[0].Down == Duration(5*time.Second) && a[0].Broker == nil && !p.NeedsProxy()
 		},
 		"coordinator-kill": func(p Plan) bool {
 			a := p.Processes
