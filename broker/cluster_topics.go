@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,6 +47,13 @@ func (b *Broker) clusterTopics() TopicController {
 		return nil
 	}
 	return b.replication.config.Topics
+}
+
+// AdvertisedAddr returns the host:port the broker tells clients to
+// connect to: Config.Advertised, or the listener's address (an unspecified
+// IP replaced by the host name). A cluster member registers it.
+func (b *Broker) AdvertisedAddr() string {
+	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
 }
 
 // RemoveTopics closes and deletes the local replicas of the named topics

@@ -342,3 +342,46 @@ func topicShape(addr, topic string, partitions, replicas int) error {
 	}
 	return fmt.Errorf("%s not listed", topic)
 }
+
+// TestWholeClusterRestart: every member closed and started again on its
+// data directory (the quorum restarts from its log): the topic, its
+// assignment and every acknowledged record are there.
+func TestWholeClusterRestart(t *testing.T) {
+	c := newTestCluster(t, 3, clusterProps)
+	c.waitMetadata(3, "", 0)
+	seeds := c.bootstrap()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("restart"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, cl, "restart", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var acked []string
+	for i := range 100 {
+		value := fmt.Sprintf("%06d", i)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", value, err)
+		}
+		acked = append(acked, value)
+	}
+	cl.Close()
+	before, _ := partitionOf(c.anyMember().Node().Image(), "restart")
+	for id := int32(1); id <= 3; id++ {
+		c.stop(id)
+	}
+	for id := int32(1); id <= 3; id++ {
+		c.start(id)
+	}
+	c.waitMetadata(3, "restart", 3)
+	after, _ := partitionOf(c.anyMember().Node().Image(), "restart")
+	if after.TopicID != before.TopicID || !slices.Equal(after.Replicas, before.Replicas) {
+		t.Errorf("after the restart: %+v, before %+v", after, before)
+	}
+	// The high watermark is not kept on disk: after the restart it rises
+	// again as the followers fetch.
+	took := waitEndOffset(t, seeds, "restart", 0, int64(len(acked)))
+	t.Logf("high watermark back at %d after %v", len(acked), took.Round(time.Millisecond))
+	checkExactlyOnce(t, acked, readAll(t, seeds, "restart", 0))
+}

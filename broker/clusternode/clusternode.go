@@ -170,10 +170,7 @@ func Start(cfg Config) (*Member, error) {
 
 // registration is the broker's listener as the quorum registers it.
 func (m *Member) registration() (quorum.BrokerRegistration, error) {
-	addr := m.cfg.Advertised
-	if addr == "" {
-		addr = m.broker.Addr()
-	}
+	addr := m.broker.AdvertisedAddr()
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
 		return quorum.BrokerRegistration{}, fmt.Errorf("clusternode %d: advertised address %q: %w", m.cfg.NodeID, addr, err)

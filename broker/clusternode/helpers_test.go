@@ -405,3 +405,27 @@ func topicConfigIs(addr, topic, name, want string) error {
 	}
 	return fmt.Errorf("%s %s is not %s: %+v", topic, name, want, resp.Resources[0].Configs)
 }
+
+// waitEndOffset waits (bounded) until a partition's high watermark is at
+// least want and returns how long that took.
+func waitEndOffset(t *testing.T, seeds []string, topic string, partition int32, want int64) time.Duration {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		end := endOffset(ctx, t, cl, topic, partition)
+		if end >= want {
+			return time.Since(start)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s-%d: high watermark %d, want %d", topic, partition, end, want)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
+	}
+}
