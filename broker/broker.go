@@ -7,7 +7,8 @@
 // whose partitions are storage.Log segmented logs, the group coordinator
 // (groups.go), the transaction coordinator (transactions.go; partitions'
 // side of transactions — last stable offset, KIP-890 verification, markers
-// — in partition_txn.go), the broker settings table (config.go) and the
+// — in partition_txn.go; in a cluster both are sharded by the replicated
+// internal topics' partitions led here: cluster_shards.go), the broker settings table (config.go) and the
 // typed settings it is parsed into once at start (settings.go), and the one
 // table mapping errors to Kafka error codes (errors.go).
 //
@@ -32,6 +33,15 @@
 //     steps its completion, which writes markers into partitions under
 //     their append lock. The group coordinator's core likewise has only
 //     the ticker its driver (group.StartTicker) runs.
+//   - In a cluster (Config.Replication with a TopicController) the
+//     coordinators are sharded by the partitions of the replicated
+//     internal topics this broker leads (cluster_shards.go,
+//     cluster_groups.go, cluster_transactions.go): ApplyPartitionRoles
+//     starts one goroutine per newly led partition that loads its
+//     coordinator, and closes a shard that lost leadership on another;
+//     each shard runs the drivers above. Markers and KIP-890
+//     verifications for other brokers go out through one franz-go client
+//     per peer broker (cluster_peers.go).
 //   - With replication on (Config.Replication; cluster_roles.go), one
 //     replica fetcher goroutine per source leader broker
 //     (replica_fetcher.go) truncates and appends the partitions this
@@ -103,6 +113,14 @@
 //     block file rewrite once per block of ids.
 //  9. fetcherManager.mu, then replicaFetcher.mu (replica_fetcher.go):
 //     leaves guarding which partitions each fetcher follows; no I/O.
+//  10. coordinatorShards.mu (cluster_shards.go; one per internal topic)
+//     and peers.mu (cluster_peers.go): leaves guarding the coordinator
+//     shards of a cluster and the clients to other brokers; no I/O (a
+//     shard's coordinator is loaded and closed on goroutines of its own,
+//     without it). A shard's coordinator takes its locks (3, 4) as the
+//     single-node coordinator does; its appends go through the internal
+//     partition's locks (5, 6) and wait for the ISR with none held, and
+//     its requests to other brokers hold no broker lock.
 //
 // storage.WriteFileAtomic is the one way the broker replaces a file
 // (topics.json, producer snapshots, the producer-id file, storage's
@@ -302,8 +320,21 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, errors.New("broker: replication without an ISR changer")
 		}
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
+		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
 	}
-	b.producerIDs, err = producers.OpenIDAllocator(fsys, filepath.Join(cfg.DataDir, producerIDsFile), producerIDBlockSize)
+	var reserver producers.BlockReserver
+	fileReserver, err := producers.OpenFileBlockReserver(fsys, filepath.Join(cfg.DataDir, producerIDsFile))
+	if err == nil {
+		reserver = fileReserver
+	}
+	if err == nil && b.clusterGroups() {
+		// Coordinators of a cluster allocate on different brokers: each
+		// broker's ids have their own range (cluster_transactions.go).
+		reserver = rangeReserver{inner: reserver, base: int64(cfg.NodeID) << producerIDRangeShift}
+	}
+	if err == nil {
+		b.producerIDs, err = producers.NewIDAllocator(reserver, producerIDBlockSize)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}
@@ -414,10 +445,31 @@ func (b *Broker) Close() error {
 		}
 		// The transaction coordinator goes first: its completions write
 		// markers into partitions and complete groups' offsets.
-		b.closeErr = errors.Join(b.closeTransactions(), b.closeLogs(), b.closeGroups())
+		txnErr := b.closeTransactions()
+		if b.replication != nil {
+			// Transaction shards complete groups' offsets: they go first;
+			// both append to partitions, so before the logs.
+			b.replication.txns.close()
+			b.replication.groups.close()
+			b.closePeers()
+		}
+		b.closeErr = errors.Join(txnErr, b.closeLogs(), b.closeGroups())
 		b.logger.Info("broker stopped", "node_id", b.nodeID)
 	})
 	return b.closeErr
+}
+
+// rangeReserver offsets a BlockReserver's blocks by base (a cluster
+// broker's producer id range).
+type rangeReserver struct {
+	inner producers.BlockReserver
+	base  int64
+}
+
+// ReserveBlock reserves the inner block and shifts it into the range.
+func (r rangeReserver) ReserveBlock(size int64) (int64, error) {
+	start, err := r.inner.ReserveBlock(size)
+	return r.base + start, err
 }
 
 // waitTimeout waits for wg up to timeout and reports whether it finished.

@@ -18,10 +18,13 @@
 //     broker.TopicController (topics.go), which returns once the apply loop
 //     has applied the image holding the change.
 //
-// Not done here: the group and transaction coordinators stay local to
-// each broker (their internal topics are not replicated and do not move
-// with leadership), and topic configs given at creation are kept by the
-// quorum but not applied to the replicas (they use the broker defaults).
+// The group and transaction coordinators move with leadership: the broker
+// creates __consumer_offsets and __transaction_state through the
+// TopicController as replicated topics and shards its coordinators by the
+// partitions it leads (broker/cluster_shards.go). Not done here: topic
+// configs given at creation are kept by the quorum but not applied to the
+// replicas (they use the broker defaults; the broker applies the internal
+// topics' own settings itself).
 //
 // Data layout: Config.DataDir/quorum holds the raft log and snapshots,
 // Config.DataDir/broker the broker's topics.

@@ -3,8 +3,10 @@ package clusternode
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -75,7 +77,7 @@ func (c *testCluster) start(id int32) {
 	c.t.Helper()
 	m, err := Start(Config{
 		NodeID: id, Listen: c.listen[id], DataDir: c.dirs[id], Voters: c.voters, Properties: c.props,
-		HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 800 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
+		Logger: testLogger(), HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 800 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
 	})
 	if err != nil {
 		c.t.Fatalf("start member %d: %v", id, err)
@@ -355,4 +357,11 @@ func waitBrokerISR(t *testing.T, addr, topic string, partition int32, n int) {
 		}
 		time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
 	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("EXACTLY_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

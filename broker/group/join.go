@@ -30,7 +30,7 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest, reply JoinReply
 	g := c.lockGroup(req.Group, req.MemberID == "")
 	if g == nil {
 		if c.isClosed() {
-			return fail(groupError(req.Group, ErrNotCoordinator))
+			return fail(groupError(req.Group, c.refusal()))
 		}
 		return fail(memberError(req.Group, req.MemberID, ErrUnknownMember))
 	}

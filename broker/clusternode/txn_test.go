@@ -1,0 +1,280 @@
+package clusternode
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/broker/quorum"
+)
+
+// sentinel is the value writeSentinels ends every partition with.
+const sentinel = "end-of-test"
+
+// writeSentinels appends one plain record to every partition of topic, so
+// a reader knows it has read everything before it.
+func writeSentinels(t *testing.T, seeds []string, topic string, partitions int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p := range partitions {
+		r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(sentinel)}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatalf("sentinel to %s-%d: %v", topic, p, err)
+		}
+	}
+}
+
+// readToSentinels reads every partition of topic from the start with the
+// isolation level given until each partition's sentinel, bounded; it
+// returns the values before the sentinels.
+func readToSentinels(t *testing.T, seeds []string, topic string, partitions int32, isolation kgo.IsolationLevel) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(isolation),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var out []string
+	ended := map[int32]bool{}
+	for len(ended) < int(partitions) {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: sentinels of %d of %d partitions before the deadline (%d records)", topic, len(ended), partitions, len(out))
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == sentinel {
+				ended[r.Partition] = true
+			} else if !ended[r.Partition] {
+				out = append(out, string(r.Value))
+			}
+		})
+	}
+	return out
+}
+
+// distinctLeaders counts the distinct leaders of topic's partitions.
+func distinctLeaders(img *quorum.Image, topic string) int {
+	tp, _ := img.Topic(topic)
+	leaders := map[int32]bool{}
+	for _, p := range tp.Partitions {
+		leaders[p.Leader] = true
+	}
+	return len(leaders)
+}
+
+// TestTransactionsAcrossLeaders: a transactional producer writes to the 3
+// partitions of an RF-3 topic, led by different brokers, in three
+// transactions: committed, aborted, committed. Its coordinator sends the
+// markers to each partition's leader; read_committed sees exactly the
+// committed records, read_uncommitted the aborted ones too.
+func TestTransactionsAcrossLeaders(t *testing.T) {
+	c := newTestCluster(t, 3, coordinatorProps())
+	c.waitMetadata(3, "", 0)
+	seeds := c.bootstrap()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-across"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(20*time.Second),
+		kgo.RecordDeliveryTimeout(40*time.Second), kgo.RetryTimeout(40*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, cl, "tx", 3, 3)
+	img := c.waitImage("tx with full ISRs", func(img *quorum.Image) bool { return fullISR(img, "tx") })
+	if n := distinctLeaders(img, "tx"); n < 2 {
+		t.Fatalf("tx's 3 partitions have %d distinct leaders; the test needs several", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var want []string
+	for _, txn := range []struct {
+		prefix string
+		commit bool
+	}{{"c1", true}, {"a", false}, {"c2", true}} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 30 {
+			value := fmt.Sprintf("%s-%02d", txn.prefix, i)
+			r := &kgo.Record{Topic: "tx", Partition: int32(i % 3), Value: []byte(value)}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", value, err)
+			}
+			if txn.commit {
+				want = append(want, value)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(txn.commit)); err != nil {
+			t.Fatalf("end transaction %s (commit %v): %v", txn.prefix, txn.commit, err)
+		}
+	}
+	writeSentinels(t, seeds, "tx", 3)
+	committed := readToSentinels(t, seeds, "tx", 3, kgo.ReadCommitted())
+	got := map[string]int{}
+	for _, v := range committed {
+		got[v]++
+	}
+	for _, v := range want {
+		if got[v] != 1 {
+			t.Errorf("committed record %s read %d times", v, got[v])
+		}
+	}
+	for v := range got {
+		if strings.HasPrefix(v, "a-") {
+			t.Errorf("aborted record %s read with read_committed", v)
+		}
+	}
+	if len(committed) != len(want) {
+		t.Errorf("read_committed read %d records, want %d", len(committed), len(want))
+	}
+	all := readToSentinels(t, seeds, "tx", 3, kgo.ReadUncommitted())
+	if len(all) != 90 {
+		t.Errorf("read_uncommitted read %d records, want 90 (the aborted ones too)", len(all))
+	}
+}
+
+// TestEOSPipelineWithTransactionCoordinatorClosed: a GroupTransactSession
+// consumes an RF-3 input topic and writes every record to an output topic,
+// committing the input offsets in the same transaction. When a third of
+// the input is committed, the member that is the session's transaction
+// coordinator is closed; its __transaction_state partition moves, the new
+// leader loads the transaction log (completing a transaction left
+// prepared), the session finds it and goes on. Every input record is in
+// the committed output exactly once.
+func TestEOSPipelineWithTransactionCoordinatorClosed(t *testing.T) {
+	c := newTestCluster(t, 3, coordinatorProps())
+	c.waitMetadata(3, "", 0)
+	seeds := c.bootstrap()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(40*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	createTopic(t, producer, "src", 3, 3)
+	createTopic(t, producer, "dst", 3, 3)
+	c.waitImage("src and dst with full ISRs", func(img *quorum.Image) bool { return fullISR(img, "src") && fullISR(img, "dst") })
+	const total = 3000
+	for i := range total {
+		producer.Produce(context.Background(), &kgo.Record{Topic: "src", Partition: int32(i % 3), Value: []byte(fmt.Sprintf("%06d", i))}, nil)
+	}
+	if err := producer.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	session, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...),
+		kgo.TransactionalID("etl"), kgo.TransactionTimeout(20*time.Second),
+		kgo.ConsumerGroup("etl-group"), kgo.ConsumeTopics("src"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(40*time.Second),
+		kgo.RecordDeliveryTimeout(40*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var endErrs sync.Map // error text → struct{}: End failures, for the log
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			fetches := session.PollRecords(ctx, 50)
+			if fetches.IsClientClosed() || ctx.Err() != nil {
+				return
+			}
+			if fetches.NumRecords() == 0 {
+				continue
+			}
+			if err := session.Begin(); err != nil {
+				endErrs.Store("begin: "+err.Error(), struct{}{})
+				return
+			}
+			fetches.EachRecord(func(r *kgo.Record) {
+				session.Produce(ctx, &kgo.Record{Topic: "dst", Partition: r.Partition, Value: r.Value}, nil)
+			})
+			if _, err := session.End(ctx, kgo.TryCommit); err != nil {
+				// Errors while the coordinator moves make End abort; the
+				// records come again.
+				endErrs.Store("end: "+err.Error(), struct{}{})
+			}
+		}
+	}()
+	stopped := false
+	defer func() {
+		if !stopped {
+			cancel()
+			session.Close()
+			wg.Wait()
+		}
+	}()
+
+	committedSum := func() int64 {
+		sum := int64(0)
+		for _, offset := range committedOffsets(t, seeds, "etl-group", "src") {
+			sum += offset
+		}
+		return sum
+	}
+	waitCommitted := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			got := committedSum()
+			if got >= want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("committed input offsets sum to %d, want %d", got, want)
+			}
+			time.Sleep(100 * time.Millisecond) // poll interval of a bounded condition wait
+		}
+	}
+	waitCommitted(total / 3)
+	coordinator := findCoordinator(t, seeds[0], 1, "etl")
+	t.Logf("closing member %d, the transaction coordinator of etl", coordinator)
+	c.stop(coordinator)
+	waitCommitted(total)
+	cancel()
+	session.Close()
+	wg.Wait()
+	stopped = true
+	endErrs.Range(func(key, _ any) bool {
+		t.Logf("during the run: %v", key)
+		return true
+	})
+
+	writeSentinels(t, seeds, "dst", 3)
+	output := readToSentinels(t, seeds, "dst", 3, kgo.ReadCommitted())
+	seen := map[string]int{}
+	for _, v := range output {
+		seen[v]++
+	}
+	missing, duplicated := 0, 0
+	for i := range total {
+		switch seen[fmt.Sprintf("%06d", i)] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			duplicated++
+		}
+	}
+	t.Logf("%d input records → %d committed output records (%d missing, %d duplicated)", total, len(output), missing, duplicated)
+	if missing > 0 || duplicated > 0 || len(output) != total {
+		t.Fatalf("output is not every input record exactly once: %d missing, %d duplicated, %d records", missing, duplicated, len(output))
+	}
+}
