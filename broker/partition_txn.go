@@ -143,6 +143,11 @@ func (b *Broker) verifyTransactionalBatch(tx produceTxn, producerID int64, epoch
 	producer := txn.Producer{TransactionalID: string(tx.transactionalID), ProducerID: producerID, Epoch: epoch}
 	partition := txn.TopicPartition{Topic: topicName, Partition: index}
 	err := b.verifyWithCoordinator(tx.ctx, producer, partition)
+	if errors.Is(err, errNoCoordinator) || errors.Is(err, txn.ErrCoordinatorClosed) || errors.Is(err, txn.ErrCoordinatorLoadInProgress) {
+		// The coordinator could not be asked (it moves, or loads): as in
+		// Kafka, a retriable NOT_ENOUGH_REPLICAS, which every client retries.
+		return fmt.Errorf("%w: verification: %w", errNotEnoughReplicas, err)
+	}
 	// transaction.version 2 is never finalized in a cluster
 	// (transactions.go), so this implicit add is a single node's.
 	if err == nil || !errors.Is(err, txn.ErrInvalidTxnState) || tx.version < 12 || b.transactionVersion < 2 {

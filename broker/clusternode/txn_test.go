@@ -3,14 +3,18 @@ package clusternode
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/quorum"
+	"github.com/exactly-eos/exactly/wire"
 )
 
 // sentinel is the value writeSentinels ends every partition with.
@@ -276,5 +280,105 @@ func TestEOSPipelineWithTransactionCoordinatorClosed(t *testing.T) {
 	t.Logf("%d input records → %d committed output records (%d missing, %d duplicated)", total, len(output), missing, duplicated)
 	if missing > 0 || duplicated > 0 || len(output) != total {
 		t.Fatalf("output is not every input record exactly once: %d missing, %d duplicated, %d records", missing, duplicated, len(output))
+	}
+}
+
+// transactionalProduce sends one transactional one-record batch of the
+// producer (sequence 0) to partition of topic at the broker at addr and
+// returns the partition's error code.
+func transactionalProduce(t *testing.T, addr, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	t.Helper()
+	options := wire.PlainBatchOptions()
+	options.ProducerID, options.ProducerEpoch, options.BaseSequence, options.Transactional = producerID, epoch, 0, true
+	batch, err := wire.BuildBatch(options, []wire.BuilderRecord{{TimestampMillis: time.Now().UnixMilli(), Value: []byte("unverified")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	metadata, err := metadataOf(addr, topic)
+	if err != nil || len(metadata.Topics) != 1 {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis, req.TransactionID = -1, 5000, kmsg.StringPtr(transactionalID)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, metadata.Topics[0].TopicID
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(math.MinInt32))
+	if err != nil {
+		t.Fatalf("produce to %s: %v", addr, err)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// TestVerificationAcrossBrokers: KIP-890 part 1 in a cluster. A
+// transactional batch for a partition its transaction does not hold, sent
+// to that partition's leader on a broker other than the producer's
+// transaction coordinator, is refused (INVALID_TXN_STATE): the leader asked
+// the coordinator's broker. The cluster finalizes transaction.version 1,
+// so clients add partitions themselves.
+func TestVerificationAcrossBrokers(t *testing.T) {
+	c := newTestCluster(t, 3, coordinatorProps())
+	c.waitMetadata(3, "", 0)
+	seeds := c.bootstrap()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("verified"), kgo.TransactionTimeout(20*time.Second),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, cl, "v", 3, 3)
+	img := c.waitImage("v with full ISRs", func(img *quorum.Image) bool { return fullISR(img, "v") })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	producerID, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordinator := findCoordinator(t, seeds[0], 1, "verified")
+	// A partition led elsewhere than the coordinator, and another one the
+	// transaction writes to (so it is open).
+	target := int32(-1)
+	for p := range int32(3) {
+		if part, _ := img.Partition("v", p); part.Leader != coordinator {
+			target = p
+		}
+	}
+	if target < 0 {
+		t.Fatalf("every partition of v is led by the coordinator %d", coordinator)
+	}
+	other := (target + 1) % 3
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "v", Partition: other, Value: []byte("in")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := img.Partition("v", target)
+	code := transactionalProduce(t, c.members[leader.Leader].Addr(), "verified", producerID, epoch, "v", target)
+	if code != kerr.InvalidTxnState.Code {
+		t.Errorf("unverified batch to v-%d at broker %d (coordinator %d): %v, want INVALID_TXN_STATE", target, leader.Leader, coordinator, kerr.ErrorForCode(code))
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	// ApiVersions: the cluster finalizes transaction.version 1 at most.
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range versions.FinalizedFeatures {
+		if f.Name == "transaction.version" && f.MaxVersionLevel > 1 {
+			t.Errorf("transaction.version %d finalized in a cluster", f.MaxVersionLevel)
+		}
 	}
 }
