@@ -168,7 +168,14 @@ func (l *partitionTxnLog) Append(ctx context.Context, key, value []byte) error {
 	if err != nil {
 		return fmt.Errorf("encode record for %s: %w", l.partition.name(), err)
 	}
-	return l.broker.appendInternalReplicated(ctx, l.partition, batch, l.leaderEpoch)
+	if err := l.broker.appendInternalReplicated(ctx, l.partition, batch, l.leaderEpoch); err != nil {
+		// As text: the coordinator answers COORDINATOR_NOT_AVAILABLE (it
+		// wraps txn.ErrCoordinatorNotAvailable), never the partition's own
+		// code (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE while the
+		// broker closes), which a client does not expect from EndTxn.
+		return fmt.Errorf("append to %s: %v", l.partition.name(), err)
+	}
+	return nil
 }
 
 // Load reads the partition from its start to its end.

@@ -204,7 +204,7 @@ func TestEOSPipelineWithTransactionCoordinatorClosed(t *testing.T) {
 				continue
 			}
 			if err := session.Begin(); err != nil {
-				endErrs.Store("begin: "+err.Error(), struct{}{})
+				t.Errorf("Begin: %v", err)
 				return
 			}
 			fetches.EachRecord(func(r *kgo.Record) {
