@@ -122,6 +122,32 @@ func committedOffsets(t *testing.T, seeds []string, groupID, topic string) map[i
 	}
 }
 
+// offsetFetchCode sends OffsetFetch of the group to the broker at addr
+// itself and returns the group's error code.
+func offsetFetchCode(t *testing.T, addr, groupID string) int16 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = groupID
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = groupID
+	req.Groups = append(req.Groups, g)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(math.MinInt32))
+	if err != nil {
+		t.Fatalf("OffsetFetch at %s: %v", addr, err)
+	}
+	if len(resp.Groups) == 1 {
+		return resp.Groups[0].ErrorCode
+	}
+	return resp.ErrorCode
+}
+
 // groupConsumer is one member of a test group: it polls, records every
 // value, commits what it processed before the next poll and allows a
 // rebalance only between polls (BlockRebalanceOnPoll), so each record is
@@ -246,6 +272,11 @@ func TestConsumerGroupSurvivesCoordinatorMove(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // poll interval of a bounded condition wait
 	}
 	coordinator := findCoordinator(t, seeds[0], 0, "g")
+	for id, m := range c.members {
+		if code := offsetFetchCode(t, m.Addr(), "g"); (id == coordinator) != (code == 0) || id != coordinator && code != kerr.NotCoordinator.Code {
+			t.Errorf("OffsetFetch of g at member %d (coordinator %d): %v", id, coordinator, kerr.ErrorForCode(code))
+		}
+	}
 	t.Logf("closing member %d, the coordinator of group g; committed %v", coordinator, before)
 	c.stop(coordinator)
 	var alive string
