@@ -2,7 +2,9 @@
 // one member of a replicated cluster whose partitions it leads or follows
 // as a controller decides (cluster_roles.go; the leader side in
 // replica_leader.go, the follower side in replica_fetcher.go and
-// replica_append.go, leader epochs in leader_epochs.go): a TCP listener speaking the
+// replica_append.go, leader epochs in leader_epochs.go; with
+// ReplicationConfig.Topics, client topic administration goes to the
+// controller, cluster_topics.go): a TCP listener speaking the
 // Kafka protocol, one file per Kafka API (produce.go, fetch.go, ...), topics
 // whose partitions are storage.Log segmented logs, the group coordinator
 // (groups.go), the transaction coordinator (transactions.go; partitions'
@@ -322,19 +324,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
 		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
 	}
-	var reserver producers.BlockReserver
-	fileReserver, err := producers.OpenFileBlockReserver(fsys, filepath.Join(cfg.DataDir, producerIDsFile))
-	if err == nil {
-		reserver = fileReserver
-	}
-	if err == nil && b.clusterGroups() {
-		// Coordinators of a cluster allocate on different brokers: each
-		// broker's ids have their own range (cluster_transactions.go).
-		reserver = rangeReserver{inner: reserver, base: int64(cfg.NodeID) << producerIDRangeShift}
-	}
-	if err == nil {
-		b.producerIDs, err = producers.NewIDAllocator(reserver, producerIDBlockSize)
-	}
+	b.producerIDs, err = openProducerIDs(cfg, fsys, filepath.Join(cfg.DataDir, producerIDsFile))
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
 	}
@@ -441,6 +431,11 @@ func (b *Broker) Close() error {
 		}
 		b.background.Wait()
 		if b.replication != nil {
+			// A barrier: an ApplyPartitionRoles under way (it may open
+			// partitions) finishes before the logs close; later ones see
+			// b.ctx cancelled and do nothing.
+			b.replication.applyMu.Lock()
+			b.replication.applyMu.Unlock()
 			b.replication.fetchers.close()
 		}
 		// The transaction coordinator goes first: its completions write
@@ -457,19 +452,6 @@ func (b *Broker) Close() error {
 		b.logger.Info("broker stopped", "node_id", b.nodeID)
 	})
 	return b.closeErr
-}
-
-// rangeReserver offsets a BlockReserver's blocks by base (a cluster
-// broker's producer id range).
-type rangeReserver struct {
-	inner producers.BlockReserver
-	base  int64
-}
-
-// ReserveBlock reserves the inner block and shifts it into the range.
-func (r rangeReserver) ReserveBlock(size int64) (int64, error) {
-	start, err := r.inner.ReserveBlock(size)
-	return r.base + start, err
 }
 
 // waitTimeout waits for wg up to timeout and reports whether it finished.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,6 +47,13 @@ func (b *Broker) clusterTopics() TopicController {
 		return nil
 	}
 	return b.replication.config.Topics
+}
+
+// AdvertisedAddr returns the host:port the broker tells clients to
+// connect to: Config.Advertised, or the listener's address (an unspecified
+// IP replaced by the host name). A cluster member registers it.
+func (b *Broker) AdvertisedAddr() string {
+	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
 }
 
 // RemoveTopics closes and deletes the local replicas of the named topics
@@ -263,4 +273,29 @@ func (b *Broker) clusterTopicByIDIfClustered(id [16]byte) (string, bool) {
 		return "", false
 	}
 	return b.clusterTopicByID(id)
+}
+
+// ApplyTopicConfigs sets the config overrides of the named local topics
+// (the controller's configs of topics this broker replicates); a topic not
+// here, or whose overrides already are those, is skipped. It is for the
+// glue that applies the controller's metadata, after ApplyPartitionRoles.
+func (b *Broker) ApplyTopicConfigs(configs map[string]map[string]string) error {
+	var errs []error
+	for name, want := range configs {
+		t := b.topicByName(name)
+		if t == nil || isInternalTopicName(name) {
+			continue
+		}
+		if have := t.config.Load().overrides; len(have) == len(want) && maps.Equal(have, want) {
+			continue
+		}
+		if err := validateTopicConfigs(want); err != nil {
+			errs = append(errs, fmt.Errorf("configs of topic %s: %w", name, err))
+			continue
+		}
+		if err := b.setTopicConfigs(t, maps.Clone(want)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -39,9 +39,9 @@ import (
 // coordinator (part 1): the local shard, or AddPartitionsToTxn VerifyOnly
 // to the coordinator's broker.
 //
-// Producer ids: each broker's allocator hands out ids from its own range
-// (node id << 40 on), so coordinators on different brokers never give two
-// producers one id (broker.go).
+// Producer ids: each broker's allocator hands out ids from its own stripe
+// of the id space (cluster_producer_ids.go), so coordinators on different
+// brokers never give two producers one id.
 
 // Refusing coordinators: what transactionsFor returns for an id this
 // broker does not coordinate (yet).
@@ -49,10 +49,6 @@ var (
 	notTxnCoordinator     = txn.NewRefusingCoordinator(txn.ErrCoordinatorClosed)
 	txnCoordinatorLoading = txn.NewRefusingCoordinator(txn.ErrCoordinatorLoadInProgress)
 )
-
-// producerIDRangeShift places each broker's producer ids of a cluster in
-// their own range: ids of broker n start at n << producerIDRangeShift.
-const producerIDRangeShift = 40
 
 // transactionStatePartition is the __transaction_state partition of id.
 func (b *Broker) transactionStatePartition(transactionalID string) int32 {

@@ -14,6 +14,8 @@ import (
 // broker alone, and topic configs validated against config.go (unknown or
 // invalid ones fail with INVALID_CONFIG). validate_only checks without
 // creating. From v5 the response carries each topic's configs; v7 its id.
+// A cluster member asks the controller instead, with any replication
+// factor and no explicit assignment (cluster_topics.go).
 func init() {
 	register(wire.APICreateTopics, 2, 7, kmsgHandler(handleCreateTopics))
 }

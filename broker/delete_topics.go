@@ -12,6 +12,7 @@ import (
 // metadata, then closes and deletes their partition logs. In-flight fetches
 // of a deleted partition end with UNKNOWN_TOPIC_OR_PARTITION. The internal
 // topics are refused with INVALID_TOPIC_EXCEPTION (internal_topics.go).
+// A cluster member asks the controller instead (cluster_topics.go).
 func init() {
 	register(wire.APIDeleteTopics, 1, 6, kmsgHandler(handleDeleteTopics))
 }

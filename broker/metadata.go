@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -17,7 +19,9 @@ import (
 // auto.create.topics.enable is true and the request allows it (always
 // before v4). v10+ may name topics by id. The internal topics
 // (internal_topics.go) are listed like any other, with IsInternal set, as
-// Kafka does; only they are internal.
+// Kafka does; only they are internal. A cluster member whose topics are
+// the controller's (cluster_topics.go) lists every topic of the roles and
+// auto-creates through the controller.
 func init() {
 	register(wire.APIMetadata, 0, 13, kmsgHandler(handleMetadata))
 }
@@ -36,16 +40,16 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 		return resp
 	}
 	if allTopics {
-		described := b.sortedTopics()
+		described := b.describedTopics()
 		internal := b.internalTopics
 		// Merge the two name-sorted lists, so the answer is sorted.
 		for len(described) > 0 || len(internal) > 0 {
-			if len(internal) > 0 && (len(described) == 0 || internal[0].name < described[0].name) {
+			if len(internal) > 0 && (len(described) == 0 || internal[0].name < *described[0].Topic) {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(&internal[0]))
 				internal = internal[1:]
 				continue
 			}
-			resp.Topics = append(resp.Topics, b.metadataTopic(described[0], nil))
+			resp.Topics = append(resp.Topics, described[0])
 			described = described[1:]
 		}
 		return resp
@@ -59,6 +63,11 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 			name := *requested.Topic
 			if it := b.internalTopicByName(name); it != nil {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+				continue
+			}
+			if roles := b.topicRoles(name); roles != nil && b.topicByName(name) == nil {
+				// Replicated elsewhere, no replica here.
+				resp.Topics = append(resp.Topics, metadataTopicFromRoles(name, roles[0].TopicID, roles))
 				continue
 			}
 			if err = validateTopicName(name); err == nil && b.clusterTopics() != nil {
@@ -106,6 +115,35 @@ func (b *Broker) metadataTopic(t *topic, err error) kmsg.MetadataResponseTopic {
 		return metadataTopicFromRoles(t.name, t.id, roles)
 	}
 	return b.metadataTopicLedHere(t.name, t.id, int32(len(b.partitionsOf(t))), false)
+}
+
+// describedTopics describes every topic, sorted by name: the local ones
+// and, with replication on, those of the controller's roles this broker
+// holds no replica of.
+func (b *Broker) describedTopics() []kmsg.MetadataResponseTopic {
+	local := b.sortedTopics()
+	out := make([]kmsg.MetadataResponseTopic, 0, len(local))
+	for _, t := range local {
+		out = append(out, b.metadataTopic(t, nil))
+	}
+	if b.replication == nil {
+		return out
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return out
+	}
+	added := false
+	for name, roles := range view.topics {
+		if b.topicByName(name) == nil && len(roles) > 0 {
+			out = append(out, metadataTopicFromRoles(name, roles[0].TopicID, roles))
+			added = true
+		}
+	}
+	if added {
+		slices.SortFunc(out, func(x, y kmsg.MetadataResponseTopic) int { return compareStrings(*x.Topic, *y.Topic) })
+	}
+	return out
 }
 
 // metadataBrokers lists the cluster's unfenced brokers as last applied

@@ -160,7 +160,12 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 		p.role.Store(&replicaRole{leader: -1, leaderEpoch: -1, partitionEpoch: -1})
 		p.nodeID = b.nodeID
 		p.hw.Store(log.LogStartOffset())
-		if p.epochs, err = openLeaderEpochCache(b.fs, dir); err != nil {
+		if p.epochs, err = openLeaderEpochCache(b.fs, dir); err == nil {
+			// A crash can lose an unsynced log tail the checkpoint already
+			// names: drop the epochs starting beyond the recovered end.
+			err = p.epochs.truncateFromEnd(log.LogEndOffset() + 1)
+		}
+		if err != nil {
 			log.Close()
 			return nil, fmt.Errorf("%w: %s: %w", errStorage, p.name(), err)
 		}

@@ -128,12 +128,17 @@ func (f *replicaFetcher) set(p *partition, state *fetchState) {
 	}
 }
 
-// snapshot copies the partitions and their states.
+// snapshot copies the partitions and their states, forgetting those
+// closed (deleted, or the broker is closing).
 func (f *replicaFetcher) snapshot() map[*partition]fetchState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make(map[*partition]fetchState, len(f.partitions))
 	for p, state := range f.partitions {
+		if p.closed.Load() {
+			delete(f.partitions, p)
+			continue
+		}
 		out[p] = *state
 	}
 	return out

@@ -418,3 +418,145 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 		t.Fatalf("high watermark %d with the leader alone in the ISR, want 2", hw)
 	}
 }
+
+// TestReplicationLeadersKilledInTurn: an idempotent acks=all producer
+// writes to three partitions, led by the three brokers, while each
+// partition's leader in turn is killed and restarted (it rejoins as a
+// follower, truncates what the new leader lacks, catches up and re-enters
+// the ISR). Every partition's log is then its records 0..n-1, each once,
+// in order, all acknowledged.
+func TestReplicationLeadersKilledInTurn(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	c.createTopic("turns", 3)
+	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := testContext(t, 90*time.Second)
+	const perPartition = 300
+	var mu sync.Mutex
+	acked := map[int32]int{}
+	var produceErrs []error
+	var wg sync.WaitGroup
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			for partition := range int32(3) {
+				wg.Add(1)
+				record := &kgo.Record{Topic: "turns", Partition: partition, Value: []byte(strconv.Itoa(i))}
+				producer.Produce(ctx, record, func(r *kgo.Record, err error) {
+					defer wg.Done()
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						produceErrs = append(produceErrs, err)
+						return
+					}
+					acked[r.Partition]++
+				})
+			}
+		}
+	}
+	produce(0, perPartition/4)
+	for turn := range int32(3) {
+		victim := c.role("turns", turn).Leader
+		c.kill(victim)
+		produce(perPartition/4*(int(turn)+1), perPartition/4*(int(turn)+2))
+		c.restart(victim)
+		waitUntil(t, 30*time.Second, fmt.Sprintf("broker %d back in every ISR", victim), func() bool {
+			for partition := range int32(3) {
+				if !slices.Contains(c.role("turns", partition).ISR, victim) {
+					return false
+				}
+			}
+			return true
+		})
+		for partition := range int32(3) {
+			c.checkHighWatermark("turns", partition)
+		}
+	}
+	wg.Wait()
+	if len(produceErrs) > 0 {
+		t.Fatalf("%d produce errors, first: %v", len(produceErrs), produceErrs[0])
+	}
+	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"turns": {
+		0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	logs := map[int32][]int{}
+	for count := 0; count < 3*perPartition && ctx.Err() == nil; {
+		consumer.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			n, _ := strconv.Atoi(string(r.Value))
+			logs[r.Partition] = append(logs[r.Partition], n)
+			count++
+		})
+	}
+	for partition := range int32(3) {
+		values := logs[partition]
+		for i, v := range values {
+			if v != i {
+				t.Fatalf("partition %d: record %d is %d", partition, i, v)
+			}
+		}
+		if len(values) != perPartition || acked[partition] != perPartition {
+			t.Fatalf("partition %d: %d records in the log, %d acknowledged, want %d", partition, len(values), acked[partition], perPartition)
+		}
+	}
+}
+
+// TestReplicationLaggingFollowerLeavesISR: a follower that stops fetching
+// leaves the ISR after replica.lag.time.max.ms (the leader's
+// AlterPartition), the high watermark then moves on without it, and once
+// it is back and caught up the leader adds it again.
+func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
+	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "300"})
+	c.createTopic("lagging", 1)
+	role := c.role("lagging", 0)
+	stopped := otherISRMember(role)
+	if err := c.broker(stopped).Close(); err != nil { // the controller is not told
+		t.Fatalf("close follower %d: %v", stopped, err)
+	}
+	waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d out of the ISR", stopped), func() bool {
+		return !slices.Contains(c.role("lagging", 0).ISR, stopped)
+	})
+	mustProduce(t, "acks=all without the lagging follower", dialRaw(t, c.broker(role.Leader)).produceAcks("lagging", 0, plainBatch(t, "v", 3), -1), 0)
+	c.mu.Lock()
+	delete(c.brokers, stopped)
+	c.mu.Unlock()
+	c.restart(stopped)
+	waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d back in the ISR", stopped), func() bool {
+		return slices.Contains(c.role("lagging", 0).ISR, stopped)
+	})
+	if end := c.localPartition(stopped, "lagging", 0).log.LogEndOffset(); end < 3 {
+		t.Fatalf("follower %d rejoined the ISR with log end %d, below the high watermark 3", stopped, end)
+	}
+}
+
+// TestReplicationMetadataWithoutLocalReplica: a broker that holds no
+// replica of a topic still describes it from the controller's roles, by
+// name and in the list of all topics, so a client bootstrapped from it
+// finds the leader elsewhere.
+func TestReplicationMetadataWithoutLocalReplica(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	c.mu.Lock()
+	c.roles["solo"] = []PartitionRole{{Topic: "solo", TopicID: newRandomID(), Partition: 0,
+		Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}
+	c.mu.Unlock()
+	c.publish()
+	if c.broker(2).topicByName("solo") != nil {
+		t.Fatal("broker 2 created a replica it was not assigned")
+	}
+	raw := dialRaw(t, c.broker(2))
+	for _, topics := range [][]kmsg.MetadataRequestTopic{{{Topic: kmsg.StringPtr("solo")}}, nil} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = topics
+		raw.request(req, 12)
+		resp := kmsg.NewPtrMetadataResponse()
+		raw.response(resp, 12)
+		found := false
+		for _, mt := range resp.Topics {
+			if mt.Topic != nil && *mt.Topic == "solo" {
+				found = mt.ErrorCode == 0 && len(mt.Partitions) == 1 && mt.Partitions[0].Leader == 1
+			}
+		}
+		if !found {
+			t.Fatalf("broker 2's Metadata (topics %v) does not describe solo led by 1: %+v", topics, resp.Topics)
+		}
+	}
+}

@@ -11,7 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/quorum"
 )
 
@@ -58,7 +60,7 @@ func TestLeaderKillKeepsAcknowledgedRecords(t *testing.T) {
 	for i := range n {
 		if i == n/3 {
 			// Wait for the first third, then close the leader's member.
-			wg.Wait()
+			waitProduced(t, &wg, "the first third")
 			t.Logf("closing member %d (leader of kill-0 at epoch %d)", before.Leader, before.LeaderEpoch)
 			c.stop(before.Leader)
 			close(killed)
@@ -79,7 +81,7 @@ func TestLeaderKillKeepsAcknowledgedRecords(t *testing.T) {
 			time.Sleep(time.Millisecond) // spread the load a little; not a synchronisation
 		}
 	}
-	wg.Wait()
+	waitProduced(t, &wg, "every record")
 	<-killed
 	after := c.waitImage("a new leader of kill-0", func(img *quorum.Image) bool {
 		p, ok := partitionOf(img, "kill")
@@ -181,4 +183,218 @@ func TestNotEnoughReplicasThenRecovery(t *testing.T) {
 		t.Errorf("a refused record is in the log")
 	}
 	checkExactlyOnce(t, acked, read)
+}
+
+// waitProduced waits for the produce callbacks counted by wg, at most 90s
+// (a client that cannot find the new leader would retry for long).
+func waitProduced(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%s not acknowledged or failed within 90s", what)
+	}
+}
+
+// TestFindCoordinatorAgrees: every member names the same coordinator for
+// a group and for a transactional id — the leader of the key's partition
+// of the replicated internal topic — and, once that member is closed,
+// the same new one.
+func TestFindCoordinatorAgrees(t *testing.T) {
+	c := newTestCluster(t, 3, coordinatorProps())
+	c.waitMetadata(3, "", 0)
+	for _, keyType := range []int8{0, 1} {
+		first := waitCoordinator(t, c, keyType, -1)
+		if keyType == 1 {
+			c.stop(first)
+			waitCoordinator(t, c, keyType, first)
+		}
+	}
+}
+
+// waitCoordinator waits until every running member answers FindCoordinator
+// of key "k" with one broker other than not, the leader of the key's
+// partition in the quorum's image, and returns it.
+func waitCoordinator(t *testing.T, c *testCluster, keyType int8, not int32) int32 {
+	t.Helper()
+	topic, partitions := "__consumer_offsets", 5
+	if keyType == 1 {
+		topic = "__transaction_state"
+	}
+	index := int32(group.PartitionFor("k", partitions)) // txn.PartitionFor is the same hash
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		answers := map[int32]bool{}
+		for _, m := range c.members {
+			answers[findCoordinator(t, m.Addr(), keyType, "k")] = true
+		}
+		p, ok := c.anyMember().Node().Image().Partition(topic, index)
+		if len(answers) == 1 && ok && answers[p.Leader] && p.Leader != not {
+			return p.Leader
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("coordinators of k (key type %d): %v; leader of %s-%d %d", keyType, answers, topic, index, p.Leader)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
+	}
+}
+
+// TestTopicAdminThroughQuorum: CreateTopics with a config, CreatePartitions,
+// auto-creation by Produce and DeleteTopics, each sent to one member, show
+// on every member (Metadata, DescribeConfigs).
+func TestTopicAdminThroughQuorum(t *testing.T) {
+	c := newTestCluster(t, 3, clusterProps)
+	c.waitMetadata(3, "", 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.listen[2]), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "admin", 1, -1
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "retention.ms", kmsg.StringPtr("123456")
+	rt.Configs = append(rt.Configs, cfg)
+	create.Topics, create.TimeoutMillis = append(create.Topics, rt), 30000
+	created, err := create.RequestWith(ctx, cl)
+	if err != nil || created.Topics[0].ErrorCode != 0 || created.Topics[0].ReplicationFactor != 3 {
+		t.Fatalf("CreateTopics admin: %v %+v", err, created)
+	}
+	again, err := create.RequestWith(ctx, cl)
+	if err != nil || again.Topics[0].ErrorCode != kerr.TopicAlreadyExists.Code {
+		t.Fatalf("second CreateTopics admin: %v %+v, want TOPIC_ALREADY_EXISTS", err, again)
+	}
+	eachMember(t, c, "admin with 1 partition of 3 replicas and retention.ms 123456", func(addr string) error {
+		if err := topicShape(addr, "admin", 1, 3); err != nil {
+			return err
+		}
+		return topicConfigIs(addr, "admin", "retention.ms", "123456")
+	})
+
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	gt := kmsg.NewCreatePartitionsRequestTopic()
+	gt.Topic, gt.Count = "admin", 3
+	grow.Topics, grow.TimeoutMillis = append(grow.Topics, gt), 30000
+	grown, err := grow.RequestWith(ctx, cl)
+	if err != nil || grown.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreatePartitions admin: %v %+v", err, grown)
+	}
+	eachMember(t, c, "admin with 3 partitions", func(addr string) error { return topicShape(addr, "admin", 3, 3) })
+
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "auto", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to an auto-created topic: %v", err)
+	}
+	eachMember(t, c, "auto with 1 partition of 3 replicas", func(addr string) error { return topicShape(addr, "auto", 1, 3) })
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = kmsg.StringPtr("admin")
+	del.Topics, del.TopicNames, del.TimeoutMillis = append(del.Topics, dt), []string{"admin"}, 30000
+	deleted, err := del.RequestWith(ctx, cl)
+	if err != nil || deleted.Topics[0].ErrorCode != 0 {
+		t.Fatalf("DeleteTopics admin: %v %+v", err, deleted)
+	}
+	eachMember(t, c, "admin gone", func(addr string) error {
+		resp, err := metadataOf(addr, "")
+		if err != nil {
+			return err
+		}
+		for _, mt := range resp.Topics {
+			if *mt.Topic == "admin" {
+				return fmt.Errorf("admin still listed")
+			}
+		}
+		return nil
+	})
+}
+
+// eachMember waits (bounded) until check passes on every running member.
+func eachMember(t *testing.T, c *testCluster, what string, check func(addr string) error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for id, m := range c.members {
+		for {
+			err := check(m.Addr())
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d: %s: %v", id, what, err)
+			}
+			time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
+		}
+	}
+}
+
+// topicShape checks a topic's partition count and replicas per partition
+// in the Metadata of the broker at addr (all topics, no auto-creation).
+func topicShape(addr, topic string, partitions, replicas int) error {
+	resp, err := metadataOf(addr, "")
+	if err != nil {
+		return err
+	}
+	for _, mt := range resp.Topics {
+		if *mt.Topic != topic {
+			continue
+		}
+		if len(mt.Partitions) != partitions {
+			return fmt.Errorf("%s has %d partitions", topic, len(mt.Partitions))
+		}
+		for _, p := range mt.Partitions {
+			if len(p.Replicas) != replicas || p.Leader < 0 {
+				return fmt.Errorf("%s-%d: replicas %v, leader %d", topic, p.Partition, p.Replicas, p.Leader)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s not listed", topic)
+}
+
+// TestWholeClusterRestart: every member closed and started again on its
+// data directory (the quorum restarts from its log): the topic, its
+// assignment and every acknowledged record are there.
+func TestWholeClusterRestart(t *testing.T) {
+	c := newTestCluster(t, 3, clusterProps)
+	c.waitMetadata(3, "", 0)
+	seeds := c.bootstrap()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("restart"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, cl, "restart", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var acked []string
+	for i := range 100 {
+		value := fmt.Sprintf("%06d", i)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", value, err)
+		}
+		acked = append(acked, value)
+	}
+	cl.Close()
+	before, _ := partitionOf(c.anyMember().Node().Image(), "restart")
+	for id := int32(1); id <= 3; id++ {
+		c.stop(id)
+	}
+	for id := int32(1); id <= 3; id++ {
+		c.start(id)
+	}
+	c.waitMetadata(3, "restart", 3)
+	after, _ := partitionOf(c.anyMember().Node().Image(), "restart")
+	if after.TopicID != before.TopicID || !slices.Equal(after.Replicas, before.Replicas) {
+		t.Errorf("after the restart: %+v, before %+v", after, before)
+	}
+	// The high watermark is not kept on disk: after the restart it rises
+	// again as the followers fetch.
+	took := waitEndOffset(t, seeds, "restart", 0, int64(len(acked)))
+	t.Logf("high watermark back at %d after %v", len(acked), took.Round(time.Millisecond))
+	checkExactlyOnce(t, acked, readAll(t, seeds, "restart", 0))
 }

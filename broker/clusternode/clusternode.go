@@ -12,7 +12,8 @@
 //   - On every change of the quorum's metadata image, the apply loop
 //     converts the image's brokers and partitions (same field names on
 //     both sides) and calls broker.ApplyPartitionRoles, and removes the
-//     local replicas of topics the image no longer has (broker.RemoveTopics).
+//     local replicas of topics the image no longer has (broker.RemoveTopics)
+//     and sets the topics' configs (broker.ApplyTopicConfigs).
 //   - Client topic administration (CreateTopics, DeleteTopics,
 //     CreatePartitions, auto-creation) goes to the quorum through
 //     broker.TopicController (topics.go), which returns once the apply loop
@@ -21,10 +22,10 @@
 // The group and transaction coordinators move with leadership: the broker
 // creates __consumer_offsets and __transaction_state through the
 // TopicController as replicated topics and shards its coordinators by the
-// partitions it leads (broker/cluster_shards.go). Not done here: topic
-// configs given at creation are kept by the quorum but not applied to the
-// replicas (they use the broker defaults; the broker applies the internal
-// topics' own settings itself).
+// partitions it leads (broker/cluster_shards.go). Topic configs given at
+// creation are kept by the quorum and applied to every replica;
+// AlterConfigs changes only the broker it is sent to (until the quorum's
+// configs of the topic change).
 //
 // Data layout: Config.DataDir/quorum holds the raft log and snapshots,
 // Config.DataDir/broker the broker's topics.
@@ -36,6 +37,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -86,6 +88,8 @@ type Member struct {
 	node              *quorum.Node
 	broker            *broker.Broker
 	stopHeartbeats    func()
+	// configs are the topic configs last applied (apply loop only).
+	configs map[string]map[string]string
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -124,7 +128,7 @@ func Start(cfg Config) (*Member, error) {
 		delete(props, "default.replication.factor")
 	}
 	m := &Member{cfg: cfg, logger: logger.With("node", cfg.NodeID), replicationFactor: rf,
-		done: make(chan struct{}), appliedCh: make(chan struct{})}
+		done: make(chan struct{}), appliedCh: make(chan struct{}), configs: map[string]map[string]string{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	node, err := quorum.Open(quorum.Config{
 		NodeID: cfg.NodeID, Voters: cfg.Voters, DataDir: filepath.Join(cfg.DataDir, "quorum"),
@@ -165,10 +169,7 @@ func Start(cfg Config) (*Member, error) {
 
 // registration is the broker's listener as the quorum registers it.
 func (m *Member) registration() (quorum.BrokerRegistration, error) {
-	addr := m.cfg.Advertised
-	if addr == "" {
-		addr = m.broker.Addr()
-	}
+	addr := m.broker.AdvertisedAddr()
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
 		return quorum.BrokerRegistration{}, fmt.Errorf("clusternode %d: advertised address %q: %w", m.cfg.NodeID, addr, err)
@@ -268,6 +269,25 @@ func (m *Member) apply(img *quorum.Image, known map[string][16]byte) error {
 	brokers, roles := Convert(img)
 	if err := m.broker.ApplyPartitionRoles(m.ctx, brokers, roles); err != nil {
 		return err
+	}
+	// Configs of topics first seen, or whose configs the quorum changed;
+	// an AlterConfigs on this broker alone stays until then.
+	configs := map[string]map[string]string{}
+	for _, t := range topics {
+		if last, seen := m.configs[t.Name]; !seen || !maps.Equal(last, t.Configs) {
+			configs[t.Name] = t.Configs
+		}
+	}
+	if err := m.broker.ApplyTopicConfigs(configs); err != nil {
+		return err
+	}
+	for name, cfg := range configs {
+		m.configs[name] = cfg
+	}
+	for name := range m.configs {
+		if _, ok := current[name]; !ok {
+			delete(m.configs, name)
+		}
 	}
 	for name, id := range current {
 		known[name] = id

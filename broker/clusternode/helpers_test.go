@@ -365,3 +365,55 @@ func testLogger() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
+
+// topicConfigIs checks one topic config as the broker at addr describes it.
+func topicConfigIs(addr, topic, name, want string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{name}
+	req.Resources = append(req.Resources, res)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.Broker(math.MinInt32))
+	if err != nil {
+		return err
+	}
+	if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+		return fmt.Errorf("DescribeConfigs %s: %+v", topic, resp.Resources)
+	}
+	for _, c := range resp.Resources[0].Configs {
+		if c.Name == name && c.Value != nil && *c.Value == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %s is not %s: %+v", topic, name, want, resp.Resources[0].Configs)
+}
+
+// waitEndOffset waits (bounded) until a partition's high watermark is at
+// least want and returns how long that took.
+func waitEndOffset(t *testing.T, seeds []string, topic string, partition int32, want int64) time.Duration {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		end := endOffset(ctx, t, cl, topic, partition)
+		if end >= want {
+			return time.Since(start)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s-%d: high watermark %d, want %d", topic, partition, end, want)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
+	}
+}

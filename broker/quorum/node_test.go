@@ -184,12 +184,12 @@ func TestNoUncleanLeaderElection(t *testing.T) {
 		t.Fatalf("shrunk: %+v", shrunk)
 	}
 	stops[p.Leader]()
-	img, err := leader.WaitFor(ctx, func(img *Image) bool { q, _ := img.Partition("t", 0); return q.Leader == -1 })
+	img, err := leader.WaitFor(ctx, func(img *Image) bool { b, _ := img.Broker(p.Leader); return b.Fenced })
 	if err != nil {
 		t.Fatal(err)
 	}
 	q, _ := img.Partition("t", 0)
-	if !slices.Equal(q.ISR, []int32{p.Leader}) || q.LeaderEpoch != p.LeaderEpoch+1 {
+	if q.Leader != -1 || !slices.Equal(q.ISR, []int32{p.Leader}) || q.LeaderEpoch != p.LeaderEpoch+1 {
 		t.Fatalf("leaderless partition %+v, want ISR [%d] and leader epoch %d", q, p.Leader, p.LeaderEpoch+1)
 	}
 	// The other replicas keep heartbeating; wait past another session

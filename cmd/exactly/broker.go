@@ -53,8 +53,11 @@ Then --data-dir holds quorum/ (the Raft log) and broker/ (the partitions),
 and default.replication.factor may exceed 1. Client topic administration
 (CreateTopics, DeleteTopics, CreatePartitions, auto-creation) goes through
 the quorum. Not yet replicated: the group and transaction coordinators are
-local to each broker (their state does not move with leadership), and
-topic configs given at creation are not applied to the replicas.`
+local to each broker (every member names the lowest-id live broker as the
+coordinator; its state does not move with leadership, and a transaction
+completes only when that broker leads every partition it wrote), and
+AlterConfigs changes only the broker it is sent to (configs given at
+creation reach every replica).`
 
 func runBroker(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("broker", brokerDescription, stderr)

@@ -41,10 +41,13 @@ SIGINT or SIGTERM is forwarded to every broker; one still running after
 
 Not done yet: the group and transaction coordinators are local to each
 broker (their internal topics are not replicated and do not move with
-leadership), so consumer groups and transactions are only reliable while
-clients of one group or transactional id reach the same broker and it stays
-up; topic configs given at creation are not applied to the replicas;
-loadgen --target cluster and fault plans do not exist yet.`
+leadership). Every broker names the lowest-id live broker as the
+coordinator of every group and transactional id; when it stops, the next
+one takes over with none of its state (groups rejoin, committed offsets
+and transactions are lost), and a transaction completes only when that
+broker leads every partition it wrote. Topic configs given at creation
+reach every replica, but AlterConfigs changes only the broker it is sent
+to. loadgen --target cluster and its fault plans do not exist yet.`
 
 // clusterMember is one child broker process.
 type clusterMember struct {

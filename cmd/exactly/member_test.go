@@ -1,0 +1,70 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/exactly-eos/exactly/broker/quorum"
+)
+
+// TestParseControllerQuorum: Kafka's controller.quorum.voters shape, the
+// RPC port derived as Raft port + 100, and the refusals.
+func TestParseControllerQuorum(t *testing.T) {
+	voters, err := parseControllerQuorum("1@127.0.0.1:9192, 2@10.0.0.2:9192,3@host3:7000", 2, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]quorum.VoterAddrs{
+		1: {Raft: "127.0.0.1:9192", RPC: "127.0.0.1:9292"},
+		2: {Raft: "10.0.0.2:9192", RPC: "10.0.0.2:9292"},
+		3: {Raft: "host3:7000", RPC: "host3:7100"},
+	}
+	if len(voters) != len(want) {
+		t.Fatalf("voters %v, want %v", voters, want)
+	}
+	for id, w := range want {
+		if voters[id] != w {
+			t.Errorf("voter %d: %+v, want %+v", id, voters[id], w)
+		}
+	}
+	joined, err := parseControllerQuorum("1@a:1000,2@b:1000,3@c:1000", 4, "d:2000")
+	if err != nil || joined[4] != (quorum.VoterAddrs{Raft: "d:2000", RPC: "d:2100"}) {
+		t.Errorf("non-voter 4: %+v, %v", joined[4], err)
+	}
+	for _, bad := range []struct{ text, listen string }{
+		{"1-a:1000", ""},                   // no @
+		{"x@a:1000", ""},                   // id not a number
+		{"1@a:1000,1@b:1000", ""},          // duplicate id
+		{"1@a", ""},                        // no port
+		{"1@a:65500", ""},                  // RPC port would not fit
+		{"1@a:1000,2@b:1000,3@c:1000", ""}, // node 4 without --controller-listen
+	} {
+		if _, err := parseControllerQuorum(bad.text, 4, bad.listen); err == nil {
+			t.Errorf("%q accepted", bad.text)
+		}
+	}
+}
+
+// TestMemberArgs: the ports `exactly cluster` gives its brokers.
+func TestMemberArgs(t *testing.T) {
+	args := memberArgs("/d", "127.0.0.1", 9092, 4, 4, []string{"num.partitions=3"})
+	text := strings.Join(args, " ")
+	for _, want := range []string{
+		"--node-id 4", "--listen 127.0.0.1:9095", "--data-dir /d/broker-4",
+		"--controller-quorum 1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194",
+		"--controller-listen 127.0.0.1:9195",
+		"--config default.replication.factor=3", "--config min.insync.replicas=2",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("member args %q lack %q", text, want)
+		}
+	}
+	// The user's settings come last, so they win.
+	if i := slices.Index(args, "num.partitions=3"); i != len(args)-1 {
+		t.Errorf("user setting at %d of %d", i, len(args))
+	}
+	if one := strings.Join(memberArgs("/d", "h", 9092, 1, 1, nil), " "); !strings.Contains(one, "default.replication.factor=1") || !strings.Contains(one, "min.insync.replicas=1") || strings.Contains(one, "controller-listen") {
+		t.Errorf("one broker: %q", one)
+	}
+}
