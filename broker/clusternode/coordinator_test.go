@@ -172,8 +172,21 @@ func startGroupConsumer(t *testing.T, ctx context.Context, seeds []string, group
 		for ctx.Err() == nil {
 			fetches := cl.PollFetches(ctx)
 			fetches.EachRecord(func(r *kgo.Record) { record(string(r.Value)) })
-			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("commit: %v", err)
+			// A commit that fails while the coordinator moves (kgo answers
+			// a dial error for the closed one) is retried, bounded, before
+			// a rebalance may move the partitions.
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				err := cl.CommitUncommittedOffsets(ctx)
+				if err == nil || ctx.Err() != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("commit: %v", err)
+					break
+				}
+				t.Logf("commit failed, retrying: %v", err)
+				time.Sleep(100 * time.Millisecond) // retry interval of a bounded wait
 			}
 			cl.AllowRebalance()
 		}
