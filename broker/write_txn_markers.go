@@ -79,11 +79,18 @@ func (b *Broker) writeMarker(ctx context.Context, topicName string, index int32,
 		return b.completeOffsetsTxn(ctx, index, marker.ProducerID, marker.ProducerEpoch, marker.Committed)
 	}
 	t := b.topicByName(topicName)
-	if t == nil {
-		return fmt.Errorf("%w: %s", errUnknownTopic, topicName)
+	var p *partition
+	err := fmt.Errorf("%w: %s", errUnknownTopic, topicName)
+	if t != nil {
+		p, err = b.partitionOf(t, index)
 	}
-	p, err := b.partitionOf(t, index)
 	if err != nil {
+		if b.clusterGroups() && int(index) < len(b.topicRoles(topicName)) {
+			// The partition exists in the cluster, with no replica here:
+			// the coordinator's roles are stale, it must not count the
+			// marker as done (UNKNOWN_TOPIC_OR_PARTITION means deleted).
+			return fmt.Errorf("%w: no replica of %s-%d here", errNotLeader, topicName, index)
+		}
 		return err
 	}
 	result, err := p.appendMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Committed)
