@@ -23,7 +23,7 @@ func init() {
 func handleAddOffsetsToTxn(ctx context.Context, c *connection, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
-	err := c.broker.transactions.AddOffsets(ctx, producer, req.Group)
+	err := c.broker.transactionsFor(req.TransactionalID).AddOffsets(ctx, producer, req.Group)
 	resp.ErrorCode = txnErrorCode(err, wire.APIAddOffsetsToTxn, req.Version)
 	return resp
 }

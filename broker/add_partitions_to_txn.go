@@ -23,7 +23,6 @@ func init() {
 }
 
 func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
-	coordinator := c.broker.transactions
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version < 4 {
 		var partitions []txn.TopicPartition
@@ -33,6 +32,7 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 			}
 		}
 		producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
+		coordinator := c.broker.transactionsFor(req.TransactionalID)
 		codes := addPartitionsCodes(coordinator.AddPartitions(ctx, producer, partitions), req.Version)
 		for _, topic := range groupByTopic(partitions, codes) {
 			responseTopic := kmsg.AddPartitionsToTxnResponseTopic{Topic: topic.topic}
@@ -53,6 +53,7 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 			}
 		}
 		producer := txn.Producer{TransactionalID: transaction.TransactionalID, ProducerID: transaction.ProducerID, Epoch: transaction.ProducerEpoch}
+		coordinator := c.broker.transactionsFor(transaction.TransactionalID)
 		var errs []error
 		if transaction.VerifyOnly {
 			errs = coordinator.VerifyPartitions(producer, partitions)

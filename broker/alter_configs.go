@@ -49,6 +49,10 @@ func (b *Broker) alterTopicConfigs(resourceType kmsg.ConfigResourceType, name st
 	default:
 		return fmt.Errorf("%w: resource type %d is not a topic (2)", errInvalidRequest, resourceType)
 	}
+	if isInternalTopicName(name) && b.clusterGroups() {
+		// A cluster's replicated internal topic: retention must stay off.
+		return fmt.Errorf("%w: %s belongs to a coordinator; clients cannot alter it", errInternalTopic, name)
+	}
 	t, err := b.configTopic(name)
 	if err != nil {
 		return err

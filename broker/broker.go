@@ -9,7 +9,8 @@
 // whose partitions are storage.Log segmented logs, the group coordinator
 // (groups.go), the transaction coordinator (transactions.go; partitions'
 // side of transactions — last stable offset, KIP-890 verification, markers
-// — in partition_txn.go), the broker settings table (config.go) and the
+// — in partition_txn.go; in a cluster both are sharded by the replicated
+// internal topics' partitions led here: cluster_shards.go), the broker settings table (config.go) and the
 // typed settings it is parsed into once at start (settings.go), and the one
 // table mapping errors to Kafka error codes (errors.go).
 //
@@ -34,6 +35,15 @@
 //     steps its completion, which writes markers into partitions under
 //     their append lock. The group coordinator's core likewise has only
 //     the ticker its driver (group.StartTicker) runs.
+//   - In a cluster (Config.Replication with a TopicController) the
+//     coordinators are sharded by the partitions of the replicated
+//     internal topics this broker leads (cluster_shards.go,
+//     cluster_groups.go, cluster_transactions.go): ApplyPartitionRoles
+//     starts one goroutine per newly led partition that loads its
+//     coordinator, and closes a shard that lost leadership on another;
+//     each shard runs the drivers above. Markers and KIP-890
+//     verifications for other brokers go out through one franz-go client
+//     per peer broker (cluster_peers.go).
 //   - With replication on (Config.Replication; cluster_roles.go), one
 //     replica fetcher goroutine per source leader broker
 //     (replica_fetcher.go) truncates and appends the partitions this
@@ -105,6 +115,14 @@
 //     block file rewrite once per block of ids.
 //  9. fetcherManager.mu, then replicaFetcher.mu (replica_fetcher.go):
 //     leaves guarding which partitions each fetcher follows; no I/O.
+//  10. coordinatorShards.mu (cluster_shards.go; one per internal topic)
+//     and peers.mu (cluster_peers.go): leaves guarding the coordinator
+//     shards of a cluster and the clients to other brokers; no I/O (a
+//     shard's coordinator is loaded and closed on goroutines of its own,
+//     without it). A shard's coordinator takes its locks (3, 4) as the
+//     single-node coordinator does; its appends go through the internal
+//     partition's locks (5, 6) and wait for the ISR with none held, and
+//     its requests to other brokers hold no broker lock.
 //
 // storage.WriteFileAtomic is the one way the broker replaces a file
 // (topics.json, producer snapshots, the producer-id file, storage's
@@ -304,6 +322,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, errors.New("broker: replication without an ISR changer")
 		}
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
+		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
 	}
 	b.producerIDs, err = openProducerIDs(cfg, fsys, filepath.Join(cfg.DataDir, producerIDsFile))
 	if err != nil {
@@ -421,7 +440,15 @@ func (b *Broker) Close() error {
 		}
 		// The transaction coordinator goes first: its completions write
 		// markers into partitions and complete groups' offsets.
-		b.closeErr = errors.Join(b.closeTransactions(), b.closeLogs(), b.closeGroups())
+		txnErr := b.closeTransactions()
+		if b.replication != nil {
+			// Transaction shards complete groups' offsets: they go first;
+			// both append to partitions, so before the logs.
+			b.replication.txns.close()
+			b.replication.groups.close()
+			b.closePeers()
+		}
+		b.closeErr = errors.Join(txnErr, b.closeLogs(), b.closeGroups())
 		b.logger.Info("broker stopped", "node_id", b.nodeID)
 	})
 	return b.closeErr

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/txn"
 )
 
 // Cluster roles: the controller's decisions about replica sets reach a
@@ -84,6 +87,13 @@ type replication struct {
 	fetchers *fetcherManager
 	// isrWake asks the ISR maintenance loop to look now (a follower caught up).
 	isrWake chan struct{}
+	// groups and txns are the group and transaction coordinators of the
+	// __consumer_offsets and __transaction_state partitions led here
+	// (cluster_shards.go); peers the clients to other brokers
+	// (cluster_peers.go).
+	groups coordinatorShards[*group.Coordinator]
+	txns   coordinatorShards[*txn.Coordinator]
+	peers  peers
 }
 
 // brokerAddress resolves a broker id for the fetchers.
@@ -146,6 +156,8 @@ func (b *Broker) ApplyPartitionRoles(ctx context.Context, brokers []ClusterBroke
 			}
 		}
 	}
+	b.syncGroupShards(view)
+	b.syncTxnShards(view)
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
@@ -157,7 +169,11 @@ func (b *Broker) ApplyPartitionRoles(ctx context.Context, brokers []ClusterBroke
 func (b *Broker) ensureLocalTopic(name string, id [16]byte, partitions int32) (*topic, error) {
 	t := b.topicByName(name)
 	if t == nil {
-		created, err := b.createTopicWithID(name, id, partitions, nil, false)
+		var overrides map[string]string
+		if isInternalTopicName(name) {
+			overrides = internalTopicOverrides(name, len(b.topicRoles(name)[0].Replicas))
+		}
+		created, err := b.createTopicWithID(name, id, partitions, overrides, false)
 		if err != nil && !errors.Is(err, errTopicExists) {
 			return nil, fmt.Errorf("create replica of topic %s: %w", name, err)
 		}

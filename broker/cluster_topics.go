@@ -138,6 +138,9 @@ func (b *Broker) clusterCreatePartitions(ctx context.Context, rt kmsg.CreatePart
 	if rt.Assignment != nil {
 		return fmt.Errorf("%w: explicit replica assignments are not supported in a cluster", errInvalidAssignment)
 	}
+	if isInternalTopicName(rt.Topic) {
+		return fmt.Errorf("%w: keys map to %s's partitions by their count; it cannot change", errInternalTopic, rt.Topic)
+	}
 	roles := b.topicRoles(rt.Topic)
 	if roles == nil {
 		return fmt.Errorf("%w: %s", errUnknownTopic, rt.Topic)
@@ -168,6 +171,9 @@ func (b *Broker) clusterDeleteTopic(ctx context.Context, name string, id [16]byt
 	if it := b.internalTopicByName(name); it != nil {
 		return name, it.id, it.refuse("delete")
 	}
+	if isInternalTopicName(name) {
+		return name, id, fmt.Errorf("%w: %s belongs to a coordinator; clients cannot delete it", errInternalTopic, name)
+	}
 	roles := b.topicRoles(name)
 	if roles == nil {
 		return name, id, fmt.Errorf("%w: %s", errUnknownTopic, name)
@@ -186,7 +192,7 @@ func (b *Broker) clusterAutoCreate(name string, allowed bool) error {
 	if b.topicRoles(name) != nil {
 		return nil
 	}
-	if !allowed || !b.config.settings.AutoCreateTopics {
+	if !allowed || !b.config.settings.AutoCreateTopics || isInternalTopicName(name) {
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, clusterAdminTimeout)

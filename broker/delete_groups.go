@@ -18,7 +18,7 @@ func init() {
 }
 
 func handleDeleteGroups(ctx context.Context, c *connection, req *kmsg.DeleteGroupsRequest) kmsg.Response {
-	errs := c.broker.groups.DeleteGroups(ctx, req.Groups)
+	errs := c.broker.deleteGroups(ctx, req.Groups)
 	resp := kmsg.NewPtrDeleteGroupsResponse()
 	resp.Version = req.Version
 	for i, groupID := range req.Groups {

@@ -27,7 +27,7 @@ func handleDescribeGroups(_ context.Context, c *connection, req *kmsg.DescribeGr
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	resp.Version = req.Version
 	for _, groupID := range req.Groups {
-		description, err := c.broker.groups.DescribeGroup(groupID)
+		description, err := c.broker.groupsFor(groupID).DescribeGroup(groupID)
 		resp.Groups = append(resp.Groups, describedGroup(req.Version, groupID, description, err))
 	}
 	return resp

@@ -20,7 +20,7 @@ func handleDescribeTransactions(_ context.Context, c *connection, req *kmsg.Desc
 	for _, id := range req.TransactionalIDs {
 		state := kmsg.NewDescribeTransactionsResponseTransactionState()
 		state.TransactionalID = id
-		m, err := c.broker.transactions.DescribeTransaction(id)
+		m, err := c.broker.transactionsFor(id).DescribeTransaction(id)
 		state.ErrorCode = txnErrorCode(err, wire.APIDescribeTransactions, req.Version)
 		if err == nil {
 			state.State = m.State.String()

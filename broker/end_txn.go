@@ -34,7 +34,7 @@ func handleEndTxn(ctx context.Context, c *connection, req *kmsg.EndTxnRequest) k
 		// transaction.version.
 		TransactionVersion2: req.Version >= 5 && c.broker.transactionVersion >= 2,
 	}
-	next, err := c.broker.transactions.EndTxn(ctx, end)
+	next, err := c.broker.transactionsFor(req.TransactionalID).EndTxn(ctx, end)
 	resp.ErrorCode = txnErrorCode(err, wire.APIEndTxn, req.Version)
 	if err == nil && end.TransactionVersion2 {
 		resp.ProducerID, resp.ProducerEpoch = next.ProducerID, next.Epoch

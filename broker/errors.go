@@ -122,6 +122,7 @@ var errorCodes = []struct {
 	{group.ErrInvalidRebalanceTimeout, kerr.InvalidRequest},
 	{group.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
 	{group.ErrNotCoordinator, kerr.NotCoordinator},
+	{group.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 	{group.ErrUnknownMember, kerr.UnknownMemberID},
 	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
 	{group.ErrFencedInstance, kerr.FencedInstanceID},
@@ -150,6 +151,7 @@ var errorCodes = []struct {
 	// retriable for the client.
 	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 	{txn.ErrCoordinatorClosed, kerr.NotCoordinator},
+	{txn.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 	{txn.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{txn.ErrOperationNotAttempted, kerr.OperationNotAttempted},
 	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},

@@ -6,17 +6,21 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // FindCoordinator v0–6 names this broker as the coordinator of every group
-// (a single node leads every __consumer_offsets partition). v0–3 ask for
+// (a single node leads every __consumer_offsets partition); in a cluster,
+// the current leader of the group's partition of the replicated
+// __consumer_offsets, created on first use (cluster_groups.go). v0–3 ask for
 // one key, v4+ for a batch (KIP-699), each answered on its own. Key type 0
 // is a group; key type 1 is a transactional id, whose coordinator is the
 // leader of its __transaction_state partition (txn.PartitionFor over
 // transaction.state.log.num.partitions) — this broker, which leads them
-// all; any other type is INVALID_REQUEST. A cluster member names the
-// cluster's coordinator broker instead (cluster_coordinator.go).
+// all, or in a cluster that partition's current leader; any other type is
+// INVALID_REQUEST.
 func init() {
 	register(wire.APIFindCoordinator, 0, 6, groupHandler(inReader, handleFindCoordinator))
 }
@@ -36,16 +40,16 @@ type coordinatorAnswer struct {
 	message   *string
 }
 
-func handleFindCoordinator(_ context.Context, c *connection, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+func handleFindCoordinator(ctx context.Context, c *connection, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version < 4 {
-		answer := c.broker.findCoordinator(req.CoordinatorType)
+		answer := c.broker.findCoordinator(ctx, req.CoordinatorType, req.CoordinatorKey)
 		resp.NodeID, resp.Host, resp.Port = answer.nodeID, answer.host, answer.port
 		resp.ErrorCode, resp.ErrorMessage = answer.errorCode, answer.message
 		return resp
 	}
 	for _, key := range req.CoordinatorKeys {
-		answer := c.broker.findCoordinator(req.CoordinatorType)
+		answer := c.broker.findCoordinator(ctx, req.CoordinatorType, key)
 		coordinator := kmsg.NewFindCoordinatorResponseCoordinator()
 		coordinator.Key = key
 		coordinator.NodeID, coordinator.Host, coordinator.Port = answer.nodeID, answer.host, answer.port
@@ -55,12 +59,15 @@ func handleFindCoordinator(_ context.Context, c *connection, req *kmsg.FindCoord
 	return resp
 }
 
-func (b *Broker) findCoordinator(keyType int8) coordinatorAnswer {
-	switch keyType {
-	case coordinatorGroup, coordinatorTransaction:
-		if answer, ok := b.clusterCoordinator(); ok {
-			return answer // cluster_coordinator.go
-		}
+func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) coordinatorAnswer {
+	switch {
+	case keyType == coordinatorGroup && b.clusterGroups():
+		partitions := b.config.settings.OffsetsTopicPartitions
+		return b.clusterFindCoordinator(ctx, group.OffsetsTopic, partitions, int32(group.PartitionFor(key, int(partitions))))
+	case keyType == coordinatorTransaction && b.clusterGroups():
+		partitions := b.config.settings.TransactionStatePartitions
+		return b.clusterFindCoordinator(ctx, txn.TransactionStateTopic, partitions, int32(txn.PartitionFor(key, int(partitions))))
+	case keyType == coordinatorGroup, keyType == coordinatorTransaction:
 		return coordinatorAnswer{nodeID: b.nodeID, host: b.advertisedHost, port: b.advertisedPort}
 	default:
 		message := "unknown coordinator key type"

@@ -63,6 +63,9 @@ type offsetsTopicFormat struct {
 // coordinator (replaying the store). Called by Start before any
 // connection is accepted.
 func (b *Broker) openGroups() error {
+	if b.clusterGroups() {
+		return nil // sharded over the replicated topic (cluster_groups.go)
+	}
 	settings := b.config.settings
 	partitions := int(settings.OffsetsTopicPartitions)
 	dir := filepath.Join(b.dataDir, offsetsDirName)
@@ -78,17 +81,7 @@ func (b *Broker) openGroups() error {
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	config := group.Config{
-		GroupMinSessionTimeout:        settings.GroupMinSessionTimeout,
-		GroupMaxSessionTimeout:        settings.GroupMaxSessionTimeout,
-		GroupInitialRebalanceDelay:    settings.GroupInitialRebalanceDelay,
-		OffsetsRetention:              settings.OffsetsRetention,
-		OffsetsRetentionCheckInterval: settings.OffsetsRetentionCheckInterval,
-		OffsetsTopicPartitions:        partitions,
-		Topics:                        topicResolver{b},
-	}
-	config.NoInitialRebalanceDelay = config.GroupInitialRebalanceDelay == 0
-	coordinator, err := group.NewCoordinator(config, store)
+	coordinator, err := group.NewCoordinator(b.groupConfig(), store)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("broker: %w", err)
@@ -96,6 +89,22 @@ func (b *Broker) openGroups() error {
 	b.groups = coordinator
 	group.StartTicker(coordinator) // ends when closeGroups closes the coordinator
 	return nil
+}
+
+// groupConfig is the group coordinator's configuration from the settings.
+func (b *Broker) groupConfig() group.Config {
+	settings := b.config.settings
+	config := group.Config{
+		GroupMinSessionTimeout:        settings.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:        settings.GroupMaxSessionTimeout,
+		GroupInitialRebalanceDelay:    settings.GroupInitialRebalanceDelay,
+		OffsetsRetention:              settings.OffsetsRetention,
+		OffsetsRetentionCheckInterval: settings.OffsetsRetentionCheckInterval,
+		OffsetsTopicPartitions:        int(settings.OffsetsTopicPartitions),
+		Topics:                        topicResolver{b},
+	}
+	config.NoInitialRebalanceDelay = config.GroupInitialRebalanceDelay == 0
+	return config
 }
 
 // checkInternalPartitions compares an internal topic's configured

@@ -23,6 +23,6 @@ func handleHeartbeat(ctx context.Context, c *connection, req *kmsg.HeartbeatRequ
 	}
 	resp := kmsg.NewPtrHeartbeatResponse()
 	resp.Version = req.Version
-	resp.ErrorCode = errorCode(c.broker.groups.Heartbeat(heartbeat))
+	resp.ErrorCode = errorCode(c.broker.groupsFor(heartbeat.Group).Heartbeat(heartbeat))
 	return resp
 }

@@ -38,7 +38,7 @@ func handleInitProducerID(ctx context.Context, c *connection, req *kmsg.InitProd
 		resp.ErrorCode = errorCode(fmt.Errorf("%w: empty transactional id", errInvalidRequest))
 		return resp
 	case req.TransactionalID != nil:
-		got, err := c.broker.transactions.InitProducerID(ctx, initRequest(req))
+		got, err := c.broker.transactionsFor(*req.TransactionalID).InitProducerID(ctx, initRequest(req))
 		resp.ErrorCode = txnErrorCode(err, wire.APIInitProducerID, req.Version)
 		if err == nil {
 			resp.ProducerID, resp.ProducerEpoch = got.ProducerID, got.Epoch

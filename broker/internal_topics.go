@@ -27,6 +27,12 @@ import (
 //	DescribeConfigs             the settings the logs are opened with
 //	Fetch, ListOffsets, …       UNKNOWN_TOPIC_OR_PARTITION: reading the coordinators' logs directly is not served
 //
+// In a cluster (Config.Replication with a TopicController) the table is
+// empty: the internal topics are replicated topics of the cluster,
+// created through the controller on first use (cluster_shards.go),
+// described from the roles with IsInternal set; clients still cannot
+// create, delete, grow or produce to them (cluster_topics.go, produce.go).
+//
 // User topics are never internal, whatever their name: like Kafka, a user
 // topic may start with "__". A name listed here cannot be created as a
 // user topic (createTopic refuses it, and loadTopics refuses a topics.json
@@ -51,6 +57,9 @@ type internalTopic struct {
 // newInternalTopics builds the table, sorted by name (Metadata merges it
 // with the sorted user topics); clusterID must be known.
 func (b *Broker) newInternalTopics() []internalTopic {
+	if b.clusterGroups() {
+		return nil // replicated topics of the cluster (cluster_groups.go)
+	}
 	internal := func(name string, partitions int32, segmentBytes int, owner string) internalTopic {
 		return internalTopic{
 			name:       name,

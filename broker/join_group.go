@@ -63,7 +63,7 @@ func joinRequest(ctx context.Context, req *kmsg.JoinGroupRequest) group.JoinRequ
 func (b *Broker) joinGroup(ctx context.Context, req group.JoinRequest) (group.JoinResult, error) {
 	var memberID string
 	result, answered, err := awaitGroupReply(ctx, func(reply func(group.JoinResult, error)) {
-		memberID = b.groups.Join(ctx, req, reply)
+		memberID = b.groupsFor(req.Group).Join(ctx, req, reply)
 	})
 	if !answered {
 		result, err = group.JoinResult{MemberID: memberID, Generation: -1}, abandonedWait(ctx)

@@ -24,7 +24,7 @@ func handleLeaveGroup(ctx context.Context, c *connection, req *kmsg.LeaveGroupRe
 			leavers = append(leavers, group.Leaver{MemberID: m.MemberID, InstanceID: m.InstanceID})
 		}
 	}
-	errs, err := c.broker.groups.Leave(ctx, req.Group, leavers)
+	errs, err := c.broker.groupsFor(req.Group).Leave(ctx, req.Group, leavers)
 	return leaveGroupResponse(req.Version, leavers, errs, err)
 }
 

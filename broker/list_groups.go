@@ -24,7 +24,7 @@ func handleListGroups(_ context.Context, c *connection, req *kmsg.ListGroupsRequ
 	if req.Version >= 5 {
 		filter.Types = req.TypesFilter
 	}
-	listed, err := c.broker.groups.ListGroups(filter)
+	listed, err := c.broker.listGroups(filter)
 	resp := kmsg.NewPtrListGroupsResponse()
 	resp.Version = req.Version
 	resp.ErrorCode = errorCode(err)

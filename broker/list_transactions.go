@@ -26,7 +26,7 @@ func handleListTransactions(_ context.Context, c *connection, req *kmsg.ListTran
 	if req.Version >= 2 && req.TransactionalIDPattern != nil {
 		filter.Pattern = *req.TransactionalIDPattern
 	}
-	result, err := c.broker.transactions.ListTransactions(filter)
+	result, err := c.broker.listTransactions(filter)
 	resp.ErrorCode = txnErrorCode(err, wire.APIListTransactions, req.Version)
 	resp.UnknownStateFilters = result.UnknownStates
 	for _, listing := range result.Transactions {

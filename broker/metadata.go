@@ -192,6 +192,7 @@ func metadataTopicFromRoles(name string, id [16]byte, roles []PartitionRole) kms
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
 	mt.TopicID = id
+	mt.IsInternal = isInternalTopicName(name)
 	for _, role := range roles {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = role.Partition

@@ -51,7 +51,7 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 		}
 		commit.Topics = append(commit.Topics, committed)
 	}
-	errs := c.broker.groups.CommitOffsets(ctx, commit)
+	errs := c.broker.groupsFor(commit.Group).CommitOffsets(ctx, commit)
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
 	for i, topic := range req.Topics {

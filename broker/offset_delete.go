@@ -26,7 +26,7 @@ func handleOffsetDelete(ctx context.Context, c *connection, req *kmsg.OffsetDele
 		}
 		topics = append(topics, deleted)
 	}
-	errs, err := c.broker.groups.DeleteOffsets(ctx, req.Group, topics)
+	errs, err := c.broker.groupsFor(req.Group).DeleteOffsets(ctx, req.Group, topics)
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.Version = req.Version
 	if err != nil {

@@ -30,7 +30,7 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 	requireStable := req.Version >= 7 && req.RequireStable
 	if req.Version >= 8 {
 		for _, requested := range req.Groups {
-			resp.Groups = append(resp.Groups, fetchBatchedGroup(c.broker.groups, req.Version, requested, requireStable))
+			resp.Groups = append(resp.Groups, fetchBatchedGroup(c.broker.groupsFor(requested.Group), req.Version, requested, requireStable))
 		}
 		return resp
 	}
@@ -41,7 +41,7 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 			fetch.Topics = append(fetch.Topics, group.FetchTopic{Name: topic.Topic, Partitions: topic.Partitions})
 		}
 	}
-	topics, err := c.broker.groups.FetchOffsets(fetch)
+	topics, err := c.broker.groupsFor(fetch.Group).FetchOffsets(fetch)
 	code := errorCode(err)
 	if req.Version >= 2 {
 		resp.ErrorCode = code

@@ -102,7 +102,7 @@ func (p *partition) verifyTransactional(tx produceTxn, batch wire.BatchView) (*v
 	if tx.transactionalID == nil {
 		return nil, fmt.Errorf("%w: transactional batch in a request without a transactional id", errInvalidRecord)
 	}
-	if tx.broker == nil || tx.broker.transactions == nil {
+	if tx.broker == nil || tx.broker.transactions == nil && !tx.broker.clusterGroups() {
 		return nil, fmt.Errorf("%w: no transaction coordinator", errNoCoordinator)
 	}
 	producerID := batch.ProducerID()
@@ -142,7 +142,14 @@ func (p *partition) checkGuard(producerID int64, guard *verificationGuard) error
 func (b *Broker) verifyTransactionalBatch(tx produceTxn, producerID int64, epoch int16, topicName string, index int32) error {
 	producer := txn.Producer{TransactionalID: string(tx.transactionalID), ProducerID: producerID, Epoch: epoch}
 	partition := txn.TopicPartition{Topic: topicName, Partition: index}
-	err := b.transactions.VerifyPartition(producer, partition)
+	err := b.verifyWithCoordinator(tx.ctx, producer, partition)
+	if errors.Is(err, errNoCoordinator) || errors.Is(err, txn.ErrCoordinatorClosed) || errors.Is(err, txn.ErrCoordinatorLoadInProgress) {
+		// The coordinator could not be asked (it moves, or loads): as in
+		// Kafka, a retriable NOT_ENOUGH_REPLICAS, which every client retries.
+		return fmt.Errorf("%w: verification: %w", errNotEnoughReplicas, err)
+	}
+	// transaction.version 2 is never finalized in a cluster
+	// (transactions.go), so this implicit add is a single node's.
 	if err == nil || !errors.Is(err, txn.ErrInvalidTxnState) || tx.version < 12 || b.transactionVersion < 2 {
 		return err
 	}

@@ -183,6 +183,9 @@ func setProduceError(rp *kmsg.ProduceResponseTopicPartition, err error, version 
 func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16) (*topic, error) {
 	if version >= 13 {
 		if t := b.topicByID(topicID); t != nil {
+			if isInternalTopicName(t.name) { // a cluster's replicated internal topic
+				return nil, fmt.Errorf("%w: clients cannot produce to %s", errInternalTopic, t.name)
+			}
 			return t, nil
 		}
 		if it := b.internalTopicByID(topicID); it != nil {
@@ -198,6 +201,9 @@ func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16) (*to
 		return nil, err
 	}
 	if b.clusterTopics() != nil {
+		if isInternalTopicName(topicName) {
+			return nil, fmt.Errorf("%w: clients cannot produce to %s", errInternalTopic, topicName)
+		}
 		return b.clusterProduceTopic(topicName)
 	}
 	return b.autoCreateTopic(topicName, true)

@@ -31,7 +31,7 @@ func handleSyncGroup(ctx context.Context, c *connection, req *kmsg.SyncGroupRequ
 		sync.Assignments = append(sync.Assignments, group.Assignment{MemberID: assignment.MemberID, Assignment: assignment.MemberAssignment})
 	}
 	result, answered, err := awaitGroupReply(ctx, func(reply func(group.SyncResult, error)) {
-		c.broker.groups.Sync(ctx, sync, reply)
+		c.broker.groupsFor(sync.Group).Sync(ctx, sync, reply)
 	})
 	if !answered {
 		result, err = group.SyncResult{}, abandonedWait(ctx)

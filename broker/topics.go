@@ -103,7 +103,7 @@ func (b *Broker) loadTopics() error {
 	b.clusterID = file.ClusterID
 	b.internalTopics = b.newInternalTopics()
 	for _, entry := range file.Topics {
-		if isInternalTopicName(entry.Name) {
+		if isInternalTopicName(entry.Name) && !b.clusterGroups() {
 			return fmt.Errorf("broker: %s: topic %q has the name of an internal topic (an older version let clients create it); remove it from the file to start", path, entry.Name)
 		}
 		idBytes, err := hex.DecodeString(entry.ID)
@@ -266,7 +266,9 @@ func (b *Broker) createTopicWithID(name string, id [16]byte, partitions int32, o
 	if err := validateTopicName(name); err != nil {
 		return nil, err
 	}
-	if isInternalTopicName(name) {
+	// In a cluster the internal topics are replicated topics, created
+	// here only as replicas (ensureLocalTopic); clients cannot create them.
+	if isInternalTopicName(name) && !b.clusterGroups() {
 		return nil, fmt.Errorf("%w: %s is an internal topic", errTopicExists, name)
 	}
 	if partitions < 1 {

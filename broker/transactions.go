@@ -57,6 +57,16 @@ const transactionsSegmentBytes = 100 << 20
 // the group coordinator are open (completions write markers to both).
 func (b *Broker) openTransactions() error {
 	settings := b.config.settings
+	b.transactionVersion = settings.TransactionVersion
+	if b.clusterGroups() {
+		// Sharded over the replicated topic (cluster_transactions.go).
+		// KIP-890 part 2's implicit adds are not done across brokers:
+		// the cluster finalizes transaction.version 1 at most, so clients
+		// add partitions and groups explicitly; part 1's verification is
+		// done, by asking the coordinator's broker (cluster_peers.go).
+		b.transactionVersion = min(b.transactionVersion, 1)
+		return nil
+	}
 	partitions := int(settings.TransactionStatePartitions)
 	dir := filepath.Join(b.dataDir, transactionsDirName)
 	if err := checkInternalPartitions(dir, transactionsTopicFile, "transaction.state.log.num.partitions", txn.TransactionStateTopic, partitions); err != nil {
@@ -69,26 +79,30 @@ func (b *Broker) openTransactions() error {
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	b.transactionVersion = settings.TransactionVersion
-	config := txn.Config{
-		MaxTimeout:             settings.TransactionMaxTimeout,
-		IDExpiration:           settings.TransactionalIDExpiration,
-		CleanupInterval:        settings.TransactionCleanupInterval,
-		OffsetsTopicPartitions: int(settings.OffsetsTopicPartitions),
-		PartitionExists:        b.partitionExists,
-	}
 	committer := txn.OffsetCommitterFunc(func(ctx context.Context, _ string, producerID int64, producerEpoch int16, commit bool) error {
 		// The group coordinator finds the groups holding the producer's
 		// pending offsets itself; a second call for another group of the
 		// same transaction finds nothing left and does nothing.
 		return b.groups.CompleteTxn(ctx, producerID, producerEpoch, commit)
 	})
-	coordinator, err := txn.NewCoordinator(config, log, b.producerIDs, markerWriter{broker: b}, committer)
+	coordinator, err := txn.NewCoordinator(b.txnConfig(), log, b.producerIDs, markerWriter{broker: b}, committer)
 	if err != nil {
 		return errors.Join(fmt.Errorf("broker: %w", err), log.Close())
 	}
 	b.txnLog, b.transactions = log, coordinator
 	return nil
+}
+
+// txnConfig is the transaction coordinator's configuration from the settings.
+func (b *Broker) txnConfig() txn.Config {
+	settings := b.config.settings
+	return txn.Config{
+		MaxTimeout:             settings.TransactionMaxTimeout,
+		IDExpiration:           settings.TransactionalIDExpiration,
+		CleanupInterval:        settings.TransactionCleanupInterval,
+		OffsetsTopicPartitions: int(settings.OffsetsTopicPartitions),
+		PartitionExists:        b.partitionExists,
+	}
 }
 
 // closeTransactions stops the coordinator (pending completions resume at
@@ -108,6 +122,9 @@ func (b *Broker) closeTransactions() error {
 // partitionExists tells the coordinator whether a partition added to a
 // transaction exists.
 func (b *Broker) partitionExists(topicName string, index int32) bool {
+	if b.clusterGroups() {
+		return int(index) < len(b.topicRoles(topicName))
+	}
 	t := b.topicByName(topicName)
 	if t == nil {
 		return false

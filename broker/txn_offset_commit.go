@@ -49,7 +49,7 @@ func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffs
 		}
 		return resp
 	}
-	return txnOffsetCommitResponse(req, c.broker.groups.CommitTxnOffsets(ctx, txnCommitRequest(req)))
+	return txnOffsetCommitResponse(req, c.broker.groupsFor(req.Group).CommitTxnOffsets(ctx, txnCommitRequest(req)))
 }
 
 // txnCommitRequest decodes a TxnOffsetCommit for the group coordinator:
@@ -110,10 +110,18 @@ func (b *Broker) checkTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		return kerr.InvalidRequest.Code
 	}
 	producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
-	err := b.transactions.VerifyPartition(producer, b.transactions.OffsetsPartition(req.Group))
+	var offsets txn.TopicPartition
+	if b.clusterGroups() {
+		offsets = txn.TopicPartition{Topic: group.OffsetsTopic, Partition: b.offsetsPartition(req.Group)}
+	} else {
+		offsets = b.transactions.OffsetsPartition(req.Group)
+	}
+	err := b.verifyWithCoordinator(ctx, producer, offsets)
 	if err == nil {
 		return 0
 	}
+	// transaction.version 2 is never finalized in a cluster
+	// (transactions.go), so this implicit add is a single node's.
 	if errors.Is(err, txn.ErrInvalidTxnState) && req.Version >= 5 && b.transactionVersion >= 2 {
 		err = b.transactions.AddOffsets(ctx, producer, req.Group)
 	}

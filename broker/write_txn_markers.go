@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -19,6 +20,13 @@ import (
 // writes its markers through the same function (transactions.go:
 // markerWriter), so a remote coordinator's request and the local one take
 // one path.
+//
+// In a cluster (cluster_transactions.go) requests come from the
+// coordinators of other brokers too: a partition not led here answers
+// NOT_LEADER_OR_FOLLOWER (the coordinator retries after the roles
+// change), a marker waits until the ISR has it, and a marker for a
+// partition of the replicated __consumer_offsets goes to the group shard
+// leading it, answered once the producer's offsets are applied.
 //
 // Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION for a partition that
 // does not exist (the coordinator then stops retrying it: the partition
@@ -67,17 +75,35 @@ func (b *Broker) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersR
 // writeMarker appends one marker to one partition and waits for it to be
 // durable.
 func (b *Broker) writeMarker(ctx context.Context, topicName string, index int32, marker kmsg.WriteTxnMarkersRequestMarker) error {
-	t := b.topicByName(topicName)
-	if t == nil {
-		return fmt.Errorf("%w: %s", errUnknownTopic, topicName)
+	if topicName == group.OffsetsTopic && b.clusterGroups() {
+		return b.completeOffsetsTxn(ctx, index, marker.ProducerID, marker.ProducerEpoch, marker.Committed)
 	}
-	p, err := b.partitionOf(t, index)
+	t := b.topicByName(topicName)
+	var p *partition
+	err := fmt.Errorf("%w: %s", errUnknownTopic, topicName)
+	if t != nil {
+		p, err = b.partitionOf(t, index)
+	}
 	if err != nil {
+		if b.clusterGroups() && int(index) < len(b.topicRoles(topicName)) {
+			// The partition exists in the cluster, with no replica here:
+			// the coordinator's roles are stale, it must not count the
+			// marker as done (UNKNOWN_TOPIC_OR_PARTITION means deleted).
+			return fmt.Errorf("%w: no replica of %s-%d here", errNotLeader, topicName, index)
+		}
 		return err
 	}
 	result, err := p.appendMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Committed)
 	if err != nil || result.offset < 0 {
 		return err
+	}
+	if p.role.Load() != nil {
+		// A replicated partition: the marker is answered once the ISR has
+		// it, so a new leader cannot lack a marker the coordinator counted.
+		minInsync := t.config.Load().minInsyncReplica
+		if err := p.waitReplicated(ctx, b.ctx.Done(), result.offset, minInsync, internalAppendTimeout); err != nil {
+			return err
+		}
 	}
 	return p.waitDurable(ctx, result.offset)
 }

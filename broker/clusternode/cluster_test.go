@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/quorum"
 )
 
@@ -197,34 +198,46 @@ func waitProduced(t *testing.T, wg *sync.WaitGroup, what string) {
 	}
 }
 
-// TestFindCoordinatorAgrees: every member names the same coordinator (the
-// lowest live id), and the next one once it is closed.
+// TestFindCoordinatorAgrees: every member names the same coordinator for
+// a group and for a transactional id — the leader of the key's partition
+// of the replicated internal topic — and, once that member is closed,
+// the same new one.
 func TestFindCoordinatorAgrees(t *testing.T) {
-	c := newTestCluster(t, 3, clusterProps)
+	c := newTestCluster(t, 3, coordinatorProps())
 	c.waitMetadata(3, "", 0)
-	waitCoordinator(t, c, 1)
-	c.stop(1)
-	waitCoordinator(t, c, 2)
+	for _, keyType := range []int8{0, 1} {
+		first := waitCoordinator(t, c, keyType, -1)
+		if keyType == 1 {
+			c.stop(first)
+			waitCoordinator(t, c, keyType, first)
+		}
+	}
 }
 
 // waitCoordinator waits until every running member answers FindCoordinator
-// with want, for a group and for a transactional id.
-func waitCoordinator(t *testing.T, c *testCluster, want int32) {
+// of key "k" with one broker other than not, the leader of the key's
+// partition in the quorum's image, and returns it.
+func waitCoordinator(t *testing.T, c *testCluster, keyType int8, not int32) int32 {
 	t.Helper()
+	topic, partitions := "__consumer_offsets", 5
+	if keyType == 1 {
+		topic = "__transaction_state"
+	}
+	index := int32(group.PartitionFor("k", partitions)) // txn.PartitionFor is the same hash
 	deadline := time.Now().Add(20 * time.Second)
-	for id, m := range c.members {
-		for _, keyType := range []int8{0, 1} {
-			for {
-				got, err := findCoordinator(m.Addr(), keyType)
-				if err == nil && got == want {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("member %d: coordinator (key type %d) %d, %v; want %d", id, keyType, got, err, want)
-				}
-				time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
-			}
+	for {
+		answers := map[int32]bool{}
+		for _, m := range c.members {
+			answers[findCoordinator(t, m.Addr(), keyType, "k")] = true
 		}
+		p, ok := c.anyMember().Node().Image().Partition(topic, index)
+		if len(answers) == 1 && ok && answers[p.Leader] && p.Leader != not {
+			return p.Leader
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("coordinators of k (key type %d): %v; leader of %s-%d %d", keyType, answers, topic, index, p.Leader)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded condition wait
 	}
 }
 

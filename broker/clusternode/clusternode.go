@@ -19,14 +19,13 @@
 //     broker.TopicController (topics.go), which returns once the apply loop
 //     has applied the image holding the change.
 //
-// Not done here: the group and transaction coordinators stay local to
-// each broker (their internal topics are not replicated and do not move
-// with leadership; every member names the lowest-id live broker in
-// FindCoordinator, which starts with no state when the previous one
-// stops, and a transaction's markers are written only into partitions
-// that broker leads). Topic configs given at creation are kept by the
-// quorum and applied to every replica; AlterConfigs changes only the
-// broker it is sent to (until the quorum's configs of the topic change).
+// The group and transaction coordinators move with leadership: the broker
+// creates __consumer_offsets and __transaction_state through the
+// TopicController as replicated topics and shards its coordinators by the
+// partitions it leads (broker/cluster_shards.go). Topic configs given at
+// creation are kept by the quorum and applied to every replica;
+// AlterConfigs changes only the broker it is sent to (until the quorum's
+// configs of the topic change).
 //
 // Data layout: Config.DataDir/quorum holds the raft log and snapshots,
 // Config.DataDir/broker the broker's topics.

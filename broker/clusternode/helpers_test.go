@@ -3,8 +3,10 @@ package clusternode
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -75,7 +77,7 @@ func (c *testCluster) start(id int32) {
 	c.t.Helper()
 	m, err := Start(Config{
 		NodeID: id, Listen: c.listen[id], DataDir: c.dirs[id], Voters: c.voters, Properties: c.props,
-		HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 800 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
+		Logger: testLogger(), HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 800 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
 	})
 	if err != nil {
 		c.t.Fatalf("start member %d: %v", id, err)
@@ -357,25 +359,11 @@ func waitBrokerISR(t *testing.T, addr, topic string, partition int32, n int) {
 	}
 }
 
-// findCoordinator asks the broker at addr for the coordinator of key "k".
-func findCoordinator(addr string, keyType int8) (int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return -1, err
+func testLogger() *slog.Logger {
+	if os.Getenv("EXACTLY_TEST_LOG") == "" {
+		return nil
 	}
-	defer cl.Close()
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorType, req.CoordinatorKeys = keyType, []string{"k"}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl.Broker(math.MinInt32))
-	if err != nil {
-		return -1, err
-	}
-	if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
-		return -1, fmt.Errorf("FindCoordinator: %+v", resp)
-	}
-	return resp.Coordinators[0].NodeID, nil
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // topicConfigIs checks one topic config as the broker at addr describes it.

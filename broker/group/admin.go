@@ -19,7 +19,7 @@ func (c *Coordinator) DescribeGroup(groupID string) (GroupDescription, error) {
 	g := c.lockGroup(groupID, false)
 	if g == nil {
 		if c.isClosed() {
-			return GroupDescription{}, groupError(groupID, ErrNotCoordinator)
+			return GroupDescription{}, groupError(groupID, c.refusal())
 		}
 		return GroupDescription{}, groupError(groupID, ErrGroupNotFound)
 	}
@@ -43,7 +43,7 @@ func (c *Coordinator) DescribeGroup(groupID string) (GroupDescription, error) {
 // ListGroups lists the groups matching filter, sorted by group id.
 func (c *Coordinator) ListGroups(filter ListFilter) ([]GroupListing, error) {
 	if c.isClosed() {
-		return nil, ErrNotCoordinator
+		return nil, c.refusal()
 	}
 	matches := func(filter []string, value string) bool {
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(wanted string) bool { return strings.EqualFold(wanted, value) })
@@ -77,7 +77,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, groupID string) error {
 	g := c.lockGroup(groupID, false)
 	if g == nil {
 		if c.isClosed() {
-			return groupError(groupID, ErrNotCoordinator)
+			return groupError(groupID, c.refusal())
 		}
 		return groupError(groupID, ErrGroupNotFound)
 	}
@@ -107,7 +107,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, topics 
 	g := c.lockGroup(groupID, false)
 	if g == nil {
 		if c.isClosed() {
-			return nil, groupError(groupID, ErrNotCoordinator)
+			return nil, groupError(groupID, c.refusal())
 		}
 		return nil, groupError(groupID, ErrGroupNotFound)
 	}

@@ -38,6 +38,9 @@ type Coordinator struct {
 	closed    bool
 	// closing is closed by Close; the ticker driver stops on it.
 	closing chan struct{}
+	// refuse is the sentinel calls fail with once closed: ErrNotCoordinator,
+	// or what NewRefusingCoordinator was given. Set at creation.
+	refuse error
 
 	// tickMu serializes Tick (and Close waits on it for a Tick in
 	// progress); lastRetentionCheck is guarded by it.
@@ -62,6 +65,7 @@ func NewCoordinator(cfg Config, store OffsetStore) (*Coordinator, error) {
 		groups:    make(map[string]*group),
 		txnGroups: make(map[int64]map[string]struct{}),
 		closing:   make(chan struct{}),
+		refuse:    ErrNotCoordinator,
 	}
 	c.lastRetentionCheck = cfg.Now()
 	if err := c.load(context.Background()); err != nil {
@@ -121,6 +125,22 @@ func (c *Coordinator) Close() error {
 	}
 	return nil
 }
+
+// NewRefusingCoordinator returns a coordinator that is closed from the
+// start and fails every call with an error wrapping sentinel (for a broker
+// of a cluster: ErrNotCoordinator for a group whose __consumer_offsets
+// partition it does not lead, ErrCoordinatorLoadInProgress while it loads
+// one). It has no store and no groups.
+func NewRefusingCoordinator(sentinel error) *Coordinator {
+	c := &Coordinator{groups: map[string]*group{}, txnGroups: map[int64]map[string]struct{}{},
+		closed: true, closing: make(chan struct{}), refuse: sentinel}
+	close(c.closing)
+	return c
+}
+
+// refusal is the sentinel of a call made after Close (ErrNotCoordinator
+// unless the coordinator was made by NewRefusingCoordinator).
+func (c *Coordinator) refusal() error { return c.refuse }
 
 func (c *Coordinator) isClosed() bool {
 	c.mu.Lock()

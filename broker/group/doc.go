@@ -122,6 +122,12 @@
 // key = int16 version 0, int16 type (0 abort, 1 commit); value = int16
 // version 0, int32 coordinator epoch.
 //
+// A broker of a cluster runs one Coordinator per __consumer_offsets
+// partition it leads, over that replicated partition (its own OffsetStore
+// built on EncodeStoreBatch and ReplayLog), and answers the groups of
+// other partitions through NewRefusingCoordinator (ErrNotCoordinator,
+// ErrCoordinatorLoadInProgress).
+//
 // # Recovery
 //
 // On NewCoordinator the store is replayed partition by partition in log

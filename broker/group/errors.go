@@ -26,6 +26,10 @@ var (
 	// ErrNotCoordinator: the coordinator is closed (NOT_COORDINATOR);
 	// clients look for the coordinator again.
 	ErrNotCoordinator = errors.New("not the group's coordinator")
+	// ErrCoordinatorLoadInProgress: the broker became the group's
+	// coordinator and is still loading its __consumer_offsets partition
+	// (COORDINATOR_LOAD_IN_PROGRESS); clients retry.
+	ErrCoordinatorLoadInProgress = errors.New("group coordinator loading")
 	// ErrUnknownMember: the member id is not in the group
 	// (UNKNOWN_MEMBER_ID).
 	ErrUnknownMember = errors.New("unknown member id")

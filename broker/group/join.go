@@ -20,6 +20,8 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest, reply JoinReply
 	switch {
 	case req.Group == "":
 		return fail(ErrInvalidGroupID)
+	case c.isClosed(): // the coordinator check comes before the settings' (a refusing one has none)
+		return fail(groupError(req.Group, c.refusal()))
 	case req.SessionTimeout < c.cfg.GroupMinSessionTimeout || req.SessionTimeout > c.cfg.GroupMaxSessionTimeout:
 		return fail(groupError(req.Group, ErrInvalidSessionTimeout))
 	case req.RebalanceTimeout < 0:
@@ -30,7 +32,7 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest, reply JoinReply
 	g := c.lockGroup(req.Group, req.MemberID == "")
 	if g == nil {
 		if c.isClosed() {
-			return fail(groupError(req.Group, ErrNotCoordinator))
+			return fail(groupError(req.Group, c.refusal()))
 		}
 		return fail(memberError(req.Group, req.MemberID, ErrUnknownMember))
 	}

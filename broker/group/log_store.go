@@ -235,3 +235,15 @@ func decodeStoreBatch(view wire.BatchView) (StoreBatch, error) {
 	}
 	return batch, nil
 }
+
+// EncodeStoreBatch encodes batch as the Kafka record batch v2 the store
+// writes (doc.go), for a store that appends through another log — a
+// broker's replicated __consumer_offsets partition.
+func EncodeStoreBatch(batch StoreBatch) ([]byte, error) { return encodeStoreBatch(batch) }
+
+// ReplayLog calls apply for every batch of log (partition partition of
+// __consumer_offsets) from its start to its end, as Replay does for one
+// partition.
+func ReplayLog(ctx context.Context, log *storage.Log, partition int32, apply func(int32, StoreBatch) error) error {
+	return replayLog(ctx, log, partition, apply)
+}

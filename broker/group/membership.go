@@ -18,7 +18,7 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest, reply SyncReply
 	g := c.lockGroup(req.Group, false)
 	if g == nil {
 		if c.isClosed() {
-			fail(groupError(req.Group, ErrNotCoordinator))
+			fail(groupError(req.Group, c.refusal()))
 			return
 		}
 		fail(memberError(req.Group, req.MemberID, ErrUnknownMember))
@@ -99,7 +99,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 	g := c.lockGroup(req.Group, false)
 	if g == nil {
 		if c.isClosed() {
-			return groupError(req.Group, ErrNotCoordinator)
+			return groupError(req.Group, c.refusal())
 		}
 		return memberError(req.Group, req.MemberID, ErrUnknownMember)
 	}
@@ -130,7 +130,7 @@ func (c *Coordinator) Leave(ctx context.Context, groupID string, leavers []Leave
 	g := c.lockGroup(groupID, false)
 	if g == nil {
 		if c.isClosed() {
-			return nil, groupError(groupID, ErrNotCoordinator)
+			return nil, groupError(groupID, c.refusal())
 		}
 		return nil, groupError(groupID, ErrUnknownMember)
 	}

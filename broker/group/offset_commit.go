@@ -24,7 +24,7 @@ func (c *Coordinator) commit(ctx context.Context, req CommitRequest, topics []co
 	if g == nil {
 		err := memberError(req.Group, req.MemberID, ErrIllegalGeneration) // Kafka's answer for a member of an unknown group
 		if c.isClosed() {
-			err = groupError(req.Group, ErrNotCoordinator)
+			err = groupError(req.Group, c.refusal())
 		}
 		setCommitErrors(topics, err)
 		return

@@ -13,7 +13,7 @@ import (
 func (c *Coordinator) FetchOffsets(req FetchRequest) ([]FetchedTopic, error) {
 	g := c.lockGroup(req.Group, false)
 	if g == nil && c.isClosed() {
-		return nil, groupError(req.Group, ErrNotCoordinator)
+		return nil, groupError(req.Group, c.refusal())
 	}
 	if g != nil {
 		defer g.mu.Unlock()

@@ -27,7 +27,7 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req TxnCommitRequest
 func (c *Coordinator) txnCommit(ctx context.Context, req TxnCommitRequest, topics []commitTopic) {
 	g := c.lockGroup(req.Group, true)
 	if g == nil {
-		setCommitErrors(topics, groupError(req.Group, ErrNotCoordinator))
+		setCommitErrors(topics, groupError(req.Group, c.refusal()))
 		return
 	}
 	defer g.mu.Unlock()

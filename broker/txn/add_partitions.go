@@ -65,7 +65,12 @@ func (c *Coordinator) AddProducedPartition(ctx context.Context, p Producer, tp T
 func (c *Coordinator) VerifyPartitions(p Producer, partitions []TopicPartition) []error {
 	errs := make([]error, len(partitions))
 	m := c.snapshot(p.TransactionalID)
+	closed := c.isClosed()
 	for i, tp := range partitions {
+		if closed {
+			errs[i] = fmt.Errorf("verify %s for %q: %w", tp, p.TransactionalID, c.refuse)
+			continue
+		}
 		errs[i] = verifyPublished(m, p, tp)
 	}
 	return errs
@@ -164,6 +169,9 @@ func (m *Metadata) verify(tp TopicPartition) error {
 // state without locking. Errors: ErrInvalidProducerIDMapping,
 // ErrProducerFenced, ErrInvalidTxnState.
 func (c *Coordinator) VerifyPartition(p Producer, tp TopicPartition) error {
+	if c.isClosed() {
+		return fmt.Errorf("verify %s for %q: %w", tp, p.TransactionalID, c.refuse)
+	}
 	return verifyPublished(c.snapshot(p.TransactionalID), p, tp)
 }
 

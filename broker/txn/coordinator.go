@@ -145,6 +145,9 @@ type Coordinator struct {
 	mu      sync.Mutex
 	entries map[string]*entry
 	closed  bool
+	// refuse is what calls fail with once closed: ErrCoordinatorClosed,
+	// or the sentinel NewRefusingCoordinator was given. Set at creation.
+	refuse error
 
 	// driver runs Tick and the completions (Config.Driver).
 	driver Driver
@@ -182,7 +185,8 @@ func NewCoordinator(cfg Config, log Log, ids PIDSource, markers MarkerWriter, of
 		return nil, errors.New("new transaction coordinator: log, producer id source and marker writer are required")
 	}
 	cfg = cfg.withDefaults()
-	c := &Coordinator{cfg: cfg, log: log, ids: ids, markers: markers, offsets: offsets, entries: make(map[string]*entry), driver: cfg.Driver}
+	c := &Coordinator{cfg: cfg, log: log, ids: ids, markers: markers, offsets: offsets, entries: make(map[string]*entry), driver: cfg.Driver,
+		refuse: ErrCoordinatorClosed}
 	if c.driver == nil {
 		c.driver = NewGoroutineDriver()
 	}
@@ -243,6 +247,15 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
+// NewRefusingCoordinator returns a coordinator that is closed from the
+// start and fails every call with an error wrapping sentinel (for a broker
+// of a cluster: ErrCoordinatorClosed, NOT_COORDINATOR, for an id whose
+// __transaction_state partition it does not lead; ErrCoordinatorLoadInProgress
+// while it loads one). It has no log and no ids.
+func NewRefusingCoordinator(sentinel error) *Coordinator {
+	return &Coordinator{entries: map[string]*entry{}, closed: true, refuse: sentinel}
+}
+
 // lockEntry returns the transactional id's entry locked, or nil when it is
 // unknown and create is nil. With create, an unknown id gets an entry
 // holding create's in-memory metadata (not yet written).
@@ -251,7 +264,7 @@ func (c *Coordinator) lockEntry(transactionalID string, create func() (Metadata,
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, ErrCoordinatorClosed
+			return nil, c.refuse
 		}
 		e := c.entries[transactionalID]
 		if e == nil {

@@ -21,7 +21,7 @@ import (
 // state.
 func (c *Coordinator) DescribeTransaction(transactionalID string) (Metadata, error) {
 	if c.isClosed() {
-		return Metadata{}, fmt.Errorf("describe transactional id %q: %w", transactionalID, ErrCoordinatorClosed)
+		return Metadata{}, fmt.Errorf("describe transactional id %q: %w", transactionalID, c.refuse)
 	}
 	m := c.snapshot(transactionalID)
 	if m == nil {
@@ -34,7 +34,7 @@ func (c *Coordinator) DescribeTransaction(transactionalID string) (Metadata, err
 func (c *Coordinator) ListTransactions(filter ListFilter) (ListResult, error) {
 	var result ListResult
 	if c.isClosed() {
-		return result, fmt.Errorf("list transactions: %w", ErrCoordinatorClosed)
+		return result, fmt.Errorf("list transactions: %w", c.refuse)
 	}
 	states := make(map[State]bool)
 	for _, name := range filter.States {

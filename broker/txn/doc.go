@@ -207,7 +207,10 @@
 // means). Recovery of a torn tail is storage's (see broker/storage).
 //
 // Not done: the log is not compacted — every transition stays, and Load
-// replays all of it — and the coordinator serves every partition (no
-// per-partition leadership or coordinator epoch changes; Config.
-// CoordinatorEpoch is fixed for the process).
+// replays all of it. A coordinator serves every id of its Log and has one
+// Config.CoordinatorEpoch: the single-node broker runs one over a
+// StorageLog of every partition; a broker of a cluster runs one per
+// __transaction_state partition it leads, over that replicated partition,
+// at its leader epoch (LoadPartitionLog, EncodeLogBatch), and answers the
+// ids of other partitions through NewRefusingCoordinator.
 package txn

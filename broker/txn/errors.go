@@ -36,6 +36,10 @@ var (
 	ErrCoordinatorNotAvailable = errors.New("transaction coordinator not available")
 	// ErrCoordinatorClosed: the coordinator is shut down. NOT_COORDINATOR.
 	ErrCoordinatorClosed = errors.New("transaction coordinator closed")
+	// ErrCoordinatorLoadInProgress: the broker became the coordinator of
+	// the id's partition and is still loading it.
+	// COORDINATOR_LOAD_IN_PROGRESS.
+	ErrCoordinatorLoadInProgress = errors.New("transaction coordinator loading")
 	// ErrUnknownPartition: the broker says the partition does not exist.
 	// UNKNOWN_TOPIC_OR_PARTITION.
 	ErrUnknownPartition = errors.New("unknown topic or partition")

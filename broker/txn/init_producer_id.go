@@ -19,6 +19,9 @@ import (
 // InitProducerID serves an InitProducerId with a transactional id: the
 // producer id and epoch the new instance uses.
 func (c *Coordinator) InitProducerID(ctx context.Context, req InitRequest) (ProducerIDEpoch, error) {
+	if c.isClosed() { // before the timeout check: a refusing coordinator has no settings
+		return ProducerIDEpoch{ProducerID: noProducerID, Epoch: noProducerEpoch}, fmt.Errorf("init producer id of %q: %w", req.TransactionalID, c.refuse)
+	}
 	producerID, epoch, err := c.initTransactional(ctx, req.TransactionalID, req.TimeoutMs, req.Current)
 	if err != nil {
 		return ProducerIDEpoch{ProducerID: noProducerID, Epoch: noProducerEpoch}, err

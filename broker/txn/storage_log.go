@@ -101,6 +101,18 @@ func (l *StorageLog) Load(fn func(key, value []byte) error) error {
 	return nil
 }
 
+// LoadPartitionLog calls fn for every record of one __transaction_state
+// partition log from its start to its end (control batches skipped), for
+// a log the broker replicates.
+func LoadPartitionLog(log *storage.Log, fn func(key, value []byte) error) error {
+	return loadPartition(log, fn)
+}
+
+// EncodeLogBatch is the record batch StorageLog appends for one record.
+func EncodeLogBatch(key, value []byte, timestampMillis int64) ([]byte, error) {
+	return wire.BuildBatch(wire.PlainBatchOptions(), []wire.BuilderRecord{{TimestampMillis: timestampMillis, Key: key, Value: value}})
+}
+
 // loadPartition replays one partition from its log start.
 func loadPartition(log *storage.Log, fn func(key, value []byte) error) error {
 	from, end := log.LogStartOffset(), log.LogEndOffset()

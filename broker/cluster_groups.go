@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/exactly-eos/exactly/broker/group"
+)
+
+// Group coordinators in a cluster (cluster_shards.go has the sharding):
+// __consumer_offsets is a replicated topic of the cluster, created through
+// the controller on the first FindCoordinator for a group, with
+// offsets.topic.num.partitions partitions, replication factor
+// min(3, live brokers) (Kafka's offsets.topic.replication.factor) and
+// min.insync.replicas min(2, RF). A group belongs to partition
+// group.PartitionFor(group id, partitions); the shard of a partition led
+// here is a group.Coordinator over partitionOffsetStore, which appends to
+// the partition with acks=all, so a commit answered is on min.insync
+// replicas and the next leader's shard loads it. A transaction marker for
+// a __consumer_offsets partition (WriteTxnMarkers, or the local
+// transaction coordinator's OffsetCommitter) is answered only after the
+// shard appended it and applied the producer's offsets.
+//
+// Without a TopicController (the replication tests' fake controller) and
+// in the single-node broker, Broker.groups is the one coordinator of every
+// group over the local store (groups.go).
+
+// Refusing coordinators: what groupsFor returns for a group this broker
+// does not coordinate (yet).
+var (
+	notGroupCoordinator     = group.NewRefusingCoordinator(group.ErrNotCoordinator)
+	groupCoordinatorLoading = group.NewRefusingCoordinator(group.ErrCoordinatorLoadInProgress)
+)
+
+// clusterGroups reports whether coordinators are sharded over replicated
+// internal topics (a cluster with a topic controller).
+func (b *Broker) clusterGroups() bool { return b.clusterTopics() != nil }
+
+// offsetsPartition is the __consumer_offsets partition of groupID.
+func (b *Broker) offsetsPartition(groupID string) int32 {
+	return int32(group.PartitionFor(groupID, int(b.config.settings.OffsetsTopicPartitions)))
+}
+
+// groupsFor returns the coordinator serving groupID here: Broker.groups
+// on a single node, else the shard of its partition, or a refusing
+// coordinator (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
+func (b *Broker) groupsFor(groupID string) *group.Coordinator {
+	if !b.clusterGroups() {
+		return b.groups
+	}
+	c, loaded, exists := b.replication.groups.lookup(b.offsetsPartition(groupID))
+	switch {
+	case !exists:
+		return notGroupCoordinator
+	case !loaded:
+		return groupCoordinatorLoading
+	}
+	return c
+}
+
+// syncGroupShards makes the group shards match view (ApplyPartitionRoles).
+func (b *Broker) syncGroupShards(view *clusterView) {
+	if !b.clusterGroups() {
+		return
+	}
+	b.replication.groups.sync(b, view.topics[group.OffsetsTopic], shardLoader[*group.Coordinator]{
+		load: func(_ context.Context, p *partition, leaderEpoch int32) (*group.Coordinator, error) {
+			return group.NewCoordinator(b.groupConfig(), &partitionOffsetStore{broker: b, partition: p, leaderEpoch: leaderEpoch})
+		},
+		start: func(c *group.Coordinator) { group.StartTicker(c) },
+	})
+}
+
+// completeGroupTxn ends a producer's transaction in groupID's offsets (the
+// local transaction coordinator's OffsetCommitter). In a cluster the
+// group's __consumer_offsets partition may be led elsewhere: then the
+// marker goes to its leader (WriteTxnMarkers; cluster_peers.go).
+func (b *Broker) completeGroupTxn(ctx context.Context, groupID string, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) error {
+	if !b.clusterGroups() {
+		return b.groups.CompleteTxn(ctx, producerID, producerEpoch, commit)
+	}
+	return b.writeRemoteMarkers(ctx, producerID, producerEpoch, coordinatorEpoch, commit,
+		[]topicIndex{{topic: group.OffsetsTopic, index: b.offsetsPartition(groupID)}})
+}
+
+// completeOffsetsTxn is a transaction marker for partition index of the
+// replicated __consumer_offsets (WriteTxnMarkers in a cluster): the shard
+// leading it here completes the producer's offsets, appending the marker
+// and applying them before it returns. NOT_LEADER_OR_FOLLOWER when the
+// partition is not led here, COORDINATOR_LOAD_IN_PROGRESS while loading:
+// the transaction coordinator retries.
+func (b *Broker) completeOffsetsTxn(ctx context.Context, index int32, producerID int64, producerEpoch int16, commit bool) error {
+	c, loaded, exists := b.replication.groups.lookup(index)
+	switch {
+	case !exists:
+		return fmt.Errorf("%w: %s-%d is not led here", errNotLeader, group.OffsetsTopic, index)
+	case !loaded:
+		return fmt.Errorf("%s-%d: %w", group.OffsetsTopic, index, group.ErrCoordinatorLoadInProgress)
+	}
+	return c.CompleteTxn(ctx, producerID, producerEpoch, commit)
+}
+
+// listGroups lists the groups of every coordinator serving here, sorted
+// by group id (in a cluster, the groups of the partitions led here; as in
+// Kafka, a client asks every broker).
+func (b *Broker) listGroups(filter group.ListFilter) ([]group.GroupListing, error) {
+	if !b.clusterGroups() {
+		return b.groups.ListGroups(filter)
+	}
+	var out []group.GroupListing
+	for _, c := range b.replication.groups.loaded() {
+		listed, err := c.ListGroups(filter)
+		if err != nil && !errors.Is(err, group.ErrNotCoordinator) {
+			return nil, err
+		}
+		out = append(out, listed...)
+	}
+	slices.SortFunc(out, func(x, y group.GroupListing) int { return compareStrings(x.Group, y.Group) })
+	return out, nil
+}
+
+// deleteGroups deletes each group at its coordinator; errors are indexed
+// like groupIDs.
+func (b *Broker) deleteGroups(ctx context.Context, groupIDs []string) []error {
+	if !b.clusterGroups() {
+		return b.groups.DeleteGroups(ctx, groupIDs)
+	}
+	errs := make([]error, len(groupIDs))
+	for i, id := range groupIDs {
+		errs[i] = b.groupsFor(id).DeleteGroups(ctx, []string{id})[0]
+	}
+	return errs
+}
+
+// partitionOffsetStore is a group shard's OffsetStore: one replicated
+// __consumer_offsets partition, appended to as its leader at the shard's
+// leader epoch with acks=all.
+type partitionOffsetStore struct {
+	broker      *Broker
+	partition   *partition
+	leaderEpoch int32
+}
+
+// Append writes batch as the partition's leader and waits until the ISR
+// has it.
+func (s *partitionOffsetStore) Append(ctx context.Context, partition int32, batch group.StoreBatch) error {
+	if partition != s.partition.index {
+		return fmt.Errorf("%w: append for %s-%d to the store of %s", errInvalidRequest, group.OffsetsTopic, partition, s.partition.name())
+	}
+	encoded, err := group.EncodeStoreBatch(batch)
+	if err != nil {
+		return fmt.Errorf("encode batch for %s: %w", s.partition.name(), err)
+	}
+	return s.broker.appendInternalReplicated(ctx, s.partition, encoded, s.leaderEpoch)
+}
+
+// Replay reads the partition from its start to its end.
+func (s *partitionOffsetStore) Replay(ctx context.Context, apply func(int32, group.StoreBatch) error) error {
+	return group.ReplayLog(ctx, s.partition.log, s.partition.index, apply)
+}
+
+// Close does nothing: the partition belongs to the broker.
+func (s *partitionOffsetStore) Close() error { return nil }

@@ -1,0 +1,233 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/broker/txn"
+)
+
+// Requests to other brokers of the cluster, made by this broker's
+// coordinators: WriteTxnMarkers to the leader of a partition led elsewhere
+// (the coordinator epoch fences a stale coordinator there), and
+// AddPartitionsToTxn VerifyOnly (KIP-890 part 1) from a partition leader
+// to the transaction coordinator of a producer. Each peer broker gets one
+// franz-go client seeded with its registered listener only, and requests
+// go to that seed broker directly (not through the client's routing), so a
+// request reaches exactly the broker meant. peers.mu is a leaf guarding
+// the client map.
+
+// peers are the clients to the other brokers.
+type peers struct {
+	mu      sync.Mutex
+	clients map[int32]*peerClient
+	closed  bool
+}
+
+type peerClient struct {
+	addr   string
+	client *kgo.Client
+}
+
+// request sends req to broker id and returns its answer.
+func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	addr, err := b.replication.brokerAddress(id)
+	if err != nil {
+		return nil, err
+	}
+	ps := &b.replication.peers
+	ps.mu.Lock()
+	if ps.closed {
+		ps.mu.Unlock()
+		return nil, fmt.Errorf("%w: no requests to other brokers", errShuttingDown)
+	}
+	if ps.clients == nil {
+		ps.clients = map[int32]*peerClient{}
+	}
+	pc := ps.clients[id]
+	if pc != nil && pc.addr != addr {
+		pc.client.Close()
+		pc = nil
+	}
+	if pc == nil {
+		client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("exactly-broker-%d", b.nodeID)))
+		if err != nil {
+			ps.mu.Unlock()
+			return nil, fmt.Errorf("client for broker %d at %s: %w", id, addr, err)
+		}
+		pc = &peerClient{addr: addr, client: client}
+		ps.clients[id] = pc
+	}
+	ps.mu.Unlock()
+	// kgo numbers seed brokers from math.MinInt32: the first seed is the peer.
+	return pc.client.Broker(math.MinInt32).Request(ctx, req)
+}
+
+// closePeers closes every peer client (Broker.Close).
+func (b *Broker) closePeers() {
+	if b.replication == nil {
+		return
+	}
+	ps := &b.replication.peers
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.closed = true
+	for _, pc := range ps.clients {
+		pc.client.Close()
+	}
+	ps.clients = nil
+}
+
+// topicIndex names one partition.
+type topicIndex struct {
+	topic string
+	index int32
+}
+
+// partitionLeader is the current leader of a partition in the roles, -1
+// when none (or unknown).
+func (b *Broker) partitionLeader(topicName string, index int32) int32 {
+	roles := b.topicRoles(topicName)
+	if int(index) >= len(roles) {
+		return -1
+	}
+	return roles[index].Leader
+}
+
+// writeRemoteMarkers writes one marker to every partition: those led here
+// through writeTxnMarkers, the others by a WriteTxnMarkers request to
+// their current leader. Partitions that no longer exist count as done. A
+// failure is a *txn.MarkerError naming the partitions still to do (the
+// coordinator retries them, after the roles moved on if need be).
+func (b *Broker) writeRemoteMarkers(ctx context.Context, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []topicIndex) error {
+	byLeader := map[int32][]topicIndex{}
+	var failed []txn.TopicPartition
+	var firstErr error
+	fail := func(tp topicIndex, err error) {
+		failed = append(failed, txn.TopicPartition{Topic: tp.topic, Partition: tp.index})
+		if firstErr == nil {
+			firstErr = fmt.Errorf("marker for producer %d on %s-%d: %w", producerID, tp.topic, tp.index, err)
+		}
+	}
+	for _, tp := range partitions {
+		leader := b.partitionLeader(tp.topic, tp.index)
+		if leader < 0 {
+			if b.topicRoles(tp.topic) == nil {
+				continue // the topic was deleted: its data is gone with it
+			}
+			fail(tp, fmt.Errorf("%w: no leader", errNotLeader))
+			continue
+		}
+		byLeader[leader] = append(byLeader[leader], tp)
+	}
+	for leader, list := range byLeader {
+		req := markersRequest(producerID, producerEpoch, coordinatorEpoch, commit, list)
+		var resp *kmsg.WriteTxnMarkersResponse
+		if leader == b.nodeID {
+			resp = b.writeTxnMarkers(ctx, req)
+		} else {
+			answer, err := b.peerRequest(ctx, leader, req)
+			if err != nil {
+				for _, tp := range list {
+					fail(tp, err)
+				}
+				continue
+			}
+			resp = answer.(*kmsg.WriteTxnMarkersResponse)
+		}
+		for _, result := range resp.Markers {
+			for _, topic := range result.Topics {
+				for _, partition := range topic.Partitions {
+					code := partition.ErrorCode
+					if code == 0 || code == kerr.UnknownTopicOrPartition.Code {
+						continue
+					}
+					fail(topicIndex{topic.Topic, partition.Partition}, kerr.ErrorForCode(code))
+				}
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return &txn.MarkerError{Failed: failed, Err: firstErr}
+	}
+	return nil
+}
+
+// markersRequest is the WriteTxnMarkers request of one marker.
+func markersRequest(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []topicIndex) *kmsg.WriteTxnMarkersRequest {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = 1
+	marker := kmsg.NewWriteTxnMarkersRequestMarker()
+	marker.ProducerID, marker.ProducerEpoch, marker.Committed, marker.CoordinatorEpoch = producerID, producerEpoch, commit, coordinatorEpoch
+	topicAt := map[string]int{}
+	for _, tp := range partitions {
+		at, ok := topicAt[tp.topic]
+		if !ok {
+			at = len(marker.Topics)
+			topicAt[tp.topic] = at
+			topic := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			topic.Topic = tp.topic
+			marker.Topics = append(marker.Topics, topic)
+		}
+		marker.Topics[at].Partitions = append(marker.Topics[at].Partitions, tp.index)
+	}
+	req.Markers = append(req.Markers, marker)
+	return req
+}
+
+// remoteVerify asks the transaction coordinator of the producer's id,
+// on another broker, whether partition is in its open transaction
+// (AddPartitionsToTxn v4+ VerifyOnly, KIP-890 part 1). The answer's code
+// becomes the error (errorCode maps it back).
+func (b *Broker) remoteVerify(ctx context.Context, coordinator int32, producer txn.Producer, partition txn.TopicPartition) error {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	transaction := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	transaction.TransactionalID, transaction.ProducerID, transaction.ProducerEpoch = producer.TransactionalID, producer.ProducerID, producer.Epoch
+	transaction.VerifyOnly = true
+	topic := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	topic.Topic, topic.Partitions = partition.Topic, []int32{partition.Partition}
+	transaction.Topics = append(transaction.Topics, topic)
+	req.Transactions = append(req.Transactions, transaction)
+	answer, err := b.peerRequest(ctx, coordinator, req)
+	if err != nil {
+		return fmt.Errorf("%w: verify with transaction coordinator %d: %w", errNoCoordinator, coordinator, err)
+	}
+	resp := answer.(*kmsg.AddPartitionsToTxnResponse)
+	if resp.ErrorCode != 0 {
+		return verifyError(resp.ErrorCode, coordinator)
+	}
+	for _, result := range resp.Transactions {
+		for _, topic := range result.Topics {
+			for _, p := range topic.Partitions {
+				if p.ErrorCode != 0 {
+					return verifyError(p.ErrorCode, coordinator)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// verifyError is the error of a remote verification's code, as the local
+// coordinator's sentinel where one exists (so Produce and TxnOffsetCommit
+// map it as they map a local answer).
+func verifyError(code int16, coordinator int32) error {
+	switch code {
+	case kerr.ProducerFenced.Code, kerr.InvalidProducerEpoch.Code:
+		return fmt.Errorf("transaction coordinator %d: %w", coordinator, txn.ErrProducerFenced)
+	case kerr.InvalidTxnState.Code:
+		return fmt.Errorf("transaction coordinator %d: %w", coordinator, txn.ErrInvalidTxnState)
+	case kerr.InvalidProducerIDMapping.Code:
+		return fmt.Errorf("transaction coordinator %d: %w", coordinator, txn.ErrInvalidProducerIDMapping)
+	case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code:
+		return fmt.Errorf("%w: transaction coordinator %d: %w", errNoCoordinator, coordinator, kerr.ErrorForCode(code))
+	}
+	return fmt.Errorf("transaction coordinator %d: %w", coordinator, kerr.ErrorForCode(code))
+}
