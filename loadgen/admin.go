@@ -91,6 +91,30 @@ func leadersProblem(response *kmsg.MetadataResponse, topic string, partitions in
 // the last stable offset for read_committed), from ListOffsets with
 // timestamp -1.
 func endOffsets(ctx context.Context, client *kgo.Client, topic string, partitions int, readCommitted bool) ([]int64, error) {
+	// A cluster answers retriable errors while leadership moves (a broker
+	// that just restarted may not know the topic yet, a partition has no
+	// leader for a moment): ask again, bounded.
+	var err error
+	for attempt := 0; attempt < endOffsetsAttempts; attempt++ {
+		var offsets []int64
+		offsets, err = endOffsetsOnce(ctx, client, topic, partitions, readCommitted)
+		if err == nil || !kerr.IsRetriable(err) {
+			return offsets, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return nil, err
+}
+
+// endOffsetsAttempts bounds endOffsets' attempts (about 10 s of retries).
+const endOffsetsAttempts = 40
+
+// endOffsetsOnce is one ListOffsets round of endOffsets.
+func endOffsetsOnce(ctx context.Context, client *kgo.Client, topic string, partitions int, readCommitted bool) ([]int64, error) {
 	request := kmsg.NewPtrListOffsetsRequest()
 	request.ReplicaID = -1
 	if readCommitted {
