@@ -3,8 +3,8 @@
 # (kcat for the librdkafka end-to-end test, PostgreSQL for the --db
 # postgres:// path of loadgen), then runs the README's test command, go vet
 # and a gofmt check, the broker's tests once more with the invariants build
-# tag, and last franz-go's own integration tests against the broker
-# (ci/kgo.sh).
+# tag, and last franz-go's own integration tests against one broker and
+# against a 3-broker cluster (ci/kgo.sh, ci/kgo.sh --cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,3 +43,7 @@ echo "== go test -tags invariants ./broker/..."
 go test -tags invariants ./broker/...
 
 ci/kgo.sh
+
+# The same suite against a 3-broker replicated cluster (replication
+# factor 3): the same tests must pass as on one broker.
+ci/kgo.sh --cluster
