@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -12,7 +13,8 @@ import (
 // (entries with a null value are dropped). Values are validated against
 // config.go and enforced from the next request on: max.message.bytes,
 // min.insync.replicas and message.timestamp.type by the produce path,
-// segment and retention settings by the partition logs. Broker resources
+// segment and retention settings by the partition logs. In a cluster the
+// change goes through the controller to every replica. Broker resources
 // are refused: broker settings are static here.
 func init() {
 	register(wire.APIAlterConfigs, 0, 2, kmsgHandler(handleAlterConfigs))
@@ -53,6 +55,9 @@ func (b *Broker) alterTopicConfigs(resourceType kmsg.ConfigResourceType, name st
 		// A cluster's replicated internal topic: retention must stay off.
 		return fmt.Errorf("%w: %s belongs to a coordinator; clients cannot alter it", errInternalTopic, name)
 	}
+	if controller := b.clusterTopics(); controller != nil {
+		return b.clusterAlterTopicConfigs(controller, name, validateOnly, change)
+	}
 	t, err := b.configTopic(name)
 	if err != nil {
 		return err
@@ -68,4 +73,35 @@ func (b *Broker) alterTopicConfigs(resourceType kmsg.ConfigResourceType, name st
 		return nil
 	}
 	return b.setTopicConfigs(t, next)
+}
+
+// clusterAlterTopicConfigs is alterTopicConfigs in a cluster: the current
+// overrides are the cluster metadata's, and the new ones go to the
+// controller, which hands them to every replica, so a topic's configs are
+// the same on every broker whichever broker the request reached.
+func (b *Broker) clusterAlterTopicConfigs(controller TopicController, name string, validateOnly bool,
+	change func(current map[string]string) (map[string]string, error)) error {
+	if err := validateTopicName(name); err != nil {
+		return err
+	}
+	current, ok := controller.TopicConfigs(name)
+	if !ok {
+		return fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	next, err := change(current)
+	if err != nil {
+		return err
+	}
+	if err := validateTopicConfigs(next); err != nil {
+		return fmt.Errorf("%w: %w", errInvalidConfig, err)
+	}
+	if validateOnly {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterAdminTimeout)
+	defer cancel()
+	if err := controller.SetTopicConfigs(ctx, name, next); err != nil {
+		return fmt.Errorf("set configs of topic %s: %w", name, err)
+	}
+	return nil
 }

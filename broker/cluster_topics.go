@@ -36,6 +36,12 @@ type TopicController interface {
 	CreatePartitions(ctx context.Context, name string, count int32) error
 	// DeleteTopic deletes the topic.
 	DeleteTopic(ctx context.Context, name string) error
+	// TopicConfigs returns the topic's config overrides as the cluster's
+	// metadata holds them; false when the metadata has no such topic.
+	TopicConfigs(name string) (map[string]string, bool)
+	// SetTopicConfigs replaces the topic's config overrides; every
+	// replica applies them (ApplyTopicConfigs).
+	SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error
 }
 
 // clusterAdminTimeout bounds one controller call of a client request.

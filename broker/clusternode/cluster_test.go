@@ -242,8 +242,9 @@ func waitCoordinator(t *testing.T, c *testCluster, keyType int8, not int32) int3
 }
 
 // TestTopicAdminThroughQuorum: CreateTopics with a config, CreatePartitions,
-// auto-creation by Produce and DeleteTopics, each sent to one member, show
-// on every member (Metadata, DescribeConfigs).
+// auto-creation by Produce, AlterConfigs, IncrementalAlterConfigs and
+// DeleteTopics, each sent to one member, show on every member (Metadata,
+// DescribeConfigs).
 func TestTopicAdminThroughQuorum(t *testing.T) {
 	c := newTestCluster(t, 3, clusterProps)
 	c.waitMetadata(3, "", 0)
@@ -286,6 +287,48 @@ func TestTopicAdminThroughQuorum(t *testing.T) {
 		t.Fatalf("CreatePartitions admin: %v %+v", err, grown)
 	}
 	eachMember(t, c, "admin with 3 partitions", func(addr string) error { return topicShape(addr, "admin", 3, 3) })
+
+	// Configs changed through one member reach every replica: the
+	// controller's metadata holds them, not the member that was asked.
+	incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "admin"
+	ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	ic.Name, ic.Op, ic.Value = "retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("654321")
+	ir.Configs = append(ir.Configs, ic)
+	incremental.Resources = append(incremental.Resources, ir)
+	altered, err := incremental.RequestWith(ctx, cl)
+	if err != nil || altered.Resources[0].ErrorCode != 0 {
+		t.Fatalf("IncrementalAlterConfigs admin: %v %+v", err, altered)
+	}
+	eachMember(t, c, "admin with retention.ms 654321", func(addr string) error {
+		return topicConfigIs(addr, "admin", "retention.ms", "654321")
+	})
+	replace := kmsg.NewPtrAlterConfigsRequest()
+	ar := kmsg.NewAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, "admin"
+	ac := kmsg.NewAlterConfigsRequestResourceConfig()
+	ac.Name, ac.Value = "retention.ms", kmsg.StringPtr("777777")
+	ar.Configs = append(ar.Configs, ac)
+	replace.Resources = append(replace.Resources, ar)
+	if replaced, err := replace.RequestWith(ctx, cl); err != nil || replaced.Resources[0].ErrorCode != 0 {
+		t.Fatalf("AlterConfigs admin: %v %+v", err, replaced)
+	}
+	eachMember(t, c, "admin with retention.ms 777777", func(addr string) error {
+		return topicConfigIs(addr, "admin", "retention.ms", "777777")
+	})
+	bad := kmsg.NewPtrAlterConfigsRequest()
+	br := ar
+	bc := ac
+	bc.Value = kmsg.StringPtr("not a number")
+	br.Configs = []kmsg.AlterConfigsRequestResourceConfig{bc}
+	bad.Resources = append(bad.Resources, br)
+	if refused, err := bad.RequestWith(ctx, cl); err != nil || refused.Resources[0].ErrorCode != kerr.InvalidConfig.Code {
+		t.Fatalf("AlterConfigs with a bad value: %v %+v, want INVALID_CONFIG", err, refused)
+	}
+	eachMember(t, c, "admin still with retention.ms 777777", func(addr string) error {
+		return topicConfigIs(addr, "admin", "retention.ms", "777777")
+	})
 
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "auto", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatalf("produce to an auto-created topic: %v", err)

@@ -23,9 +23,8 @@
 // creates __consumer_offsets and __transaction_state through the
 // TopicController as replicated topics and shards its coordinators by the
 // partitions it leads (broker/cluster_shards.go). Topic configs given at
-// creation are kept by the quorum and applied to every replica;
-// AlterConfigs changes only the broker it is sent to (until the quorum's
-// configs of the topic change).
+// creation, and later changes by AlterConfigs or IncrementalAlterConfigs
+// sent to any member, are kept by the quorum and applied to every replica.
 //
 // Data layout: Config.DataDir/quorum holds the raft log and snapshots,
 // Config.DataDir/broker the broker's topics.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -36,6 +37,21 @@ func (c topicController) CreatePartitions(ctx context.Context, name string, coun
 
 func (c topicController) DeleteTopic(ctx context.Context, name string) error {
 	if err := c.m.node.DeleteTopic(ctx, name); err != nil {
+		return kafkaError(err)
+	}
+	return c.m.waitApplied(ctx)
+}
+
+func (c topicController) TopicConfigs(name string) (map[string]string, bool) {
+	topic, ok := c.m.node.Image().Topic(name)
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(topic.Configs), true
+}
+
+func (c topicController) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	if _, err := c.m.node.SetTopicConfigs(ctx, name, configs); err != nil {
 		return kafkaError(err)
 	}
 	return c.m.waitApplied(ctx)

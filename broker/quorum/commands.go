@@ -27,6 +27,7 @@ const (
 	typeDeleteTopic      = "delete_topic"
 	typeCreatePartitions = "create_partitions"
 	typeAlterPartition   = "alter_partition"
+	typeSetTopicConfigs  = "set_topic_configs"
 )
 
 // maxCommandSize bounds what the decoder accepts (a command is a few
@@ -82,6 +83,14 @@ type createPartitionsCmd struct {
 	Count int32  `json:"count"`
 }
 
+// setTopicConfigsCmd replaces a topic's config overrides (the result of
+// an AlterConfigs or IncrementalAlterConfigs, computed and validated by the
+// broker that received it).
+type setTopicConfigsCmd struct {
+	Name    string            `json:"name"`
+	Configs map[string]string `json:"configs,omitempty"`
+}
+
 // alterPartitionCmd is a partition leader's ISR change (Kafka's
 // AlterPartition), checked against the current epochs when applied.
 type alterPartitionCmd struct {
@@ -110,6 +119,8 @@ func encodeCommand(cmd any) ([]byte, error) {
 		typ = typeCreatePartitions
 	case alterPartitionCmd:
 		typ = typeAlterPartition
+	case setTopicConfigsCmd:
+		typ = typeSetTopicConfigs
 	default:
 		return nil, fmt.Errorf("quorum: encode: unknown command %T", cmd)
 	}
@@ -152,6 +163,8 @@ func decodeCommand(data []byte) (any, error) {
 		cmd, err = decodeBody[createPartitionsCmd](env.Body)
 	case typeAlterPartition:
 		cmd, err = decodeBody[alterPartitionCmd](env.Body)
+	case typeSetTopicConfigs:
+		cmd, err = decodeBody[setTopicConfigsCmd](env.Body)
 	default:
 		return nil, fmt.Errorf("%w: unknown type %q", ErrMalformedCommand, env.Type)
 	}

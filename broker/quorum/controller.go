@@ -219,6 +219,11 @@ func (c *controller) execute(ctx context.Context, req rpcRequest) (applyResult, 
 			return applyResult{}, missing
 		}
 		return c.apply(*req.AlterPartition)
+	case opSetTopicConfigs:
+		if req.SetTopicConfigs == nil {
+			return applyResult{}, missing
+		}
+		return c.apply(*req.SetTopicConfigs)
 	case opJoin:
 		if req.Join == nil {
 			return applyResult{}, missing

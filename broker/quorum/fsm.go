@@ -3,6 +3,7 @@ package quorum
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -100,6 +101,8 @@ func applyCommand(cur *Image, index uint64, cmd any) (*Image, applyResult) {
 		changed, res = applyCreatePartitions(next, c)
 	case alterPartitionCmd:
 		changed, res = applyAlterPartition(next, c)
+	case setTopicConfigsCmd:
+		changed, res = applySetTopicConfigs(next, c)
 	default:
 		res.err = fmt.Errorf("%w: no transition for %T", ErrMalformedCommand, cmd)
 	}
@@ -283,6 +286,24 @@ func assign(next *Image, t *Topic, from, to, rf int32, live []int32) []Partition
 		})
 	}
 	return parts
+}
+
+// applySetTopicConfigs replaces a topic's configs; the same configs again
+// change nothing.
+func applySetTopicConfigs(next *Image, c setTopicConfigsCmd) (bool, applyResult) {
+	cur, ok := next.topics[c.Name]
+	if !ok {
+		return false, applyResult{err: fmt.Errorf("%w: set configs of %q", ErrUnknownTopicOrPartition, c.Name)}
+	}
+	if maps.Equal(cur.Configs, c.Configs) {
+		out := cur.clone()
+		return false, applyResult{topic: &out}
+	}
+	t := cur.clone()
+	t.Configs = maps.Clone(c.Configs)
+	next.topics[c.Name] = &t
+	out := t.clone()
+	return true, applyResult{topic: &out}
 }
 
 func applyDeleteTopic(next *Image, c deleteTopicCmd) (bool, error) {

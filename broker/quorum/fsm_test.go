@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -244,8 +246,11 @@ func randomCommand(r *rand.Rand, img *Image) any {
 	case 4:
 		return createTopicCmd{Name: name, ID: [16]byte{byte(r.IntN(256)) | 1}, Partitions: int32(1 + r.IntN(4)), ReplicationFactor: int32(1 + r.IntN(3)), Configs: map[string]string{"k": name}}
 	case 5:
-		if r.IntN(4) == 0 {
+		switch r.IntN(4) {
+		case 0:
 			return deleteTopicCmd{Name: name}
+		case 1:
+			return setTopicConfigsCmd{Name: name, Configs: map[string]string{"retention.ms": strconv.Itoa(r.IntN(3))}}
 		}
 		return createPartitionsCmd{Name: name, Count: int32(1 + r.IntN(6))}
 	}
@@ -373,4 +378,30 @@ func FuzzDecodeCommand(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSetTopicConfigs(t *testing.T) {
+	m := newMachine(t)
+	m.register(1, 2, 3)
+	m.must(createTopicCmd{Name: "t", ID: [16]byte{1}, Partitions: 2, ReplicationFactor: 3, Configs: map[string]string{"retention.ms": "1"}})
+	if res := m.apply(setTopicConfigsCmd{Name: "missing", Configs: map[string]string{"a": "b"}}); !errors.Is(res.err, ErrUnknownTopicOrPartition) {
+		t.Fatalf("configs of a missing topic: %v", res.err)
+	}
+	before := m.img.Index()
+	topic := m.must(setTopicConfigsCmd{Name: "t", Configs: map[string]string{"retention.ms": "2", "segment.bytes": "1048576"}}).topic
+	if topic.Configs["retention.ms"] != "2" || topic.Configs["segment.bytes"] != "1048576" || len(topic.Configs) != 2 {
+		t.Fatalf("configs after set: %v", topic.Configs)
+	}
+	if got, _ := m.img.Topic("t"); !maps.Equal(got.Configs, topic.Configs) || len(got.Partitions) != 2 || m.img.Index() == before {
+		t.Fatalf("image after set: %+v (index %d, before %d)", got, m.img.Index(), before)
+	}
+	same := m.img.Index()
+	m.must(setTopicConfigsCmd{Name: "t", Configs: map[string]string{"retention.ms": "2", "segment.bytes": "1048576"}})
+	if m.img.Index() != same {
+		t.Fatalf("the same configs again changed the image (index %d -> %d)", same, m.img.Index())
+	}
+	m.must(setTopicConfigsCmd{Name: "t"})
+	if got, _ := m.img.Topic("t"); len(got.Configs) != 0 {
+		t.Fatalf("configs after clearing: %v", got.Configs)
+	}
 }

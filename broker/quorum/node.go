@@ -342,6 +342,16 @@ func (n *Node) CreatePartitions(ctx context.Context, topic string, count int32) 
 	return *resp.Topic, nil
 }
 
+// SetTopicConfigs replaces topic's config overrides in the metadata (every
+// replica applies them) and returns the topic.
+func (n *Node) SetTopicConfigs(ctx context.Context, topic string, configs map[string]string) (Topic, error) {
+	resp, err := n.submit(ctx, rpcRequest{Op: opSetTopicConfigs, SetTopicConfigs: &setTopicConfigsCmd{Name: topic, Configs: configs}})
+	if err != nil {
+		return Topic{}, err
+	}
+	return *resp.Topic, nil
+}
+
 // AlterPartition is a partition leader's request to change the ISR
 // (Kafka's AlterPartition). It fails with ErrFencedLeaderEpoch or
 // ErrInvalidUpdateVersion when an epoch is not the current one, and with

@@ -37,6 +37,7 @@ const (
 	opDeleteTopic      rpcOp = "delete_topic"
 	opCreatePartitions rpcOp = "create_partitions"
 	opAlterPartition   rpcOp = "alter_partition"
+	opSetTopicConfigs  rpcOp = "set_topic_configs"
 	opJoin             rpcOp = "join"
 )
 
@@ -49,6 +50,7 @@ type rpcRequest struct {
 	DeleteTopic      *deleteTopicCmd      `json:"delete_topic,omitempty"`
 	CreatePartitions *createPartitionsCmd `json:"create_partitions,omitempty"`
 	AlterPartition   *alterPartitionCmd   `json:"alter_partition,omitempty"`
+	SetTopicConfigs  *setTopicConfigsCmd  `json:"set_topic_configs,omitempty"`
 	Join             *joinRequest         `json:"join,omitempty"`
 }
 
