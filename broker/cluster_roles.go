@@ -62,6 +62,15 @@ type ReplicationConfig struct {
 	// Topics, if set, is the controller client APIs create and delete
 	// topics through (cluster_topics.go); nil keeps them local.
 	Topics TopicController
+	// InternalReplicationFactor is the replication factor of
+	// __consumer_offsets and __transaction_state (Kafka's
+	// offsets.topic.replication.factor and
+	// transaction.state.log.replication.factor). FindCoordinator answers
+	// COORDINATOR_NOT_AVAILABLE until that many brokers are live, so a
+	// cluster whose brokers are still registering does not create them
+	// with fewer replicas for good. 0 means min(3, live brokers) at
+	// creation.
+	InternalReplicationFactor int32
 }
 
 // errNoReplication: ApplyPartitionRoles on a broker started without

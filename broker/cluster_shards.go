@@ -36,7 +36,8 @@ import (
 //     The callers wait for the ISR (acks=all, min.insync.replicas) before
 //     they treat a record as written.
 //   - the internal topics' creation through the controller on first use:
-//     replication factor min(3, live brokers), min.insync.replicas
+//     replication factor ReplicationConfig.InternalReplicationFactor
+//     (default min(3, live brokers)), min.insync.replicas
 //     min(2, RF), retention off, the partition count of the setting.
 
 // shardRetry is the pause between attempts to load a shard.
@@ -292,12 +293,20 @@ func (b *Broker) liveBrokers() int {
 
 // ensureInternalTopic creates the replicated internal topic through the
 // controller unless the roles already hold it: partitions partitions,
-// replication factor min(3, live brokers).
+// replication factor ReplicationConfig.InternalReplicationFactor (waiting
+// for that many live brokers), or min(3, live brokers) when unset.
 func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32) error {
 	if b.topicRoles(name) != nil {
 		return nil
 	}
-	rf := min(3, b.liveBrokers())
+	live := b.liveBrokers()
+	rf := min(3, live)
+	if want := int(b.replication.config.InternalReplicationFactor); want > 0 {
+		if live < want {
+			return fmt.Errorf("%w: %s needs %d live brokers for its replication factor, %d are live", errNoCoordinator, name, want, live)
+		}
+		rf = want
+	}
 	if rf < 1 {
 		return fmt.Errorf("%w: no live broker to host %s", errNoCoordinator, name)
 	}

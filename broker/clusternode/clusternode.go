@@ -146,6 +146,10 @@ func Start(cfg Config) (*Member, error) {
 			ISR:           isrChanger{node: node},
 			ResolveBroker: m.resolveBroker,
 			Topics:        topicController{m: m},
+			// Kafka's default of 3, or fewer in a smaller cluster: the
+			// coordinators wait for that many live brokers rather than
+			// creating their topics short of replicas.
+			InternalReplicationFactor: int32(min(3, len(cfg.Voters))),
 		},
 	})
 	if err != nil {
