@@ -62,17 +62,24 @@ func (b *Broker) alterTopicConfigs(resourceType kmsg.ConfigResourceType, name st
 	if err != nil {
 		return err
 	}
-	next, err := change(t.config.Load().overrides)
-	if err != nil {
+	next, err := validChange(t.config.Load().overrides, change)
+	if err != nil || validateOnly {
 		return err
 	}
-	if err := validateTopicConfigs(next); err != nil {
-		return fmt.Errorf("%w: %w", errInvalidConfig, err)
-	}
-	if validateOnly {
-		return nil
-	}
 	return b.setTopicConfigs(t, next)
+}
+
+// validChange returns change(current) when the result is a valid set of
+// topic overrides.
+func validChange(current map[string]string, change func(map[string]string) (map[string]string, error)) (map[string]string, error) {
+	next, err := change(current)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateTopicConfigs(next); err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalidConfig, err)
+	}
+	return next, nil
 }
 
 // clusterAlterTopicConfigs is alterTopicConfigs in a cluster: the current
@@ -88,15 +95,9 @@ func (b *Broker) clusterAlterTopicConfigs(controller TopicController, name strin
 	if !ok {
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
-	next, err := change(current)
-	if err != nil {
+	next, err := validChange(current, change)
+	if err != nil || validateOnly {
 		return err
-	}
-	if err := validateTopicConfigs(next); err != nil {
-		return fmt.Errorf("%w: %w", errInvalidConfig, err)
-	}
-	if validateOnly {
-		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterAdminTimeout)
 	defer cancel()
