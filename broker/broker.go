@@ -364,8 +364,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	go b.every(b.config.settings.ProducerIDExpirationCheckInterval, b.expireProducers)
 	if b.replication != nil {
 		b.replication.fetchers = newFetcherManager(b)
-		b.background.Add(1)
+		b.background.Add(2)
 		go b.maintainISRs()
+		go b.every(b.config.settings.HighWatermarkCheckpointInterval, b.checkpointHighWatermarks)
 	}
 	go func() {
 		select {

@@ -56,6 +56,8 @@ var brokerSettings = []setting{
 		doc: "Replicas that must have a batch before an acks=all produce succeeds; above 1, acks=all gets NOT_ENOUGH_REPLICAS on a single broker."},
 	{name: "replica.lag.time.max.ms", defaultValue: "30000", kind: kindLong, validate: atLeast(1),
 		doc: "With replication on: a follower that has not caught up with the leader's log end for this long leaves the ISR."},
+	{name: "replica.high.watermark.checkpoint.interval.ms", defaultValue: "5000", kind: kindLong, validate: atLeast(1),
+		doc: "With replication on: how often each partition's high watermark is written to its directory (and at shutdown), so a restarted broker serves what was committed before without waiting for its followers."},
 	{name: "log.segment.bytes", defaultValue: "1073741824", kind: kindInt, validate: atLeast(14),
 		doc: "Size at which a partition's active segment is rolled."},
 	{name: "log.roll.hours", defaultValue: "168", kind: kindInt, validate: atLeast(1),

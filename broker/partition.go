@@ -109,6 +109,13 @@ type partition struct {
 	// on the leader it is the minimum log end over the leader and the
 	// (maximal) ISR, and never decreases while it leads.
 	hw atomic.Int64
+	// hwFile is the high-watermark checkpoint's path and hwWritten the
+	// value it holds (high_watermark_checkpoint.go); replication only.
+	// hwFileMu serializes its writers (the checkpoint loop, close).
+	hwFile    string
+	hwWritten atomic.Int64
+	hwFileMu  sync.Mutex
+	fs        storage.FS
 	// replicaMu guards the leader's view of its followers below (lock
 	// order: after appendMu, before notifyMu); never held across I/O.
 	replicaMu sync.Mutex
@@ -159,8 +166,10 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 		// any real role newer.
 		p.role.Store(&replicaRole{leader: -1, leaderEpoch: -1, partitionEpoch: -1})
 		p.nodeID = b.nodeID
-		p.hw.Store(log.LogStartOffset())
-		if p.epochs, err = openLeaderEpochCache(b.fs, dir); err == nil {
+		if err = p.loadHighWatermark(b.fs, dir); err == nil {
+			p.epochs, err = openLeaderEpochCache(b.fs, dir)
+		}
+		if err == nil {
 			// A crash can lose an unsynced log tail the checkpoint already
 			// names: drop the epochs starting beyond the recovered end.
 			err = p.epochs.truncateFromEnd(log.LogEndOffset() + 1)
@@ -272,6 +281,9 @@ func (p *partition) close() error {
 	}
 	p.snapshotLocked(p.log.LogEndOffset())
 	p.writeSnapshotNowLocked()
+	if err := p.checkpointHighWatermark(); err != nil {
+		p.logger.Error("high watermark checkpoint at close", "partition", p.name(), "error", err)
+	}
 	if err := p.log.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", p.name(), err)
 	}

@@ -36,6 +36,9 @@ type settings struct {
 	Fsync storage.FsyncPolicy
 	// ReplicaLagTimeMax is replica.lag.time.max.ms (replication only).
 	ReplicaLagTimeMax time.Duration
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms (replication only).
+	HighWatermarkCheckpointInterval time.Duration
 
 	// GroupMinSessionTimeout is group.min.session.timeout.ms.
 	GroupMinSessionTimeout time.Duration
@@ -91,13 +94,14 @@ func parseSettings(c brokerConfig) (settings, error) {
 func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 	p := &settingsParser{config: c, read: map[string]bool{}}
 	s := settings{
-		AutoCreateTopics:       p.boolean("auto.create.topics.enable"),
-		NumPartitions:          p.int32("num.partitions"),
-		MaxRequestBytes:        p.int32("socket.request.max.bytes"),
-		IndexIntervalBytes:     int(p.int32("log.index.interval.bytes")),
-		RetentionCheckInterval: p.duration("log.retention.check.interval.ms", time.Millisecond),
-		Fsync:                  p.fsync("log.fsync"),
-		ReplicaLagTimeMax:      p.duration("replica.lag.time.max.ms", time.Millisecond),
+		AutoCreateTopics:                p.boolean("auto.create.topics.enable"),
+		NumPartitions:                   p.int32("num.partitions"),
+		MaxRequestBytes:                 p.int32("socket.request.max.bytes"),
+		IndexIntervalBytes:              int(p.int32("log.index.interval.bytes")),
+		RetentionCheckInterval:          p.duration("log.retention.check.interval.ms", time.Millisecond),
+		Fsync:                           p.fsync("log.fsync"),
+		ReplicaLagTimeMax:               p.duration("replica.lag.time.max.ms", time.Millisecond),
+		HighWatermarkCheckpointInterval: p.duration("replica.high.watermark.checkpoint.interval.ms", time.Millisecond),
 
 		GroupMinSessionTimeout:        p.duration("group.min.session.timeout.ms", time.Millisecond),
 		GroupMaxSessionTimeout:        p.duration("group.max.session.timeout.ms", time.Millisecond),

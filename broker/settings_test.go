@@ -25,6 +25,7 @@ func TestSettingsDefaults(t *testing.T) {
 		RetentionCheckInterval:            5 * time.Minute,
 		Fsync:                             storage.FsyncPolicy{Mode: storage.FsyncNever},
 		ReplicaLagTimeMax:                 30 * time.Second,
+		HighWatermarkCheckpointInterval:   5 * time.Second,
 		GroupMinSessionTimeout:            6 * time.Second,
 		GroupMaxSessionTimeout:            30 * time.Minute,
 		GroupInitialRebalanceDelay:        3 * time.Second,
