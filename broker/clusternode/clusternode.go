@@ -74,6 +74,15 @@ type Config struct {
 	ElectionTimeout   time.Duration
 	// Logger receives the member's logs; nil discards them.
 	Logger *slog.Logger
+	// SourceAddress, when set, is the local IP address every connection
+	// this member opens to another member is dialed from (raft, the
+	// quorum's RPC, replica fetchers, the coordinators' clients to other
+	// leaders), so a partition proxy in front of the others can cut it off
+	// (quorum.Config.SourceAddress). Empty lets the system choose.
+	SourceAddress string
+	// RaftListen and RPCListen are the addresses the quorum node binds
+	// (quorum.Config RaftBind and RPCBind); empty means its Voters entry.
+	RaftListen, RPCListen string
 }
 
 // Member is one running cluster member. Its methods are safe for
@@ -134,6 +143,7 @@ func Start(cfg Config) (*Member, error) {
 		NodeID: cfg.NodeID, Voters: cfg.Voters, DataDir: filepath.Join(cfg.DataDir, "quorum"),
 		HeartbeatInterval: cfg.HeartbeatInterval, SessionTimeout: cfg.SessionTimeout,
 		ElectionTimeout: cfg.ElectionTimeout, Logger: logger.With("component", "quorum"),
+		SourceAddress: cfg.SourceAddress, RaftBind: cfg.RaftListen, RPCBind: cfg.RPCListen,
 	})
 	if err != nil {
 		m.cancel()
@@ -147,6 +157,7 @@ func Start(cfg Config) (*Member, error) {
 			ISR:           isrChanger{node: node},
 			ResolveBroker: m.resolveBroker,
 			Topics:        topicController{m: m},
+			Dial:          dialFrom(cfg.SourceAddress),
 		},
 	})
 	if err != nil {
@@ -165,6 +176,17 @@ func Start(cfg Config) (*Member, error) {
 	m.stopHeartbeats = node.StartHeartbeats(reg)
 	go m.applyLoop()
 	return m, nil
+}
+
+// dialFrom is the broker's dial hook for connections to other brokers:
+// from source when set, nil (kgo's default) otherwise. quorum.Open has
+// already refused a source that is not an IP address.
+func dialFrom(source string) func(ctx context.Context, network, address string) (net.Conn, error) {
+	if source == "" {
+		return nil
+	}
+	dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 10 * time.Second}
+	return dialer.DialContext
 }
 
 // registration is the broker's listener as the quorum registers it.
