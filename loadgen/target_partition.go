@@ -69,7 +69,17 @@ func (p *clusterProxies) brokerArgs(index int, realRaft string) []string {
 func (p *clusterProxies) setHooks(t *clusterTarget) {
 	for i, process := range t.processes {
 		id := int32(i + 1)
-		process.SetPartition(func() error { return p.group.Cut(id) }, func() error { return p.group.Heal(id) })
+		// Blocked counts since the broker was added: this cut's count is
+		// the growth since the last heal (the hooks run one at a time,
+		// under the process's lock).
+		var before uint64
+		process.SetPartition(func() (string, error) { return "", p.group.Cut(id) }, func() (string, error) {
+			err := p.group.Heal(id)
+			blocked := p.group.Blocked(id)
+			detail := fmt.Sprintf("%d connections dropped or refused during the cut", blocked-before)
+			before = blocked
+			return detail, err
+		})
 	}
 }
 

@@ -60,6 +60,9 @@ type brokerState struct {
 	source     net.IP
 	mode       mode
 	forwarders []*forwarder
+	// blocked counts the connections dropped or refused because this
+	// broker was cut off.
+	blocked uint64
 }
 
 // forwarder listens in front of one listener of its broker.
@@ -162,7 +165,8 @@ func (g *Group) setMode(id int32, m mode) error {
 	for _, b := range g.brokers {
 		for _, f := range b.forwarders {
 			for c := range f.conns {
-				if !g.admitsLocked(f.owner, c.remote) {
+				if culprit := g.blockerLocked(f.owner, c.remote); culprit != nil {
+					culprit.blocked++
 					delete(f.conns, c)
 					c.close()
 				}
@@ -172,12 +176,13 @@ func (g *Group) setMode(id int32, m mode) error {
 	return nil
 }
 
-// admitsLocked reports whether a connection from remote may reach broker
-// owner's listeners now (g.mu held).
-func (g *Group) admitsLocked(owner int32, remote net.IP) bool {
+// blockerLocked returns the cut-off broker that keeps a connection from
+// remote off broker owner's listeners now, or nil if it may pass (g.mu
+// held).
+func (g *Group) blockerLocked(owner int32, remote net.IP) *brokerState {
 	target := g.brokers[owner]
 	if target.mode == cutAll {
-		return false
+		return target
 	}
 	for id, from := range g.brokers {
 		if id == owner || !from.source.Equal(remote) {
@@ -185,11 +190,25 @@ func (g *Group) admitsLocked(owner int32, remote net.IP) bool {
 		}
 		// A connection from another broker: refused when either side is
 		// cut from its peers.
-		if from.mode != open || target.mode != open {
-			return false
+		switch {
+		case from.mode != open:
+			return from
+		case target.mode != open:
+			return target
 		}
 	}
-	return true
+	return nil
+}
+
+// Blocked returns how many connections were dropped or refused because
+// broker id was cut off, since it was added (0 for an unknown broker).
+func (g *Group) Blocked(id int32) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if state, ok := g.brokers[id]; ok {
+		return state.blocked
+	}
+	return 0
 }
 
 // Admits reports whether a connection from the IP address remote may reach
@@ -200,7 +219,7 @@ func (g *Group) Admits(id int32, remote string) bool {
 	if _, ok := g.brokers[id]; !ok {
 		return false
 	}
-	return g.admitsLocked(id, net.ParseIP(remote))
+	return g.blockerLocked(id, net.ParseIP(remote)) == nil
 }
 
 func (g *Group) acceptLoop(f *forwarder) {
@@ -215,7 +234,11 @@ func (g *Group) acceptLoop(f *forwarder) {
 			c.remote = addr.IP
 		}
 		g.mu.Lock()
-		if g.closed || !g.admitsLocked(f.owner, c.remote) || len(f.conns) >= MaxConnsPerForwarder {
+		culprit := g.blockerLocked(f.owner, c.remote)
+		if culprit != nil {
+			culprit.blocked++
+		}
+		if g.closed || culprit != nil || len(f.conns) >= MaxConnsPerForwarder {
 			g.mu.Unlock()
 			reset(down)
 			continue

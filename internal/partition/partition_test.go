@@ -162,6 +162,11 @@ func TestSourceFiltering(t *testing.T) {
 	if g.Admits(1, "127.0.0.12") || !g.Admits(1, "127.0.0.1") || g.Admits(2, "127.0.0.11") {
 		t.Fatal("Admits disagrees with the peer cut")
 	}
+	// Dropped: broker 2's and broker 1's peer connections; refused: the
+	// new one from broker 2.
+	if n := g.Blocked(1); n != 3 || g.Blocked(2) != 0 {
+		t.Fatalf("blocked because of broker 1: %d, of broker 2: %d; want 3 and 0", n, g.Blocked(2))
+	}
 
 	// Broker 2 fully cut instead: broker 1's proxy refuses broker 2's
 	// source, but a client (and broker 1 itself) still reach broker 1.

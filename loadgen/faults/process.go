@@ -55,7 +55,7 @@ type Process struct {
 	waitErr error         // cmd's Wait result, set before exited closes
 	paused  bool
 	// cut and heal are the partition hooks of SetPartition (nil: none).
-	cut, heal func() error
+	cut, heal PartitionHook
 }
 
 // NewProcess validates config; Start launches it.
@@ -263,9 +263,13 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 }
 
+// PartitionHook cuts a process off the network or heals it; detail, if
+// not empty, is added to the event recorded.
+type PartitionHook func() (detail string, err error)
+
 // SetPartition gives the process the hooks that cut it off the network
 // and heal it (a cluster behind partition proxies); nil hooks remove them.
-func (p *Process) SetPartition(cut, heal func() error) {
+func (p *Process) SetPartition(cut, heal PartitionHook) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut, p.heal = cut, heal
@@ -292,8 +296,12 @@ func (p *Process) partition(heal bool, kind Kind, detail string) error {
 	if fn == nil {
 		return fmt.Errorf("process %s: no partition proxies in front of it (broker-partition needs --target cluster)", p.config.Name)
 	}
-	if err := fn(); err != nil {
+	extra, err := fn()
+	if err != nil {
 		return fmt.Errorf("process %s: %s: %w", p.config.Name, kind, err)
+	}
+	if extra != "" {
+		detail += " (" + extra + ")"
 	}
 	p.record(kind, detail)
 	return nil

@@ -336,18 +336,15 @@ func TestProcessBrokerPartitionCutsAndHeals(t *testing.T) {
 	var mu sync.Mutex
 	var calls []string
 	for i, p := range processes {
-		p.SetPartition(func() error {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, fmt.Sprintf("cut %d", i))
-			return nil
-		},
-			func() error {
+		hook := func(what string) PartitionHook {
+			return func() (string, error) {
 				mu.Lock()
 				defer mu.Unlock()
-				calls = append(calls, fmt.Sprintf("heal %d", i))
-				return nil
-			})
+				calls = append(calls, fmt.Sprintf("%s %d", what, i))
+				return what + " detail", nil
+			}
+		}
+		p.SetPartition(hook("cut"), hook("heal"))
 	}
 	action := ProcessAction{
 		Action:   ProcessBrokerPartition,
@@ -371,6 +368,9 @@ func TestProcessBrokerPartitionCutsAndHeals(t *testing.T) {
 	var kinds []Kind
 	for _, e := range log.Events() {
 		kinds = append(kinds, e.Kind)
+		if !strings.Contains(e.Detail, string(e.Kind)+" detail") {
+			t.Errorf("event %+v lacks its hook's detail", e)
+		}
 	}
 	if want := []Kind{KindCut, KindHeal, KindCut, KindHeal}; !slices.Equal(kinds, want) {
 		t.Fatalf("events %v, want %v", kinds, want)
