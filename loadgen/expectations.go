@@ -128,7 +128,7 @@ func (e expectation) describe() string {
 	case signConsumerCrash:
 		text += "; a consume worker must be killed"
 	case signProcessFault:
-		text += "; a broker must be killed or paused"
+		text += "; a broker must be killed, paused or cut off"
 	case signGroupChurn:
 		text += "; a wave must join and a worker abort and leave"
 	case signChurnDuplicates:
