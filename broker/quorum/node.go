@@ -20,7 +20,7 @@ import (
 
 // VoterAddrs are one node's two loopback-or-network addresses.
 type VoterAddrs struct {
-	Raft string // hashicorp/raft TCP transport, host:port
+	Raft string // hashicorp/raft's network transport over TCP, host:port
 	RPC  string // the quorum's forwarding RPC (rpc.go), host:port
 }
 
