@@ -56,7 +56,8 @@ func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (k
 		pc = nil
 	}
 	if pc == nil {
-		client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("exactly-broker-%d", b.nodeID)))
+		client, err := kgo.NewClient(append(b.replication.peerOptions(), kgo.SeedBrokers(addr),
+			kgo.ClientID(fmt.Sprintf("exactly-broker-%d", b.nodeID)))...)
 		if err != nil {
 			ps.mu.Unlock()
 			return nil, fmt.Errorf("client for broker %d at %s: %w", id, addr, err)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/txn"
 )
@@ -71,6 +73,19 @@ type ReplicationConfig struct {
 	// with fewer replicas for good. 0 means min(3, live brokers) at
 	// creation.
 	InternalReplicationFactor int32
+	// Dial, if set, dials every connection this broker opens to another
+	// broker (replica fetchers, the clients of cluster_peers.go), e.g. from
+	// a chosen source address so a partition proxy can cut this broker
+	// off; nil dials as kgo does by default.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// peerOptions are the kgo options of every client to another broker.
+func (r *replication) peerOptions() []kgo.Opt {
+	if r.config.Dial == nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.Dialer(r.config.Dial)}
 }
 
 // errNoReplication: ApplyPartitionRoles on a broker started without

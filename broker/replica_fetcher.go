@@ -216,8 +216,9 @@ func (f *replicaFetcher) connect() (*kgo.Broker, error) {
 		if f.client != nil {
 			f.client.Close()
 		}
-		client, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.ClientID(fmt.Sprintf("replica-fetcher-%d", f.b.nodeID)),
-			kgo.DialTimeout(2*time.Second), kgo.RequestTimeoutOverhead(5*time.Second))
+		client, err := kgo.NewClient(append(f.b.replication.peerOptions(), kgo.SeedBrokers(address),
+			kgo.ClientID(fmt.Sprintf("replica-fetcher-%d", f.b.nodeID)),
+			kgo.DialTimeout(2*time.Second), kgo.RequestTimeoutOverhead(5*time.Second))...)
 		if err != nil {
 			return nil, fmt.Errorf("client of broker %d at %s: %w", f.leader, address, err)
 		}

@@ -14,7 +14,7 @@ import (
 
 // selectBroker is the cluster's faults.Selector: the index among the
 // cluster's processes (node id - 1) of the broker that leads the most
-// partitions of the run's topic (leader-kill), or that coordinates the
+// partitions of the run's topic (leader-kill, broker-partition), or that coordinates the
 // run's first load producer's transactions (coordinator-kill), asked of
 // the cluster when the action fires.
 func (e *faultEnv) selectBroker(ctx context.Context, action faults.ProcessActionKind) (int, error) {
@@ -25,7 +25,7 @@ func (e *faultEnv) selectBroker(ctx context.Context, action faults.ProcessAction
 	defer client.Close()
 	var node int32
 	switch action {
-	case faults.ProcessLeaderKill:
+	case faults.ProcessLeaderKill, faults.ProcessBrokerPartition:
 		node, err = topLeader(ctx, client, e.topic)
 	case faults.ProcessCoordinatorKill:
 		node, err = transactionCoordinator(ctx, client, e.firstTransactionalID)

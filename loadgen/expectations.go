@@ -128,7 +128,7 @@ func (e expectation) describe() string {
 	case signConsumerCrash:
 		text += "; a consume worker must be killed"
 	case signProcessFault:
-		text += "; a broker must be killed or paused"
+		text += "; a broker must be killed, paused or cut off"
 	case signGroupChurn:
 		text += "; a wave must join and a worker abort and leave"
 	case signChurnDuplicates:
@@ -293,8 +293,8 @@ func missingSign(want sign, seen observedCounts, proof evidence) string {
 			return "no consume worker was killed"
 		}
 	case signProcessFault:
-		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 {
-			return "no broker was killed or paused"
+		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 && proof.faultCounts[faults.KindCut] == 0 {
+			return "no broker was killed, paused or cut off"
 		}
 	case signGroupChurn, signChurnDuplicates:
 		switch {

@@ -44,6 +44,10 @@ type TargetConfig struct {
 	// Self runs the exactly binary for a cluster target's brokers (zero:
 	// DefaultSelfCommand).
 	Self SelfCommand
+	// PartitionProxies puts a cluster target's brokers behind partition
+	// proxies, which the broker-partition fault needs (NeedsPartitionProxies
+	// tells); without it clients and brokers connect directly.
+	PartitionProxies bool
 }
 
 // StartTarget starts (embedded, kfake) or names (bootstrap) the cluster to
@@ -70,7 +74,7 @@ func StartTarget(ctx context.Context, config TargetConfig) (Target, error) {
 				return nil, err
 			}
 		}
-		return startCluster(ctx, self, config.DataDir)
+		return startCluster(ctx, self, config.DataDir, config.PartitionProxies)
 	case TargetBootstrap:
 		if len(bootstrap) == 0 {
 			return nil, errors.New("target bootstrap needs at least one host:port")

@@ -42,13 +42,18 @@ type clusterTarget struct {
 	root      string
 	processes []*faults.Process
 	bootstrap []string
+	// proxies, when the run has a broker-partition cell, are the
+	// partition proxies every connection to a broker goes through
+	// (target_partition.go); nil: direct connections.
+	proxies *clusterProxies
 }
 
 // startCluster launches the brokers of a cluster target with self, waits
 // until every broker answers Metadata listing all of them, and returns it.
 // dataDir, when set, holds the brokers' data directories (kept on close);
-// empty means a temporary directory, removed on close.
-func startCluster(ctx context.Context, self SelfCommand, dataDir string) (*clusterTarget, error) {
+// empty means a temporary directory, removed on close. partitioned puts
+// the brokers behind partition proxies (for broker-partition).
+func startCluster(ctx context.Context, self SelfCommand, dataDir string, partitioned bool) (*clusterTarget, error) {
 	root, temporary := dataDir, dataDir == ""
 	if temporary {
 		var err error
@@ -68,9 +73,21 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string) (*clust
 	if err != nil {
 		return nil, err
 	}
+	voterRafts, bootstrap := rafts, listens
+	if partitioned {
+		if target.proxies, err = startClusterProxies(listens, rafts); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if target.processes == nil {
+				target.proxies.group.Close()
+			}
+		}()
+		voterRafts, bootstrap = target.proxies.rafts, target.proxies.kafka
+	}
 	voters := make([]string, ClusterBrokers)
 	for i := range voters {
-		voters[i] = fmt.Sprintf("%d@%s", i+1, rafts[i])
+		voters[i] = fmt.Sprintf("%d@%s", i+1, voterRafts[i])
 	}
 	var processes []*faults.Process
 	for i := range ClusterBrokers {
@@ -78,6 +95,9 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string) (*clust
 		args := faults.BrokerArgs(listens[i], dir, i+1, "--controller-quorum", strings.Join(voters, ","),
 			"--config", "default.replication.factor="+strconv.Itoa(ClusterReplicationFactor),
 			"--config", "min.insync.replicas="+strconv.Itoa(ClusterMinInsync))
+		if target.proxies != nil {
+			args = append(args, target.proxies.brokerArgs(i, rafts[i])...)
+		}
 		process, err := faults.NewProcess(faults.ProcessConfig{
 			Name: fmt.Sprintf("broker %d (%s)", i+1, listens[i]), Path: self.Path, Args: self.command(args...),
 			Env: self.Env, DataDir: dir, Addr: listens[i], StartTimeout: 30 * time.Second})
@@ -90,11 +110,14 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string) (*clust
 		}
 		processes = append(processes, process)
 	}
-	if err := waitForBrokers(ctx, listens, ClusterBrokers, time.Minute); err != nil {
+	if err := waitForBrokers(ctx, bootstrap, ClusterBrokers, time.Minute); err != nil {
 		stopProcesses(processes)
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	target.processes, target.bootstrap = processes, listens
+	target.processes, target.bootstrap = processes, bootstrap
+	if target.proxies != nil {
+		target.proxies.setHooks(target)
+	}
 	if !temporary {
 		target.root = "" // the user's directory: kept
 	}
@@ -111,13 +134,20 @@ func clusterAddresses(n int) (listens, rafts []string, err error) {
 		}
 		listens = append(listens, listen)
 	}
+	rafts, err = raftAddresses(n)
+	return listens, rafts, err
+}
+
+// raftAddresses picks n free loopback Raft addresses whose RPC port (Raft
+// port + clusterRPCOffset) is free too.
+func raftAddresses(n int) (rafts []string, err error) {
 	for attempt := 0; len(rafts) < n; attempt++ {
 		if attempt == 100 {
-			return nil, nil, errors.New("cluster: no free pair of Raft and RPC ports on loopback after 100 tries")
+			return nil, errors.New("cluster: no free pair of Raft and RPC ports on loopback after 100 tries")
 		}
 		raft, err := freeLoopbackAddr()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		_, portText, _ := net.SplitHostPort(raft)
 		port, _ := strconv.Atoi(portText)
@@ -126,7 +156,7 @@ func clusterAddresses(n int) (listens, rafts []string, err error) {
 		}
 		rafts = append(rafts, raft)
 	}
-	return listens, rafts, nil
+	return rafts, nil
 }
 
 // portFree reports whether nothing listens on 127.0.0.1:port now.
@@ -181,8 +211,12 @@ func (t *clusterTarget) Description() string {
 	for i, process := range t.processes {
 		pids[i] = strconv.Itoa(process.PID())
 	}
-	return fmt.Sprintf("exactly cluster of %d brokers launched for this run (pids %s), %s, replication factor %d, min.insync.replicas %d",
-		len(t.processes), strings.Join(pids, ","), strings.Join(t.bootstrap, ","), ClusterReplicationFactor, ClusterMinInsync)
+	proxied := ""
+	if t.proxies != nil {
+		proxied = " behind partition proxies"
+	}
+	return fmt.Sprintf("exactly cluster of %d brokers launched for this run (pids %s)%s, %s, replication factor %d, min.insync.replicas %d",
+		len(t.processes), strings.Join(pids, ","), proxied, strings.Join(t.bootstrap, ","), ClusterReplicationFactor, ClusterMinInsync)
 }
 
 // Processes are the cluster's brokers, in node id order (node id = index + 1).
@@ -191,6 +225,9 @@ func (t *clusterTarget) Processes() []*faults.Process { return t.processes }
 // Close stops every broker and removes a temporary data directory.
 func (t *clusterTarget) Close() error {
 	err := stopProcesses(t.processes)
+	if t.proxies != nil {
+		t.proxies.group.Close()
+	}
 	if t.root != "" {
 		if removeErr := os.RemoveAll(t.root); removeErr != nil && err == nil {
 			err = removeErr

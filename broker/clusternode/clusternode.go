@@ -73,6 +73,15 @@ type Config struct {
 	ElectionTimeout   time.Duration
 	// Logger receives the member's logs; nil discards them.
 	Logger *slog.Logger
+	// SourceAddress, when set, is the local IP address every connection
+	// this member opens to another member is dialed from (raft, the
+	// quorum's RPC, replica fetchers, the coordinators' clients to other
+	// leaders), so a partition proxy in front of the others can cut it off
+	// (quorum.Config.SourceAddress). Empty lets the system choose.
+	SourceAddress string
+	// RaftListen and RPCListen are the addresses the quorum node binds
+	// (quorum.Config RaftBind and RPCBind); empty means its Voters entry.
+	RaftListen, RPCListen string
 }
 
 // Member is one running cluster member. Its methods are safe for
@@ -133,6 +142,7 @@ func Start(cfg Config) (*Member, error) {
 		NodeID: cfg.NodeID, Voters: cfg.Voters, DataDir: filepath.Join(cfg.DataDir, "quorum"),
 		HeartbeatInterval: cfg.HeartbeatInterval, SessionTimeout: cfg.SessionTimeout,
 		ElectionTimeout: cfg.ElectionTimeout, Logger: logger.With("component", "quorum"),
+		SourceAddress: cfg.SourceAddress, RaftBind: cfg.RaftListen, RPCBind: cfg.RPCListen,
 	})
 	if err != nil {
 		m.cancel()
@@ -150,6 +160,7 @@ func Start(cfg Config) (*Member, error) {
 			// coordinators wait for that many live brokers rather than
 			// creating their topics short of replicas.
 			InternalReplicationFactor: int32(min(3, len(cfg.Voters))),
+			Dial:                      dialFrom(cfg.SourceAddress),
 		},
 	})
 	if err != nil {
@@ -168,6 +179,17 @@ func Start(cfg Config) (*Member, error) {
 	m.stopHeartbeats = node.StartHeartbeats(reg)
 	go m.applyLoop()
 	return m, nil
+}
+
+// dialFrom is the broker's dial hook for connections to other brokers:
+// from source when set, nil (kgo's default) otherwise. quorum.Open has
+// already refused a source that is not an IP address.
+func dialFrom(source string) func(ctx context.Context, network, address string) (net.Conn, error) {
+	if source == "" {
+		return nil
+	}
+	dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 10 * time.Second}
+	return dialer.DialContext
 }
 
 // registration is the broker's listener as the quorum registers it.

@@ -49,6 +49,9 @@ type testCluster struct {
 	dirs    map[int32]string
 	props   map[string]string
 	members map[int32]*Member
+	// proxied is set by newProxiedCluster (partition_test.go): every
+	// member behind partition proxies, dialing from its own source.
+	proxied map[int32]proxiedMember
 }
 
 func newTestCluster(t *testing.T, n int, props map[string]string) *testCluster {
@@ -75,9 +78,11 @@ func newTestCluster(t *testing.T, n int, props map[string]string) *testCluster {
 
 func (c *testCluster) start(id int32) {
 	c.t.Helper()
+	px := c.proxied[id]
 	m, err := Start(Config{
 		NodeID: id, Listen: c.listen[id], DataDir: c.dirs[id], Voters: c.voters, Properties: c.props,
 		Logger: testLogger(), HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 800 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
+		Advertised: px.advertised, SourceAddress: px.source, RaftListen: px.raftListen, RPCListen: px.rpcListen,
 	})
 	if err != nil {
 		c.t.Fatalf("start member %d: %v", id, err)
@@ -101,6 +106,10 @@ func (c *testCluster) stop(id int32) {
 func (c *testCluster) bootstrap() []string {
 	var out []string
 	for id := int32(1); id <= int32(len(c.listen)); id++ {
+		if px, ok := c.proxied[id]; ok {
+			out = append(out, px.advertised)
+			continue
+		}
 		out = append(out, c.listen[id])
 	}
 	return out

@@ -10,7 +10,9 @@
 // # Why hashicorp/raft
 //
 // The quorum is built on github.com/hashicorp/raft with raft-boltdb as log
-// and stable store, raft's file snapshot store and its TCP transport.
+// and stable store, raft's file snapshot store and its network transport
+// over TCP (transport.go: a small stream layer that binds RaftBind,
+// advertises the Voters entry and dials from SourceAddress).
 // hashicorp/raft drives its own goroutines, storage and transport: the
 // package supplies a raft.FSM and gets elections, log replication,
 // snapshots, membership changes and non-voters. go.etcd.io/raft is a

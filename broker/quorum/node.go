@@ -20,7 +20,7 @@ import (
 
 // VoterAddrs are one node's two loopback-or-network addresses.
 type VoterAddrs struct {
-	Raft string // hashicorp/raft TCP transport, host:port
+	Raft string // hashicorp/raft's network transport over TCP, host:port
 	RPC  string // the quorum's forwarding RPC (rpc.go), host:port
 }
 
@@ -50,6 +50,16 @@ type Config struct {
 	ElectionTimeout time.Duration
 	// Logger receives the node's and raft's logs; nil discards them.
 	Logger *slog.Logger
+	// SourceAddress, when set, is the local IP address every outbound
+	// connection of the node (raft, the forwarding RPC) is dialed from, so
+	// a partition proxy in front of the other nodes can cut this node off;
+	// empty lets the system choose.
+	SourceAddress string
+	// RaftBind and RPCBind are the addresses the node listens on for raft
+	// and the forwarding RPC; empty means its own Voters entry. They let
+	// Voters hold addresses of proxies in front of the nodes while the node
+	// binds the real ones; raft always advertises the Voters entry.
+	RaftBind, RPCBind string
 }
 
 // maxVoters is the number of voters of KRaft-style combined mode.
@@ -75,6 +85,7 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 	rpc       *rpcServer
 	ctrl      *controller
+	dialer    net.Dialer // outbound connections, from Config.SourceAddress
 
 	ctx       context.Context // cancelled by Close
 	cancel    context.CancelFunc
@@ -106,6 +117,22 @@ func (c *Config) withDefaults() (Config, error) {
 	return out, nil
 }
 
+// raftBind is the address raft listens on.
+func (c *Config) raftBind() string {
+	if c.RaftBind != "" {
+		return c.RaftBind
+	}
+	return c.Voters[c.NodeID].Raft
+}
+
+// rpcBind is the address the forwarding RPC listens on.
+func (c *Config) rpcBind() string {
+	if c.RPCBind != "" {
+		return c.RPCBind
+	}
+	return c.Voters[c.NodeID].RPC
+}
+
 // voterIDs returns the ids of the raft voters: the maxVoters lowest ids.
 func voterIDs(voters map[int32]VoterAddrs) []int32 {
 	ids := make([]int32, 0, len(voters))
@@ -127,7 +154,11 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), fsm: newFSM(cfg.Logger)}
+	dialer, err := sourceDialer(cfg.SourceAddress)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), fsm: newFSM(cfg.Logger), dialer: dialer}
 	n.voter = slices.Contains(voterIDs(cfg.Voters), cfg.NodeID)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.openRaft(); err != nil {
@@ -135,7 +166,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.ctrl = newController(n)
-	n.rpc, err = startRPCServer(cfg.Voters[cfg.NodeID].RPC, n.ctrl.handle, n.logger)
+	n.rpc, err = startRPCServer(cfg.rpcBind(), n.ctrl.handle, n.logger)
 	if err != nil {
 		n.closeRaft()
 		n.cancel()
@@ -164,17 +195,12 @@ func (n *Node) openRaft() error {
 		store.Close()
 		return fmt.Errorf("quorum: open snapshot store: %w", err)
 	}
-	addr := n.cfg.Voters[n.cfg.NodeID].Raft
-	advertise, err := net.ResolveTCPAddr("tcp", addr)
+	stream, err := newStreamLayer(n.cfg.raftBind(), n.cfg.Voters[n.cfg.NodeID].Raft, n.dialer)
 	if err != nil {
 		store.Close()
-		return fmt.Errorf("quorum: raft address %q: %w", addr, err)
+		return err
 	}
-	transport, err := raft.NewTCPTransport(addr, advertise, 3, 5*time.Second, logWriter)
-	if err != nil {
-		store.Close()
-		return fmt.Errorf("quorum: raft transport on %s: %w", addr, err)
-	}
+	transport := raft.NewNetworkTransport(stream, 3, 5*time.Second, logWriter)
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(n.cfg.NodeID)
 	rc.HeartbeatTimeout = n.cfg.ElectionTimeout
@@ -420,7 +446,7 @@ func (n *Node) submitOnce(ctx context.Context, req rpcRequest, attempt int) (rpc
 	if !ok {
 		return rpcResponse{}, fmt.Errorf("%w: leader %d has no configured RPC address", ErrNotController, leader)
 	}
-	resp, err := callRPC(ctx, addrs.RPC, req)
+	resp, err := callRPC(ctx, n.dialer, addrs.RPC, req)
 	if err != nil {
 		return resp, err
 	}

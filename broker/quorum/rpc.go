@@ -201,12 +201,11 @@ func (s *rpcServer) close() {
 	s.wg.Wait()
 }
 
-// callRPC sends one request to addr and returns the response. A transport
+// callRPC sends one request to addr (dialed with dialer) and returns the response. A transport
 // failure is returned as an error wrapping errTransport (retried by the
 // caller); an error the remote side answered is in the response.
-func callRPC(ctx context.Context, addr string, req rpcRequest) (rpcResponse, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+func callRPC(ctx context.Context, dialer net.Dialer, addr string, req rpcRequest) (rpcResponse, error) {
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return rpcResponse{}, fmt.Errorf("%w: dial %s: %v", errTransport, addr, err)
 	}

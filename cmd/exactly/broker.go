@@ -49,6 +49,13 @@ member). Each voter uses two ports: the Raft transport on the port given,
 and the quorum's request-forwarding RPC on that port + 100. A member whose
 --node-id is not in the list joins as a non-voter and needs
 --controller-listen (its own Raft host:port; its RPC is again port + 100).
+A voter given --controller-listen listens there (Raft on that port, RPC on
+port + 100) while the others reach it at its --controller-quorum address:
+that lets a proxy sit in front of every member, as the load generator's
+broker-partition fault does. --source-address IP makes every connection
+this member opens to the others (Raft, the quorum's RPC, replica fetching,
+transaction markers to other leaders) leave from that local IP address,
+so such a proxy can tell the members apart; clients are not affected.
 Then --data-dir holds quorum/ (the Raft log) and broker/ (the partitions),
 and default.replication.factor may exceed 1. Client topic administration
 (CreateTopics, DeleteTopics, CreatePartitions, auto-creation) goes through
@@ -70,7 +77,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&settings, "config", "a broker setting as key=value, e.g. --config log.retention.ms=60000 (repeatable)")
 	profileKind := fs.String("profile", "", "write a profile into profiles/: cpu, mem, block, mutex or trace")
 	controllerQuorum := fs.String("controller-quorum", "", "run as a cluster member: the quorum voters as id@host:port,... (Kafka's controller.quorum.voters; RPC on port+100)")
-	controllerListen := fs.String("controller-listen", "", "with --controller-quorum, when --node-id is not a voter: this member's own Raft host:port")
+	controllerListen := fs.String("controller-listen", "", "with --controller-quorum: the host:port this member's Raft listens on (its RPC on port+100); needed when --node-id is not a voter, else default: its --controller-quorum entry")
+	sourceAddress := fs.String("source-address", "", "with --controller-quorum: the local IP address connections to the other members are made from (default: the system's choice)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -116,10 +124,16 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 			fs.Usage()
 			return errUsage
 		}
-		return runMember(ctx, clusternode.Config{
+		cfg := clusternode.Config{
 			NodeID: int32(*nodeID), Listen: *listen, Advertised: *advertised, DataDir: *dataDir,
-			Voters: voters, Properties: properties, Logger: logger,
-		}, stdout, logger)
+			Voters: voters, Properties: properties, Logger: logger, SourceAddress: *sourceAddress,
+		}
+		if err := memberBinds(&cfg, *controllerListen, *sourceAddress); err != nil {
+			fmt.Fprintln(stderr, err)
+			fs.Usage()
+			return errUsage
+		}
+		return runMember(ctx, cfg, stdout, logger)
 	}
 	b, err := broker.Start(ctx, broker.Config{
 		NodeID:     int32(*nodeID),

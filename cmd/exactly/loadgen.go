@@ -54,7 +54,7 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run (default: the workload's): "+strings.Join(modes.Names(), ", "))
 	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka), "+
 		"cluster (3 of our brokers launched as processes, a Raft metadata quorum, topics replicated 3 times with min.insync.replicas 2; "+
-		"the leader-kill and coordinator-kill fault plans need it); --bootstrap implies an existing cluster")
+		"the leader-kill, coordinator-kill and broker-partition fault plans need it; with broker-partition every connection goes through proxies that can cut a broker off); --bootstrap implies an existing cluster")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port...] of an existing Kafka-compatible cluster")
 	fs.StringVar(&f.out, "out", "results", "directory for the results JSON file")
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of the embedded broker (default: a temporary directory, removed afterwards)")
@@ -229,7 +229,7 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	target, err := loadgen.StartTarget(ctx, loadgen.TargetConfig{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir,
-		StartEmbedded: startEmbedded, Self: self})
+		StartEmbedded: startEmbedded, Self: self, PartitionProxies: loadgen.NeedsPartitionProxies(workload)})
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,24 @@ func voterAddrs(addr string) (quorum.VoterAddrs, error) {
 	}, nil
 }
 
+// memberBinds sets the quorum's listen addresses from --controller-listen
+// (Raft there, RPC on port+rpcPortOffset; unset: the member's own
+// --controller-quorum entry) and checks --source-address.
+func memberBinds(cfg *clusternode.Config, controllerListen, sourceAddress string) error {
+	if sourceAddress != "" && net.ParseIP(sourceAddress) == nil {
+		return fmt.Errorf("--source-address %q: want an IP address", sourceAddress)
+	}
+	if controllerListen == "" {
+		return nil
+	}
+	addrs, err := voterAddrs(controllerListen)
+	if err != nil {
+		return fmt.Errorf("--controller-listen: %w", err)
+	}
+	cfg.RaftListen, cfg.RPCListen = addrs.Raft, addrs.RPC
+	return nil
+}
+
 // runMember runs one cluster member until ctx ends (a signal).
 func runMember(ctx context.Context, cfg clusternode.Config, stdout io.Writer, logger *slog.Logger) error {
 	m, err := clusternode.Start(cfg)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/exactly-eos/exactly/broker/clusternode"
 	"github.com/exactly-eos/exactly/broker/quorum"
 )
 
@@ -66,5 +67,32 @@ func TestMemberArgs(t *testing.T) {
 	}
 	if one := strings.Join(memberArgs("/d", "h", 9092, 1, 1, nil), " "); !strings.Contains(one, "default.replication.factor=1") || !strings.Contains(one, "min.insync.replicas=1") || strings.Contains(one, "controller-listen") {
 		t.Errorf("one broker: %q", one)
+	}
+}
+
+// TestMemberBinds: --controller-listen sets the quorum's bind addresses
+// (RPC on port+100) while the voter entry stays as given, and
+// --source-address must be an IP address.
+func TestMemberBinds(t *testing.T) {
+	voters, err := parseControllerQuorum("1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194", 1, "127.0.0.1:7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clusternode.Config{NodeID: 1, Voters: voters}
+	if err := memberBinds(&cfg, "127.0.0.1:7000", "127.0.0.11"); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RaftListen != "127.0.0.1:7000" || cfg.RPCListen != "127.0.0.1:7100" || voters[1].Raft != "127.0.0.1:9192" {
+		t.Errorf("binds %q %q, voter %+v", cfg.RaftListen, cfg.RPCListen, voters[1])
+	}
+	unset := clusternode.Config{NodeID: 1, Voters: voters}
+	if err := memberBinds(&unset, "", ""); err != nil || unset.RaftListen != "" || unset.RPCListen != "" {
+		t.Errorf("without flags: %q %q %v", unset.RaftListen, unset.RPCListen, err)
+	}
+	if err := memberBinds(&unset, "", "localhost"); err == nil {
+		t.Error("--source-address localhost accepted")
+	}
+	if err := memberBinds(&unset, "127.0.0.1", ""); err == nil {
+		t.Error("--controller-listen without a port accepted")
 	}
 }

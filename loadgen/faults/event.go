@@ -37,6 +37,10 @@ const (
 	KindPause Kind = "pause"
 	// KindResume: a paused process was sent SIGCONT.
 	KindResume Kind = "resume"
+	// KindCut: a broker was cut off the network by the partition proxies.
+	KindCut Kind = "cut"
+	// KindHeal: a cut-off broker was let back onto the network.
+	KindHeal Kind = "heal"
 	// KindZombieProducer: the runner froze a transactional producer and
 	// started a new instance with the same transactional.id.
 	KindZombieProducer Kind = "zombie-producer"

@@ -102,12 +102,19 @@ const (
 	// transaction coordinator of the run's first producer when the action
 	// fires (a launched cluster; the run's Selector finds it).
 	ProcessCoordinatorKill ProcessActionKind = "coordinator-kill"
+	// ProcessBrokerPartition cuts the broker that leads the most partitions
+	// of the run's topic off the network (from the other brokers and from
+	// clients) for Down, then heals it: the cluster's partition proxies
+	// (package internal/partition) do it, so the broker keeps running and
+	// keeps its own view of the cluster (a launched cluster; the run's
+	// Selector finds it).
+	ProcessBrokerPartition ProcessActionKind = "broker-partition"
 )
 
 // Selects reports whether the action picks its broker when it fires (by
 // the run's Selector) rather than by index or round robin.
 func (k ProcessActionKind) Selects() bool {
-	return k == ProcessLeaderKill || k == ProcessCoordinatorKill
+	return k == ProcessLeaderKill || k == ProcessCoordinatorKill || k == ProcessBrokerPartition
 }
 
 // Selector finds, when an action that Selects fires, the index of the
@@ -123,7 +130,7 @@ type Selector func(ctx context.Context, action ProcessActionKind) (int, error)
 //	    after: 5s
 //	    every: 10s
 //	    count: 3
-//	    down: 1s               # time dead (kill-restart) or stopped (pause)
+//	    down: 1s               # time dead (kill-restart), stopped (pause) or cut off (broker-partition)
 type ProcessAction struct {
 	Action   ProcessActionKind `yaml:"action"`
 	Broker   *int              `yaml:"broker,omitempty"`
@@ -134,10 +141,10 @@ type ProcessAction struct {
 // Validate reports an action that cannot run.
 func (a ProcessAction) Validate() error {
 	switch a.Action {
-	case ProcessKillRestart, ProcessPause, ProcessLeaderKill, ProcessCoordinatorKill:
+	case ProcessKillRestart, ProcessPause, ProcessLeaderKill, ProcessCoordinatorKill, ProcessBrokerPartition:
 	default:
-		return fmt.Errorf("action %q is not one of [%s %s %s %s]", a.Action, ProcessKillRestart, ProcessPause,
-			ProcessLeaderKill, ProcessCoordinatorKill)
+		return fmt.Errorf("action %q is not one of [%s %s %s %s %s]", a.Action, ProcessKillRestart, ProcessPause,
+			ProcessLeaderKill, ProcessCoordinatorKill, ProcessBrokerPartition)
 	}
 	if a.Action.Selects() && a.Broker != nil {
 		return fmt.Errorf("%s picks its broker when it fires: leave broker out", a.Action)
@@ -146,7 +153,7 @@ func (a ProcessAction) Validate() error {
 		return fmt.Errorf("broker %d: want an index >= 0 among launched brokers", *a.Broker)
 	}
 	if a.Down <= 0 {
-		return fmt.Errorf("%s needs down > 0 (how long the broker stays dead or stopped)", a.Action)
+		return fmt.Errorf("%s needs down > 0 (how long the broker stays dead, stopped or cut off)", a.Action)
 	}
 	return a.Schedule.Validate()
 }
@@ -385,13 +392,21 @@ func runProcessAction(ctx context.Context, action ProcessAction, processes []*Pr
 
 func applyProcessAction(ctx context.Context, action ProcessAction, target *Process) error {
 	down := time.Duration(action.Down)
-	if action.Action != ProcessPause {
-		return target.Restart(ctx, down) // kill-restart, leader-kill, coordinator-kill
+	switch action.Action {
+	case ProcessPause:
+		if err := target.Pause(); err != nil {
+			return err
+		}
+		wait.Until(ctx, time.Now().Add(down))
+		// Resume even when ctx ended: never leave a broker stopped.
+		return target.Resume()
+	case ProcessBrokerPartition:
+		if err := target.Cut(); err != nil {
+			return err
+		}
+		wait.Until(ctx, time.Now().Add(down))
+		// Heal even when ctx ended: never leave a broker cut off.
+		return target.Heal()
 	}
-	if err := target.Pause(); err != nil {
-		return err
-	}
-	wait.Until(ctx, time.Now().Add(down))
-	// Resume even when ctx ended: never leave a broker stopped.
-	return target.Resume()
+	return target.Restart(ctx, down) // kill-restart, leader-kill, coordinator-kill
 }

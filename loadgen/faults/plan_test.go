@@ -13,7 +13,7 @@ import (
 
 // Every shipped plan loads, validates and says what the brief asks of it.
 func TestStandardPlans(t *testing.T) {
-	want := []string{"ack-loss", "broker-restart", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
+	want := []string{"ack-loss", "broker-partition", "broker-restart", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
 		"leader-kill", "none", "request-loss", "zombie-producer"}
 	if got := PlanNames(); !slices.Equal(got, want) {
 		t.Fatalf("shipped plans %v, want %v", got, want)
@@ -42,6 +42,11 @@ func TestStandardPlans(t *testing.T) {
 			a := p.Processes
 			return len(a) == 1 && a[0].Action == ProcessLeaderKill && a[0].Action.Selects() && a[0].Count == 2 &&
 				a[0].Down == Duration(5*time.Second) && a[0].Broker == nil && !p.NeedsProxy()
+		},
+		"broker-partition": func(p Plan) bool {
+			a := p.Processes
+			return len(a) == 1 && a[0].Action == ProcessBrokerPartition && a[0].Action.Selects() && a[0].Count == 2 &&
+				a[0].Every == Duration(12*time.Second) && a[0].Down == Duration(5*time.Second) && a[0].Broker == nil && !p.NeedsProxy()
 		},
 		"coordinator-kill": func(p Plan) bool {
 			a := p.Processes

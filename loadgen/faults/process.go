@@ -49,11 +49,13 @@ func BrokerArgs(listen, dataDir string, nodeID int, extra ...string) []string {
 type Process struct {
 	config ProcessConfig
 
-	mu      sync.Mutex    // guards cmd, exited, waitErr, paused
+	mu      sync.Mutex    // guards cmd, exited, waitErr, paused, cut, heal
 	cmd     *exec.Cmd     // nil before the first start
 	exited  chan struct{} // closed when cmd's Wait returns
 	waitErr error         // cmd's Wait result, set before exited closes
 	paused  bool
+	// cut and heal are the partition hooks of SetPartition (nil: none).
+	cut, heal PartitionHook
 }
 
 // NewProcess validates config; Start launches it.
@@ -259,6 +261,50 @@ func (p *Process) Stop(grace time.Duration) error {
 		<-p.exited
 		return fmt.Errorf("process %s: did not stop within %v of SIGTERM; killed", p.config.Name, grace)
 	}
+}
+
+// PartitionHook cuts a process off the network or heals it; detail, if
+// not empty, is added to the event recorded.
+type PartitionHook func() (detail string, err error)
+
+// SetPartition gives the process the hooks that cut it off the network
+// and heal it (a cluster behind partition proxies); nil hooks remove them.
+func (p *Process) SetPartition(cut, heal PartitionHook) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut, p.heal = cut, heal
+}
+
+// Cut cuts the process off from the other brokers and from clients by the
+// hook of SetPartition, and records it.
+func (p *Process) Cut() error {
+	return p.partition(false, KindCut, "cut off from the other brokers and from clients")
+}
+
+// Heal lets a cut-off process back onto the network and records it.
+func (p *Process) Heal() error {
+	return p.partition(true, KindHeal, "reachable again")
+}
+
+func (p *Process) partition(heal bool, kind Kind, detail string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fn := p.cut
+	if heal {
+		fn = p.heal
+	}
+	if fn == nil {
+		return fmt.Errorf("process %s: no partition proxies in front of it (broker-partition needs --target cluster)", p.config.Name)
+	}
+	extra, err := fn()
+	if err != nil {
+		return fmt.Errorf("process %s: %s: %w", p.config.Name, kind, err)
+	}
+	if extra != "" {
+		detail += " (" + extra + ")"
+	}
+	p.record(kind, detail)
+	return nil
 }
 
 // SetLog makes the process record its kills, restarts, pauses and resumes

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -322,5 +324,59 @@ func TestProcessLeaderKillKillsTheSelectedBroker(t *testing.T) {
 	action.Broker = &index
 	if err := action.Validate(); err == nil || !strings.Contains(err.Error(), "leave broker out") {
 		t.Fatalf("leader-kill with a broker index: got %v", err)
+	}
+}
+
+// A broker-partition cuts the broker its Selector names off through the
+// process's partition hooks and heals it after Down, each time; a process
+// without hooks refuses it.
+func TestProcessBrokerPartitionCutsAndHeals(t *testing.T) {
+	log := NewEventLog(nil)
+	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log)}
+	var mu sync.Mutex
+	var calls []string
+	for i, p := range processes {
+		hook := func(what string) PartitionHook {
+			return func() (string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, fmt.Sprintf("%s %d", what, i))
+				return what + " detail", nil
+			}
+		}
+		p.SetPartition(hook("cut"), hook("heal"))
+	}
+	action := ProcessAction{
+		Action:   ProcessBrokerPartition,
+		Schedule: Schedule{After: Duration(10 * time.Millisecond), Every: Duration(50 * time.Millisecond), Count: 2},
+		Down:     Duration(20 * time.Millisecond),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	picks := []int{1, 0}
+	asked := 0
+	selector := func(_ context.Context, kind ProcessActionKind) (int, error) {
+		asked++
+		return picks[asked-1], nil
+	}
+	if err := RunProcessActions(ctx, []ProcessAction{action}, processes, selector); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"cut 1", "heal 1", "cut 0", "heal 0"}; !slices.Equal(calls, want) {
+		t.Fatalf("hook calls %v, want %v", calls, want)
+	}
+	var kinds []Kind
+	for _, e := range log.Events() {
+		kinds = append(kinds, e.Kind)
+		if !strings.Contains(e.Detail, string(e.Kind)+" detail") {
+			t.Errorf("event %+v lacks its hook's detail", e)
+		}
+	}
+	if want := []Kind{KindCut, KindHeal, KindCut, KindHeal}; !slices.Equal(kinds, want) {
+		t.Fatalf("events %v, want %v", kinds, want)
+	}
+	processes[0].SetPartition(nil, nil)
+	if err := processes[0].Cut(); err == nil || !strings.Contains(err.Error(), "no partition proxies") {
+		t.Fatalf("Cut without hooks: %v", err)
 	}
 }
