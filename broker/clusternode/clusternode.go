@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/quorum"
 )
 
@@ -74,6 +75,9 @@ type Config struct {
 	ElectionTimeout   time.Duration
 	// Logger receives the member's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics, if set, receives the member's broker metrics
+	// (broker.Config.Metrics); nil turns them off.
+	Metrics *metrics.Broker
 }
 
 // Member is one running cluster member. Its methods are safe for
@@ -142,7 +146,7 @@ func Start(cfg Config) (*Member, error) {
 	m.node = node
 	b, err := broker.Start(context.Background(), broker.Config{
 		NodeID: cfg.NodeID, Listen: cfg.Listen, Advertised: cfg.Advertised,
-		DataDir: filepath.Join(cfg.DataDir, "broker"), Properties: props, Logger: logger,
+		DataDir: filepath.Join(cfg.DataDir, "broker"), Properties: props, Logger: logger, Metrics: cfg.Metrics,
 		Replication: &broker.ReplicationConfig{
 			ISR:           isrChanger{node: node},
 			ResolveBroker: m.resolveBroker,

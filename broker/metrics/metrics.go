@@ -40,37 +40,37 @@ type Broker struct {
 	registry *prometheus.Registry
 
 	// Requests (Kafka's kafka.network:type=RequestMetrics).
-	requests        *prometheus.CounterVec   // exactly_requests_total{api}
-	requestErrors   *prometheus.CounterVec   // exactly_request_errors_total{api,error}
-	queueSeconds    *prometheus.HistogramVec // exactly_request_queue_seconds{api}
-	localSeconds    *prometheus.HistogramVec // exactly_request_local_seconds{api}
-	durabilitySecs  *prometheus.HistogramVec // exactly_request_durability_wait_seconds{api}
-	sendSeconds     *prometheus.HistogramVec // exactly_request_send_seconds{api}
-	totalSeconds    *prometheus.HistogramVec // exactly_request_total_seconds{api}
-	apis            [maxAPIKey]atomic.Pointer[API]
-	topicBytesIn    *prometheus.CounterVec // exactly_topic_bytes_in_total{topic}
-	topicBytesOut   *prometheus.CounterVec // exactly_topic_bytes_out_total{topic}
-	produceBatches  *prometheus.CounterVec // exactly_produce_batches_total{topic}
-	produceRecords  *prometheus.CounterVec // exactly_produce_records_total{topic}
-	topicsMu        sync.Mutex
-	topics          map[string]*Topic
-	duplicates      prometheus.Counter // exactly_idempotent_duplicates_total
-	outOfOrder      prometheus.Counter // exactly_out_of_order_sequences_total
-	txnBegun        prometheus.Counter
-	txnCommitted    prometheus.Counter
-	txnAborted      prometheus.Counter
-	txnTimedOut     prometheus.Counter
-	markersWritten  prometheus.Counter
-	endTxnSeconds   prometheus.Histogram
-	rebalances      prometheus.Counter
-	offsetsCommit   prometheus.Counter
-	fsyncs          prometheus.Counter
-	fsyncSeconds    prometheus.Histogram
-	connsOpened     prometheus.Counter
-	connsClosed     prometheus.Counter
-	connsRefused    prometheus.Counter
-	connsOpen       prometheus.Gauge
-	state           *stateCollector
+	requests       *prometheus.CounterVec   // exactly_requests_total{api}
+	requestErrors  *prometheus.CounterVec   // exactly_request_errors_total{api,error}
+	queueSeconds   *prometheus.HistogramVec // exactly_request_queue_seconds{api}
+	localSeconds   *prometheus.HistogramVec // exactly_request_local_seconds{api}
+	durabilitySecs *prometheus.HistogramVec // exactly_request_durability_wait_seconds{api}
+	sendSeconds    *prometheus.HistogramVec // exactly_request_send_seconds{api}
+	totalSeconds   *prometheus.HistogramVec // exactly_request_total_seconds{api}
+	apis           [maxAPIKey]atomic.Pointer[API]
+	topicBytesIn   *prometheus.CounterVec // exactly_topic_bytes_in_total{topic}
+	topicBytesOut  *prometheus.CounterVec // exactly_topic_bytes_out_total{topic}
+	produceBatches *prometheus.CounterVec // exactly_produce_batches_total{topic}
+	produceRecords *prometheus.CounterVec // exactly_produce_records_total{topic}
+	topicsMu       sync.Mutex
+	topics         map[string]*Topic
+	duplicates     prometheus.Counter // exactly_idempotent_duplicates_total
+	outOfOrder     prometheus.Counter // exactly_out_of_order_sequences_total
+	txnBegun       prometheus.Counter
+	txnCommitted   prometheus.Counter
+	txnAborted     prometheus.Counter
+	txnTimedOut    prometheus.Counter
+	markersWritten prometheus.Counter
+	endTxnSeconds  prometheus.Histogram
+	rebalances     prometheus.Counter
+	offsetsCommit  prometheus.Counter
+	fsyncs         prometheus.Counter
+	fsyncSeconds   prometheus.Histogram
+	connsOpened    prometheus.Counter
+	connsClosed    prometheus.Counter
+	connsRefused   prometheus.Counter
+	connsOpen      prometheus.Gauge
+	state          *stateCollector
 }
 
 // API is the request metrics of one Kafka API, resolved once so the

@@ -49,7 +49,7 @@ type Log struct {
 	opts Options
 	// onSync is Options.OnSync, fixed at Open (read without locks).
 	onSync func(time.Duration)
-	fs   FS
+	fs     FS
 
 	// removeMu is held while ApplyRetention unlinks detached segments
 	// without appendMu; Truncate and Delete take it first, so no file of

@@ -71,6 +71,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	profileKind := fs.String("profile", "", "write a profile into profiles/: cpu, mem, block, mutex or trace")
 	controllerQuorum := fs.String("controller-quorum", "", "run as a cluster member: the quorum voters as id@host:port,... (Kafka's controller.quorum.voters; RPC on port+100)")
 	controllerListen := fs.String("controller-listen", "", "with --controller-quorum, when --node-id is not a voter: this member's own Raft host:port")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics on this host:port (/metrics, /healthz, /readyz), e.g. 127.0.0.1:9644; default off")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -106,6 +107,14 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	served, err := startBrokerMetrics(*metricsListen)
+	if err != nil {
+		return err
+	}
+	defer served.close()
+	if served != nil {
+		fmt.Fprintf(stdout, "metrics on %s\n", served.url())
+	}
 	if *controllerQuorum != "" {
 		if hasMemberRF {
 			properties["default.replication.factor"] = memberRF
@@ -118,8 +127,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		}
 		return runMember(ctx, clusternode.Config{
 			NodeID: int32(*nodeID), Listen: *listen, Advertised: *advertised, DataDir: *dataDir,
-			Voters: voters, Properties: properties, Logger: logger,
-		}, stdout, logger)
+			Voters: voters, Properties: properties, Logger: logger, Metrics: served.collectors(),
+		}, stdout, logger, served)
 	}
 	b, err := broker.Start(ctx, broker.Config{
 		NodeID:     int32(*nodeID),
@@ -128,10 +137,12 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		DataDir:    *dataDir,
 		Properties: properties,
 		Logger:     logger,
+		Metrics:    served.collectors(),
 	})
 	if err != nil {
 		return err
 	}
+	served.setReady(b.Ready)
 	fmt.Fprintf(stdout, "exactly broker %d listening on %s (data in %s)\n", *nodeID, b.Addr(), *dataDir)
 	<-ctx.Done()
 	logger.Info("signal received; shutting down")
