@@ -76,31 +76,42 @@ type response struct {
 // reader before the handler runs; encode and durability by whichever
 // goroutine completes the slot, before it closes done, which the writer
 // waits for before reading them.
+//
+// The instants are monotonic nanoseconds (monotonicNow), not time.Time,
+// to keep the slot small: it is allocated for every request, metrics on
+// or off.
 type requestTiming struct {
 	api                 *metrics.API
-	read, start, encode time.Time
+	read, start, encode int64
 	durability          time.Duration
 }
+
+// processStart is the origin of monotonicNow.
+var processStart = time.Now()
+
+// monotonicNow is the monotonic clock in nanoseconds since processStart.
+func monotonicNow() int64 { return int64(time.Since(processStart)) }
 
 // markEncode records the start of the response's encoding (the end of
 // the handler's local time), once.
 func (r *response) markEncode() {
-	if r.timing.api != nil && r.timing.encode.IsZero() {
-		r.timing.encode = time.Now()
+	if r.timing.api != nil && r.timing.encode == 0 {
+		r.timing.encode = monotonicNow()
 	}
 }
 
 // observe records a sent response's time split (metrics on).
 func (t *requestTiming) observe() {
-	written := time.Now()
-	if t.encode.IsZero() {
+	written := monotonicNow()
+	if t.encode == 0 {
 		t.encode = written
 	}
-	t.api.Queue.Observe(t.start.Sub(t.read).Seconds())
-	t.api.Local.Observe((t.encode.Sub(t.start) - t.durability).Seconds())
+	seconds := func(nanoseconds int64) float64 { return float64(nanoseconds) / 1e9 }
+	t.api.Queue.Observe(seconds(t.start - t.read))
+	t.api.Local.Observe(seconds(t.encode - t.start - int64(t.durability)))
 	t.api.Durability.Observe(t.durability.Seconds())
-	t.api.Send.Observe(written.Sub(t.encode).Seconds())
-	t.api.Total.Observe(written.Sub(t.read).Seconds())
+	t.api.Send.Observe(seconds(written - t.encode))
+	t.api.Total.Observe(seconds(written - t.read))
 }
 
 // request is one decoded request frame handed to a handler.
@@ -223,9 +234,9 @@ func (c *connection) serve() {
 			return
 		}
 		buffer.B = frame
-		var readAt time.Time
+		var readAt int64
 		if c.broker.metrics != nil {
-			readAt = time.Now()
+			readAt = monotonicNow()
 		}
 		if !c.dispatch(buffer, readAt) {
 			return
@@ -246,7 +257,7 @@ func (c *connection) logReadError(err error) {
 
 // dispatch parses one frame's header and runs its handler. It reports
 // whether the reader should go on.
-func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer, readAt time.Time) bool {
+func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer, readAt int64) bool {
 	header, body, err := wire.ParseRequestHeader(buffer.B)
 	if err != nil {
 		bytebufferpool.Put(buffer)
@@ -277,7 +288,7 @@ func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer, readAt time.Tim
 		return false
 	}
 	if req.slot.timing.api != nil {
-		req.slot.timing.start = time.Now()
+		req.slot.timing.start = monotonicNow()
 	}
 	return c.runHandler(handler.handle, req)
 }
