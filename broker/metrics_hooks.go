@@ -87,35 +87,49 @@ func (b *Broker) partitionStates() []metrics.PartitionState {
 	return states
 }
 
-// groupStates counts the members of every group coordinated here (the
-// single-node coordinator; a cluster's sharded coordinators are not
-// listed yet).
+// groupStates counts the members of every group coordinated here: by
+// the single-node coordinator, or in a cluster by the loaded coordinator
+// shards of the __consumer_offsets partitions led here. Each coordinator
+// takes its own locks (group.mu, briefly, per group); none is held across
+// I/O.
 func (b *Broker) groupStates() []metrics.GroupState {
-	if b.groups == nil {
-		return nil
+	coordinators := []*group.Coordinator{}
+	if b.groups != nil {
+		coordinators = append(coordinators, b.groups)
 	}
-	listed, err := b.groups.ListGroups(group.ListFilter{})
-	if err != nil {
-		return nil
+	if b.replication != nil {
+		coordinators = append(coordinators, b.replication.groups.loaded()...)
 	}
-	states := make([]metrics.GroupState, 0, len(listed))
-	for _, g := range listed {
-		described, err := b.groups.DescribeGroup(g.Group)
+	var states []metrics.GroupState
+	for _, coordinator := range coordinators {
+		listed, err := coordinator.ListGroups(group.ListFilter{})
 		if err != nil {
-			continue
+			continue // closed meanwhile
 		}
-		states = append(states, metrics.GroupState{Group: g.Group, Members: len(described.Members)})
+		for _, g := range listed {
+			described, err := coordinator.DescribeGroup(g.Group)
+			if err != nil {
+				continue
+			}
+			states = append(states, metrics.GroupState{Group: g.Group, Members: len(described.Members)})
+		}
 	}
 	return states
 }
 
 // openTransactionCount counts the open transactions of the single-node
-// coordinator.
+// coordinator, or of a cluster's loaded __transaction_state shards.
 func (b *Broker) openTransactionCount() int {
-	if b.transactions == nil {
-		return 0
+	open := 0
+	if b.transactions != nil {
+		open += b.transactions.OpenTransactions()
 	}
-	return b.transactions.OpenTransactions()
+	if b.replication != nil {
+		for _, coordinator := range b.replication.txns.loaded() {
+			open += coordinator.OpenTransactions()
+		}
+	}
+	return open
 }
 
 // apiMetrics is the request metrics of an API key, or nil without metrics.
