@@ -100,6 +100,9 @@ func handleFetch(c *connection, r *request) {
 	if req.SessionID != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		if api := r.slot.timing.api; api != nil {
+			countErrorCode(api, resp.ErrorCode)
+		}
 		c.respond(r, resp.AppendTo)
 		return
 	}
