@@ -11,8 +11,11 @@
 // side of transactions — last stable offset, KIP-890 verification, markers
 // — in partition_txn.go; in a cluster both are sharded by the replicated
 // internal topics' partitions led here: cluster_shards.go), the broker settings table (config.go) and the
-// typed settings it is parsed into once at start (settings.go), and the one
-// table mapping errors to Kafka error codes (errors.go).
+// typed settings it is parsed into once at start (settings.go), the one
+// table mapping errors to Kafka error codes (errors.go), and, with
+// Config.Metrics, the hooks feeding broker/metrics (metrics_hooks.go: the
+// request time split, data and transaction counters, the scrape-time log
+// and group figures).
 //
 // Goroutines and ownership:
 //
@@ -158,9 +161,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/broker/txn"
@@ -196,6 +201,10 @@ type Config struct {
 	// cluster: partitions get leader or follower roles through
 	// ApplyPartitionRoles (cluster_roles.go). Nil is the single-node broker.
 	Replication *ReplicationConfig
+	// Metrics, if set, receives the broker's metrics (broker/metrics);
+	// nil turns them off at the cost of a nil check per event. Serving
+	// them over HTTP is the caller's job (metrics.Serve).
+	Metrics *metrics.Broker
 
 	// beforeMarkers, if set, runs before every marker write of the
 	// transaction coordinator; an error makes the coordinator retry. Tests
@@ -238,6 +247,11 @@ type Broker struct {
 	transactionVersion int16
 	// beforeMarkers is Config.beforeMarkers (tests only).
 	beforeMarkers func(ctx context.Context) error
+	// metrics is Config.Metrics (nil = off); read-only.
+	metrics *metrics.Broker
+	// ready is set at the end of Start: logs recovered, coordinators
+	// loaded (see Ready).
+	ready atomic.Bool
 	// replication is the replication machinery; nil when
 	// Config.Replication is (set by Start, then read-only).
 	replication *replication
@@ -312,6 +326,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		pendingTopics: map[string]*pendingTopic{},
 		conns:         map[*connection]struct{}{},
 		beforeMarkers: cfg.beforeMarkers,
+		metrics:       cfg.Metrics,
 		producerOptions: producers.Options{
 			ExpirationAge: config.settings.ProducerIDExpiration,
 			FS:            fsys,
@@ -375,6 +390,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		case <-b.ctx.Done():
 		}
 	}()
+	b.startMetrics()
+	b.ready.Store(true)
 	logger.Info("broker started", "node_id", b.nodeID, "listen", b.Addr(),
 		"advertised", net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort))),
 		"data_dir", b.dataDir, "topics", len(b.topics), "cluster_id", b.clusterID)
@@ -484,12 +501,18 @@ func (b *Broker) acceptLoop() {
 		if b.closing {
 			b.connsMu.Unlock()
 			netConn.Close()
+			if b.metrics != nil {
+				b.metrics.ConnectionRefused()
+			}
 			return
 		}
 		c := newConnection(b, netConn)
 		b.conns[c] = struct{}{}
 		b.connections.Add(1)
 		b.connsMu.Unlock()
+		if b.metrics != nil {
+			b.metrics.ConnectionOpened()
+		}
 		go c.serve()
 	}
 }
@@ -498,6 +521,9 @@ func (b *Broker) forgetConnection(c *connection) {
 	b.connsMu.Lock()
 	delete(b.conns, c)
 	b.connsMu.Unlock()
+	if b.metrics != nil {
+		b.metrics.ConnectionClosed()
+	}
 	b.connections.Done()
 }
 

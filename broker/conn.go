@@ -12,11 +12,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/internal/invariants"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -64,6 +66,52 @@ type response struct {
 	// closeConnection asks the writer to close the connection once the
 	// earlier responses are out (the protocol has no error for the case).
 	closeConnection bool
+	// timing is the request's time split; zero when metrics are off.
+	timing requestTiming
+}
+
+// requestTiming records when a request passed each stage, for the request
+// metrics (metrics_hooks.go explains the split). api is nil when metrics
+// are off; then nothing else is set. read and start are written by the
+// reader before the handler runs; encode and durability by whichever
+// goroutine completes the slot, before it closes done, which the writer
+// waits for before reading them.
+//
+// The instants are monotonic nanoseconds (monotonicNow), not time.Time,
+// to keep the slot small: it is allocated for every request, metrics on
+// or off.
+type requestTiming struct {
+	api                 *metrics.API
+	read, start, encode int64
+	durability          time.Duration
+}
+
+// processStart is the origin of monotonicNow.
+var processStart = time.Now()
+
+// monotonicNow is the monotonic clock in nanoseconds since processStart.
+func monotonicNow() int64 { return int64(time.Since(processStart)) }
+
+// markEncode records the start of the response's encoding (the end of
+// the handler's local time), once.
+func (r *response) markEncode() {
+	if r.timing.api != nil && r.timing.encode == 0 {
+		r.timing.encode = monotonicNow()
+	}
+}
+
+// observe records a sent response's time split (metrics on).
+func (t *requestTiming) observe() {
+	written := monotonicNow()
+	if t.encode == 0 {
+		t.encode = written
+	}
+	seconds := func(nanoseconds int64) float64 { return float64(nanoseconds) / 1e9 }
+	t.api.Queue.Observe(seconds(t.start - t.read))
+	t.api.Local.Observe(seconds(t.encode - t.start - int64(t.durability)))
+	t.api.Durability.Observe(t.durability.Seconds())
+	t.api.Send.Observe(seconds(written - t.encode))
+	t.api.Total.Observe(seconds(written - t.read))
 }
 
 // request is one decoded request frame handed to a handler.
@@ -186,7 +234,11 @@ func (c *connection) serve() {
 			return
 		}
 		buffer.B = frame
-		if !c.dispatch(buffer) {
+		var readAt int64
+		if c.broker.metrics != nil {
+			readAt = monotonicNow()
+		}
+		if !c.dispatch(buffer, readAt) {
 			return
 		}
 	}
@@ -205,7 +257,7 @@ func (c *connection) logReadError(err error) {
 
 // dispatch parses one frame's header and runs its handler. It reports
 // whether the reader should go on.
-func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer) bool {
+func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer, readAt int64) bool {
 	header, body, err := wire.ParseRequestHeader(buffer.B)
 	if err != nil {
 		bytebufferpool.Put(buffer)
@@ -224,11 +276,19 @@ func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer) bool {
 			"api", wire.APIName(header.APIKey), "version", header.APIVersion, "supported", known)
 		return false
 	}
+	if c.broker.metrics != nil {
+		api := c.broker.apiMetrics(header.APIKey)
+		api.Requests.Inc()
+		req.slot.timing = requestTiming{api: api, read: readAt}
+	}
 	select {
 	case c.queue <- req.slot:
 	case <-c.ctx.Done():
 		req.release()
 		return false
+	}
+	if req.slot.timing.api != nil {
+		req.slot.timing.start = monotonicNow()
 	}
 	return c.runHandler(handler.handle, req)
 }
@@ -284,7 +344,10 @@ func (r *response) completeFetch(fetch *fetchResponse) {
 }
 
 // completeNone fills the slot with nothing to send (acks=0 produce).
-func (r *response) completeNone() { close(r.done) }
+func (r *response) completeNone() {
+	r.markEncode()
+	close(r.done)
+}
 
 // completeClose asks for the connection to be closed at this point.
 func (r *response) completeClose() {
@@ -329,6 +392,9 @@ func (c *connection) writeLoop() {
 				c.netConn.Close()
 			}
 		}
+		if slot.timing.api != nil {
+			slot.timing.observe()
+		}
 		slot.release()
 	}
 }
@@ -347,6 +413,7 @@ func (c *connection) write(slot *response) error {
 // respond encodes a kmsg response (or any body appender) into a frame and
 // completes the slot.
 func (c *connection) respond(req *request, appendBody func([]byte) []byte) {
+	req.slot.markEncode()
 	frame := bytebufferpool.Get()
 	b, sizeAt := wire.AppendFrameSize(frame.B[:0])
 	b = wire.AppendResponseHeader(b, req.header.CorrelationID,
@@ -413,6 +480,9 @@ func kmsgAdapter[R kmsg.Request](where handling, serve kmsgServe[R]) handlerFunc
 			defer stop()
 			resp := serve(ctx, c, req)
 			resp.SetVersion(r.header.APIVersion)
+			if api := r.slot.timing.api; api != nil {
+				countResponseErrors(api, resp)
+			}
 			c.respond(r, resp.AppendTo)
 			r.release() // only now: see the comment above
 		}

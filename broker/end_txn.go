@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,6 +26,10 @@ func init() {
 }
 
 func handleEndTxn(ctx context.Context, c *connection, req *kmsg.EndTxnRequest) kmsg.Response {
+	if m := c.broker.metrics; m != nil {
+		start := time.Now()
+		defer func() { m.EndTxn(time.Since(start)) }()
+	}
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	end := txn.EndRequest{

@@ -100,6 +100,9 @@ func handleFetch(c *connection, r *request) {
 	if req.SessionID != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		if api := r.slot.timing.api; api != nil {
+			countErrorCode(api, resp.ErrorCode)
+		}
 		c.respond(r, resp.AppendTo)
 		return
 	}
@@ -165,6 +168,10 @@ func (c *connection) serveFetch(r *request, req *kmsg.FetchRequest, topics []fet
 		done := total >= int64(req.MinBytes) || anyError || !time.Now().Before(deadline) ||
 			c.ctx.Err() != nil || c.broker.ctx.Err() != nil || highWatermarkRose(targets, reads)
 		if done {
+			if api := r.slot.timing.api; api != nil {
+				c.broker.countFetched(api, targets, reads)
+			}
+			r.slot.markEncode()
 			r.slot.completeFetch(encodeFetch(r, req.Version, topics, targets, reads))
 			return
 		}

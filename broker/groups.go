@@ -73,6 +73,7 @@ func (b *Broker) openGroups() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	options := b.config.storageOptions(b.config.newTopicConfig(nil))
+	options.OnSync = b.onSync()
 	// Replay rebuilds every group from the log's start, so nothing may be
 	// deleted by retention (Kafka compacts this topic; we keep it whole).
 	options.RetentionAge, options.RetentionBytes = -1, -1
@@ -104,6 +105,9 @@ func (b *Broker) groupConfig() group.Config {
 		Topics:                        topicResolver{b},
 	}
 	config.NoInitialRebalanceDelay = config.GroupInitialRebalanceDelay == 0
+	if b.metrics != nil {
+		config.OnRebalance = b.metrics.GroupRebalance
+	}
 	return config
 }
 

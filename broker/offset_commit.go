@@ -52,6 +52,7 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 		commit.Topics = append(commit.Topics, committed)
 	}
 	errs := c.broker.groupsFor(commit.Group).CommitOffsets(ctx, commit)
+	c.broker.countOffsetsCommitted(errs)
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
 	for i, topic := range req.Topics {

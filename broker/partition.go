@@ -147,6 +147,7 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, e
 	}
 	options := b.config.storageOptions(t.config.Load())
 	options.FS = b.fs
+	options.OnSync = b.onSync()
 	log, report, err := storage.Open(dir, options)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %w", errStorage, dir, err)

@@ -109,6 +109,9 @@ func handleProduce(c *connection, r *request) {
 	case acks == 0:
 		r.slot.completeNone()
 	case len(waits) == 0:
+		if api := r.slot.timing.api; api != nil {
+			countResponseErrors(api, resp)
+		}
 		c.respond(r, resp.AppendTo)
 	default:
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
@@ -135,6 +138,10 @@ func checkProduceStructure(req *wire.ProduceRequest) error {
 // appended partition to be durable (and, when replicated, in the ISR's
 // logs: waitReplicated, within the request's timeout), then answers.
 func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits []produceWait, timeout time.Duration) {
+	var start time.Time
+	if r.slot.timing.api != nil {
+		start = time.Now()
+	}
 	for _, wait := range waits {
 		err := error(nil)
 		if wait.partition.role.Load() != nil {
@@ -149,6 +156,10 @@ func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits 
 				setProduceError(rp, err, resp.Version)
 			}
 		}
+	}
+	if api := r.slot.timing.api; api != nil {
+		r.slot.timing.durability = time.Since(start)
+		countResponseErrors(api, resp)
 	}
 	c.respond(r, resp.AppendTo)
 }
@@ -252,6 +263,9 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 		})
 	}
 	result, err := p.appendProduced(records, tx)
+	if b.metrics != nil {
+		b.countProduced(t, records, result, err)
+	}
 	if err != nil {
 		// The partition goes back with the error: its log start offset
 		// tells an idempotent client whether UNKNOWN_PRODUCER_ID or

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
@@ -50,6 +51,9 @@ type topic struct {
 	id         [16]byte
 	config     atomic.Pointer[topicConfig]
 	partitions []*partition
+	// metrics is the topic's data metrics, set on first use when the
+	// broker has metrics (topicMetrics).
+	metrics atomic.Pointer[metrics.Topic]
 }
 
 // maxTopicNameLength is Kafka's limit on topic names.

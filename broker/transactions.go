@@ -73,6 +73,7 @@ func (b *Broker) openTransactions() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	options := b.config.storageOptions(b.config.newTopicConfig(nil))
+	options.OnSync = b.onSync()
 	options.RetentionAge, options.RetentionBytes = -1, -1
 	options.SegmentBytes = transactionsSegmentBytes
 	log, err := txn.OpenStorageLog(dir, partitions, options)
@@ -102,7 +103,17 @@ func (b *Broker) txnConfig() txn.Config {
 		CleanupInterval:        settings.TransactionCleanupInterval,
 		OffsetsTopicPartitions: int(settings.OffsetsTopicPartitions),
 		PartitionExists:        b.partitionExists,
+		Observer:               b.txnObserver(),
 	}
+}
+
+// txnObserver is the coordinator's observer: the metrics, or nil (a nil
+// *metrics.Broker must not become a non-nil interface).
+func (b *Broker) txnObserver() txn.Observer {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics
 }
 
 // closeTransactions stops the coordinator (pending completions resume at

@@ -49,7 +49,9 @@ func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffs
 		}
 		return resp
 	}
-	return txnOffsetCommitResponse(req, c.broker.groupsFor(req.Group).CommitTxnOffsets(ctx, txnCommitRequest(req)))
+	errs := c.broker.groupsFor(req.Group).CommitTxnOffsets(ctx, txnCommitRequest(req))
+	c.broker.countOffsetsCommitted(errs)
+	return txnOffsetCommitResponse(req, errs)
 }
 
 // txnCommitRequest decodes a TxnOffsetCommit for the group coordinator:

@@ -97,6 +97,9 @@ func (b *Broker) writeMarker(ctx context.Context, topicName string, index int32,
 	if err != nil || result.offset < 0 {
 		return err
 	}
+	if b.metrics != nil {
+		b.metrics.MarkersWritten(1)
+	}
 	if p.role.Load() != nil {
 		// A replicated partition: the marker is answered once the ISR has
 		// it, so a new leader cannot lack a marker the coordinator counted.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ci/test.sh: what CI runs on a clean clone. It installs what the tests need
 # (kcat for the librdkafka end-to-end test, PostgreSQL for the --db
-# postgres:// path of loadgen), then runs the README's test command, go vet
+# postgres:// path of loadgen, Prometheus and promtool for the broker's
+# metrics), then runs the README's test command, go vet
 # and a gofmt check, the broker's tests once more with the invariants build
 # tag, and last franz-go's own integration tests against one broker and
 # against a 3-broker cluster (ci/kgo.sh, ci/kgo.sh --cluster).
@@ -33,6 +34,13 @@ export EXACTLY_CI=1
 source ci/postgres.sh
 trap exactly_postgres_stop EXIT
 exactly_postgres_start
+
+# The broker's metrics tests read EXACTLY_PROMETHEUS_URL and
+# EXACTLY_PROMETHEUS_TARGETS (a real Prometheus scraping a broker the test
+# starts) and run promtool; ci/prometheus.sh installs and starts them.
+source ci/prometheus.sh
+trap 'exactly_prometheus_stop; exactly_postgres_stop' EXIT
+exactly_prometheus_start
 
 echo "== go test ./...  (the README's test command)"
 go test ./...

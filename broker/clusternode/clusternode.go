@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/quorum"
 )
 
@@ -82,6 +83,9 @@ type Config struct {
 	// RaftListen and RPCListen are the addresses the quorum node binds
 	// (quorum.Config RaftBind and RPCBind); empty means its Voters entry.
 	RaftListen, RPCListen string
+	// Metrics, if set, receives the member's broker metrics
+	// (broker.Config.Metrics); nil turns them off.
+	Metrics *metrics.Broker
 }
 
 // Member is one running cluster member. Its methods are safe for
@@ -151,7 +155,7 @@ func Start(cfg Config) (*Member, error) {
 	m.node = node
 	b, err := broker.Start(context.Background(), broker.Config{
 		NodeID: cfg.NodeID, Listen: cfg.Listen, Advertised: cfg.Advertised,
-		DataDir: filepath.Join(cfg.DataDir, "broker"), Properties: props, Logger: logger,
+		DataDir: filepath.Join(cfg.DataDir, "broker"), Properties: props, Logger: logger, Metrics: cfg.Metrics,
 		Replication: &broker.ReplicationConfig{
 			ISR:           isrChanger{node: node},
 			ResolveBroker: m.resolveBroker,

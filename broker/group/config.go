@@ -36,6 +36,10 @@ type Config struct {
 	// Topics resolves topic ids for OffsetCommit v10 and OffsetFetch v10;
 	// nil makes every topic id unknown.
 	Topics TopicResolver
+	// OnRebalance, if set, is called once per generation started (a join
+	// phase completed), under the group's lock: it must be cheap and must
+	// not call the coordinator. The broker counts rebalances with it.
+	OnRebalance func()
 }
 
 // TopicResolver maps topic ids to names and back (KIP-516).

@@ -61,6 +61,9 @@ func (g *group) completeJoin(ctx context.Context, now time.Time) {
 	}
 	g.initialDelay = false
 	g.generation++
+	if hook := g.coordinator.cfg.OnRebalance; hook != nil {
+		hook()
+	}
 	if len(g.members) == 0 {
 		g.protocol = ""
 		g.leader = ""

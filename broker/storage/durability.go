@@ -127,7 +127,7 @@ func (l *Log) syncActive() {
 	epoch := l.durability.epoch
 	l.durability.mu.Unlock()
 	l.mu.RUnlock()
-	err := active.log.file.Sync()
+	err := l.syncSegment(active.log.file)
 	l.durability.syncs.Add(1)
 	if releaseErr := active.log.release(); err == nil {
 		err = releaseErr
@@ -187,4 +187,16 @@ func (l *Log) stopIntervalSync() {
 	close(l.intervalStop)
 	<-l.intervalDone
 	l.intervalStop = nil
+}
+
+// syncSegment fdatasyncs a segment's data file and reports the call to
+// Options.OnSync, if set.
+func (l *Log) syncSegment(file File) error {
+	if l.onSync == nil {
+		return file.Sync()
+	}
+	start := time.Now()
+	err := file.Sync()
+	l.onSync(time.Since(start))
+	return err
 }

@@ -47,7 +47,9 @@ var (
 type Log struct {
 	dir  string
 	opts Options
-	fs   FS
+	// onSync is Options.OnSync, fixed at Open (read without locks).
+	onSync func(time.Duration)
+	fs     FS
 
 	// removeMu is held while ApplyRetention unlinks detached segments
 	// without appendMu; Truncate and Delete take it first, so no file of
@@ -120,7 +122,7 @@ func Open(dir string, opts Options) (*Log, RecoveryReport, error) {
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, RecoveryReport{}, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, opts: opts, fs: opts.FS}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, onSync: opts.OnSync}
 	l.durability.changed = make(chan struct{})
 	report, err := l.recover()
 	if err != nil {
@@ -209,7 +211,7 @@ func (l *Log) Append(batches []byte) (AppendResult, error) {
 	l.flushing = true
 	active.log.acquire()
 	l.appendMu.Unlock()
-	syncErr := active.log.file.Sync()
+	syncErr := l.syncSegment(active.log.file)
 	active.log.release()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -333,7 +335,7 @@ func (l *Log) rollLocked() error {
 	l.assertSegmentIndexesLocked(old)
 	l.mu.Unlock()
 	if l.flusher == nil {
-		if err := old.log.file.Sync(); err != nil {
+		if err := l.syncSegment(old.log.file); err != nil {
 			return l.fail(fmt.Errorf("roll %s: sync segment %d: %w", l.dir, old.base, err))
 		}
 		if err := old.persistIndexes(l.fs, l.dir); err != nil {
@@ -405,7 +407,7 @@ func (l *Log) flushLocked() error {
 		return err
 	}
 	active := l.active()
-	if err := active.log.file.Sync(); err != nil {
+	if err := l.syncSegment(active.log.file); err != nil {
 		return l.fail(fmt.Errorf("flush %s: sync segment %d: %w", l.dir, active.base, err))
 	}
 	if err := active.persistIndexes(l.fs, l.dir); err != nil {

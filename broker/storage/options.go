@@ -93,6 +93,12 @@ type Options struct {
 	FS FS
 	// Now is the clock; nil = time.Now.
 	Now func() time.Time
+	// OnSync, if set, is called after every fdatasync of a segment's data
+	// file (group commit, interval sync, roll, flush, truncation) with
+	// the call's duration, from whichever goroutine ran it; it must be
+	// cheap and safe for concurrent use. It is how the broker counts
+	// fsyncs without this package knowing about metrics. Fixed at Open.
+	OnSync func(time.Duration)
 }
 
 const (
@@ -147,7 +153,7 @@ func (l *Log) SetOptions(opts Options) error {
 	if opts.Fsync != (FsyncPolicy{}) && opts.Fsync != l.opts.Fsync {
 		return fmt.Errorf("set options of %s: fsync policy is fixed at open (have %v, asked %v)", l.dir, l.opts.Fsync, opts.Fsync)
 	}
-	opts.Fsync, opts.FS, opts.Now = l.opts.Fsync, l.opts.FS, l.opts.Now
+	opts.Fsync, opts.FS, opts.Now, opts.OnSync = l.opts.Fsync, l.opts.FS, l.opts.Now, l.opts.OnSync
 	updated, err := opts.withDefaults()
 	if err != nil {
 		return fmt.Errorf("set options of %s: %w", l.dir, err)

@@ -64,7 +64,7 @@ func (l *Log) Truncate(offset int64) error {
 	if err := target.log.file.Truncate(position); err != nil {
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
-	if err := target.log.file.Sync(); err != nil {
+	if err := l.syncSegment(target.log.file); err != nil {
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
 	}
 	if err := l.finishTruncation(target); err != nil {

@@ -51,7 +51,7 @@ func (f *rollFlusher) run() {
 	defer close(f.done)
 	l := f.log
 	for request := range f.requests {
-		request.err = request.segment.log.file.Sync()
+		request.err = l.syncSegment(request.segment.log.file)
 		request.segment.log.release()
 		if request.err != nil {
 			l.fail(fmt.Errorf("roll %s: sync segment %d: %w", l.dir, request.segment.base, request.err))

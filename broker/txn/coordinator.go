@@ -95,6 +95,9 @@ type Config struct {
 	// Now is the clock requests are timed with (default time.Now); Tick
 	// gets its time as an argument. Tests inject a fake clock.
 	Now func() time.Time
+	// Observer, if set, is told of transactions beginning and ending
+	// (metrics). Nil: nobody is told.
+	Observer Observer
 	// Driver runs the background work: Tick, the completions, the wait
 	// for a completion (default: NewGoroutineDriver, driver.go). Tests
 	// inject one that does nothing by itself and step the coordinator.
@@ -301,9 +304,61 @@ func (c *Coordinator) write(ctx context.Context, e *entry, next Metadata) error 
 	return nil
 }
 
+// Observer is told of transaction lifecycle events. Its methods are
+// called with the transactional id's lock held and must be cheap; they
+// must not call the coordinator.
+type Observer interface {
+	// TransactionBegun: a transaction opened (the id moved to Ongoing).
+	TransactionBegun()
+	// TransactionCompleted: a transaction reached CompleteCommit
+	// (committed) or CompleteAbort, every marker written.
+	TransactionCompleted(committed bool)
+	// TransactionTimedOut: Tick aborted a transaction past its timeout
+	// (it is also reported completed, as aborted, once its markers are
+	// written).
+	TransactionTimedOut()
+}
+
+// observe reports the transition from prev to next to the observer.
+func (c *Coordinator) observe(prev, next State) {
+	o := c.cfg.Observer
+	if o == nil || prev == next {
+		return
+	}
+	switch {
+	case next == StateOngoing:
+		o.TransactionBegun()
+	case next.completed() && prev.preparing():
+		o.TransactionCompleted(next == StateCompleteCommit)
+	}
+}
+
+// OpenTransactions counts the transactions open now (Ongoing,
+// PrepareCommit or PrepareAbort), from the lock-free published copies.
+func (c *Coordinator) OpenTransactions() int {
+	c.mu.Lock()
+	entries := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		entries = append(entries, e)
+	}
+	c.mu.Unlock()
+	open := 0
+	for _, e := range entries {
+		if m := e.published.Load(); m != nil && (m.State == StateOngoing || m.State.preparing()) {
+			open++
+		}
+	}
+	return open
+}
+
 // publish installs next as the entry's state (caller holds e.mu).
 func (c *Coordinator) publish(e *entry, next Metadata) {
 	c.checkPublished(&next)
+	if e.written {
+		c.observe(e.meta.State, next.State)
+	} else {
+		c.observe(StateEmpty, next.State)
+	}
 	e.meta = next
 	e.written = true
 	published := next.clone()

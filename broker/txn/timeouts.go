@@ -69,6 +69,9 @@ func (c *Coordinator) tickEntry(ctx context.Context, e *entry, now time.Time) (a
 		if err := c.fence(ctx, e, false); err != nil {
 			return false, false, fmt.Errorf("abort timed-out transaction: %w", err)
 		}
+		if o := c.cfg.Observer; o != nil {
+			o.TransactionTimedOut()
+		}
 		return true, false, nil
 	case m.expired(nowMs, c.cfg.IDExpiration):
 		if _, err := m.transition(StateDead, now, nil); err != nil {

@@ -79,6 +79,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	controllerQuorum := fs.String("controller-quorum", "", "run as a cluster member: the quorum voters as id@host:port,... (Kafka's controller.quorum.voters; RPC on port+100)")
 	controllerListen := fs.String("controller-listen", "", "with --controller-quorum: the host:port this member's Raft listens on (its RPC on port+100); needed when --node-id is not a voter, else default: its --controller-quorum entry")
 	sourceAddress := fs.String("source-address", "", "with --controller-quorum: the local IP address connections to the other members are made from (default: the system's choice)")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics on this host:port (/metrics, /healthz, /readyz), e.g. 127.0.0.1:9644; default off")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -114,6 +115,14 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	served, err := startBrokerMetrics(*metricsListen)
+	if err != nil {
+		return err
+	}
+	defer served.close()
+	if served != nil {
+		fmt.Fprintf(stdout, "metrics on %s\n", served.url())
+	}
 	if *controllerQuorum != "" {
 		if hasMemberRF {
 			properties["default.replication.factor"] = memberRF
@@ -127,13 +136,14 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		cfg := clusternode.Config{
 			NodeID: int32(*nodeID), Listen: *listen, Advertised: *advertised, DataDir: *dataDir,
 			Voters: voters, Properties: properties, Logger: logger, SourceAddress: *sourceAddress,
+			Metrics: served.collectors(),
 		}
 		if err := memberBinds(&cfg, *controllerListen, *sourceAddress); err != nil {
 			fmt.Fprintln(stderr, err)
 			fs.Usage()
 			return errUsage
 		}
-		return runMember(ctx, cfg, stdout, logger)
+		return runMember(ctx, cfg, stdout, logger, served)
 	}
 	b, err := broker.Start(ctx, broker.Config{
 		NodeID:     int32(*nodeID),
@@ -142,10 +152,12 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		DataDir:    *dataDir,
 		Properties: properties,
 		Logger:     logger,
+		Metrics:    served.collectors(),
 	})
 	if err != nil {
 		return err
 	}
+	served.setReady(b.Ready)
 	fmt.Fprintf(stdout, "exactly broker %d listening on %s (data in %s)\n", *nodeID, b.Addr(), *dataDir)
 	<-ctx.Done()
 	logger.Info("signal received; shutting down")

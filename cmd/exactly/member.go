@@ -90,11 +90,12 @@ func memberBinds(cfg *clusternode.Config, controllerListen, sourceAddress string
 }
 
 // runMember runs one cluster member until ctx ends (a signal).
-func runMember(ctx context.Context, cfg clusternode.Config, stdout io.Writer, logger *slog.Logger) error {
+func runMember(ctx context.Context, cfg clusternode.Config, stdout io.Writer, logger *slog.Logger, served *brokerMetrics) error {
 	m, err := clusternode.Start(cfg)
 	if err != nil {
 		return err
 	}
+	served.setReady(m.Broker().Ready)
 	fmt.Fprintf(stdout, "exactly broker %d listening on %s (cluster member; data in %s)\n", cfg.NodeID, m.Addr(), cfg.DataDir)
 	<-ctx.Done()
 	logger.Info("signal received; shutting down")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -16,6 +17,7 @@ import (
 // loadgen.StartTarget.
 type embeddedTarget struct {
 	broker  *broker.Broker
+	metrics *brokerMetrics
 	dataDir string
 	owned   bool // dataDir was created here and is removed on Close
 }
@@ -31,15 +33,29 @@ func startEmbedded(ctx context.Context, dataDir string) (loadgen.Target, error) 
 		}
 		dataDir = dir
 	}
-	b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir})
+	// The broker's metrics are served on a free loopback port, so the
+	// loadgen can scrape them before and after each cell (MetricsURL).
+	served, err := startBrokerMetrics("127.0.0.1:0")
 	if err != nil {
+		if owned {
+			os.RemoveAll(dataDir)
+		}
+		return nil, fmt.Errorf("embedded broker metrics: %w", err)
+	}
+	b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir, Metrics: served.collectors()})
+	if err != nil {
+		served.close()
 		if owned {
 			os.RemoveAll(dataDir)
 		}
 		return nil, fmt.Errorf("start embedded broker: %w", err)
 	}
-	return &embeddedTarget{broker: b, dataDir: dataDir, owned: owned}, nil
+	served.setReady(b.Ready)
+	return &embeddedTarget{broker: b, metrics: served, dataDir: dataDir, owned: owned}, nil
 }
+
+// MetricsURL is the embedded broker's /metrics URL (http://127.0.0.1:port/metrics).
+func (t *embeddedTarget) MetricsURL() string { return t.metrics.url() }
 
 func (t *embeddedTarget) Kind() string        { return loadgen.TargetEmbedded }
 func (t *embeddedTarget) Bootstrap() []string { return []string{t.broker.Addr()} }
@@ -48,7 +64,7 @@ func (t *embeddedTarget) Description() string {
 }
 
 func (t *embeddedTarget) Close() error {
-	err := t.broker.Close()
+	err := errors.Join(t.broker.Close(), t.metrics.close())
 	if t.owned {
 		if removeErr := os.RemoveAll(t.dataDir); removeErr != nil && err == nil {
 			err = removeErr

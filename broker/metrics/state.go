@@ -1,0 +1,109 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PartitionState is one partition's log figures at scrape time.
+type PartitionState struct {
+	Topic     string
+	Partition int32
+	// LogEndOffset is the offset the next batch gets.
+	LogEndOffset int64
+	// Segments is the number of segment files.
+	Segments int
+	// SizeBytes is the total size of the segment files.
+	SizeBytes int64
+	// LSOLagRecords is the high watermark minus the last stable offset.
+	LSOLagRecords int64
+}
+
+// GroupState is one consumer group's membership at scrape time.
+type GroupState struct {
+	Group   string
+	Members int
+}
+
+// Sources are the functions the scrape-time collector calls; the broker
+// sets them once it is running (SetSources). Each is called on the
+// scraping goroutine and must be safe to call concurrently with the
+// broker's work; each may be nil.
+type Sources struct {
+	// Partitions lists every partition's log figures.
+	Partitions func() []PartitionState
+	// Groups lists every group's member count.
+	Groups func() []GroupState
+	// OpenTransactions counts transactions open (Ongoing or preparing).
+	OpenTransactions func() int
+}
+
+// SetSources installs the scrape-time sources; a later call replaces them.
+func (m *Broker) SetSources(s Sources) { m.state.set(s) }
+
+// stateCollector is the custom collector of figures read at scrape time
+// rather than counted on the request path.
+type stateCollector struct {
+	mu      sync.Mutex
+	sources Sources
+
+	logEndOffset *prometheus.Desc
+	segments     *prometheus.Desc
+	sizeBytes    *prometheus.Desc
+	lsoLag       *prometheus.Desc
+	members      *prometheus.Desc
+	openTxns     *prometheus.Desc
+}
+
+func newStateCollector() *stateCollector {
+	tp := []string{"topic", "partition"}
+	return &stateCollector{
+		logEndOffset: prometheus.NewDesc("exactly_log_end_offset", "Log end offset per partition (Kafka: kafka.log:type=Log LogEndOffset).", tp, nil),
+		segments:     prometheus.NewDesc("exactly_log_segments", "Segment files per partition (Kafka: kafka.log:type=Log NumLogSegments).", tp, nil),
+		sizeBytes:    prometheus.NewDesc("exactly_log_size_bytes", "Bytes of segment files per partition (Kafka: kafka.log:type=Log Size).", tp, nil),
+		lsoLag: prometheus.NewDesc("exactly_partition_lso_lag_records",
+			"High watermark minus last stable offset per partition: records read_committed consumers cannot see yet (Kafka: no JMX equivalent; LastStableOffsetLag in kafka.cluster:type=Partition of some versions).", tp, nil),
+		members:  prometheus.NewDesc("exactly_group_members", "Members of each consumer group this broker coordinates (Kafka: consumer-coordinator group size; no broker JMX).", []string{"group"}, nil),
+		openTxns: prometheus.NewDesc("exactly_transactions_open", "Transactions open now on this broker's coordinator: Ongoing, PrepareCommit or PrepareAbort.", nil, nil),
+	}
+}
+
+func (c *stateCollector) set(s Sources) {
+	c.mu.Lock()
+	c.sources = s
+	c.mu.Unlock()
+}
+
+// Describe sends every descriptor.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.logEndOffset, c.segments, c.sizeBytes, c.lsoLag, c.members, c.openTxns} {
+		ch <- d
+	}
+}
+
+// Collect reads the sources now.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	s := c.sources
+	c.mu.Unlock()
+	if s.Partitions != nil {
+		for _, p := range s.Partitions() {
+			labels := []string{p.Topic, partitionLabel(p.Partition)}
+			ch <- prometheus.MustNewConstMetric(c.logEndOffset, prometheus.GaugeValue, float64(p.LogEndOffset), labels...)
+			ch <- prometheus.MustNewConstMetric(c.segments, prometheus.GaugeValue, float64(p.Segments), labels...)
+			ch <- prometheus.MustNewConstMetric(c.sizeBytes, prometheus.GaugeValue, float64(p.SizeBytes), labels...)
+			ch <- prometheus.MustNewConstMetric(c.lsoLag, prometheus.GaugeValue, float64(p.LSOLagRecords), labels...)
+		}
+	}
+	if s.Groups != nil {
+		for _, g := range s.Groups() {
+			ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.Members), g.Group)
+		}
+	}
+	open := 0
+	if s.OpenTransactions != nil {
+		open = s.OpenTransactions()
+	}
+	ch <- prometheus.MustNewConstMetric(c.openTxns, prometheus.GaugeValue, float64(open))
+}

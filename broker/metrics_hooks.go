@@ -1,0 +1,290 @@
+package broker
+
+import (
+	"errors"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/metrics"
+	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// This file connects the broker to broker/metrics (Config.Metrics). Every
+// hook is behind a nil check of b.metrics, so a broker without metrics
+// pays only that check; with metrics, the request path uses per-API and
+// per-topic handles resolved once (no label lookup per request).
+//
+// The request time split (conn.go, the response slot's timing): read is
+// when the request's frame was read, start when its handler began
+// (queue = start - read: the header parse and the wait for a slot in the
+// connection's in-flight queue), encode when its response began to be
+// encoded (local = encode - start - durability), written when the writer
+// finished sending it (send = written - encode: waiting behind earlier
+// responses of the connection, then the write). durability is the acks=all
+// Produce wait for fsync and the ISR (produce.go's awaitDurable).
+
+// Ready reports whether the broker is ready to serve: Start has returned,
+// so the partition logs are recovered and the coordinators loaded (in a
+// cluster, the coordinator shards then load as leadership arrives; their
+// clients are told COORDINATOR_LOAD_IN_PROGRESS meanwhile), and Close has
+// not begun.
+func (b *Broker) Ready() bool { return b.ready.Load() && b.ctx.Err() == nil }
+
+// onSync is the storage.Options.OnSync hook: nil without metrics.
+func (b *Broker) onSync() func(time.Duration) {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics.Fsync
+}
+
+// startMetrics installs the scrape-time sources; Start calls it once the
+// logs and coordinators are open.
+func (b *Broker) startMetrics() {
+	if b.metrics == nil {
+		return
+	}
+	b.metrics.SetSources(metrics.Sources{
+		Partitions:       b.partitionStates,
+		Groups:           b.groupStates,
+		OpenTransactions: b.openTransactionCount,
+	})
+}
+
+// partitionStates reads every partition's log figures for a scrape.
+//
+// Safe without the partitions' append locks: allPartitions takes
+// topicsMu (read) for the partition lists only; LogEndOffset, Size and
+// SegmentCount take the log's own mu (read), which storage holds only to
+// publish memory, never across I/O, so a scrape never waits on the disk
+// or on an append; the high watermark and last stable offset are atomics
+// written under appendMu and read lock-free by fetches too. The figures
+// of one partition may come from instants a few appends apart — a scrape
+// is a sample, not a snapshot. A partition closed meanwhile is skipped.
+func (b *Broker) partitionStates() []metrics.PartitionState {
+	partitions := b.allPartitions()
+	states := make([]metrics.PartitionState, 0, len(partitions))
+	for _, p := range partitions {
+		if p.closed.Load() {
+			continue
+		}
+		lag := p.highWatermark() - p.lastStableOffset()
+		if lag < 0 {
+			lag = 0 // the two atomics were read at different instants
+		}
+		states = append(states, metrics.PartitionState{
+			Topic: p.topic.name, Partition: p.index,
+			LogEndOffset: p.log.LogEndOffset(), Segments: p.log.SegmentCount(), SizeBytes: p.log.Size(),
+			LSOLagRecords: lag,
+		})
+	}
+	return states
+}
+
+// groupStates counts the members of every group coordinated here: by
+// the single-node coordinator, or in a cluster by the loaded coordinator
+// shards of the __consumer_offsets partitions led here. Each coordinator
+// takes its own locks (group.mu, briefly, per group); none is held across
+// I/O.
+func (b *Broker) groupStates() []metrics.GroupState {
+	coordinators := []*group.Coordinator{}
+	if b.groups != nil {
+		coordinators = append(coordinators, b.groups)
+	}
+	if b.replication != nil {
+		coordinators = append(coordinators, b.replication.groups.loaded()...)
+	}
+	var states []metrics.GroupState
+	for _, coordinator := range coordinators {
+		listed, err := coordinator.ListGroups(group.ListFilter{})
+		if err != nil {
+			continue // closed meanwhile
+		}
+		for _, g := range listed {
+			described, err := coordinator.DescribeGroup(g.Group)
+			if err != nil {
+				continue
+			}
+			states = append(states, metrics.GroupState{Group: g.Group, Members: len(described.Members)})
+		}
+	}
+	return states
+}
+
+// openTransactionCount counts the open transactions of the single-node
+// coordinator, or of a cluster's loaded __transaction_state shards.
+func (b *Broker) openTransactionCount() int {
+	open := 0
+	if b.transactions != nil {
+		open += b.transactions.OpenTransactions()
+	}
+	if b.replication != nil {
+		for _, coordinator := range b.replication.txns.loaded() {
+			open += coordinator.OpenTransactions()
+		}
+	}
+	return open
+}
+
+// apiMetrics is the request metrics of an API key, or nil without metrics.
+func (b *Broker) apiMetrics(key int16) *metrics.API {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics.API(key, wire.APIName(key))
+}
+
+// topicMetrics is t's data metrics (b.metrics is not nil), resolved once
+// per topic and kept on it.
+func (b *Broker) topicMetrics(t *topic) *metrics.Topic {
+	if m := t.metrics.Load(); m != nil {
+		return m
+	}
+	m := b.metrics.Topic(t.name)
+	t.metrics.Store(m)
+	return m
+}
+
+// countErrorCode counts one response error code of api (0 is not an error).
+func countErrorCode(api *metrics.API, code int16) {
+	if code == 0 {
+		return
+	}
+	name := "UNKNOWN_" + itoa16(code)
+	if e := kerr.ErrorForCode(code); e != nil {
+		if ke, ok := e.(*kerr.Error); ok {
+			name = ke.Message
+		}
+	}
+	api.Error(name)
+}
+
+func itoa16(v int16) string { return strconv.Itoa(int(v)) }
+
+// countResponseErrors counts every non-zero ErrorCode field of a kmsg
+// response (at any depth: response, topic, partition, member...). This is
+// the one place response error codes are counted for the kmsg-encoded
+// responses (kmsgAdapter, Produce); the zero-copy Fetch counts its
+// partitions' codes where it encodes them (fetch.go).
+func countResponseErrors(api *metrics.API, resp any) {
+	v := reflect.ValueOf(resp)
+	walkErrorCodes(api, v)
+}
+
+// errorCodePaths caches, per struct type, whether it or anything below
+// it has an ErrorCode field (the walk skips the rest).
+var errorCodePaths sync.Map // reflect.Type → bool
+
+func hasErrorCodes(t reflect.Type) bool {
+	if cached, ok := errorCodePaths.Load(t); ok {
+		return cached.(bool)
+	}
+	errorCodePaths.Store(t, false) // breaks recursion through self-referencing types
+	found := false
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		found = hasErrorCodes(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField() && !found; i++ {
+			f := t.Field(i)
+			if f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16 {
+				found = true
+			} else if f.IsExported() {
+				found = hasErrorCodes(f.Type)
+			}
+		}
+	}
+	errorCodePaths.Store(t, found)
+	return found
+}
+
+func walkErrorCodes(api *metrics.API, v reflect.Value) {
+	if !v.IsValid() || !hasErrorCodes(v.Type()) {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			walkErrorCodes(api, v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			walkErrorCodes(api, v.Index(i))
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			if f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16 {
+				countErrorCode(api, int16(v.Field(i).Int()))
+				continue
+			}
+			walkErrorCodes(api, v.Field(i))
+		}
+	}
+}
+
+// countProduced counts one Produce partition's append (metrics on):
+// bytes, batches and records appended, or a duplicate, or an out-of-order
+// refusal.
+func (b *Broker) countProduced(t *topic, records []byte, result produced, err error) {
+	switch {
+	case errors.Is(err, producers.ErrOutOfOrderSequence):
+		b.metrics.OutOfOrderSequence()
+	case err != nil:
+	case result.duplicate:
+		b.metrics.IdempotentDuplicate()
+	default:
+		m := b.topicMetrics(t)
+		batches, count := 0, 0
+		wire.ForEachBatch(records, func(batch wire.BatchView) error {
+			batches++
+			count += int(batch.RecordCount())
+			return nil
+		})
+		m.BytesIn.Add(float64(len(records)))
+		m.Batches.Add(float64(batches))
+		m.Records.Add(float64(count))
+	}
+}
+
+// countFetched counts a Fetch response's partition error codes and, for
+// client (not follower) fetches, the record bytes sent per topic.
+func (b *Broker) countFetched(api *metrics.API, targets []fetchTarget, reads []partitionRead) {
+	for i := range reads {
+		read := &reads[i]
+		if read.err != nil {
+			countErrorCode(api, errorCode(read.err))
+			continue
+		}
+		if target := &targets[i]; !target.replica && target.partition != nil && read.size > 0 {
+			b.topicMetrics(target.partition.topic).BytesOut.Add(float64(read.size))
+		}
+	}
+}
+
+// countOffsetsCommitted counts the partitions an OffsetCommit or
+// TxnOffsetCommit got accepted (a nil error each).
+func (b *Broker) countOffsetsCommitted(errs [][]error) {
+	if b.metrics == nil {
+		return
+	}
+	accepted := 0
+	for _, topic := range errs {
+		for _, err := range topic {
+			if err == nil {
+				accepted++
+			}
+		}
+	}
+	b.metrics.OffsetsCommitted(accepted)
+}
