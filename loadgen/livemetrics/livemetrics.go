@@ -110,6 +110,14 @@ func (m *Mode) Acked(latency time.Duration) {
 	}
 }
 
+// AckedUntimed counts an acknowledged record whose latency is not known
+// (a worker subprocess reported it).
+func (m *Mode) AckedUntimed() {
+	if m != nil {
+		m.acked.Inc()
+	}
+}
+
 // Failed counts a record whose produce failed.
 func (m *Mode) Failed() {
 	if m != nil {
