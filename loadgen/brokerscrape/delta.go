@@ -224,8 +224,12 @@ func apiTime(d deltas, api string) (report.APITime, bool) {
 	want := map[string]string{"api": api}
 	total := d.histogram(totalSeconds, want)
 	requests := d.counter(requestsTotal, want)
-	if requests == 0 {
-		requests = total.count
+	for _, family := range []string{totalSeconds, queueSeconds, localSeconds, durabilitySeconds, sendSeconds} {
+		if requests == 0 {
+			// A broker without the counter: every request is observed
+			// once in each histogram.
+			requests = d.histogram(family, want).count
+		}
 	}
 	if requests <= 0 {
 		return report.APITime{}, false
