@@ -239,7 +239,7 @@ func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadge
 	searched, err := loadgen.FindMax(ctx, loadgen.FindMaxOptions{
 		Options: loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database,
 			Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target)},
-		Search:  search, ConfirmDuration: flags.findMax.confirm, Observe: observe})
+		Search: search, ConfirmDuration: flags.findMax.confirm, Observe: observe})
 	if err == nil && after != nil {
 		err = after(target, searched)
 	}
