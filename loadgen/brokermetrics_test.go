@@ -1,9 +1,13 @@
 package loadgen
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,6 +112,40 @@ func TestRunScrapesBrokerMetricsAndFeedsLiveMetrics(t *testing.T) {
 				t.Errorf("%s: checker %s = %v (present %v), want a 0 series", run.Name, verdict, value, ok)
 			}
 		}
+	}
+	promtoolCheck(t, live)
+}
+
+// promtoolCheck lints live's /metrics after a real run with `promtool
+// check metrics`; without promtool it skips (fails with EXACTLY_CI=1).
+func promtoolCheck(t *testing.T, live *livemetrics.Loadgen) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("EXACTLY_CI") == "1" {
+			t.Fatal("promtool not found (install Debian's prometheus package)")
+		}
+		t.Log("promtool not found: /metrics not linted")
+		return
+	}
+	server, err := livemetrics.Serve("127.0.0.1:0", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	response, err := http.Get(server.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(response.Body)
+	response.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	command := exec.Command(promtool, "check", "metrics")
+	command.Stdin = bytes.NewReader(body)
+	if output, err := command.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, output)
 	}
 }
 
