@@ -367,6 +367,9 @@ func writeLoadgenOutputs(w io.Writer, dir string, results *report.Results) (outp
 	if err := report.WriteOverhead(w, results); err != nil {
 		return outputPaths{}, err
 	}
+	if err := report.WriteBrokerSide(w, results); err != nil {
+		return outputPaths{}, err
+	}
 	path, err := report.Write(dir, results)
 	if err != nil {
 		return outputPaths{}, err

@@ -91,3 +91,39 @@ func TestDashboardWithoutBrokerMetricsHasNoBrokerSide(t *testing.T) {
 		t.Errorf("broker-side section without broker metrics:\n%s", section)
 	}
 }
+
+// TestWriteBrokerSide: the terminal's broker-side table has a line per run
+// with broker metrics, the Produce split and markers per commit, and the
+// failed scrape's warning; nothing without broker metrics.
+func TestWriteBrokerSide(t *testing.T) {
+	var text strings.Builder
+	if err := WriteBrokerSide(&text, brokerResults()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
+	var txn string
+	for _, line := range lines {
+		if strings.HasPrefix(strings.TrimSpace(line), "transactional@100ms") {
+			txn = line
+		}
+	}
+	for _, want := range []string{"0.10 / 0.40 / 1.50 / 0.00", "3.25", "3.00", "12.5"} {
+		if !strings.Contains(txn, want) {
+			t.Errorf("transactional line %q lacks %q", txn, want)
+		}
+	}
+	if strings.Contains(text.String(), "exactly-once") {
+		t.Errorf("a run without broker metrics is listed:\n%s", text.String())
+	}
+	if !strings.Contains(text.String(), "idempotent: warning: scrape http://127.0.0.1:9644/metrics: connection refused") {
+		t.Errorf("no warning line:\n%s", text.String())
+	}
+	results := brokerResults()
+	for _, run := range results.Runs {
+		run.BrokerMetrics = nil
+	}
+	text.Reset()
+	if err := WriteBrokerSide(&text, results); err != nil || text.Len() != 0 {
+		t.Errorf("without broker metrics: %q, %v", text.String(), err)
+	}
+}
