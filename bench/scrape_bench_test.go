@@ -8,7 +8,11 @@ package bench
 // cost). A scrape is what the loadgen does: GET, then parse the text
 // format. Reported: each slot's records/s (median of the rounds) and the
 // medians of the per-round ratios scrape/none and A/A, with the 95 %
-// bootstrap interval of the scrape ratio in the log.
+// bootstrap interval of the scrape ratio in the log; and, for a broker it
+// started, the broker's CPU time per scrape and that time once a second as
+// a share of the CPU time the produce load costs the broker
+// (scrape-cpu-%), which the machine's noise blurs far less than the
+// throughput ratio.
 //
 // The broker is `exactly broker --metrics-listen` in a subprocess, built
 // from this checkout (or EXACTLY_BENCH_EXACTLY=/path/to/exactly), or an
@@ -108,11 +112,12 @@ func (s *scrapeSlot) scrapeUntil(ctx context.Context, stop <-chan struct{}) erro
 }
 
 // metricsBroker starts (or names) the broker serving /metrics and
-// returns its client address and metrics URL.
-func metricsBroker(b *testing.B) (bootstrap, url string) {
+// returns its client address, metrics URL and process id (0 for a broker
+// named by the environment, whose CPU time is not read).
+func metricsBroker(b *testing.B) (bootstrap, url string, pid int) {
 	b.Helper()
 	if bootstrap, url = os.Getenv("EXACTLY_BENCH_BROKER"), os.Getenv("EXACTLY_BENCH_METRICS"); bootstrap != "" && url != "" {
-		return bootstrap, url
+		return bootstrap, url, 0
 	}
 	binary := os.Getenv("EXACTLY_BENCH_EXACTLY")
 	if binary == "" {
@@ -152,7 +157,7 @@ func metricsBroker(b *testing.B) (bootstrap, url string) {
 		if response, err := http.Get(url); err == nil {
 			response.Body.Close()
 			if response.StatusCode == http.StatusOK {
-				return bootstrap, url
+				return bootstrap, url, command.Process.Pid
 			}
 		}
 		if time.Now().After(deadline) {
@@ -178,6 +183,40 @@ func createScrapeTopic(ctx context.Context, client *kgo.Client, topic string) er
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	return nil
+}
+
+// cpuScrapes is how many back-to-back scrapes measure one scrape's CPU
+// time (/proc counts in 10 ms ticks).
+const cpuScrapes = 200
+
+// brokerCPUPerScrape is the broker's CPU seconds per scrape of url, over
+// cpuScrapes scrapes of an idle broker (0 without a pid).
+func brokerCPUPerScrape(ctx context.Context, b *testing.B, pid int, url string) float64 {
+	b.Helper()
+	if pid == 0 {
+		return 0
+	}
+	scraper := brokerscrape.New(url, 5*time.Second)
+	before := brokerCPU(b, pid)
+	for range cpuScrapes {
+		if _, err := scraper.Scrape(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return (brokerCPU(b, pid) - before) / cpuScrapes
+}
+
+// brokerCPU is the broker process's CPU seconds so far (0 without a pid).
+func brokerCPU(b *testing.B, pid int) float64 {
+	b.Helper()
+	if pid == 0 {
+		return 0
+	}
+	seconds, err := processCPUSeconds(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return seconds
 }
 
 // freeLoopback returns a loopback host:port free at the time of the call.
@@ -212,7 +251,7 @@ func (l *lockedBuffer) String() string {
 
 func BenchmarkMetricsScrape(b *testing.B) {
 	ctx := context.Background()
-	bootstrap, url := metricsBroker(b)
+	bootstrap, url, pid := metricsBroker(b)
 	var slots []*scrapeSlot
 	for i, name := range []string{"none", "none (A/A)", "scrape 1s"} {
 		topic := fmt.Sprintf("scrape-bench-%d-%d", i, time.Now().UnixNano())
@@ -239,14 +278,22 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		}
 		slot.rates, slot.scrapes = nil, 0
 	}
+	perScrape := brokerCPUPerScrape(ctx, b, pid, url)
 	runtime.GC()
 	b.ResetTimer()
+	var loadCPU, loadSeconds float64 // the broker's, over the no-scrape slots
 	for round := range scrapeBenchRounds {
 		for i := range slots {
 			// The order rotates by one per round, so no slot always
 			// follows another.
-			if err := slots[(i+round)%len(slots)].round(ctx, value, perRound); err != nil {
+			slot := slots[(i+round)%len(slots)]
+			cpuBefore, start := brokerCPU(b, pid), time.Now()
+			if err := slot.round(ctx, value, perRound); err != nil {
 				b.Fatal(err)
+			}
+			if slot.scraper == nil {
+				loadCPU += brokerCPU(b, pid) - cpuBefore
+				loadSeconds += time.Since(start).Seconds()
 			}
 		}
 	}
@@ -259,6 +306,15 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	b.ReportMetric(scrapeRatio.Median, "scrape/none")
 	b.ReportMetric(aaRatio.Median, "aa/none")
 	b.ReportMetric(float64(scraped.scrapes)/scrapeBenchRounds, "scrapes/round")
+	if pid != 0 && loadCPU > 0 {
+		// One scrape a second costs perScrape of the broker's CPU
+		// seconds each second, against loadCPU/loadSeconds of CPU the
+		// produce load uses each second: the share of the broker's work
+		// that scraping adds, a figure the machine's noise does not blur
+		// as it blurs the throughput ratio.
+		b.ReportMetric(perScrape*1000, "broker-cpu-ms/scrape")
+		b.ReportMetric(100*perScrape/scrapeInterval.Seconds()/(loadCPU/loadSeconds), "scrape-cpu-%")
+	}
 	b.Logf("scrape/none %.4f [%.4f, %.4f] (95%% interval over %d rounds); A/A %.4f [%.4f, %.4f]; %d scrapes",
 		scrapeRatio.Median, scrapeRatio.Low, scrapeRatio.High, scrapeBenchRounds, aaRatio.Median, aaRatio.Low, aaRatio.High, scraped.scrapes)
 }
