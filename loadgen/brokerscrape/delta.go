@@ -186,7 +186,7 @@ func fill(out *report.BrokerMetrics, d deltas) {
 			if out.Counters == nil {
 				out.Counters = map[string]float64{}
 			}
-			out.Counters[keyOf(s)] = s.value
+			out.Counters[keyOf(s)] = tidy(s.value)
 		}
 	}
 	for _, s := range d.histograms {
@@ -194,7 +194,7 @@ func fill(out *report.BrokerMetrics, d deltas) {
 			if out.Histograms == nil {
 				out.Histograms = map[string]report.BrokerHistogram{}
 			}
-			out.Histograms[keyOf(s)] = report.BrokerHistogram{Count: uint64(s.hist.count), Sum: s.hist.sum,
+			out.Histograms[keyOf(s)] = report.BrokerHistogram{Count: uint64(s.hist.count), Sum: tidy(s.hist.sum),
 				P50: finite(s.hist.quantile(0.5)), P99: finite(s.hist.quantile(0.99))}
 		}
 	}
@@ -267,3 +267,13 @@ func finite(x float64) float64 {
 }
 
 func pointer(x float64) *float64 { return &x }
+
+// tidy rounds a difference of two floats to 12 significant digits, so
+// that 3.37 − 2.7 reads 0.67, not 0.6699999999999999.
+func tidy(x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	scale := math.Pow(10, 11-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*scale) / scale
+}

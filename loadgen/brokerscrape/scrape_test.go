@@ -169,3 +169,13 @@ func TestQuantile(t *testing.T) {
 		t.Errorf("quantile of nothing = %v, want NaN", got)
 	}
 }
+
+func TestTidy(t *testing.T) {
+	for _, test := range []struct{ in, want float64 }{
+		{3.37 - 2.7, 0.67}, {0, 0}, {-0.30000000000000004, -0.3}, {1e-7 + 2e-7, 3e-7}, {123456789, 123456789},
+	} {
+		if got := tidy(test.in); got != test.want {
+			t.Errorf("tidy(%v) = %v, want %v", test.in, got, test.want)
+		}
+	}
+}
