@@ -40,10 +40,13 @@ func (c *chainProducer) handle(event worker.Event, zombieWrites *atomic.Int64, m
 			fate, _ = verify.FateAbort, zombieWrites.Add(1)
 		}
 		_ = c.log.RecordSent(event.Seq, fate) // the worker numbers its records from 0 without gaps
+		metrics.recordSent()
 	case "ack":
 		c.log.RecordAcknowledged(event.Seq, event.Ack(c.transactionalID))
+		metrics.live.AckedUntimed() // the worker measures no latency for the runner
 	case "err":
 		c.log.RecordErrored(event.Seq)
+		metrics.recordFailed()
 	case "ending":
 		if afterResume {
 			c.postFence[event.First] = true

@@ -34,6 +34,12 @@
 //     fault proxy and plans package faults, the results and dashboard
 //     package report.
 //
+// While it runs, the loadgen's own counts can be served to Prometheus
+// (package livemetrics, fed by metrics.go, producer.go and the checker);
+// the target broker's /metrics, when known, is scraped before and after
+// each cell into the cell's broker_metrics (brokermetrics.go, with
+// package brokerscrape).
+//
 // The cluster is a Target (target.go): kfake or an existing cluster here,
 // or the embedded broker, which the exactly command (cmd/exactly)
 // provides, so that this package does not link the broker.

@@ -58,7 +58,7 @@ func isCluster(options Options) bool {
 // (process faults), the proxy's for the load's clients (proxy rules). The
 // admin client and the verification readers never go through the proxy.
 func startFaultEnv(ctx context.Context, plan runPlan, options Options) (*faultEnv, runPlan, error) {
-	env := &faultEnv{log: faults.NewEventLog(nil), self: options.Self, plan: plan.faults, topic: plan.topic,
+	env := &faultEnv{log: faults.NewEventLog(faultCounter(options.Metrics)), self: options.Self, plan: plan.faults, topic: plan.topic,
 		firstTransactionalID: loadTransactionalID(plan, 0)}
 	if cluster, ok := options.Target.(*clusterTarget); ok && plan.faults.NeedsProcesses() {
 		// The cluster's brokers record this run's kills in its log, until

@@ -42,9 +42,15 @@ func newKfakeTarget(t *testing.T, options ...kfake.Opt) Target {
 // runSuite runs workload against target with a test deadline.
 func runSuite(t *testing.T, target Target, workload Workload) *report.Results {
 	t.Helper()
+	return runSuiteWith(t, Options{Workload: workload, Target: target})
+}
+
+// runSuiteWith runs options with a test deadline.
+func runSuiteWith(t *testing.T, options Options) *report.Results {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	results, err := Run(ctx, Options{Workload: workload, Target: target})
+	results, err := Run(ctx, options)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/livemetrics"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
@@ -43,6 +44,10 @@ type runMetrics struct {
 
 	// stopped is set once a mode is known unsupported: producers stop early.
 	stopped atomic.Bool
+
+	// live is the mode's collectors of the loadgen's own /metrics (nil:
+	// off); set before the first record, then only read.
+	live *livemetrics.Mode
 
 	mu         sync.Mutex
 	produceAck *hdrhistogram.Histogram // µs, measured records only, from the header's send time
@@ -89,6 +94,7 @@ func (m *runMetrics) warmupEndTime() time.Time { return time.Unix(0, m.warmupEnd
 func (m *runMetrics) recordAck(times ackTimes, now time.Time, size int) {
 	m.ackedAll.Add(1)
 	m.ackedAllBytes.Add(int64(size))
+	m.live.Acked(now.Sub(times.sent))
 	latency := now.Sub(times.sent).Microseconds()
 	m.mu.Lock()
 	_ = m.window.RecordValue(max(latency, 1))
@@ -105,6 +111,14 @@ func (m *runMetrics) recordAck(times ackTimes, now time.Time, size int) {
 		m.ackedBytes.Add(int64(size))
 	}
 }
+
+// recordSent notes a record handed to the client (the loadgen's /metrics
+// only: the ledger counts sent records for the results).
+func (m *runMetrics) recordSent() { m.live.Sent() }
+
+// recordFailed notes a record given up as failed (the loadgen's /metrics
+// only, as recordSent).
+func (m *runMetrics) recordFailed() { m.live.Failed() }
 
 // recordEndToEnd notes a record a live consumer received.
 func (m *runMetrics) recordEndToEnd(sendTime, now time.Time) {

@@ -88,6 +88,7 @@ func (p *producer) send(ctx context.Context, due time.Time, fate verify.Fate) er
 	if err := p.log.RecordSent(seq, fate); err != nil {
 		return err
 	}
+	p.metrics.recordSent()
 	now := time.Now()
 	p.created.note(seq, now)
 	value := verify.NewValue(verify.Header{
@@ -111,6 +112,7 @@ func (p *producer) promise(record *kgo.Record, err error) {
 	if err != nil {
 		p.log.RecordErrored(header.Sequence)
 		p.metrics.recordError(err)
+		p.metrics.recordFailed()
 		p.txnErrors.Add(1)
 		return
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/exactly-eos/exactly/loadgen/appdb"
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/livemetrics"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
@@ -42,6 +43,13 @@ type Options struct {
 	// RunID, when not 0, is the invocation's run id (else a random one),
 	// so a caller can name files after it before the run (profiles).
 	RunID uint64
+	// Metrics receives the load's counts as it runs, for the loadgen's
+	// own /metrics (nil: off).
+	Metrics *livemetrics.Loadgen
+	// BrokerMetrics is the address of the target broker's /metrics,
+	// scraped before and after each cell into the cell's broker_metrics
+	// ("": none; see BrokerMetricsURL).
+	BrokerMetrics string
 }
 
 // runPlan is one run of a suite: a mode (and commit interval) under a fault
@@ -264,6 +272,8 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	plan.observations = newRunObservations()
 	ledger, logs := newTrackedLedger(plan)
 	metrics := newRunMetrics(time.Now())
+	metrics.live = options.Metrics.Mode(plan.mode)
+	scrape := startCellScrape(ctx, options.BrokerMetrics, env)
 	load := &loadRun{plan: plan, ledger: ledger, logs: logs, metrics: metrics, env: env, stats: &stages.Stats{}, admin: admin,
 		tracker: tracker}
 	// A consume stage starts first and the clock once its group settled.
@@ -288,6 +298,8 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	}
 	close(stopSampler)
 	<-samplerDone
+	// After the load drained, before the read-back's own requests.
+	run.BrokerMetrics = scrape.finish(ctx)
 	run.TimeSeries = live.series
 	run.Producers = ledger.Totals()
 	run.Retries = metrics.retries.Load()
@@ -305,6 +317,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	}
 	tracker.enter(progress.PhaseVerifying, 0)
 	proof.offenders = verifyRun(ctx, admin, plan, ledger, logs, run)
+	noteChecked(options.Metrics, plan.mode, run.Checks)
 	if run.Application != nil {
 		fillApplication(load.stats, run.Application)
 	}

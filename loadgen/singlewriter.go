@@ -221,6 +221,7 @@ func (w *singleWriter) run(ctx context.Context) error {
 		if err := w.log.RecordSent(seq, verify.FateCommit); err != nil {
 			return err
 		}
+		w.metrics.recordSent()
 		now := time.Now()
 		w.created.note(seq, now)
 		value := verify.NewValue(verify.Header{RunID: w.runID, Producer: w.id, Sequence: seq, SendTime: sendTimeOf(due, now).UnixNano()}, w.recordSize)
@@ -235,6 +236,7 @@ func (w *singleWriter) run(ctx context.Context) error {
 	_, pending := w.state.recoveryStart()
 	for _, seq := range pending {
 		w.log.RecordErrored(seq) // given up: it may or may not be written
+		w.metrics.recordFailed()
 	}
 	return runErr
 }

@@ -237,8 +237,9 @@ func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadge
 			target.Kind(), name, counts[name], s.Target, retry, s.Achieved, float64(s.P99)/float64(time.Millisecond), s.Took.Seconds(), verdict)
 	}
 	searched, err := loadgen.FindMax(ctx, loadgen.FindMaxOptions{
-		Options: loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database},
-		Search:  search, ConfirmDuration: flags.findMax.confirm, Observe: observe})
+		Options: loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database,
+			Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target)},
+		Search: search, ConfirmDuration: flags.findMax.confirm, Observe: observe})
 	if err == nil && after != nil {
 		err = after(target, searched)
 	}

@@ -68,7 +68,8 @@ func runAtFractions(ctx context.Context, target loadgen.Target, workload loadgen
 		// The record bound must not end a run before its time bound does.
 		cellWorkload.Records = max(cellWorkload.Records, int64(float64(cellWorkload.Rate)*timeSeconds(cellWorkload)*1.1))
 		cell := report.EqualLoadCell{Fraction: fraction, RecordsPerSecond: cellWorkload.Rate}
-		options := loadgen.Options{Workload: cellWorkload, Target: target, Self: self, Database: flags.database}
+		options := loadgen.Options{Workload: cellWorkload, Target: target, Self: self, Database: flags.database,
+			Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target)}
 		printer := newProgressPrinter(stdout, flags)
 		if printer != nil {
 			options.Progress = printer

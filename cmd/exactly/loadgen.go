@@ -18,6 +18,7 @@ import (
 
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/livemetrics"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
@@ -47,6 +48,10 @@ type loadgenFlags struct {
 	quiet, jsonProgress                              bool
 	listWorkloads, listPlans, quick                  bool
 	findMax                                          findMaxFlags
+	metricsListen, brokerMetrics                     string
+	// live is the collectors --metrics-listen serves, started by
+	// runLoadgen after parsing (nil: off).
+	live *livemetrics.Loadgen
 }
 
 func (f *loadgenFlags) register(fs *flag.FlagSet) {
@@ -83,6 +88,11 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output: only the summary tables and where the results are")
 	fs.BoolVar(&f.jsonProgress, "json-progress", false, "progress as JSON lines on stdout (events suite, cell_started, status, cell_finished, suite_finished) instead of text and tables, for scripts")
 	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads and exit")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve the load generator's own Prometheus metrics on http://ADDR/metrics while it runs, "+
+		"e.g. 127.0.0.1:9645 (records sent, acknowledged and failed per mode, ack latency, checker counts so far, faults fired; default: off)")
+	fs.StringVar(&f.brokerMetrics, "broker-metrics", "", "URL of the target broker's Prometheus /metrics, read before and after each cell: "+
+		"the broker's own figures (time per request, fsyncs, transaction markers) go into the results and the dashboard "+
+		"(default: the embedded broker's, when it serves them; none for other targets)")
 	f.findMax.register(fs)
 }
 
@@ -212,6 +222,11 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	stopMetrics, err := startLoadgenMetrics(&flags, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	switch {
 	case flags.findMax.enabled:
 		return runFindMax(ctx, flags, workload, stdout)
@@ -237,7 +252,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if err := loadgen.Preflight(ctx, target, workload); err != nil {
 		return err
 	}
-	options := loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database, RunID: rand.Uint64()}
+	options := loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database, RunID: rand.Uint64(),
+		Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target)}
 	printer := newProgressPrinter(stdout, flags)
 	if printer != nil {
 		options.Progress = printer
@@ -273,6 +289,22 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return errors.New("at least one run failed its expectation (FAIL or ERROR above)")
 	}
 	return nil
+}
+
+// startLoadgenMetrics serves the load generator's /metrics when
+// --metrics-listen asks for it, saying where on stderr (stdout may carry
+// JSON progress), and returns what stops it.
+func startLoadgenMetrics(flags *loadgenFlags, stderr io.Writer) (stop func(), err error) {
+	if flags.metricsListen == "" {
+		return func() {}, nil
+	}
+	flags.live = livemetrics.New()
+	server, err := livemetrics.Serve(flags.metricsListen, flags.live)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	fmt.Fprintf(stderr, "loadgen metrics: %s\n", server.URL())
+	return func() { _ = server.Close() }, nil
 }
 
 // flagSet reports whether the flag name was given on the command line.
@@ -333,6 +365,9 @@ func writeLoadgenOutputs(w io.Writer, dir string, results *report.Results) (outp
 		return outputPaths{}, err
 	}
 	if err := report.WriteOverhead(w, results); err != nil {
+		return outputPaths{}, err
+	}
+	if err := report.WriteBrokerSide(w, results); err != nil {
 		return outputPaths{}, err
 	}
 	path, err := report.Write(dir, results)

@@ -146,6 +146,9 @@ type dashboardPage struct {
 	Overhead   chartView
 	RunRows    []runRow
 	RunNotes   []runRow
+	// BrokerRows are the runs' broker-side figures (runs with broker
+	// metrics only; the section is left out without any).
+	BrokerRows []brokerRow
 	Comparison *comparisonView
 	Latency    []latencyGroup
 	TimeSeries []chartView
@@ -203,6 +206,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	page.Throughput, page.Overhead = throughputCharts(files, names)
 	page.RunRows = runRows(files, names)
 	page.RunNotes = runNotes(page.RunRows)
+	page.BrokerRows = brokerRows(files, names)
 	if len(files) > 1 {
 		page.Comparison = compareFiles(files, names)
 	}

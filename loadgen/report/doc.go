@@ -58,8 +58,21 @@
 //	  "application": {"database", "table", "dedup_window_offsets", "input_duplicates", "dropped_duplicates",
 //	                  "unprotected", "database_commits", "seeks", "offset_conflicts",
 //	                  "recoveries", "found_written", "resent", "writer_copies"},  // added in v1; application-level modes only
-//	  "round": 3, "slot": "transactional@100ms"  // added in v1; runs of interleaved rounds only
+//	  "round": 3, "slot": "transactional@100ms",  // added in v1; runs of interleaved rounds only
+//	  "broker_metrics": BrokerMetrics          // added in v1; only when the broker's /metrics address is known
 //	}
+//
+// BrokerMetrics, the broker's /metrics scraped before the load and after
+// it drained (brokermetrics.go): "url", "seconds" between the scrapes,
+// "warnings" (a failed scrape: no figures, the run is judged as usual),
+// "counters" (deltas by series, e.g. "exactly_requests_total{api=\"Produce\"}"),
+// "histograms" (by series: "count", "sum", "p50", "p99" in seconds, from
+// the bucket deltas), "apis" (per API: "requests", mean "queue_ms",
+// "local_ms", "durability_ms", "send_ms", "total_ms" per request,
+// "total_p99_ms"), "fsyncs_per_second", "markers_per_commit" (markers
+// written per committed or aborted transaction), "markers_written",
+// "duplicates_dropped", "transactions_committed", "transactions_aborted",
+// "end_txn_mean_ms".
 //
 // Overhead, the ratios of a run of interleaved rounds: in each round
 // every slot ran once, on a fresh topic, in an order rotated by one per

@@ -124,6 +124,10 @@ type Run struct {
 	// within schema version 1; omitted for other runs).
 	Round int    `json:"round,omitempty"`
 	Slot  string `json:"slot,omitempty"`
+	// BrokerMetrics is the broker's own view of the run, from its
+	// /metrics (brokermetrics.go; added within schema version 1, omitted
+	// when no metrics address was known).
+	BrokerMetrics *BrokerMetrics `json:"broker_metrics,omitempty"`
 }
 
 // Latency histogram names. produce_ack and end_to_end count from the

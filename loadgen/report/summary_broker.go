@@ -1,0 +1,41 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteBrokerSide prints the broker-side table of the runs that carry
+// broker metrics (nothing when none does): per run, the mean Produce
+// request split into queue / local append / durability wait / send, the
+// EndTxn and AddPartitionsToTxn means, markers per commit and fsyncs per
+// second, as the dashboard's broker-side section shows them; then each
+// run's scrape warnings.
+func WriteBrokerSide(w io.Writer, results *Results) error {
+	var rows []brokerRow
+	for _, run := range results.Runs {
+		if run.BrokerMetrics != nil {
+			rows = append(rows, newBrokerRow(nil, run, false))
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nbroker-side (the broker's /metrics before and after each cell; mean ms per request):")
+	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(table, "run\trecords/s\tProduce ms\tqueue / local / durability / send\tEndTxn ms\tAddPartitionsToTxn ms\tmarkers/commit\tfsyncs/s\tdup dropped\t")
+	for _, row := range rows {
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Name, row.RecordsPerSecond, row.ProduceTotal, row.PartsText(),
+			row.EndTxn, row.AddPartitions, row.MarkersPerCommit, row.Fsyncs, row.Duplicates)
+	}
+	if err := table.Flush(); err != nil {
+		return fmt.Errorf("write broker-side table: %w", err)
+	}
+	for _, row := range rows {
+		for _, warning := range row.Warnings {
+			fmt.Fprintf(w, "  %s: warning: %s\n", row.Name, warning)
+		}
+	}
+	return nil
+}
