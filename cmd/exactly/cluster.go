@@ -39,15 +39,14 @@ brokers, the bootstrap address (comma-separated) is printed.
 SIGINT or SIGTERM is forwarded to every broker; one still running after
 --stop-timeout is killed.
 
-Not done yet: the group and transaction coordinators are local to each
-broker (their internal topics are not replicated and do not move with
-leadership). Every broker names the lowest-id live broker as the
-coordinator of every group and transactional id; when it stops, the next
-one takes over with none of its state (groups rejoin, committed offsets
-and transactions are lost), and a transaction completes only when that
-broker leads every partition it wrote. Topic configs given at creation
-reach every replica, but AlterConfigs changes only the broker it is sent
-to. loadgen --target cluster and its fault plans do not exist yet.`
+The group and transaction coordinators move with leadership: their topics
+(__consumer_offsets, __transaction_state) are replicated, and a broker that
+becomes leader of one of their partitions loads its groups or transactions
+before it serves them. Topic configs (at creation, or changed with
+AlterConfigs on any broker) reach every replica.
+
+--metrics-listen host:PORT serves each broker's Prometheus metrics: broker i
+on PORT+i-1 (/metrics, /healthz, /readyz).`
 
 // clusterMember is one child broker process.
 type clusterMember struct {
@@ -66,6 +65,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:9092", "first broker's listen address; the others take the following ports")
 	readyTimeout := fs.Duration("ready-timeout", time.Minute, "how long to wait for every broker to see the whole cluster")
 	stopTimeout := fs.Duration("stop-timeout", 20*time.Second, "how long to wait for the brokers to stop after a signal before killing them")
+	metricsListen := fs.String("metrics-listen", "", "serve each broker's Prometheus metrics from this host:PORT on: broker i on PORT+i-1; default off")
 	var settings repeatedFlag
 	fs.Var(&settings, "config", "a broker setting as key=value for every broker (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
@@ -80,6 +80,14 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
+	metricsHost, metricsPort := "", 0
+	if *metricsListen != "" {
+		if metricsHost, metricsPort, err = clusterMetricsListen(*metricsListen, *brokers); err != nil {
+			fmt.Fprintln(stderr, err)
+			fs.Usage()
+			return errUsage
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this binary: %w", err)
@@ -89,7 +97,9 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	members, err := startMembers(exe, *dataDir, host, port, *brokers, settings)
+	layout := clusterLayout{dataDir: *dataDir, host: host, port: port, brokers: *brokers, settings: settings,
+		metricsHost: metricsHost, metricsPort: metricsPort}
+	members, err := startMembers(exe, layout)
 	if err != nil {
 		stopMembers(members, syscall.SIGTERM, *stopTimeout, stderr)
 		return err
@@ -141,8 +151,34 @@ func clusterListen(listen string, brokers int) (string, int, error) {
 	return host, port, nil
 }
 
+// clusterMetricsListen checks --metrics-listen and returns its host and
+// first port; every broker's port must fit.
+func clusterMetricsListen(listen string, brokers int) (string, int, error) {
+	host, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("--metrics-listen %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port+brokers-1 > 65535 {
+		return "", 0, fmt.Errorf("--metrics-listen %q: the port must be 1..%d (the brokers use up to port+%d)", listen, 65535-brokers+1, brokers-1)
+	}
+	return host, port, nil
+}
+
+// clusterLayout is where `exactly cluster` puts its members.
+type clusterLayout struct {
+	dataDir, host string
+	port, brokers int
+	settings      []string
+	// metricsHost and metricsPort: broker i serves its metrics on
+	// metricsPort+i-1; metricsPort 0 means off.
+	metricsHost string
+	metricsPort int
+}
+
 // memberArgs are the `exactly broker` arguments of member id (1-based).
-func memberArgs(dataDir, host string, port, brokers int, id int, settings []string) []string {
+func memberArgs(layout clusterLayout, id int) []string {
+	dataDir, host, port, brokers, settings := layout.dataDir, layout.host, layout.port, layout.brokers, layout.settings
 	addr := func(p int) string { return net.JoinHostPort(host, strconv.Itoa(p)) }
 	var voters []string
 	for v := 1; v <= min(3, brokers); v++ {
@@ -159,6 +195,9 @@ func memberArgs(dataDir, host string, port, brokers int, id int, settings []stri
 	if id > 3 {
 		args = append(args, "--controller-listen", addr(port+100+id-1))
 	}
+	if layout.metricsPort > 0 {
+		args = append(args, "--metrics-listen", net.JoinHostPort(layout.metricsHost, strconv.Itoa(layout.metricsPort+id-1)))
+	}
 	for _, s := range settings {
 		args = append(args, "--config", s)
 	}
@@ -167,15 +206,16 @@ func memberArgs(dataDir, host string, port, brokers int, id int, settings []stri
 
 // startMembers starts every broker process; on error it returns the ones
 // started so far.
-func startMembers(exe, dataDir, host string, port, brokers int, settings []string) ([]*clusterMember, error) {
+func startMembers(exe string, layout clusterLayout) ([]*clusterMember, error) {
 	var members []*clusterMember
-	for id := 1; id <= brokers; id++ {
+	dataDir, host, port := layout.dataDir, layout.host, layout.port
+	for id := 1; id <= layout.brokers; id++ {
 		logPath := filepath.Join(dataDir, "broker-"+strconv.Itoa(id)+".log")
 		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return members, fmt.Errorf("broker %d log: %w", id, err)
 		}
-		cmd := exec.Command(exe, memberArgs(dataDir, host, port, brokers, id, settings)...)
+		cmd := exec.Command(exe, memberArgs(layout, id)...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		if err := cmd.Start(); err != nil {
 			logFile.Close()

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +42,7 @@ func freeClusterPort(t *testing.T, brokers int) int {
 		port := 20000 + rand.IntN(30000)
 		var lns []net.Listener
 		ok := true
-		for _, base := range []int{0, 100, 200} {
+		for _, base := range []int{0, 100, 200, 300} { // Kafka, Raft, RPC, metrics
 			for i := range brokers {
 				ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+base+i)))
 				if err != nil {
@@ -114,7 +116,8 @@ func TestClusterCommand(t *testing.T) {
 	}
 	port := freeClusterPort(t, 3)
 	dir := t.TempDir()
-	cmd := exec.Command(exe, "cluster", "--brokers", "3", "--data-dir", dir, "--listen", "127.0.0.1:"+strconv.Itoa(port))
+	cmd := exec.Command(exe, "cluster", "--brokers", "3", "--data-dir", dir, "--listen", "127.0.0.1:"+strconv.Itoa(port),
+		"--metrics-listen", "127.0.0.1:"+strconv.Itoa(port+300))
 	cmd.Env = append(os.Environ(), asExactlyEnv+"=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -236,6 +239,24 @@ func TestClusterCommand(t *testing.T) {
 		}
 	}
 	cl.Close()
+	// Every broker serves its own metrics on --metrics-listen's port + i-1;
+	// the three together appended the 200 records once (the leader) and
+	// twice more (the followers do not count), so the sum is 200.
+	produced := 0.0
+	for i := range 3 {
+		url := "http://127.0.0.1:" + strconv.Itoa(port+300+i)
+		if ready, err := httpGet(url + "/readyz"); err != nil || ready.code != 200 {
+			t.Errorf("broker %d /readyz: %v %+v", i+1, err, ready)
+		}
+		page, err := httpGet(url + "/metrics")
+		if err != nil || page.code != 200 || !strings.Contains(page.body, "exactly_requests_total") {
+			t.Fatalf("broker %d /metrics: %v %d", i+1, err, page.code)
+		}
+		produced += metricSum(page.body, `exactly_produce_records_total{topic="rf3"}`)
+	}
+	if produced != n {
+		t.Errorf("exactly_produce_records_total of rf3 over the brokers: %v, want %d", produced, n)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -254,4 +275,35 @@ func TestClusterCommand(t *testing.T) {
 			t.Errorf("broker process %d still running after the cluster stopped", pid)
 		}
 	}
+}
+
+type httpAnswer struct {
+	code int
+	body string
+}
+
+// httpGet fetches url with a short timeout (loopback only).
+func httpGet(url string) (httpAnswer, error) {
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return httpAnswer{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return httpAnswer{code: resp.StatusCode, body: string(body)}, err
+}
+
+// metricSum adds the values of the text-format lines that start with
+// series (name and labels exactly).
+func metricSum(page, series string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(page, "\n") {
+		if value, found := strings.CutPrefix(line, series+" "); found {
+			if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
 }

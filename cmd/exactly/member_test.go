@@ -49,13 +49,15 @@ func TestParseControllerQuorum(t *testing.T) {
 
 // TestMemberArgs: the ports `exactly cluster` gives its brokers.
 func TestMemberArgs(t *testing.T) {
-	args := memberArgs("/d", "127.0.0.1", 9092, 4, 4, []string{"num.partitions=3"})
+	args := memberArgs(clusterLayout{dataDir: "/d", host: "127.0.0.1", port: 9092, brokers: 4, settings: []string{"num.partitions=3"},
+		metricsHost: "127.0.0.1", metricsPort: 9644}, 4)
 	text := strings.Join(args, " ")
 	for _, want := range []string{
 		"--node-id 4", "--listen 127.0.0.1:9095", "--data-dir /d/broker-4",
 		"--controller-quorum 1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194",
 		"--controller-listen 127.0.0.1:9195",
 		"--config default.replication.factor=3", "--config min.insync.replicas=2",
+		"--metrics-listen 127.0.0.1:9647",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("member args %q lack %q", text, want)
@@ -65,7 +67,7 @@ func TestMemberArgs(t *testing.T) {
 	if i := slices.Index(args, "num.partitions=3"); i != len(args)-1 {
 		t.Errorf("user setting at %d of %d", i, len(args))
 	}
-	if one := strings.Join(memberArgs("/d", "h", 9092, 1, 1, nil), " "); !strings.Contains(one, "default.replication.factor=1") || !strings.Contains(one, "min.insync.replicas=1") || strings.Contains(one, "controller-listen") {
+	if one := strings.Join(memberArgs(clusterLayout{dataDir: "/d", host: "h", port: 9092, brokers: 1}, 1), " "); !strings.Contains(one, "default.replication.factor=1") || !strings.Contains(one, "min.insync.replicas=1") || strings.Contains(one, "controller-listen") || strings.Contains(one, "metrics-listen") {
 		t.Errorf("one broker: %q", one)
 	}
 }
