@@ -61,7 +61,10 @@ func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*sta
 		sessions = append(sessions, session)
 	}
 	p.RunWorkers(workers, func(index int) error {
-		return p.Transact(ctx, sessions[index], stages.Output{Topic: plan.outputTopic, Stage: 1}, stageMetrics{metrics}, nil)
+		spec := plan.sessionSpec(index)
+		spec.OnAssignment = func(count int) { p.Watch.Set(index, count) }
+		renew := func() (*kgo.GroupTransactSession, error) { return stages.NewSession(spec, stageMetrics{metrics}) }
+		return p.TransactRestarting(ctx, sessions[index], renew, stages.Output{Topic: plan.outputTopic, Stage: 1}, stageMetrics{metrics})
 	})
 	return p, nil
 }

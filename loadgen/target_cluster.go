@@ -37,11 +37,13 @@ const (
 const clusterRPCOffset = 100
 
 // clusterTarget is a launched cluster: one faults.Process per broker, each
-// with its own data directory under root, kept across kills and restarts.
+// with its own data directory under root, kept across kills and restarts,
+// and its output appended to root's broker-i.log (every start of it).
 type clusterTarget struct {
 	root      string
 	processes []*faults.Process
 	bootstrap []string
+	logs      []*os.File // the brokers' log files, closed by Close
 }
 
 // startCluster launches the brokers of a cluster target with self, waits
@@ -55,6 +57,9 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string) (*clust
 		if root, err = os.MkdirTemp("", "exactly-loadgen-cluster-*"); err != nil {
 			return nil, fmt.Errorf("cluster data directory: %w", err)
 		}
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster data directory: %w", err)
 	}
 	target := &clusterTarget{root: root}
 	if temporary {
@@ -75,23 +80,32 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string) (*clust
 	var processes []*faults.Process
 	for i := range ClusterBrokers {
 		dir := filepath.Join(root, fmt.Sprintf("broker-%d", i+1))
+		logFile, err := os.OpenFile(dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			stopProcesses(processes)
+			target.closeLogs()
+			return nil, fmt.Errorf("cluster broker %d log: %w", i+1, err)
+		}
+		target.logs = append(target.logs, logFile)
 		args := faults.BrokerArgs(listens[i], dir, i+1, "--controller-quorum", strings.Join(voters, ","),
 			"--config", "default.replication.factor="+strconv.Itoa(ClusterReplicationFactor),
 			"--config", "min.insync.replicas="+strconv.Itoa(ClusterMinInsync))
 		process, err := faults.NewProcess(faults.ProcessConfig{
 			Name: fmt.Sprintf("broker %d (%s)", i+1, listens[i]), Path: self.Path, Args: self.command(args...),
-			Env: self.Env, DataDir: dir, Addr: listens[i], StartTimeout: 30 * time.Second})
+			Env: self.Env, DataDir: dir, Addr: listens[i], StartTimeout: 30 * time.Second, Stdout: logFile, Stderr: logFile})
 		if err == nil {
 			err = process.Start(ctx)
 		}
 		if err != nil {
 			stopProcesses(processes)
+			target.closeLogs()
 			return nil, fmt.Errorf("launch cluster broker %d: %w", i+1, err)
 		}
 		processes = append(processes, process)
 	}
 	if err := waitForBrokers(ctx, listens, ClusterBrokers, time.Minute); err != nil {
 		stopProcesses(processes)
+		target.closeLogs()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	target.processes, target.bootstrap = processes, listens
@@ -188,9 +202,19 @@ func (t *clusterTarget) Description() string {
 // Processes are the cluster's brokers, in node id order (node id = index + 1).
 func (t *clusterTarget) Processes() []*faults.Process { return t.processes }
 
-// Close stops every broker and removes a temporary data directory.
+// closeLogs closes the brokers' log files.
+func (t *clusterTarget) closeLogs() {
+	for _, logFile := range t.logs {
+		logFile.Close()
+	}
+	t.logs = nil
+}
+
+// Close stops every broker, closes their logs and removes a temporary
+// data directory.
 func (t *clusterTarget) Close() error {
 	err := stopProcesses(t.processes)
+	t.closeLogs()
 	if t.root != "" {
 		if removeErr := os.RemoveAll(t.root); removeErr != nil && err == nil {
 			err = removeErr

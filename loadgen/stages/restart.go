@@ -1,0 +1,82 @@
+package stages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A transact worker outlives a transaction end the cluster did not answer
+// definitively. kgo's End gives up on a request once its retries run out,
+// and sooner when the coordinator cannot even be found: a FindCoordinator
+// that fails to dial (a killed broker still listed in Metadata until the
+// quorum fences it) is not retried with a backoff, only once on another
+// broker, so a second failure there (a stale connection to a broker that
+// restarted answers EOF) ends the EndTxn within a few hundred
+// milliseconds while the coordinator's partition is still moving. The
+// transaction's outcome is then unknown to the client, which kgo says not
+// to continue from: the worker closes the session and opens a new one with
+// the same transactional id. Its InitProducerID bumps the epoch, which
+// fences the old one and completes or aborts the open transaction on the
+// coordinator; its group join fetches the committed offsets from the
+// cluster (RequireStableFetchOffsets waits for that transaction), so the
+// records of a transaction that did not commit are consumed again and
+// those of one that did are not. This is what an application on a real
+// cluster must do too.
+
+// maxSessionRestarts bounds how many sessions one worker replaces in a
+// run; sessionRestartPause is the pause before each new session, so the
+// cluster has time to fence the broker and move the coordinator.
+const (
+	maxSessionRestarts  = 10
+	sessionRestartPause = 500 * time.Millisecond
+)
+
+// errUnconfirmedEnd marks a transaction end without a definitive answer
+// from the cluster (see above).
+var errUnconfirmedEnd = errors.New("no definitive answer from the cluster: a new session takes over")
+
+// unconfirmedEnd wraps a transaction end's error: errUnconfirmedEnd too
+// unless the cluster answered it with a non-retriable error code (fenced,
+// invalid producer epoch, …), which a new session cannot cure.
+func unconfirmedEnd(err error) error {
+	var kafkaErr *kerr.Error
+	if errors.As(err, &kafkaErr) && !kafkaErr.Retriable {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, errUnconfirmedEnd)
+}
+
+// TransactRestarting runs Transact on session and, each time a
+// transaction end is unconfirmed, on a new session from newSession (after
+// a pause, at most maxSessionRestarts times). It returns when ctx ends, a
+// session fails otherwise, or the restarts are used up.
+func (p *Group) TransactRestarting(ctx context.Context, session *kgo.GroupTransactSession,
+	newSession func() (*kgo.GroupTransactSession, error), output Output, metrics Metrics) error {
+	for restarts := 0; ; restarts++ {
+		err := p.Transact(ctx, session, output, metrics, nil)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, errUnconfirmedEnd) {
+			return err
+		}
+		if restarts == maxSessionRestarts {
+			return fmt.Errorf("%w; gave up after %d new sessions", err, restarts)
+		}
+		timer := time.NewTimer(sessionRestartPause)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+		if session, err = newSession(); err != nil {
+			return fmt.Errorf("new session after an unconfirmed transaction end: %w", err)
+		}
+	}
+}
