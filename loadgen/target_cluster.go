@@ -40,7 +40,8 @@ const clusterRPCOffset = 100
 // with its own data directory under root, kept across kills and restarts,
 // and its output appended to root's broker-i.log (every start of it).
 type clusterTarget struct {
-	root      string
+	root      string // removed by Close: a temporary directory, or "" (the user's --data-dir)
+	dir       string // where the brokers' data and logs are
 	processes []*faults.Process
 	bootstrap []string
 	logs      []*os.File // the brokers' log files, closed by Close
@@ -61,7 +62,7 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string) (*clust
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster data directory: %w", err)
 	}
-	target := &clusterTarget{root: root}
+	target := &clusterTarget{root: root, dir: root}
 	if temporary {
 		defer func() {
 			if target.processes == nil {
@@ -195,8 +196,8 @@ func (t *clusterTarget) Description() string {
 	for i, process := range t.processes {
 		pids[i] = strconv.Itoa(process.PID())
 	}
-	return fmt.Sprintf("exactly cluster of %d brokers launched for this run (pids %s), %s, replication factor %d, min.insync.replicas %d",
-		len(t.processes), strings.Join(pids, ","), strings.Join(t.bootstrap, ","), ClusterReplicationFactor, ClusterMinInsync)
+	return fmt.Sprintf("exactly cluster of %d brokers launched as processes for this run (pids %s at launch; a fault's kills and restarts are its events), %s, replication factor %d, min.insync.replicas %d, data and logs in %s",
+		len(t.processes), strings.Join(pids, ","), strings.Join(t.bootstrap, ","), ClusterReplicationFactor, ClusterMinInsync, t.dir)
 }
 
 // Processes are the cluster's brokers, in node id order (node id = index + 1).

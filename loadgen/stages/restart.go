@@ -40,15 +40,25 @@ const (
 // from the cluster (see above).
 var errUnconfirmedEnd = errors.New("no definitive answer from the cluster: a new session takes over")
 
-// unconfirmedEnd wraps a transaction end's error: errUnconfirmedEnd too
-// unless the cluster answered it with a non-retriable error code (fenced,
-// invalid producer epoch, …), which a new session cannot cure.
-func unconfirmedEnd(err error) error {
+// Unanswered reports whether a transaction end's error (kgo's
+// EndTransaction or a session's End) leaves the transaction's outcome
+// unknown to the client: a transport error, or a retriable error code
+// that outlived the client's retries. A non-retriable error code (fenced,
+// invalid producer epoch, …) is the cluster's definitive answer, which
+// neither a retry nor a new session can cure; a cancelled context is the
+// caller's own end.
+func Unanswered(err error) bool {
 	var kafkaErr *kerr.Error
 	if errors.As(err, &kafkaErr) && !kafkaErr.Retriable {
-		return err
+		return false
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// unconfirmedEnd wraps a transaction end's error: errUnconfirmedEnd too
+// when it is Unanswered.
+func unconfirmedEnd(err error) error {
+	if !Unanswered(err) {
 		return err
 	}
 	return fmt.Errorf("%w (%w)", err, errUnconfirmedEnd)
