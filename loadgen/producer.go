@@ -202,7 +202,7 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 			outcome = verify.TransactionAborted // an abort that errors is aborted on timeout
 		}
 		p.log.RecordTransactionEnd(first, p.next, outcome)
-		if stages.Unanswered(err) && p.abortUnanswered(endCtx) == nil {
+		if ctx.Err() == nil && stages.Unanswered(err) && p.abortUnanswered(ctx) == nil {
 			return nil // the next transaction begins at a new epoch
 		}
 		return fmt.Errorf("producer %d end transaction (commit=%v): %w", p.id, commit, err)
@@ -226,12 +226,16 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 // outcome stays unknown to the producer (it was logged so). Bounded: a few
 // tries, spaced so the cluster can move the coordinator meanwhile.
 func (p *producer) abortUnanswered(ctx context.Context) error {
+	// Like the end it follows, the abort is not cancelled with ctx (ctx
+	// ending only stops the tries).
+	abortCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	var err error
 	for try := range 5 {
 		if try > 0 && !wait.Until(ctx, time.Now().Add(500*time.Millisecond)) {
 			return ctx.Err()
 		}
-		if err = p.client.EndTransaction(ctx, kgo.TryAbort); err == nil || !stages.Unanswered(err) {
+		if err = p.client.EndTransaction(abortCtx, kgo.TryAbort); err == nil || !stages.Unanswered(err) {
 			return err
 		}
 		p.metrics.recordError(err)

@@ -46,13 +46,14 @@ var errUnconfirmedEnd = errors.New("no definitive answer from the cluster: a new
 // that outlived the client's retries. A non-retriable error code (fenced,
 // invalid producer epoch, …) is the cluster's definitive answer, which
 // neither a retry nor a new session can cure; a cancelled context is the
-// caller's own end.
+// caller's own end. An end that ran out of its own time (its context's
+// deadline) is unanswered too: the caller checks its own context.
 func Unanswered(err error) bool {
 	var kafkaErr *kerr.Error
 	if errors.As(err, &kafkaErr) && !kafkaErr.Retriable {
 		return false
 	}
-	return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	return err != nil && !errors.Is(err, context.Canceled)
 }
 
 // unconfirmedEnd wraps a transaction end's error: errUnconfirmedEnd too
