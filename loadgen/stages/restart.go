@@ -71,23 +71,63 @@ func unconfirmedEnd(err error) error {
 // session fails otherwise, or the restarts are used up.
 func (p *Group) TransactRestarting(ctx context.Context, session *kgo.GroupTransactSession,
 	newSession func() (*kgo.GroupTransactSession, error), output Output, metrics Metrics) error {
+	var err error
 	for restarts := 0; ; restarts++ {
-		err := p.Transact(ctx, session, output, metrics, nil)
+		if restarts > 0 {
+			if restarts > maxSessionRestarts {
+				return fmt.Errorf("%w; gave up after %d new sessions", err, maxSessionRestarts)
+			}
+			if !pause(ctx, sessionRestartPause) {
+				return nil
+			}
+			if session, err = renewSession(ctx, newSession); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if Unanswered(err) {
+					metrics.RecordError(err)
+					err = fmt.Errorf("%w (%w)", err, errUnconfirmedEnd)
+					continue // the cluster may not be ready yet: try again
+				}
+				return fmt.Errorf("new session after an unconfirmed transaction end: %w", err)
+			}
+		}
+		err = p.Transact(ctx, session, output, metrics, nil)
 		if err == nil || ctx.Err() != nil || !errors.Is(err, errUnconfirmedEnd) {
 			return err
 		}
-		if restarts == maxSessionRestarts {
-			return fmt.Errorf("%w; gave up after %d new sessions", err, restarts)
-		}
-		timer := time.NewTimer(sessionRestartPause)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil
-		case <-timer.C:
-		}
-		if session, err = newSession(); err != nil {
-			return fmt.Errorf("new session after an unconfirmed transaction end: %w", err)
-		}
+	}
+}
+
+// renewSession opens a new session and initialises its producer id at
+// once. Only that InitProducerID ends the old session's open transaction
+// (the epoch bump aborts it, or completes its commit), and until it ends
+// the group's offset fetch for its partitions answers
+// UNSTABLE_OFFSET_COMMIT (RequireStableFetchOffsets): waiting for the
+// first transaction to initialise it lazily would leave the new session
+// unable to consume until the old transaction timed out.
+func renewSession(ctx context.Context, newSession func() (*kgo.GroupTransactSession, error)) (*kgo.GroupTransactSession, error) {
+	session, err := newSession()
+	if err != nil {
+		return nil, err
+	}
+	initCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, _, err := session.Client().ProducerID(initCtx); err != nil {
+		session.Close()
+		return nil, fmt.Errorf("init producer id of the new session: %w", err)
+	}
+	return session, nil
+}
+
+// pause waits d, or less if ctx ends first (it reports whether it did not).
+func pause(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
