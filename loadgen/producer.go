@@ -11,8 +11,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/exactly-eos/exactly/internal/wait"
-	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -202,9 +200,11 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 			outcome = verify.TransactionAborted // an abort that errors is aborted on timeout
 		}
 		p.log.RecordTransactionEnd(first, p.next, outcome)
-		if ctx.Err() == nil && stages.Unanswered(err) && p.abortUnanswered(ctx) == nil {
-			return nil // the next transaction begins at a new epoch
-		}
+		// No retry with TryAbort here, although kgo documents it for an
+		// unconfirmed end: it reloads the producer id with an
+		// InitProducerId naming the old epoch, and a coordinator (Kafka's
+		// too) fences the open transaction of whoever holds the id now.
+		// Run by a zombie (zombie-producer), that fenced its successor.
 		return fmt.Errorf("producer %d end transaction (commit=%v): %w", p.id, commit, err)
 	case commit:
 		p.log.RecordTransactionEnd(first, p.next, verify.TransactionCommitted)
@@ -216,31 +216,6 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 		return fmt.Errorf("producer %d flush: %w", p.id, flushErr)
 	}
 	return nil
-}
-
-// abortUnanswered ends a transaction whose end the cluster did not answer
-// (its coordinator unreachable until the client's retries ran out) the way
-// kgo documents: EndTransaction again with TryAbort, which reloads the
-// producer id; InitProducerID bumps the epoch, and the coordinator
-// completes the transaction if its commit had arrived, else aborts it. Its
-// outcome stays unknown to the producer (it was logged so). Bounded: a few
-// tries, spaced so the cluster can move the coordinator meanwhile.
-func (p *producer) abortUnanswered(ctx context.Context) error {
-	// Like the end it follows, the abort is not cancelled with ctx (ctx
-	// ending only stops the tries).
-	abortCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	var err error
-	for try := range 5 {
-		if try > 0 && !wait.Until(ctx, time.Now().Add(500*time.Millisecond)) {
-			return ctx.Err()
-		}
-		if err = p.client.EndTransaction(abortCtx, kgo.TryAbort); err == nil || !stages.Unanswered(err) {
-			return err
-		}
-		p.metrics.recordError(err)
-	}
-	return err
 }
 
 // recordLog is where a producer logs what it learns of each record: the
