@@ -213,7 +213,10 @@ func (b *Broker) clusterAutoCreate(name string, allowed bool) error {
 		return err
 	}
 	if b.topicRoles(name) == nil {
-		return fmt.Errorf("%w: %s (created, not yet known here)", errUnknownTopic, name)
+		// The controller has the topic (just created, or this broker's
+		// view lags it, as right after a restart): retriable, for the
+		// reason above.
+		return fmt.Errorf("%w: %s exists, not yet known here", errNotLeader, name)
 	}
 	return nil
 }
@@ -259,6 +262,11 @@ func (b *Broker) clusterMetadataTopic(name string, allowCreate bool) kmsg.Metada
 	if err := b.clusterAutoCreate(name, allowCreate); err != nil {
 		failed := b.metadataTopic(nil, err)
 		failed.Topic = &name
+		if errors.Is(err, errNotLeader) {
+			// The topic exists but this broker's view does not have it
+			// yet: Kafka's answer for a topic still being created.
+			failed.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		return failed
 	}
 	roles := b.topicRoles(name)

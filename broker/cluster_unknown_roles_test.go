@@ -54,6 +54,17 @@ func TestReplicationRestartedBrokerWithoutRolesSaysNotLeader(t *testing.T) {
 		t.Fatalf("produce to the restarted broker before its roles: error code %d, want NOT_LEADER_OR_FOLLOWER (%d)",
 			got.ErrorCode, kerr.NotLeaderForPartition.Code)
 	}
+	// A view that lags the controller (the restarted broker's quorum
+	// replica has not caught up: the topic is not in it yet) is not
+	// UNKNOWN_TOPIC_OR_PARTITION either.
+	if err := restarted.ApplyPartitionRoles(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got = dialRaw(t, restarted).produceAcks("restarted", 0, plainBatch(t, "b", 2), -1)
+	if got.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to the restarted broker with a lagging view: error code %d, want NOT_LEADER_OR_FOLLOWER (%d)",
+			got.ErrorCode, kerr.NotLeaderForPartition.Code)
+	}
 	c.publish()
 	mustProduce(t, "after the roles", dialRaw(t, restarted).produceAcks("restarted", 0, plainBatch(t, "b", 2), -1), 3)
 }
