@@ -198,6 +198,17 @@ func (b *Broker) clusterAutoCreate(name string, allowed bool) error {
 	if b.topicRoles(name) != nil {
 		return nil
 	}
+	if b.replication.view.Load() == nil {
+		// A broker that (re)started and has not had the controller's
+		// roles yet cannot tell whether the topic exists. Its topics may be
+		// on disk and the cluster's Metadata may already name it leader,
+		// so UNKNOWN_TOPIC_OR_PARTITION would be wrong, and clients count
+		// it (kgo fails a partition's buffered records after 4 in a row,
+		// which breaks an idempotent producer's sequence: the next batch
+		// is OUT_OF_ORDER_SEQUENCE_NUMBER). NOT_LEADER_OR_FOLLOWER sends
+		// the client to refresh its metadata and retry.
+		return fmt.Errorf("%w: %s: this broker has not learned the cluster's partition roles yet", errNotLeader, name)
+	}
 	if !allowed || !b.config.settings.AutoCreateTopics || isInternalTopicName(name) {
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
@@ -208,7 +219,10 @@ func (b *Broker) clusterAutoCreate(name string, allowed bool) error {
 		return err
 	}
 	if b.topicRoles(name) == nil {
-		return fmt.Errorf("%w: %s (created, not yet known here)", errUnknownTopic, name)
+		// The controller has the topic (just created, or this broker's
+		// view lags it, as right after a restart): retriable, for the
+		// reason above.
+		return fmt.Errorf("%w: %s exists, not yet known here", errNotLeader, name)
 	}
 	return nil
 }
@@ -254,6 +268,11 @@ func (b *Broker) clusterMetadataTopic(name string, allowCreate bool) kmsg.Metada
 	if err := b.clusterAutoCreate(name, allowCreate); err != nil {
 		failed := b.metadataTopic(nil, err)
 		failed.Topic = &name
+		if errors.Is(err, errNotLeader) {
+			// The topic exists but this broker's view does not have it
+			// yet: Kafka's answer for a topic still being created.
+			failed.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		return failed
 	}
 	roles := b.topicRoles(name)

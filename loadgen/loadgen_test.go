@@ -240,3 +240,32 @@ func TestPlanRunsExpandsTheCommitIntervalSweep(t *testing.T) {
 		t.Fatalf("runs = %s, want %s", got, want)
 	}
 }
+
+// A plan longer than the workload's runs (leader-kill: kills at 6 s and
+// 18 s, 5 s down each) lengthens its cells and their record budget, so the
+// load lasts as long as the faults; the other cells keep the workload's.
+func TestPlanDurationRaisesTheRecordBudget(t *testing.T) {
+	workload, err := LoadWorkload("standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	workload.Faults = []MatrixEntry{{Plan: "leader-kill", Modes: []string{ModeAtLeastOnce}}, {Plan: "none", Modes: []string{ModeAtLeastOnce}}}
+	runs, err := planRuns(workload, 0xabc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range runs {
+		seconds := time.Duration(run.workload.Warmup + run.workload.Duration).Seconds()
+		switch run.name {
+		case "at-least-once:leader-kill":
+			if seconds < 28 || float64(run.workload.Records) < seconds*float64(workload.Rate) {
+				t.Errorf("%s: %.0f s, %d records at %d/s: the budget ends the load before the plan", run.name, seconds, run.workload.Records, workload.Rate)
+			}
+		default:
+			if run.workload.Records != workload.Records || run.workload.Duration != workload.Duration {
+				t.Errorf("%s: %d records over %s, want the workload's %d over %s", run.name, run.workload.Records, run.workload.Duration,
+					workload.Records, workload.Duration)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -82,6 +83,13 @@ func planRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, e
 			cellWorkload.Duration = entry.Duration
 		case plans[i].Duration > 0:
 			cellWorkload.Duration = max(workload.Duration, Duration(plans[i].Duration))
+			// The plan's faults need the load for all of its duration
+			// (leader-kill's second kill comes at 18 s and lasts 5 s):
+			// the record budget must not end the run first.
+			if workload.Rate > 0 {
+				seconds := time.Duration(cellWorkload.Warmup + cellWorkload.Duration).Seconds()
+				cellWorkload.Records = max(workload.Records, int64(math.Ceil(float64(workload.Rate)*seconds)))
+			}
 		}
 		cellWorkload.Partitions = max(workload.Partitions, plans[i].Partitions)
 		cellModes := entry.Modes

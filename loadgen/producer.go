@@ -202,6 +202,11 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 			outcome = verify.TransactionAborted // an abort that errors is aborted on timeout
 		}
 		p.log.RecordTransactionEnd(first, p.next, outcome)
+		// No retry with TryAbort here, although kgo documents it for an
+		// unconfirmed end: it reloads the producer id with an
+		// InitProducerId naming the old epoch, and a coordinator (Kafka's
+		// too) fences the open transaction of whoever holds the id now.
+		// Run by a zombie (zombie-producer), that fenced its successor.
 		return fmt.Errorf("producer %d end transaction (commit=%v): %w", p.id, commit, err)
 	case commit:
 		p.log.RecordTransactionEnd(first, p.next, verify.TransactionCommitted)

@@ -42,14 +42,27 @@ func (plan runPlan) sessionSpec(index int) stages.SessionSpec {
 	}
 }
 
+// pipelineSessionSpec is in-process transact worker index's session
+// settings: a static group member (its transactional id as instance id),
+// so the new session that replaces one whose transaction end went
+// unanswered (stages.TransactRestarting) takes the old member's place at
+// once. The old session could not leave the group while its coordinator's
+// broker was down; as a dynamic member it would hold up the group's
+// rebalance until its session timed out (45 s).
+func (plan runPlan) pipelineSessionSpec(index int, p *stages.Group) stages.SessionSpec {
+	spec := plan.sessionSpec(index)
+	spec.InstanceID = spec.TransactionalID
+	spec.OnAssignment = func(count int) { p.Watch.Set(index, count) }
+	return spec
+}
+
 // startPipeline starts the in-process transact workers of plan.
 func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*stages.Group, error) {
 	workers := plan.workload.Pipeline.Workers
 	p, ctx := stages.NewGroup(ctx, workers)
 	var sessions []*kgo.GroupTransactSession
 	for index := range workers {
-		spec := plan.sessionSpec(index)
-		spec.OnAssignment = func(count int) { p.Watch.Set(index, count) }
+		spec := plan.pipelineSessionSpec(index, p)
 		session, err := stages.NewSession(spec, stageMetrics{metrics})
 		if err != nil {
 			p.Cancel()
@@ -61,7 +74,9 @@ func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*sta
 		sessions = append(sessions, session)
 	}
 	p.RunWorkers(workers, func(index int) error {
-		return p.Transact(ctx, sessions[index], stages.Output{Topic: plan.outputTopic, Stage: 1}, stageMetrics{metrics}, nil)
+		spec := plan.pipelineSessionSpec(index, p)
+		renew := func() (*kgo.GroupTransactSession, error) { return stages.NewSession(spec, stageMetrics{metrics}) }
+		return p.TransactRestarting(ctx, sessions[index], renew, stages.Output{Topic: plan.outputTopic, Stage: 1}, stageMetrics{metrics})
 	})
 	return p, nil
 }

@@ -37,15 +37,18 @@ const (
 const clusterRPCOffset = 100
 
 // clusterTarget is a launched cluster: one faults.Process per broker, each
-// with its own data directory under root, kept across kills and restarts.
+// with its own data directory under root, kept across kills and restarts,
+// and its output appended to root's broker-i.log (every start of it).
 type clusterTarget struct {
-	root      string
+	root      string // removed by Close: a temporary directory, or "" (the user's --data-dir)
+	dir       string // where the brokers' data and logs are
 	processes []*faults.Process
 	bootstrap []string
 	// proxies, when the run has a broker-partition cell, are the
 	// partition proxies every connection to a broker goes through
 	// (target_partition.go); nil: direct connections.
 	proxies *clusterProxies
+	logs    []*os.File // the brokers' log files, closed by Close
 }
 
 // startCluster launches the brokers of a cluster target with self, waits
@@ -61,7 +64,10 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string, partiti
 			return nil, fmt.Errorf("cluster data directory: %w", err)
 		}
 	}
-	target := &clusterTarget{root: root}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster data directory: %w", err)
+	}
+	target := &clusterTarget{root: root, dir: root}
 	if temporary {
 		defer func() {
 			if target.processes == nil {
@@ -92,6 +98,13 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string, partiti
 	var processes []*faults.Process
 	for i := range ClusterBrokers {
 		dir := filepath.Join(root, fmt.Sprintf("broker-%d", i+1))
+		logFile, err := os.OpenFile(dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			stopProcesses(processes)
+			target.closeLogs()
+			return nil, fmt.Errorf("cluster broker %d log: %w", i+1, err)
+		}
+		target.logs = append(target.logs, logFile)
 		args := faults.BrokerArgs(listens[i], dir, i+1, "--controller-quorum", strings.Join(voters, ","),
 			"--config", "default.replication.factor="+strconv.Itoa(ClusterReplicationFactor),
 			"--config", "min.insync.replicas="+strconv.Itoa(ClusterMinInsync))
@@ -100,18 +113,20 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string, partiti
 		}
 		process, err := faults.NewProcess(faults.ProcessConfig{
 			Name: fmt.Sprintf("broker %d (%s)", i+1, listens[i]), Path: self.Path, Args: self.command(args...),
-			Env: self.Env, DataDir: dir, Addr: listens[i], StartTimeout: 30 * time.Second})
+			Env: self.Env, DataDir: dir, Addr: listens[i], StartTimeout: 30 * time.Second, Stdout: logFile, Stderr: logFile})
 		if err == nil {
 			err = process.Start(ctx)
 		}
 		if err != nil {
 			stopProcesses(processes)
+			target.closeLogs()
 			return nil, fmt.Errorf("launch cluster broker %d: %w", i+1, err)
 		}
 		processes = append(processes, process)
 	}
 	if err := waitForBrokers(ctx, bootstrap, ClusterBrokers, time.Minute); err != nil {
 		stopProcesses(processes)
+		target.closeLogs()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	target.processes, target.bootstrap = processes, bootstrap
@@ -215,19 +230,29 @@ func (t *clusterTarget) Description() string {
 	if t.proxies != nil {
 		proxied = " behind partition proxies"
 	}
-	return fmt.Sprintf("exactly cluster of %d brokers launched for this run (pids %s)%s, %s, replication factor %d, min.insync.replicas %d",
-		len(t.processes), strings.Join(pids, ","), proxied, strings.Join(t.bootstrap, ","), ClusterReplicationFactor, ClusterMinInsync)
+	return fmt.Sprintf("exactly cluster of %d brokers launched as processes for this run (pids %s at launch; a fault's kills and restarts are its events)%s, %s, replication factor %d, min.insync.replicas %d, data and logs in %s",
+		len(t.processes), strings.Join(pids, ","), proxied, strings.Join(t.bootstrap, ","), ClusterReplicationFactor, ClusterMinInsync, t.dir)
 }
 
 // Processes are the cluster's brokers, in node id order (node id = index + 1).
 func (t *clusterTarget) Processes() []*faults.Process { return t.processes }
 
-// Close stops every broker and removes a temporary data directory.
+// closeLogs closes the brokers' log files.
+func (t *clusterTarget) closeLogs() {
+	for _, logFile := range t.logs {
+		logFile.Close()
+	}
+	t.logs = nil
+}
+
+// Close stops every broker, closes their logs and removes a temporary
+// data directory.
 func (t *clusterTarget) Close() error {
 	err := stopProcesses(t.processes)
 	if t.proxies != nil {
 		t.proxies.group.Close()
 	}
+	t.closeLogs()
 	if t.root != "" {
 		if removeErr := os.RemoveAll(t.root); removeErr != nil && err == nil {
 			err = removeErr

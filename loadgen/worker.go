@@ -93,11 +93,15 @@ func runProducerWorker(ctx context.Context, spec worker.Spec, reporter *worker.R
 // each transaction it opens and the records each commit carried.
 func runPipelineWorker(ctx context.Context, spec worker.Spec, reporter *worker.Reporter, _ *worker.CrashPoint) error {
 	metrics := newRunMetrics(time.Now())
-	session, err := stages.NewSession(stages.SessionSpec{
+	sessionSpec := stages.SessionSpec{
 		Options: append(workerClientOptions(spec), workerPollWatch(reporter)), ClientID: spec.ClientID, TransactionalID: spec.TransactionalID,
 		TransactionTimeout: spec.TransactionTimeout, Group: spec.Group, Input: spec.Input, InstanceID: spec.InstanceID,
 		ShortSession: true, OnAssignment: reporter.Assigned,
-	}, stageMetrics{metrics})
+	}
+	renew := func() (*kgo.GroupTransactSession, error) {
+		return stages.NewSession(sessionSpec, stageMetrics{metrics})
+	}
+	session, err := renew()
 	if err != nil {
 		return err
 	}
@@ -106,7 +110,7 @@ func runPipelineWorker(ctx context.Context, spec worker.Spec, reporter *worker.R
 		OnBegin: func() { reporter.Emit(worker.Event{Event: "open"}) },
 		OnEnd:   func(committed int64) { reporter.Emit(worker.Event{Event: "committed", Count: committed}) },
 	}
-	return p.Transact(ctx, session, stages.Output{Topic: spec.Output, Stage: 1}, stageMetrics{metrics}, nil)
+	return p.TransactRestarting(ctx, session, renew, stages.Output{Topic: spec.Output, Stage: 1}, stageMetrics{metrics})
 }
 
 // crashCommands are the runner's crash requests (worker.Crash points) of

@@ -200,16 +200,20 @@ func (p *Process) Restart(ctx context.Context, down time.Duration) error {
 	if err := p.killLocked(); err != nil {
 		return err
 	}
+	killed := time.Now()
 	timer := time.NewTimer(down)
 	defer timer.Stop()
+	detail := fmt.Sprintf("after %v down", down)
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
+		// The event says how long the process really was down.
+		detail = fmt.Sprintf("after %v down (the fault schedule ended; %v planned)", time.Since(killed).Round(100*time.Millisecond), down)
 	}
 	if err := p.startLocked(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	p.record(KindRestart, fmt.Sprintf("pid %d after %v down", p.cmd.Process.Pid, down))
+	p.record(KindRestart, fmt.Sprintf("pid %d %s", p.cmd.Process.Pid, detail))
 	return nil
 }
 

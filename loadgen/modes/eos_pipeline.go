@@ -27,6 +27,7 @@ func init() {
 			settings["transactional.id"] = "exactly-<run id>-<run>-w<worker> (workers); input producers idempotent"
 			settings["isolation.level"] = "read_committed"
 			settings["group.id"] = "exactly-<run id>-<run>"
+			settings["group.instance.id"] = "in-process workers: their transactional.id (static members: a worker's new session takes its place at once)"
 			settings["pipeline.workers"] = strconv.Itoa(run.StageWorkers)
 			settings["commit"] = "one transaction per poll (GroupTransactSession)"
 		},

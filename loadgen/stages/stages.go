@@ -10,6 +10,9 @@
 //	             every assignment (the application database is appdb's)
 //	relay.go     the at-least-once relay run under group-churn: produce
 //	             the poll, then commit its offsets
+//	restart.go   a transact worker replaces its session when a
+//	             transaction end got no definitive answer from the
+//	             cluster (its coordinator's broker killed)
 //
 // A Group runs a stage's workers and follows their assignment (which the
 // load waits to settle) and progress (which the drain waits for); a

@@ -121,7 +121,7 @@ func (p *Group) transform(ctx context.Context, session *kgo.GroupTransactSession
 	took := time.Since(started)
 	if err != nil {
 		metrics.RecordError(err)
-		produceErr = fmt.Errorf("end transaction: %w", err)
+		produceErr = fmt.Errorf("end transaction: %w", unconfirmedEnd(err))
 	}
 	metrics.RecordTransactionEnd(committed, !committed && err == nil, took)
 	if !committed {
