@@ -17,6 +17,10 @@ func (existingTopics) CreateTopic(context.Context, string, int32, int32, map[str
 }
 func (existingTopics) CreatePartitions(context.Context, string, int32) error { return nil }
 func (existingTopics) DeleteTopic(context.Context, string) error             { return nil }
+func (existingTopics) TopicConfigs(string) (map[string]string, bool)         { return nil, true }
+func (existingTopics) SetTopicConfigs(context.Context, string, map[string]string) error {
+	return nil
+}
 
 // A broker restarted over its data directory that has not had the
 // controller's roles yet answers a Produce for a topic it holds on disk
