@@ -40,6 +40,7 @@ type testCluster struct {
 	publishMu sync.Mutex
 	mu        sync.Mutex // guards the fields below
 	brokers   map[int32]*Broker
+	listens   map[int32]string // each broker's address, kept across restarts
 	roles     map[string][]PartitionRole
 	// exclude lists brokers that publishes skip (a broker cut off from
 	// the controller, for divergence tests).
@@ -49,7 +50,7 @@ type testCluster struct {
 // startCluster starts n brokers with ids 1..n and the fake controller.
 func startCluster(t *testing.T, n int, properties map[string]string) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, properties: properties, dirs: map[int32]string{}, brokers: map[int32]*Broker{},
+	c := &testCluster{t: t, properties: properties, dirs: map[int32]string{}, brokers: map[int32]*Broker{}, listens: map[int32]string{},
 		roles: map[string][]PartitionRole{}, exclude: map[int32]bool{}}
 	root := t.TempDir()
 	for id := int32(1); id <= int32(n); id++ {
@@ -83,13 +84,30 @@ func (c *testCluster) startBroker(id int32) *Broker {
 	for k, v := range c.properties {
 		properties[k] = v
 	}
-	b, err := Start(context.Background(), Config{NodeID: id, Listen: "127.0.0.1:0", DataDir: c.dirs[id],
-		Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c}})
+	// A restarted broker listens where it did before, as a real one
+	// would: a client that knows only the old addresses (its metadata not
+	// refreshed between restarts on a busy machine) must still find it.
+	// Port 0 if that address was taken meanwhile.
+	start := func(listen string) (*Broker, error) {
+		return Start(context.Background(), Config{NodeID: id, Listen: listen, DataDir: c.dirs[id],
+			Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c}})
+	}
+	c.mu.Lock()
+	listen := c.listens[id]
+	c.mu.Unlock()
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	b, err := start(listen)
+	if err != nil && listen != "127.0.0.1:0" {
+		b, err = start("127.0.0.1:0")
+	}
 	if err != nil {
 		c.t.Fatalf("start broker %d: %v", id, err)
 	}
 	c.mu.Lock()
 	c.brokers[id] = b
+	c.listens[id] = b.Addr()
 	c.mu.Unlock()
 	return b
 }
