@@ -39,8 +39,10 @@ func TestSettingsDefaults(t *testing.T) {
 		TransactionStatePartitions:        50,
 		TransactionCleanupInterval:        10 * time.Second,
 		TransactionVersion:                2,
+		Limits: connectionLimits{MaxConnections: 2147483647, MaxConnectionsPerIP: 2147483647,
+			MaxQueuedBytes: -1, MaxConnectionQueuedBytes: -1},
 	}
-	if config.settings != want {
+	if !reflect.DeepEqual(config.settings, want) {
 		t.Fatalf("default settings\n got %+v\nwant %+v", config.settings, want)
 	}
 	_, read, err := parseSettingsRead(config)
