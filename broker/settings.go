@@ -110,10 +110,10 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		HighWatermarkCheckpointInterval: p.duration("replica.high.watermark.checkpoint.interval.ms", time.Millisecond),
 
 		Limits: connectionLimits{
-			MaxConnections:          p.int32("max.connections"),
-			MaxConnectionsPerIP:     p.int32("max.connections.per.ip"),
-			PerIPOverrides:          p.overrides("max.connections.per.ip.overrides"),
-			MaxQueuedBytes:          p.int64("queued.max.request.bytes"),
+			MaxConnections:           p.int32("max.connections"),
+			MaxConnectionsPerIP:      p.int32("max.connections.per.ip"),
+			PerIPOverrides:           p.overrides("max.connections.per.ip.overrides"),
+			MaxQueuedBytes:           p.int64("queued.max.request.bytes"),
 			MaxConnectionQueuedBytes: p.int64("max.inflight.request.bytes.per.connection"),
 		},
 
