@@ -6,9 +6,11 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/wire"
@@ -324,4 +326,45 @@ func TestRequestLargerThanLimitCloses(t *testing.T) {
 			dialFrom(t, b, "127.0.0.1").expectServed()
 		})
 	}
+}
+
+// TestRequestBytesLimitsUnderLoad: with both byte limits set (a few
+// produce requests' worth), a burst of 2 MB of produce from four
+// connections all gets through, nothing refused or lost, and once the
+// clients are done the broker holds no request bytes: every
+// reservation was returned (a leaked one would shrink the limit until
+// readers stall).
+func TestRequestBytesLimitsUnderLoad(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), map[string]string{
+		"queued.max.request.bytes":                  "262144",
+		"max.inflight.request.bytes.per.connection": "131072",
+	})
+	const producers, records = 4, 500
+	ctx := testContext(t, time.Minute)
+	var wg sync.WaitGroup
+	errs := make(chan error, producers*records)
+	for i := range producers {
+		client := newTestClient(t, b, kgo.DefaultProduceTopic("burst"), kgo.AllowAutoTopicCreation(),
+			kgo.ProducerBatchMaxBytes(64<<10), kgo.RequiredAcks(kgo.AllISRAcks()))
+		wg.Go(func() {
+			value := make([]byte, 1000)
+			for j := range records {
+				client.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i, "-", j)), Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						errs <- err
+					}
+				})
+			}
+			if err := client.Flush(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("produce: %v", err)
+	}
+	consumeAll(t, b, "burst", 1, producers*records)
+	waitQueued(t, b, 0)
 }
