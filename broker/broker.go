@@ -11,7 +11,9 @@
 // side of transactions — last stable offset, KIP-890 verification, markers
 // — in partition_txn.go; in a cluster both are sharded by the replicated
 // internal topics' partitions led here: cluster_shards.go), the broker settings table (config.go) and the
-// typed settings it is parsed into once at start (settings.go), the one
+// typed settings it is parsed into once at start (settings.go), the
+// connection limits (limits.go: connections in total and per IP, checked
+// at accept; in-flight request bytes, checked by each reader), the one
 // table mapping errors to Kafka error codes (errors.go), and, with
 // Config.Metrics, the hooks feeding broker/metrics (metrics_hooks.go: the
 // request time split, data and transaction counters, the scrape-time log
