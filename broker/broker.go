@@ -11,7 +11,9 @@
 // side of transactions — last stable offset, KIP-890 verification, markers
 // — in partition_txn.go; in a cluster both are sharded by the replicated
 // internal topics' partitions led here: cluster_shards.go), the broker settings table (config.go) and the
-// typed settings it is parsed into once at start (settings.go), the one
+// typed settings it is parsed into once at start (settings.go), the
+// connection limits (limits.go: connections in total and per IP, checked
+// at accept; in-flight request bytes, checked by each reader), the one
 // table mapping errors to Kafka error codes (errors.go), and, with
 // Config.Metrics, the hooks feeding broker/metrics (metrics_hooks.go: the
 // request time split, data and transaction counters, the scrape-time log
@@ -78,7 +80,9 @@
 //     names and partition lists. No I/O: a topic being created holds only
 //     its reserved name (pendingTopics), so lookups of other topics never
 //     wait on the disk; a create of the same name waits for the first.
-//     Broker.connsMu (the connection set) is a leaf beside it.
+//     Broker.connsMu (the connection set and the connection limits'
+//     counts, limits.go) is a leaf beside it; connectionLimiter.bytesMu
+//     (the in-flight request bytes) is another.
 //  3. Transaction coordinator (broker/txn, see its doc): an id's
 //     entry.mu, then Coordinator.mu. I/O under entry.mu: the
 //     __transaction_state append and its durability wait. Markers are
@@ -162,6 +166,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/group"
@@ -286,6 +291,9 @@ type Broker struct {
 	connsMu sync.Mutex
 	conns   map[*connection]struct{}
 	closing bool
+	// limits enforces the connection limits (limits.go); its connection
+	// counts are guarded by connsMu.
+	limits *connectionLimiter
 
 	connections sync.WaitGroup // one per connection (reader+writer)
 	background  sync.WaitGroup // accept loop, retention loop, producer expiry loop
@@ -310,6 +318,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	limits, err := newConnectionLimiter(ctx, config.settings.Limits)
+	if err != nil {
+		return nil, err
+	}
 	fsys := cfg.fs
 	if fsys == nil {
 		fsys = storage.OSFS{}
@@ -325,6 +337,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		topicIDs:      map[[16]byte]*topic{},
 		pendingTopics: map[string]*pendingTopic{},
 		conns:         map[*connection]struct{}{},
+		limits:        limits,
 		beforeMarkers: cfg.beforeMarkers,
 		metrics:       cfg.Metrics,
 		producerOptions: producers.Options{
@@ -487,39 +500,86 @@ func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
 	}
 }
 
+// acceptLoop accepts connections until the listener closes. A connection
+// over max.connections or its address's per-IP limit is closed at once,
+// here, without a goroutine of its own, so a flood of them costs the
+// broker one accept and one close each.
 func (b *Broker) acceptLoop() {
 	defer b.background.Done()
+	var backoff time.Duration
 	for {
 		netConn, err := b.listener.Accept()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if !acceptRetryable(err) {
 				b.logger.Error("accept failed; listener stopped", "error", err)
+				return
 			}
-			return
-		}
-		b.connsMu.Lock()
-		if b.closing {
-			b.connsMu.Unlock()
-			netConn.Close()
-			if b.metrics != nil {
-				b.metrics.ConnectionRefused()
+			// Out of file descriptors (or a connection aborted before it
+			// was accepted): wait and try again, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			if ok, suppressed := b.limits.refusedLog.allow(time.Now()); ok {
+				b.logger.Warn("accept failed; retrying", "error", err, "retry_in", backoff, "refusals_not_logged", suppressed)
 			}
-			return
+			select {
+			case <-time.After(backoff):
+			case <-b.ctx.Done():
+				return
+			}
+			continue
 		}
-		c := newConnection(b, netConn)
-		b.conns[c] = struct{}{}
-		b.connections.Add(1)
-		b.connsMu.Unlock()
-		if b.metrics != nil {
-			b.metrics.ConnectionOpened()
-		}
-		go c.serve()
+		backoff = 0
+		b.admit(netConn)
 	}
+}
+
+// admit registers and starts serving an accepted connection, or closes it
+// (broker closing, or a connection limit reached).
+func (b *Broker) admit(netConn net.Conn) {
+	addr := clientAddr(netConn)
+	b.connsMu.Lock()
+	if b.closing {
+		b.connsMu.Unlock()
+		netConn.Close()
+		if b.metrics != nil {
+			b.metrics.ConnectionRefused()
+		}
+		return
+	}
+	if limit := b.limits.admit(addr, len(b.conns)); limit != "" {
+		b.connsMu.Unlock()
+		netConn.Close()
+		if b.metrics != nil {
+			b.metrics.ConnectionRefused()
+		}
+		b.limits.logRefused(b.logger, netConn.RemoteAddr(), limit)
+		return
+	}
+	c := newConnection(b, netConn)
+	c.addr = addr
+	b.conns[c] = struct{}{}
+	b.connections.Add(1)
+	b.connsMu.Unlock()
+	if b.metrics != nil {
+		b.metrics.ConnectionOpened()
+	}
+	go c.serve()
+}
+
+// acceptRetryable reports whether an accept error is worth retrying: the
+// process or system is out of file descriptors, or the peer gave up
+// before the connection was accepted.
+func acceptRetryable(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }
 
 func (b *Broker) forgetConnection(c *connection) {
 	b.connsMu.Lock()
 	delete(b.conns, c)
+	b.limits.forget(c.addr)
 	b.connsMu.Unlock()
 	if b.metrics != nil {
 		b.metrics.ConnectionClosed()

@@ -84,6 +84,16 @@ var brokerSettings = []setting{
 		doc: "Largest record batch the broker accepts (MESSAGE_TOO_LARGE above it)."},
 	{name: "socket.request.max.bytes", defaultValue: "104857600", kind: kindInt, validate: atLeast(1),
 		doc: "Largest request frame; a larger length prefix closes the connection."},
+	{name: "max.connections", defaultValue: "2147483647", kind: kindInt, validate: atLeast(0),
+		doc: "Most client connections open at once; a connection accepted beyond it is closed at once (logged, counted in exactly_connections_refused_total). The default is Kafka's, effectively unlimited."},
+	{name: "max.connections.per.ip", defaultValue: "2147483647", kind: kindInt, validate: atLeast(0),
+		doc: "Most client connections open at once from one IP address, unless max.connections.per.ip.overrides names it; beyond it a connection is closed at once. The default is Kafka's, effectively unlimited."},
+	{name: "max.connections.per.ip.overrides", defaultValue: "", kind: kindString, validate: connectionOverrides,
+		doc: "Per-address exceptions to max.connections.per.ip, Kafka's format: a comma-separated list of host:count (an IP address, or a host name resolved once at start), e.g. 127.0.0.1:200,[::1]:5."},
+	{name: "queued.max.request.bytes", defaultValue: "-1", kind: kindLong, validate: unlimitedOrPositive,
+		doc: "Request bytes read but not yet served, summed over all connections; while it is reached, connections stop reading (backpressure) and a request larger than it closes its connection. -1 is unlimited (Kafka's default)."},
+	{name: "max.inflight.request.bytes.per.connection", defaultValue: "-1", kind: kindLong, validate: unlimitedOrPositive,
+		doc: "Our extension: queued.max.request.bytes for one connection; while it is reached that connection stops reading, and a request larger than it closes the connection. -1 is unlimited."},
 	{name: "group.min.session.timeout.ms", defaultValue: "6000", kind: kindInt, validate: atLeast(1),
 		doc: "Smallest session timeout a group member may ask for (INVALID_SESSION_TIMEOUT below it)."},
 	{name: "group.max.session.timeout.ms", defaultValue: "1800000", kind: kindInt, validate: atLeast(1),
@@ -202,6 +212,24 @@ func atLeast(minimum int64) func(string) error {
 		}
 		return nil
 	}
+}
+
+// unlimitedOrPositive accepts -1 (unlimited) or a positive integer.
+func unlimitedOrPositive(v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not an integer", v)
+	}
+	if n != -1 && n < 1 {
+		return fmt.Errorf("%d: want -1 (unlimited) or a positive count", n)
+	}
+	return nil
+}
+
+// connectionOverrides validates max.connections.per.ip.overrides.
+func connectionOverrides(v string) error {
+	_, err := parseConnectionOverrides(v)
+	return err
 }
 
 func exactly(want int64) func(string) error {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,14 @@ type connection struct {
 	stopOnce sync.Once
 	// stopReader is set by closeWith; only the reader goroutine touches it.
 	stopReader bool
+
+	// addr is the peer's IP address, counted by the per-IP connection
+	// limit (limits.go); set before serve starts, read-only after.
+	addr netip.Addr
+	// queued is the request bytes this connection holds, read but not
+	// yet released (guarded by connectionLimiter.bytesMu; only counted
+	// when a request-byte limit is set).
+	queued int64
 }
 
 // response is one slot in a connection's ordered response queue. A handler
@@ -68,6 +77,10 @@ type response struct {
 	closeConnection bool
 	// timing is the request's time split; zero when metrics are off.
 	timing requestTiming
+	// reserved is the request bytes held for this request under the
+	// request-byte limits (limits.go), returned once by whichever comes
+	// first: the request's release or the writer finishing the slot.
+	reserved atomic.Int64
 }
 
 // requestTiming records when a request passed each stage, for the request
@@ -121,6 +134,9 @@ type request struct {
 	body   []byte
 	buffer *bytebufferpool.ByteBuffer
 	slot   *response
+	// owner is the connection whose request-byte reservation
+	// (slot.reserved) release returns; nil when no limit is set.
+	owner *connection
 }
 
 // poisonReleasedFrames, set only by tests, makes release overwrite the
@@ -142,6 +158,16 @@ func (r *request) release() {
 		}
 		bytebufferpool.Put(r.buffer)
 		r.buffer, r.body = nil, nil
+	}
+	if r.owner != nil {
+		r.owner.releaseReserved(r.slot)
+	}
+}
+
+// releaseReserved returns the request bytes slot still holds, once.
+func (c *connection) releaseReserved(slot *response) {
+	if n := slot.reserved.Swap(0); n > 0 {
+		c.broker.limits.release(c, n)
 	}
 }
 
@@ -225,11 +251,32 @@ func (c *connection) serve() {
 		c.broker.forgetConnection(c)
 	}()
 	reader := wire.FrameReader{R: bufio.NewReaderSize(c.netConn, 64<<10), MaxSize: c.broker.maxFrameSize}
+	limited := c.broker.limits.byteLimits()
 	for c.ctx.Err() == nil {
+		size, err := reader.ReadSize()
+		if err != nil {
+			c.logReadError(err)
+			return
+		}
+		var reserved int64
+		if limited && size > 0 {
+			// Backpressure: wait for room under the request-byte limits
+			// before reading the body, so the bytes stay in the socket.
+			if err := c.broker.limits.acquire(c, int64(size)); err != nil {
+				if errors.Is(err, errRequestTooLarge) {
+					c.broker.limits.logOversize(c.logger, err)
+				}
+				return
+			}
+			reserved = int64(size)
+		}
 		buffer := bytebufferpool.Get()
-		frame, err := reader.Next(buffer.B[:0])
+		frame, err := reader.ReadBody(buffer.B[:0], size)
 		if err != nil {
 			bytebufferpool.Put(buffer)
+			if reserved > 0 {
+				c.broker.limits.release(c, reserved)
+			}
 			c.logReadError(err)
 			return
 		}
@@ -238,7 +285,7 @@ func (c *connection) serve() {
 		if c.broker.metrics != nil {
 			readAt = monotonicNow()
 		}
-		if !c.dispatch(buffer, readAt) {
+		if !c.dispatch(buffer, readAt, reserved) {
 			return
 		}
 	}
@@ -255,16 +302,24 @@ func (c *connection) logReadError(err error) {
 	}
 }
 
-// dispatch parses one frame's header and runs its handler. It reports
-// whether the reader should go on.
-func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer, readAt int64) bool {
+// dispatch parses one frame's header and runs its handler; reserved is
+// the request bytes held for it under the request-byte limits. It
+// reports whether the reader should go on.
+func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer, readAt, reserved int64) bool {
 	header, body, err := wire.ParseRequestHeader(buffer.B)
 	if err != nil {
 		bytebufferpool.Put(buffer)
+		if reserved > 0 {
+			c.broker.limits.release(c, reserved)
+		}
 		c.logger.Warn("closing connection: malformed request header", "error", err)
 		return false
 	}
 	req := &request{header: header, body: body, buffer: buffer, slot: &response{done: make(chan struct{})}}
+	if reserved > 0 {
+		req.slot.reserved.Store(reserved)
+		req.owner = c
+	}
 	handler, known := handlers[header.APIKey]
 	if header.APIKey == wire.APIVersions {
 		// ApiVersions answers even versions it does not know (with v0 and
@@ -396,6 +451,7 @@ func (c *connection) writeLoop() {
 			slot.timing.observe()
 		}
 		slot.release()
+		c.releaseReserved(slot) // a handler that kept its request's bytes is done now
 	}
 }
 

@@ -40,6 +40,12 @@ type settings struct {
 	// replica.high.watermark.checkpoint.interval.ms (replication only).
 	HighWatermarkCheckpointInterval time.Duration
 
+	// Limits are the connection limits: max.connections,
+	// max.connections.per.ip, max.connections.per.ip.overrides,
+	// queued.max.request.bytes and
+	// max.inflight.request.bytes.per.connection (limits.go).
+	Limits connectionLimits
+
 	// GroupMinSessionTimeout is group.min.session.timeout.ms.
 	GroupMinSessionTimeout time.Duration
 	// GroupMaxSessionTimeout is group.max.session.timeout.ms.
@@ -102,6 +108,14 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		Fsync:                           p.fsync("log.fsync"),
 		ReplicaLagTimeMax:               p.duration("replica.lag.time.max.ms", time.Millisecond),
 		HighWatermarkCheckpointInterval: p.duration("replica.high.watermark.checkpoint.interval.ms", time.Millisecond),
+
+		Limits: connectionLimits{
+			MaxConnections:           p.int32("max.connections"),
+			MaxConnectionsPerIP:      p.int32("max.connections.per.ip"),
+			PerIPOverrides:           p.overrides("max.connections.per.ip.overrides"),
+			MaxQueuedBytes:           p.int64("queued.max.request.bytes"),
+			MaxConnectionQueuedBytes: p.int64("max.inflight.request.bytes.per.connection"),
+		},
 
 		GroupMinSessionTimeout:        p.duration("group.min.session.timeout.ms", time.Millisecond),
 		GroupMaxSessionTimeout:        p.duration("group.max.session.timeout.ms", time.Millisecond),
@@ -170,6 +184,23 @@ func (p *settingsParser) int16(name string) int16 {
 
 func (p *settingsParser) int32(name string) int32 {
 	return int32(p.integer(name, 32, kindInt))
+}
+
+func (p *settingsParser) int64(name string) int64 {
+	return p.integer(name, 64, kindLong)
+}
+
+// overrides reads max.connections.per.ip.overrides.
+func (p *settingsParser) overrides(name string) []connectionOverride {
+	v, ok := p.value(name, kindString)
+	if !ok {
+		return nil
+	}
+	parsed, err := parseConnectionOverrides(v)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %w", name, err))
+	}
+	return parsed
 }
 
 // duration reads an integer count of unit (a ".ms" or ".minutes" setting).

@@ -39,15 +39,19 @@ func TestSettingsDefaults(t *testing.T) {
 		TransactionStatePartitions:        50,
 		TransactionCleanupInterval:        10 * time.Second,
 		TransactionVersion:                2,
+		Limits: connectionLimits{MaxConnections: 2147483647, MaxConnectionsPerIP: 2147483647,
+			MaxQueuedBytes: -1, MaxConnectionQueuedBytes: -1},
 	}
-	if config.settings != want {
+	if !reflect.DeepEqual(config.settings, want) {
 		t.Fatalf("default settings\n got %+v\nwant %+v", config.settings, want)
 	}
 	_, read, err := parseSettingsRead(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fields := reflect.TypeOf(settings{}).NumField(); len(read) != fields {
+	// Limits is one field holding one setting per field of its own.
+	fields := reflect.TypeOf(settings{}).NumField() - 1 + reflect.TypeOf(connectionLimits{}).NumField()
+	if len(read) != fields {
 		t.Fatalf("parseSettings reads %d settings for %d fields: a field is not parsed", len(read), fields)
 	}
 }

@@ -58,6 +58,13 @@ func (fr *FrameReader) Next(dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return fr.ReadBody(dst, size)
+}
+
+// ReadBody reads the body of a frame whose length prefix ReadSize
+// returned (Next is the two in a row, for callers with nothing to decide
+// between them). It reuses dst as Next does.
+func (fr *FrameReader) ReadBody(dst []byte, size int32) ([]byte, error) {
 	if cap(dst) >= int(size) || size <= frameGrowthStep {
 		if cap(dst) < int(size) {
 			dst = make([]byte, size)

@@ -164,7 +164,7 @@ func New() *Broker {
 	r.MustRegister(m.fsyncSeconds)
 	m.connsOpened = counter("exactly_connections_opened_total", "Client connections accepted (Kafka: socket-server-metrics connection-creation-total).")
 	m.connsClosed = counter("exactly_connections_closed_total", "Client connections closed (Kafka: socket-server-metrics connection-close-total).")
-	m.connsRefused = counter("exactly_connections_refused_total", "Connections closed at accept because the broker was shutting down (Kafka: connection-accept-rate refusals / failed-authentication-total).")
+	m.connsRefused = counter("exactly_connections_refused_total", "Connections closed at accept: the broker was shutting down, or max.connections / max.connections.per.ip was reached (Kafka: connection-accept-rate refusals / failed-authentication-total).")
 	m.connsOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "exactly_connections_open", Help: "Client connections open now (Kafka: socket-server-metrics connection-count)."})
 	r.MustRegister(m.connsOpen)
 	m.state = newStateCollector()
@@ -281,7 +281,8 @@ func (m *Broker) ConnectionClosed() {
 	m.connsOpen.Dec()
 }
 
-// ConnectionRefused counts a connection closed at accept.
+// ConnectionRefused counts a connection closed at accept (shutdown or a
+// connection limit).
 func (m *Broker) ConnectionRefused() { m.connsRefused.Inc() }
 
 // partitionLabel formats a partition index as the partition label.

@@ -35,6 +35,11 @@ log.retention.check.interval.ms, log.index.interval.bytes,
 log.cleanup.policy (delete), log.message.timestamp.type, message.max.bytes,
 socket.request.max.bytes, and our extension log.fsync (never |
 interval:<duration> | always: when acks=all answers, relative to fsync).
+Connection limits (all off by default): max.connections,
+max.connections.per.ip, max.connections.per.ip.overrides (host:count,...),
+queued.max.request.bytes, and our extension
+max.inflight.request.bytes.per.connection; a connection over a limit is
+closed and logged, a reader over a byte limit waits.
 Unknown settings are refused.
 
 SIGINT or SIGTERM stops the broker cleanly: in-flight requests finish and
