@@ -35,6 +35,16 @@ func TestHighWatermarkSurvivesRestart(t *testing.T) {
 		return err == nil && string(data) == "0\n"+strconv.Itoa(total)+"\n"
 	})
 
+	// A follower learns the high watermark from its next fetch's answer:
+	// wait until every replica has it, so each checkpoints it at close.
+	waitUntil(t, 10*time.Second, "every replica at the high watermark", func() bool {
+		for id := int32(1); id <= 3; id++ {
+			if c.localPartition(id, "hw", 0).hw.Load() != total {
+				return false
+			}
+		}
+		return true
+	})
 	c.mu.Lock()
 	brokers := c.brokers
 	c.brokers = map[int32]*Broker{}
