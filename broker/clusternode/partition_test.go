@@ -178,17 +178,7 @@ func waitSameLog(t *testing.T, c *testCluster, id, leader int32, topic string) [
 // re-enters the ISR; a consumer reads every acks=all record exactly once
 // and none of the divergent ones.
 func TestPartitionedLeaderTruncatesDivergentTail(t *testing.T) {
-	c, group := newProxiedCluster(t, 3, clusterProps)
-	c.waitMetadata(3, "", 0)
-	seeds := c.bootstrap()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	createTopic(t, admin, "cut", 1, 3)
-	img := c.waitImage("cut-0 with a full ISR", func(img *quorum.Image) bool { return fullISR(img, "cut") })
-	c.waitMetadata(3, "cut", 3)
+	c, group, seeds, img := proxiedTopic(t, "cut")
 	acked := values("acked", 0, 20)
 	produceAll(t, seeds, "cut", acked)
 	before, _ := partitionOf(img, "cut")
@@ -271,17 +261,7 @@ func TestPartitionedLeaderTruncatesDivergentTail(t *testing.T) {
 // min.insync 2); after the heal it catches up byte for byte and re-enters
 // the ISR, and every acknowledged record is read exactly once.
 func TestPartitionedFollowerRejoinsISR(t *testing.T) {
-	c, group := newProxiedCluster(t, 3, clusterProps)
-	c.waitMetadata(3, "", 0)
-	seeds := c.bootstrap()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	createTopic(t, admin, "lag", 1, 3)
-	img := c.waitImage("lag-0 with a full ISR", func(img *quorum.Image) bool { return fullISR(img, "lag") })
-	c.waitMetadata(3, "lag", 3)
+	c, group, seeds, img := proxiedTopic(t, "lag")
 	p, _ := partitionOf(img, "lag")
 	follower := p.Replicas[0]
 	if follower == p.Leader {
@@ -319,4 +299,23 @@ func TestPartitionedFollowerRejoinsISR(t *testing.T) {
 	q, _ := partitionOf(now, "lag")
 	waitSameLog(t, c, follower, q.Leader, "lag")
 	checkExactlyOnce(t, acked, readAll(t, seeds, "lag", 0))
+}
+
+// proxiedTopic starts 3 members behind partition proxies and creates
+// topic (1 partition, 3 replicas), returning once its ISR is full and
+// every member's Metadata shows it.
+func proxiedTopic(t *testing.T, topic string) (*testCluster, *partition.Group, []string, *quorum.Image) {
+	t.Helper()
+	c, group := newProxiedCluster(t, 3, clusterProps)
+	c.waitMetadata(3, "", 0)
+	seeds := c.bootstrap()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	createTopic(t, admin, topic, 1, 3)
+	img := c.waitImage(topic+"-0 with a full ISR", func(img *quorum.Image) bool { return fullISR(img, topic) })
+	c.waitMetadata(3, topic, 3)
+	return c, group, seeds, img
 }
