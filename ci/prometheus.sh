@@ -17,18 +17,8 @@
 # The server is not the system service: its own configuration, TSDB and
 # log in a temporary directory, listening on 127.0.0.1 and a free port.
 
-exactly_prometheus_free_port() {
-  local port
-  for _ in $(seq 1 50); do
-    port=$((20000 + RANDOM % 30000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return 0
-    fi
-  done
-  echo "no free port found" >&2
-  return 1
-}
+# The free-port helper is postgres.sh's (sourced from the same folder).
+source "$(dirname "${BASH_SOURCE[0]}")/postgres.sh"
 
 exactly_prometheus_start() {
   if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
@@ -40,7 +30,7 @@ exactly_prometheus_start() {
   fi
   EXACTLY_PROM_DIR=$(mktemp -d /tmp/exactly-prometheus-XXXXXX)
   local port
-  port=$(exactly_prometheus_free_port)
+  port=$(exactly_postgres_free_port)
   echo '[]' >"$EXACTLY_PROM_DIR/targets.json"
   cat >"$EXACTLY_PROM_DIR/prometheus.yml" <<YAML
 global:
