@@ -28,6 +28,19 @@ exactly_prometheus_start() {
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
   fi
+  # The free-port check connects, it does not bind: a port some
+  # connection uses as its local port passes it and then fails the bind.
+  # Three tries, each on a new port.
+  local try
+  for try in 1 2 3; do
+    if exactly_prometheus_try_start; then return 0; fi
+    echo "== prometheus start $try of 3 failed" >&2
+  done
+  return 1
+}
+
+# exactly_prometheus_try_start starts the server once on a free port.
+exactly_prometheus_try_start() {
   EXACTLY_PROM_DIR=$(mktemp -d /tmp/exactly-prometheus-XXXXXX)
   local port
   port=$(exactly_postgres_free_port)
