@@ -57,6 +57,11 @@ type connection struct {
 	// addr is the peer's IP address, counted by the per-IP connection
 	// limit (limits.go); set before serve starts, read-only after.
 	addr netip.Addr
+	// protocol is the security protocol of the listener the connection
+	// came in on; set before serve starts, read-only after.
+	protocol SecurityProtocol
+	// identity is who the connection authenticated as (security.go).
+	identity connIdentity
 	// queued is the request bytes this connection holds, read but not
 	// yet released (guarded by connectionLimiter.bytesMu; only counted
 	// when a request-byte limit is set).
