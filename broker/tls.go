@@ -3,7 +3,6 @@ package broker
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/hex"
 	"errors"
@@ -24,8 +23,8 @@ import (
 // first, e.g. "CN=alice,OU=eng,O=example").
 
 // tlsHandshakeTimeout bounds a TLS handshake; a client that has not
-// finished it by then is disconnected.
-const tlsHandshakeTimeout = 10 * time.Second
+// finished it by then is disconnected. A variable so tests can shorten it.
+var tlsHandshakeTimeout = 10 * time.Second
 
 // tlsSettings are one listener's ssl.* settings, as strings; serverConfig
 // reads the files they name.
@@ -230,21 +229,36 @@ func (c *connection) handshake(conn *tls.Conn) bool {
 // X500Principal.getName() does (RFC 2253): RDNs most specific first,
 // comma-separated, multi-valued RDNs joined by "+", the keywords Java
 // knows (CN, C, L, ST, O, OU, STREET, DC, UID) and other attributes as
-// dotted OID=#hex of the value's DER encoding.
+// dotted OID=#hex of the value's DER encoding as it was in the
+// certificate.
 func distinguishedName(cert *x509.Certificate) string {
-	var sequence pkix.RDNSequence
-	if _, err := asn1.Unmarshal(cert.RawSubject, &sequence); err != nil {
+	var sequence rawRDNSequence
+	if rest, err := asn1.Unmarshal(cert.RawSubject, &sequence); err != nil || len(rest) > 0 {
 		return cert.Subject.String()
 	}
-	var parts []string
+	parts := make([]string, 0, len(sequence))
 	for i := len(sequence) - 1; i >= 0; i-- {
-		var attributes []string
+		attributes := make([]string, 0, len(sequence[i]))
 		for _, attribute := range sequence[i] {
-			attributes = append(attributes, formatAttribute(attribute))
+			attributes = append(attributes, attribute.format())
 		}
 		parts = append(parts, strings.Join(attributes, "+"))
 	}
 	return strings.Join(parts, ",")
+}
+
+// rawRDNSequence is a subject with each value's DER kept (pkix's
+// RDNSequence decodes values to Go types, losing their string tags).
+type rawRDNSequence []rawRDNSET
+
+// rawRDNSET is one relative distinguished name (encoding/asn1 treats a
+// slice type whose name ends in SET as a SET OF).
+type rawRDNSET []rawAttribute
+
+// rawAttribute is one AttributeTypeAndValue.
+type rawAttribute struct {
+	Type  asn1.ObjectIdentifier
+	Value asn1.RawValue
 }
 
 // rfc2253Keywords are the attribute types X500Principal.getName() names.
@@ -260,18 +274,15 @@ var rfc2253Keywords = map[string]string{
 	"0.9.2342.19200300.100.1.1":  "UID",
 }
 
-func formatAttribute(attribute pkix.AttributeTypeAndValue) string {
-	oid := attribute.Type.String()
-	keyword, known := rfc2253Keywords[oid]
-	value, isString := attribute.Value.(string)
-	if !known || !isString {
-		der, err := asn1.Marshal(attribute.Value)
-		if err != nil {
-			return oid + "=#"
+func (a rawAttribute) format() string {
+	oid := a.Type.String()
+	if keyword, known := rfc2253Keywords[oid]; known {
+		var value string
+		if rest, err := asn1.Unmarshal(a.Value.FullBytes, &value); err == nil && len(rest) == 0 {
+			return keyword + "=" + escapeDNValue(value)
 		}
-		return oid + "=#" + hex.EncodeToString(der)
 	}
-	return keyword + "=" + escapeDNValue(value)
+	return oid + "=#" + hex.EncodeToString(a.Value.FullBytes)
 }
 
 // escapeDNValue escapes an attribute value as RFC 2253 section 2.4 says.
