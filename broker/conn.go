@@ -36,9 +36,14 @@ const maxInFlight = 64
 type connection struct {
 	broker  *Broker
 	netConn net.Conn
-	// rawConn is the socket for sendfile; nil when netConn is not TCP.
+	// rawConn is the socket for sendfile; nil when netConn is not a
+	// plain TCP connection (under TLS sendfile would put the file's bytes
+	// on the wire unencrypted: fetches take the copy path, sendfile.go).
 	rawConn syscall.RawConn
-	logger  *slog.Logger
+	// socket is the TCP socket under netConn, TLS or not, for TCP_CORK;
+	// nil when netConn is not TCP.
+	socket syscall.RawConn
+	logger *slog.Logger
 
 	// ctx is cancelled when the connection dies: handlers waiting on its
 	// behalf stop waiting. Broker shutdown does not cancel it, so acks=all
@@ -216,10 +221,17 @@ func newConnection(b *Broker, netConn net.Conn) *connection {
 		logger:  b.logger.With("remote", netConn.RemoteAddr().String()),
 		queue:   make(chan *response, maxInFlight),
 	}
-	if tcp, ok := netConn.(*net.TCPConn); ok {
+	tcp, plain := netConn.(*net.TCPConn)
+	if tlsConn, ok := netConn.(*tls.Conn); ok {
+		tcp, _ = tlsConn.NetConn().(*net.TCPConn)
+	}
+	if tcp != nil {
 		tcp.SetWriteBuffer(socketSendBufferBytes)
 		if raw, err := tcp.SyscallConn(); err == nil {
-			c.rawConn = raw
+			c.socket = raw
+			if plain {
+				c.rawConn = raw
+			}
 		}
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -34,7 +35,7 @@ type testPKI struct {
 	aliceKeyPair tls.Certificate
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := selfsigned.NewCA("exactly test CA")
@@ -399,5 +400,48 @@ func TestDistinguishedName(t *testing.T) {
 	want := `2.5.4.5=#13023432,CN=alice\, jr,OU=eng,O=Example\+Co,C=US`
 	if got := distinguishedName(cert); got != want {
 		t.Fatalf("distinguishedName = %s, want %s", got, want)
+	}
+}
+
+// Records larger than the copy buffer (several buffers per region, and
+// several regions per response) arrive intact over SSL.
+func TestSSLFetchLargeRecords(t *testing.T) {
+	pki := newTestPKI(t)
+	b := startTestBroker(t, t.TempDir(), pki.sslProperties(map[string]string{"message.max.bytes": "2097152"}))
+	ctx := testContext(t, 30*time.Second)
+	copiedBefore := copiedRegionBytes.Load() // the client consumes from its start
+	client, err := kgo.NewClient(kgo.SeedBrokers(b.ListenerAddr("SSL")), kgo.DialTLSConfig(pki.clientTLS(false)),
+		kgo.DefaultProduceTopic("large"), kgo.AllowAutoTopicCreation(), kgo.ProducerBatchMaxBytes(2<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.FetchMaxPartitionBytes(8<<20),
+		kgo.ConsumeTopics("large"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var want [][]byte
+	for i := range 6 {
+		value := make([]byte, 300<<10+i*777)
+		rand.Read(value)
+		want = append(want, value)
+		if err := client.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	var got [][]byte
+	for len(got) < len(want) && ctx.Err() == nil {
+		fetches := client.PollFetches(ctx)
+		fetches.EachError(func(topic string, partition int32, err error) { t.Fatalf("fetch: %v", err) })
+		fetches.EachRecord(func(r *kgo.Record) { got = append(got, r.Value) })
+	}
+	if len(got) != len(want) {
+		t.Fatalf("consumed %d of %d records", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("record %d: %d bytes differ from the %d produced", i, len(got[i]), len(want[i]))
+		}
+	}
+	if copied := copiedRegionBytes.Load() - copiedBefore; copied < int64(len(want))*300<<10 {
+		t.Fatalf("copied %d region bytes, less than the records", copied)
 	}
 }
