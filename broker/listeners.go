@@ -303,6 +303,16 @@ func (b *Broker) ListenerAddr(name string) string {
 	return ""
 }
 
+// Listeners returns every listener as NAME://host:port with its actual
+// address, in the listeners setting's order.
+func (b *Broker) Listeners() []string {
+	out := make([]string, 0, len(b.listeners))
+	for _, l := range b.listeners {
+		out = append(out, l.name+"://"+l.net.Addr().String())
+	}
+	return out
+}
+
 // advertised is the host and port to tell this connection's client to
 // connect to: its listener's advertised address (the first listener's
 // for a connection made without one, in tests).
