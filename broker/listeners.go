@@ -96,11 +96,11 @@ func parseEndpoints(v string) ([]endpoint, error) {
 		if err != nil {
 			return nil, fmt.Errorf("entry %q: %w", entry, err)
 		}
-		if n, err := strconv.ParseUint(port, 10, 16); err != nil {
+		number, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
 			return nil, fmt.Errorf("entry %q: port %q is not 0–65535", entry, port)
-		} else {
-			port = strconv.FormatUint(n, 10)
 		}
+		port = strconv.FormatUint(number, 10)
 		if seen[name] {
 			return nil, fmt.Errorf("entry %q: listener name %s given twice", entry, name)
 		}

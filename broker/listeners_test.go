@@ -179,6 +179,8 @@ func TestListenerSettingErrors(t *testing.T) {
 		{"Config.Advertised too", map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0"}, "h:1", "use advertised.listeners"},
 		{"keystore JKS", map[string]string{"ssl.keystore.type": "JKS"}, "", "only PEM"},
 		{"client auth", map[string]string{"ssl.client.auth": "yes"}, "", "none, requested or required"},
+		{"listener setting of no listener", map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0",
+			"listener.name.ssl.ssl.client.auth": "required"}, "", "no listener is named ssl"},
 		{"listener setting not ssl", map[string]string{"listener.name.ssl.max.connections": "3"}, "", "unknown broker setting"},
 	}
 	for _, tc := range cases {

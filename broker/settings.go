@@ -249,6 +249,17 @@ func (p *settingsParser) listeners() []listenerSpec {
 	specs, err := parseListenerSpecs(listeners, protocolMap, advertised, tlsFor)
 	if err != nil {
 		p.errs = append(p.errs, fmt.Errorf("broker setting %w", err))
+		return nil
+	}
+	for key := range p.config.set {
+		rest, ok := strings.CutPrefix(key, listenerSettingPrefix)
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, ".")
+		if specIndex(specs, strings.ToUpper(name)) < 0 {
+			p.errs = append(p.errs, fmt.Errorf("broker setting %s: no listener is named %s", key, name))
+		}
 	}
 	return specs
 }
