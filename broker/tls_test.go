@@ -490,3 +490,38 @@ func TestKcatSSL(t *testing.T) {
 		t.Fatalf("kcat with alice's certificate: %v\n%s", err, out)
 	}
 }
+
+// Close with TLS clients connected, one in a fetch long poll, ends
+// promptly: the readers stop (half-close under TLS) and the pending
+// answers go out, without waiting out the 10 s grace period.
+func TestSSLGracefulClose(t *testing.T) {
+	pki := newTestPKI(t)
+	b, err := Start(context.Background(), Config{NodeID: 1, DataDir: t.TempDir(), Properties: pki.sslProperties(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kgo.NewClient(kgo.SeedBrokers(b.ListenerAddr("SSL")), kgo.DialTLSConfig(pki.clientTLS(false)),
+		kgo.ConsumeTopics("idle"), kgo.AllowAutoTopicCreation(), kgo.FetchMaxWait(8*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := testContext(t, 20*time.Second)
+	if err := client.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go client.PollFetches(ctx)
+	for ctx.Err() == nil {
+		if len(principals(b)["SSL"]) >= 2 { // the ping's connection and the fetch's
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, bounded by ctx
+	}
+	start := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Close took %v with TLS clients connected", took)
+	}
+}
