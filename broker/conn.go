@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -35,9 +36,14 @@ const maxInFlight = 64
 type connection struct {
 	broker  *Broker
 	netConn net.Conn
-	// rawConn is the socket for sendfile; nil when netConn is not TCP.
+	// rawConn is the socket for sendfile; nil when netConn is not a
+	// plain TCP connection (under TLS sendfile would put the file's bytes
+	// on the wire unencrypted: fetches take the copy path, sendfile.go).
 	rawConn syscall.RawConn
-	logger  *slog.Logger
+	// socket is the TCP socket under netConn, TLS or not, for TCP_CORK;
+	// nil when netConn is not TCP.
+	socket syscall.RawConn
+	logger *slog.Logger
 
 	// ctx is cancelled when the connection dies: handlers waiting on its
 	// behalf stop waiting. Broker shutdown does not cancel it, so acks=all
@@ -57,8 +63,10 @@ type connection struct {
 	// addr is the peer's IP address, counted by the per-IP connection
 	// limit (limits.go); set before serve starts, read-only after.
 	addr netip.Addr
-	// protocol is the security protocol of the listener the connection
-	// came in on; set before serve starts, read-only after.
+	// listener is the listener the connection came in on (nil only for
+	// connections tests make by hand); protocol is its security protocol.
+	// Both set before serve starts, read-only after.
+	listener *listener
 	protocol SecurityProtocol
 	// identity is who the connection authenticated as (security.go).
 	identity connIdentity
@@ -213,10 +221,17 @@ func newConnection(b *Broker, netConn net.Conn) *connection {
 		logger:  b.logger.With("remote", netConn.RemoteAddr().String()),
 		queue:   make(chan *response, maxInFlight),
 	}
-	if tcp, ok := netConn.(*net.TCPConn); ok {
+	tcp, plain := netConn.(*net.TCPConn)
+	if tlsConn, ok := netConn.(*tls.Conn); ok {
+		tcp, _ = tlsConn.NetConn().(*net.TCPConn)
+	}
+	if tcp != nil {
 		tcp.SetWriteBuffer(socketSendBufferBytes)
 		if raw, err := tcp.SyscallConn(); err == nil {
-			c.rawConn = raw
+			c.socket = raw
+			if plain {
+				c.rawConn = raw
+			}
 		}
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -227,7 +242,13 @@ func newConnection(b *Broker, netConn net.Conn) *connection {
 // broker is closing); queued responses still go out.
 func (c *connection) stopReading() {
 	c.stopOnce.Do(func() {
-		if tcp, ok := c.netConn.(*net.TCPConn); ok {
+		conn := c.netConn
+		if tlsConn, ok := conn.(*tls.Conn); ok {
+			// Half-closing the socket under TLS ends the reader's read
+			// (or handshake) while the writer still sends its answers.
+			conn = tlsConn.NetConn()
+		}
+		if tcp, ok := conn.(*net.TCPConn); ok {
 			tcp.CloseRead()
 			return
 		}
@@ -255,6 +276,9 @@ func (c *connection) serve() {
 		c.netConn.Close()
 		c.broker.forgetConnection(c)
 	}()
+	if tlsConn, ok := c.netConn.(*tls.Conn); ok && !c.handshake(tlsConn) {
+		return
+	}
 	reader := wire.FrameReader{R: bufio.NewReaderSize(c.netConn, 64<<10), MaxSize: c.broker.maxFrameSize}
 	limited := c.broker.limits.byteLimits()
 	for c.ctx.Err() == nil {

@@ -21,6 +21,15 @@ import (
 // high watermark, and the connection's writer sends them with sendfile(2)
 // (sendfile.go) between the response's other fields.
 //
+// Except over TLS (SSL and SASL_SSL listeners): sendfile cannot be used
+// there, since the kernel would put the file's bytes on the wire
+// unencrypted (kernel TLS offload is not used). The writer then copies
+// each region through user space (fetchResponse.copyTo): the file is read
+// straight into one pooled 128 KiB buffer, which crypto/tls seals and
+// writes, so a fetch allocates nothing per byte, but every byte costs a
+// read copy plus the encryption; copiedRegionBytes counts them, and
+// BenchmarkFetchConsumeTLS measures the CPU per GB either way.
+//
 // Long poll: when fewer than MinBytes are available and no partition has
 // an error, the fetch waits on its partitions' append notifications until
 // MinBytes, MaxWaitMillis or broker shutdown, on its own goroutine (the

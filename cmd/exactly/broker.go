@@ -40,6 +40,15 @@ max.connections.per.ip, max.connections.per.ip.overrides (host:count,...),
 queued.max.request.bytes, and our extension
 max.inflight.request.bytes.per.connection; a connection over a limit is
 closed and logged, a reader over a byte limit waits.
+Listeners, in Kafka's terms (they win over --listen and --advertised):
+listeners (e.g. PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093),
+listener.security.protocol.map (NAME:PROTOCOL,...; PLAINTEXT, SSL,
+SASL_PLAINTEXT, SASL_SSL), advertised.listeners; TLS with PEM files only:
+ssl.keystore.location (key and chain in one PEM file) or
+ssl.keystore.certificate.chain + ssl.keystore.key (inline),
+ssl.truststore.location or ssl.truststore.certificates, ssl.client.auth
+(none | requested | required); any ssl.* setting for one listener as
+listener.name.<lower-case name>.ssl.*.
 Unknown settings are refused.
 
 SIGINT or SIGTERM stops the broker cleanly: in-flight requests finish and
@@ -164,6 +173,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	}
 	served.setReady(b.Ready)
 	fmt.Fprintf(stdout, "exactly broker %d listening on %s (data in %s)\n", *nodeID, b.Addr(), *dataDir)
+	if listeners := b.Listeners(); len(listeners) > 1 {
+		fmt.Fprintf(stdout, "listeners: %s\n", strings.Join(listeners, ","))
+	}
 	<-ctx.Done()
 	logger.Info("signal received; shutting down")
 	return b.Close()
