@@ -19,7 +19,7 @@ const fileVersion = 1
 
 // credentialsOnDisk is the credentials file (package doc).
 type credentialsOnDisk struct {
-	Version int                                      `json:"version"`
+	Version int                                       `json:"version"`
 	Users   map[string]map[Mechanism]credentialOnDisk `json:"users"`
 }
 
