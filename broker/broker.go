@@ -169,6 +169,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/producers"
@@ -200,6 +201,11 @@ type Config struct {
 	// Properties are broker settings by Kafka's names (see config.go);
 	// unknown keys make Start fail.
 	Properties map[string]string
+	// UsersFile, if set, is a YAML file of users (broker/auth's
+	// LoadUsersFile) whose SCRAM credentials Start puts in the credential
+	// store before listening; its users overwrite the store's entries for
+	// them, other users stay. Empty: the store as it is.
+	UsersFile string
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 	// Replication, if set, makes the broker one member of a replicated
@@ -254,6 +260,11 @@ type Broker struct {
 	beforeMarkers func(ctx context.Context) error
 	// metrics is Config.Metrics (nil = off); read-only.
 	metrics *metrics.Broker
+	// credentials are the SCRAM credentials SASL checks and
+	// Describe/AlterUserScramCredentials manage (sasl.go); set by Start.
+	credentials *auth.Store
+	// saslStats counts SASL outcomes (sasl.go).
+	saslStats saslStats
 	// ready is set at the end of Start: logs recovered, coordinators
 	// loaded (see Ready).
 	ready atomic.Bool
@@ -351,6 +362,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
 		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
+	}
+	if err := b.openCredentials(cfg.UsersFile); err != nil {
+		return nil, err
 	}
 	b.producerIDs, err = openProducerIDs(cfg, fsys, filepath.Join(cfg.DataDir, producerIDsFile))
 	if err != nil {

@@ -42,6 +42,9 @@ var (
 	ErrNotFound = errors.New("credential not found")
 	// ErrDuplicate is a user named twice in one request (DUPLICATE_RESOURCE).
 	ErrDuplicate = errors.New("user named twice in one request")
+	// ErrStorage is a failed write of the credentials file
+	// (KAFKA_STORAGE_ERROR); the store is unchanged.
+	ErrStorage = errors.New("credentials file not written")
 )
 
 // checkIterations applies Kafka's bounds.

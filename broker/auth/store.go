@@ -191,10 +191,10 @@ func (s *Store) write(users map[string]userCredentials) error {
 	}
 	data, err := json.MarshalIndent(file, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode SCRAM credentials: %w", err)
+		return fmt.Errorf("%w: encode SCRAM credentials: %w", ErrStorage, err)
 	}
 	if err := storage.WriteFileAtomicMode(s.fs, s.path, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write SCRAM credentials: %w", err)
+		return fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	return nil
 }
