@@ -21,7 +21,8 @@
 //
 // Goroutines and ownership:
 //
-//   - The accept loop (Start → acceptLoop) owns the listener.
+//   - One accept loop per listener (Start → acceptLoop, listeners.go)
+//     owns that listener.
 //   - Each connection has a reader goroutine and a writer goroutine
 //     (conn.go). The reader reads frames in order and runs each request's
 //     handler; handlers that must not block the reader (Fetch long polls,
@@ -157,6 +158,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -191,10 +193,13 @@ type Config struct {
 	// NodeID is the broker's id in Metadata responses.
 	NodeID int32
 	// Listen is the TCP address to listen on, e.g. "127.0.0.1:9092" or
-	// "127.0.0.1:0" for any free port.
+	// "127.0.0.1:0" for any free port: one PLAINTEXT listener named
+	// PLAINTEXT. The listeners setting (Properties), when set, wins over
+	// it (listeners.go).
 	Listen string
-	// Advertised is the host:port clients are told to connect to; empty
-	// means the listener's actual address.
+	// Advertised is the host:port clients of Listen are told to connect
+	// to; empty means the listener's actual address. With the listeners
+	// setting it must be empty: advertised.listeners takes its place.
 	Advertised string
 	// DataDir holds topic metadata and one directory per partition.
 	DataDir string
@@ -230,12 +235,16 @@ type Config struct {
 
 // Broker is a running single-node Kafka broker.
 type Broker struct {
-	nodeID         int32
-	dataDir        string
-	config         brokerConfig
-	fs             storage.FS // Config.fs, or storage.OSFS
-	logger         *slog.Logger
-	listener       net.Listener
+	nodeID  int32
+	dataDir string
+	config  brokerConfig
+	fs      storage.FS // Config.fs, or storage.OSFS
+	logger  *slog.Logger
+	// listeners are the open listeners, in the listeners setting's order
+	// (listeners.go); read-only after Start.
+	listeners []*listener
+	// advertisedHost and advertisedPort are the first listener's
+	// advertised address (AdvertisedAddr, what a cluster member registers).
 	advertisedHost string
 	advertisedPort int32
 	maxFrameSize   int32
@@ -374,34 +383,31 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.closeLogs()
 		return nil, err
 	}
-	listen := cfg.Listen
-	if listen == "" {
-		listen = "127.0.0.1:9092"
+	specs, err := listenerSpecs(cfg, config.settings)
+	if err == nil {
+		b.listeners, err = openListeners(specs)
 	}
-	b.listener, err = net.Listen("tcp", listen)
 	if err != nil {
-		b.closeLogs()
-		return nil, fmt.Errorf("broker: listen: %w", err)
-	}
-	if err := b.setAdvertised(cfg.Advertised); err != nil {
-		b.listener.Close()
 		b.closeLogs()
 		return nil, err
 	}
+	b.advertisedHost, b.advertisedPort = b.listeners[0].advertisedHost, b.listeners[0].advertisedPort
 	if err := b.openGroups(); err != nil {
-		b.listener.Close()
+		b.closeListeners()
 		b.closeLogs()
 		return nil, err
 	}
 	if err := b.openTransactions(); err != nil {
-		b.listener.Close()
+		b.closeListeners()
 		b.closeLogs()
 		b.closeGroups()
 		return nil, err
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.background.Add(3)
-	go b.acceptLoop()
+	b.background.Add(2 + len(b.listeners))
+	for _, l := range b.listeners {
+		go b.acceptLoop(l)
+	}
 	go b.every(b.config.settings.RetentionCheckInterval, b.applyRetention)
 	go b.every(b.config.settings.ProducerIDExpirationCheckInterval, b.expireProducers)
 	if b.replication != nil {
@@ -419,37 +425,26 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}()
 	b.startMetrics()
 	b.ready.Store(true)
-	logger.Info("broker started", "node_id", b.nodeID, "listen", b.Addr(),
-		"advertised", net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort))),
+	for _, l := range b.listeners {
+		logger.Info("listening", "listener", l.name, "protocol", l.protocol.String(), "listen", l.net.Addr().String(),
+			"advertised", net.JoinHostPort(l.advertisedHost, strconv.Itoa(int(l.advertisedPort))))
+	}
+	logger.Info("broker started", "node_id", b.nodeID, "listen", b.Addr(), "advertised", b.AdvertisedAddr(),
 		"data_dir", b.dataDir, "topics", len(b.topics), "cluster_id", b.clusterID)
 	return b, nil
 }
 
-func (b *Broker) setAdvertised(advertised string) error {
-	if advertised == "" {
-		host, port, _ := net.SplitHostPort(b.listener.Addr().String())
-		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-			if name, err := os.Hostname(); err == nil {
-				host = name
-			}
-		}
-		advertised = net.JoinHostPort(host, port)
+// closeListeners closes every listener; their accept loops end.
+func (b *Broker) closeListeners() {
+	for _, l := range b.listeners {
+		l.net.Close()
 	}
-	host, portText, err := net.SplitHostPort(advertised)
-	if err != nil {
-		return fmt.Errorf("broker: advertised address %q: %w", advertised, err)
-	}
-	port, err := strconv.ParseUint(portText, 10, 16)
-	if err != nil {
-		return fmt.Errorf("broker: advertised port %q: %w", portText, err)
-	}
-	b.advertisedHost, b.advertisedPort = host, int32(port)
-	return nil
 }
 
-// Addr returns the address the broker listens on (host:port), with the
-// actual port when Config.Listen asked for port 0.
-func (b *Broker) Addr() string { return b.listener.Addr().String() }
+// Addr returns the address the broker's first listener listens on
+// (host:port), with the actual port when it asked for port 0
+// (ListenerAddr names the others).
+func (b *Broker) Addr() string { return b.listeners[0].net.Addr().String() }
 
 // Close shuts the broker down gracefully: it stops accepting connections,
 // stops reading requests, lets in-flight requests finish and their
@@ -457,7 +452,7 @@ func (b *Broker) Addr() string { return b.listener.Addr().String() }
 // safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
-		b.listener.Close()
+		b.closeListeners()
 		b.cancel() // long polls answer now with what they have
 		b.connsMu.Lock()
 		b.closing = true
@@ -514,21 +509,23 @@ func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
 	}
 }
 
-// acceptLoop accepts connections until the listener closes. A connection
-// over max.connections or its address's per-IP limit is closed at once,
-// here, without a goroutine of its own, so a flood of them costs the
-// broker one accept and one close each.
-func (b *Broker) acceptLoop() {
+// acceptLoop accepts connections on l until it closes; each listener has
+// its own. A connection over max.connections or its address's per-IP
+// limit (counted over all listeners) is closed at once, here, without a
+// goroutine of its own, so a flood of them costs the broker one accept
+// and one close each. A TLS handshake never runs here: the connection's
+// goroutine does it (tls.go), so a slow client cannot stall the loop.
+func (b *Broker) acceptLoop(l *listener) {
 	defer b.background.Done()
 	var backoff time.Duration
 	for {
-		netConn, err := b.listener.Accept()
+		netConn, err := l.net.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			if !acceptRetryable(err) {
-				b.logger.Error("accept failed; listener stopped", "error", err)
+				b.logger.Error("accept failed; listener stopped", "listener", l.name, "error", err)
 				return
 			}
 			// Out of file descriptors (or a connection aborted before it
@@ -545,13 +542,15 @@ func (b *Broker) acceptLoop() {
 			continue
 		}
 		backoff = 0
-		b.admit(netConn)
+		b.admit(netConn, l)
 	}
 }
 
-// admit registers and starts serving an accepted connection, or closes it
-// (broker closing, or a connection limit reached).
-func (b *Broker) admit(netConn net.Conn) {
+// admit registers and starts serving a connection accepted on l, or
+// closes it (broker closing, or a connection limit reached). On a TLS
+// listener the connection is wrapped in a tls.Conn here (no I/O) and
+// handshakes in serve.
+func (b *Broker) admit(netConn net.Conn, l *listener) {
 	addr := clientAddr(netConn)
 	b.connsMu.Lock()
 	if b.closing {
@@ -571,8 +570,11 @@ func (b *Broker) admit(netConn net.Conn) {
 		b.limits.logRefused(b.logger, netConn.RemoteAddr(), limit)
 		return
 	}
+	if l.tls != nil {
+		netConn = tls.Server(netConn, l.tls)
+	}
 	c := newConnection(b, netConn)
-	c.addr = addr
+	c.addr, c.listener, c.protocol = addr, l, l.protocol
 	b.conns[c] = struct{}{}
 	b.connections.Add(1)
 	b.connsMu.Unlock()

@@ -29,6 +29,9 @@ const (
 	kindShort   settingKind = 4
 	kindLong    settingKind = 5
 	kindList    settingKind = 7
+	// kindPassword is a secret: DescribeConfigs reports it as sensitive,
+	// without its value.
+	kindPassword settingKind = 9
 )
 
 // setting describes one configuration key.
@@ -94,6 +97,28 @@ var brokerSettings = []setting{
 		doc: "Request bytes read but not yet served, summed over all connections; while it is reached, connections stop reading (backpressure) and a request larger than it closes its connection. -1 is unlimited (Kafka's default)."},
 	{name: "max.inflight.request.bytes.per.connection", defaultValue: "-1", kind: kindLong, validate: unlimitedOrPositive,
 		doc: "Our extension: queued.max.request.bytes for one connection; while it is reached that connection stops reading, and a request larger than it closes the connection. -1 is unlimited."},
+	{name: "listeners", null: true, kind: kindString, validate: validateEndpoints,
+		doc: "The listeners, NAME://host:port,... (listeners.go), e.g. PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093; port 0 is any free port, an empty host every interface. Unset: one PLAINTEXT listener on the --listen address (Config.Listen); set, it wins over it."},
+	{name: "listener.security.protocol.map", defaultValue: defaultProtocolMap, kind: kindString, validate: validateProtocolMap,
+		doc: "Each listener name's security protocol, NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; a map that is set replaces the default whole."},
+	{name: "advertised.listeners", null: true, kind: kindString, validate: validateEndpoints,
+		doc: "The address each listener tells its clients to connect to (Metadata, FindCoordinator, DescribeCluster), NAME://host:port,...; a listener not named advertises its own address."},
+	{name: "ssl.keystore.type", defaultValue: "PEM", kind: kindString, validate: keystoreType,
+		doc: "Format of the keystore of SSL and SASL_SSL listeners: only PEM (Kafka's default JKS and PKCS12 are not supported). Every ssl.* setting may be given for one listener as listener.name.<lower-case name>.ssl.*."},
+	{name: "ssl.keystore.location", null: true, kind: kindString,
+		doc: "PEM file with the private key (unencrypted) and the certificate chain of TLS listeners."},
+	{name: "ssl.keystore.certificate.chain", null: true, kind: kindPassword,
+		doc: "The certificate chain in PEM, inline, instead of ssl.keystore.location (with ssl.keystore.key)."},
+	{name: "ssl.keystore.key", null: true, kind: kindPassword,
+		doc: "The private key in PEM (unencrypted), inline, instead of ssl.keystore.location (with ssl.keystore.certificate.chain)."},
+	{name: "ssl.truststore.type", defaultValue: "PEM", kind: kindString, validate: keystoreType,
+		doc: "Format of the truststore: only PEM."},
+	{name: "ssl.truststore.location", null: true, kind: kindString,
+		doc: "PEM file of the CA certificates client certificates must chain to (ssl.client.auth requested or required)."},
+	{name: "ssl.truststore.certificates", null: true, kind: kindPassword,
+		doc: "The truststore's CA certificates in PEM, inline, instead of ssl.truststore.location."},
+	{name: "ssl.client.auth", defaultValue: "none", kind: kindString, validate: clientAuth,
+		doc: "Client certificates on SSL and SASL_SSL listeners: none, requested (verified if given) or required; a verified certificate on an SSL listener makes the principal User:<subject DN>, e.g. User:CN=alice."},
 	{name: "sasl.enabled.mechanisms", defaultValue: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", kind: kindList, validate: saslMechanismList,
 		doc: "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Kafka's default is GSSAPI, which is not implemented (nor is OAUTHBEARER). PLAIN checks the password against the user's stored SCRAM credential."},
 	{name: "connections.max.reauth.ms", defaultValue: "0", kind: kindLong, validate: atLeast(0),
@@ -174,7 +199,7 @@ func findBrokerSetting(name string) (setting, bool) {
 			return s, true
 		}
 	}
-	return setting{}, false
+	return findListenerSetting(name)
 }
 
 func findTopicSetting(name string) (topicSetting, bool) {

@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -57,8 +58,10 @@ type connection struct {
 	// addr is the peer's IP address, counted by the per-IP connection
 	// limit (limits.go); set before serve starts, read-only after.
 	addr netip.Addr
-	// protocol is the security protocol of the listener the connection
-	// came in on; set before serve starts, read-only after.
+	// listener is the listener the connection came in on (nil only for
+	// connections tests make by hand); protocol is its security protocol.
+	// Both set before serve starts, read-only after.
+	listener *listener
 	protocol SecurityProtocol
 	// identity is who the connection authenticated as (security.go).
 	identity connIdentity
@@ -230,7 +233,13 @@ func newConnection(b *Broker, netConn net.Conn) *connection {
 // broker is closing); queued responses still go out.
 func (c *connection) stopReading() {
 	c.stopOnce.Do(func() {
-		if tcp, ok := c.netConn.(*net.TCPConn); ok {
+		conn := c.netConn
+		if tlsConn, ok := conn.(*tls.Conn); ok {
+			// Half-closing the socket under TLS ends the reader's read
+			// (or handshake) while the writer still sends its answers.
+			conn = tlsConn.NetConn()
+		}
+		if tcp, ok := conn.(*net.TCPConn); ok {
 			tcp.CloseRead()
 			return
 		}
@@ -258,6 +267,9 @@ func (c *connection) serve() {
 		c.netConn.Close()
 		c.broker.forgetConnection(c)
 	}()
+	if tlsConn, ok := c.netConn.(*tls.Conn); ok && !c.handshake(tlsConn) {
+		return
+	}
 	reader := wire.FrameReader{R: bufio.NewReaderSize(c.netConn, 64<<10), MaxSize: c.broker.maxFrameSize}
 	limited := c.broker.limits.byteLimits()
 	for c.ctx.Err() == nil {

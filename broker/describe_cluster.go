@@ -9,7 +9,8 @@ import (
 )
 
 // DescribeCluster v0–1 describes this broker as the whole cluster and its
-// controller. Only the broker endpoint type (1) exists here; asking for
+// controller, at the advertised address of the listener the request came
+// in on. Only the broker endpoint type (1) exists here; asking for
 // controllers (2) is UNSUPPORTED_ENDPOINT_TYPE, as on a Kafka broker.
 func init() {
 	register(wire.APIDescribeCluster, 0, 1, kmsgHandler(handleDescribeCluster))
@@ -27,7 +28,8 @@ func handleDescribeCluster(c *connection, req *kmsg.DescribeClusterRequest) kmsg
 	resp.ClusterID = b.clusterID
 	resp.ControllerID = b.nodeID
 	broker := kmsg.NewDescribeClusterResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = b.nodeID, b.advertisedHost, b.advertisedPort
+	broker.NodeID = b.nodeID
+	broker.Host, broker.Port = c.advertised()
 	resp.Brokers = append(resp.Brokers, broker)
 	return resp
 }

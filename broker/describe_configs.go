@@ -178,6 +178,13 @@ func (b *Broker) describeBrokerConfigs(wanted func(string) bool, synonyms, docum
 		if synonyms {
 			entry.ConfigSynonyms = b.brokerSynonyms([]string{s.name})
 		}
+		if s.kind == kindPassword {
+			// A secret (an inline private key): never sent, as Kafka does.
+			entry.Value, entry.IsSensitive = nil, true
+			for i := range entry.ConfigSynonyms {
+				entry.ConfigSynonyms[i].Value = nil
+			}
+		}
 		out = append(out, entry)
 	}
 	return out

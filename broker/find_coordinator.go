@@ -20,7 +20,8 @@ import (
 // leader of its __transaction_state partition (txn.PartitionFor over
 // transaction.state.log.num.partitions) — this broker, which leads them
 // all, or in a cluster that partition's current leader; any other type is
-// INVALID_REQUEST.
+// INVALID_REQUEST. This broker is named by the advertised address of the
+// listener the request came in on.
 func init() {
 	register(wire.APIFindCoordinator, 0, 6, groupHandler(inReader, handleFindCoordinator))
 }
@@ -43,13 +44,13 @@ type coordinatorAnswer struct {
 func handleFindCoordinator(ctx context.Context, c *connection, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version < 4 {
-		answer := c.broker.findCoordinator(ctx, req.CoordinatorType, req.CoordinatorKey)
+		answer := c.broker.findCoordinator(ctx, c, req.CoordinatorType, req.CoordinatorKey)
 		resp.NodeID, resp.Host, resp.Port = answer.nodeID, answer.host, answer.port
 		resp.ErrorCode, resp.ErrorMessage = answer.errorCode, answer.message
 		return resp
 	}
 	for _, key := range req.CoordinatorKeys {
-		answer := c.broker.findCoordinator(ctx, req.CoordinatorType, key)
+		answer := c.broker.findCoordinator(ctx, c, req.CoordinatorType, key)
 		coordinator := kmsg.NewFindCoordinatorResponseCoordinator()
 		coordinator.Key = key
 		coordinator.NodeID, coordinator.Host, coordinator.Port = answer.nodeID, answer.host, answer.port
@@ -59,7 +60,10 @@ func handleFindCoordinator(ctx context.Context, c *connection, req *kmsg.FindCoo
 	return resp
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) coordinatorAnswer {
+// findCoordinator answers one key for a client connected through c: this
+// broker at c's listener's advertised address, or in a cluster the
+// leader of the key's internal partition.
+func (b *Broker) findCoordinator(ctx context.Context, c *connection, keyType int8, key string) coordinatorAnswer {
 	switch {
 	case keyType == coordinatorGroup && b.clusterGroups():
 		partitions := b.config.settings.OffsetsTopicPartitions
@@ -68,7 +72,8 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 		partitions := b.config.settings.TransactionStatePartitions
 		return b.clusterFindCoordinator(ctx, txn.TransactionStateTopic, partitions, int32(txn.PartitionFor(key, int(partitions))))
 	case keyType == coordinatorGroup, keyType == coordinatorTransaction:
-		return coordinatorAnswer{nodeID: b.nodeID, host: b.advertisedHost, port: b.advertisedPort}
+		host, port := c.advertised()
+		return coordinatorAnswer{nodeID: b.nodeID, host: host, port: port}
 	default:
 		message := "unknown coordinator key type"
 		err := fmt.Errorf("%s %d: %w", message, keyType, errInvalidRequest)

@@ -29,7 +29,7 @@ func init() {
 func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 	b := c.broker
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = b.metadataBrokers()
+	resp.Brokers = b.metadataBrokers(c)
 	clusterID := b.clusterID
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.nodeID
@@ -147,10 +147,12 @@ func (b *Broker) describedTopics() []kmsg.MetadataResponseTopic {
 }
 
 // metadataBrokers lists the cluster's unfenced brokers as last applied
-// (cluster_roles.go), or this broker alone.
-func (b *Broker) metadataBrokers() []kmsg.MetadataResponseBroker {
+// (cluster_roles.go), or this broker alone at the advertised address of
+// the listener c came in on (as Kafka answers per listener name).
+func (b *Broker) metadataBrokers(c *connection) []kmsg.MetadataResponseBroker {
 	self := kmsg.NewMetadataResponseBroker()
-	self.NodeID, self.Host, self.Port = b.nodeID, b.advertisedHost, b.advertisedPort
+	self.NodeID = b.nodeID
+	self.Host, self.Port = c.advertised()
 	if b.replication == nil {
 		return []kmsg.MetadataResponseBroker{self}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/storage"
@@ -39,6 +40,12 @@ type settings struct {
 	// HighWatermarkCheckpointInterval is
 	// replica.high.watermark.checkpoint.interval.ms (replication only).
 	HighWatermarkCheckpointInterval time.Duration
+
+	// Listeners are listeners, listener.security.protocol.map,
+	// advertised.listeners and each TLS listener's ssl.* settings
+	// (listeners.go, tls.go); nil when listeners is unset (Start then
+	// listens on Config.Listen alone).
+	Listeners []listenerSpec
 
 	// Limits are the connection limits: max.connections,
 	// max.connections.per.ip, max.connections.per.ip.overrides,
@@ -111,6 +118,8 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		Fsync:                           p.fsync("log.fsync"),
 		ReplicaLagTimeMax:               p.duration("replica.lag.time.max.ms", time.Millisecond),
 		HighWatermarkCheckpointInterval: p.duration("replica.high.watermark.checkpoint.interval.ms", time.Millisecond),
+
+		Listeners: p.listeners(),
 
 		Limits: connectionLimits{
 			MaxConnections:           p.int32("max.connections"),
@@ -209,6 +218,47 @@ func (p *settingsParser) overrides(name string) []connectionOverride {
 		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %w", name, err))
 	}
 	return parsed
+}
+
+// listeners reads the listener settings and the ssl.* settings of the
+// TLS listeners (a listener.name.<name>.ssl.* key over the unprefixed
+// one). The ssl.* settings are read even without listeners, so the
+// table test sees them read.
+func (p *settingsParser) listeners() []listenerSpec {
+	listeners, _ := p.value("listeners", kindString)
+	protocolMap, _ := p.value("listener.security.protocol.map", kindString)
+	advertised, _ := p.value("advertised.listeners", kindString)
+	global := map[string]string{}
+	for _, name := range tlsSettingNames {
+		global[name], _ = p.value(name, kindString, kindPassword)
+	}
+	if _, set := p.config.lookup("listeners"); !set {
+		if _, set := p.config.lookup("advertised.listeners"); set {
+			p.errs = append(p.errs, errors.New("broker setting advertised.listeners: set without listeners"))
+		}
+		return nil
+	}
+	tlsFor := func(listener string) (tlsSettings, error) {
+		value := func(name string) string {
+			if v, ok := p.config.set[listenerSettingPrefix+strings.ToLower(listener)+"."+name]; ok {
+				return v
+			}
+			return global[name]
+		}
+		return tlsSettings{
+			KeystoreLocation:       value("ssl.keystore.location"),
+			KeystoreChain:          value("ssl.keystore.certificate.chain"),
+			KeystoreKey:            value("ssl.keystore.key"),
+			TruststoreLocation:     value("ssl.truststore.location"),
+			TruststoreCertificates: value("ssl.truststore.certificates"),
+			ClientAuth:             value("ssl.client.auth"),
+		}, nil
+	}
+	specs, err := parseListenerSpecs(listeners, protocolMap, advertised, tlsFor)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %w", err))
+	}
+	return specs
 }
 
 // duration reads an integer count of unit (a ".ms" or ".minutes" setting).
