@@ -316,6 +316,8 @@ func (c *connection) logReadError(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		c.logger.Debug("connection closed by client")
+	case errors.Is(err, wire.ErrFrameTooLarge) && c.protocol.SASL() && c.sasl.phase != saslAuthenticated:
+		c.logger.Warn("closing connection: frame larger than sasl.server.max.receive.size before SASL authentication", "error", err)
 	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameNegative):
 		c.logger.Warn("closing connection: bad frame size", "error", err)
 	default:
