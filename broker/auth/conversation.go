@@ -52,35 +52,53 @@ func NewConversation(m Mechanism, store *Store) (Conversation, error) {
 	case Plain:
 		return &plainConversation{store: store}, nil
 	case ScramSHA256, ScramSHA512:
+		conv := &scramConversation{mechanism: m}
 		server, err := m.scramHash().NewServer(func(user string) (scram.StoredCredentials, error) {
 			c, ok := store.Lookup(user, m)
 			if !ok {
 				return scram.StoredCredentials{}, fmt.Errorf("no %s credential for user %q", m, user)
 			}
+			conv.transcript.credential = c
 			return c.stored(), nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s server: %w", m, err)
 		}
-		return &scramConversation{mechanism: m, conversation: server.NewConversation()}, nil
+		conv.conversation = server.NewConversation()
+		return conv, nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnsupportedMechanism, m)
 }
 
 // scramConversation is SCRAM through xdg-go's server conversation: two
-// client messages (client-first, client-final), two answers.
+// client messages (client-first, client-final), two answers; a
+// client-final message with librdkafka's buggy nonce is checked by
+// scram_librdkafka.go instead.
 type scramConversation struct {
 	mechanism    Mechanism
 	conversation *scram.ServerConversation
 	user         string
+	// transcript is the first step, for the librdkafka compat path;
+	// compat is whether it was recorded; finished ends the compat path.
+	transcript       scramTranscript
+	compat, finished bool
 }
 
 func (s *scramConversation) Mechanism() Mechanism { return s.mechanism }
 func (s *scramConversation) User() string         { return s.user }
 
 func (s *scramConversation) Step(clientMessage []byte) ([]byte, bool, error) {
-	if s.conversation.Done() {
+	if s.conversation.Done() || s.finished {
 		return nil, false, &AuthError{Reason: errors.New("SCRAM conversation already finished")}
+	}
+	if s.compat && s.transcript.isLibrdkafkaNonce(string(clientMessage)) {
+		s.finished = true
+		answer, err := s.transcript.verifyLibrdkafkaFinal(s.mechanism, string(clientMessage))
+		if err != nil {
+			return nil, false, &AuthError{Reason: fmt.Errorf("%s (librdkafka nonce): %w for user %q", s.mechanism, err, s.conversation.Username())}
+		}
+		s.user = s.conversation.Username()
+		return []byte(answer), true, nil
 	}
 	answer, err := s.conversation.Step(string(clientMessage))
 	if err != nil {
@@ -95,6 +113,7 @@ func (s *scramConversation) Step(clientMessage []byte) ([]byte, bool, error) {
 		}
 	}
 	if !s.conversation.Done() {
+		s.compat = s.transcript.record(string(clientMessage), answer)
 		return []byte(answer), false, nil
 	}
 	if !s.conversation.Valid() {
