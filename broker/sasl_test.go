@@ -102,17 +102,18 @@ func plainMechanism(user, password string) sasl.Mechanism {
 }
 
 // produceAndConsume writes count records to topic through client and
-// reads them back with a second client of the same mechanism.
-func produceAndConsume(t *testing.T, b *Broker, m sasl.Mechanism, topic string, count int) {
+// reads them back with a second client of the same mechanism; extra
+// options go to both (another listener, TLS).
+func produceAndConsume(t *testing.T, b *Broker, m sasl.Mechanism, topic string, count int, extra ...kgo.Opt) {
 	t.Helper()
 	ctx := testContext(t, 30*time.Second)
-	producer := saslClient(t, b, m, kgo.DefaultProduceTopic(topic))
+	producer := saslClient(t, b, m, append([]kgo.Opt{kgo.DefaultProduceTopic(topic)}, extra...)...)
 	for i := range count {
 		if err := producer.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("%s-%d", topic, i))).FirstErr(); err != nil {
 			t.Fatalf("produce %d to %s: %v", i, topic, err)
 		}
 	}
-	consumer := saslClient(t, b, m, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	consumer := saslClient(t, b, m, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, extra...)...)
 	seen := 0
 	for seen < count {
 		fetches := consumer.PollFetches(ctx)
@@ -347,4 +348,59 @@ func TestSASLReauthenticationKeepsClientsWorking(t *testing.T) {
 	}
 	t.Logf("%d records, %d authentications, %d re-authentications", produced,
 		b.saslStats.authentications.Load(), b.saslStats.reauthentications.Load())
+}
+
+// TestSASLSSLScram512TransactionsAndGroups: SCRAM-SHA-512 over a SASL_SSL
+// listener: plain produce/consume, a transaction read by a consumer group
+// with read_committed, and a wrong password refused.
+func TestSASLSSLScram512TransactionsAndGroups(t *testing.T) {
+	dir := t.TempDir()
+	pki := newTestPKI(t)
+	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers), map[string]string{
+		"listeners":             "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+		"ssl.keystore.location": pki.server.Keystore,
+	})
+	overTLS := []kgo.Opt{kgo.SeedBrokers(b.ListenerAddr("SASL_SSL")), kgo.DialTLSConfig(pki.clientTLS(false))}
+	alice := scram512("alice", "alice-secret")
+	produceAndConsume(t, b, alice, "sasl-ssl", 50, overTLS...)
+
+	ctx := testContext(t, 60*time.Second)
+	txn := saslClient(t, b, alice, append([]kgo.Opt{kgo.TransactionalID("sasl-ssl-txn"), kgo.DefaultProduceTopic("sasl-ssl-txn")}, overTLS...)...)
+	for round, commit := range []bool{false, true} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if err := txn.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("round-%d-%d", round, i))).FirstErr(); err != nil {
+				t.Fatalf("transactional produce: %v", err)
+			}
+		}
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction (commit %v): %v", commit, err)
+		}
+	}
+	group := saslClient(t, b, alice, append([]kgo.Opt{kgo.ConsumerGroup("sasl-ssl-group"), kgo.ConsumeTopics("sasl-ssl-txn"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, overTLS...)...)
+	var values []string
+	for len(values) < 10 {
+		fetches := group.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("group consumed %v before %v", values, ctx.Err())
+		}
+		fetches.EachError(func(topic string, partition int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, partition, err) })
+		fetches.EachRecord(func(r *kgo.Record) { values = append(values, string(r.Value)) })
+	}
+	for i, v := range values {
+		if v != fmt.Sprintf("round-1-%d", i) {
+			t.Fatalf("read_committed group read %v: want only the committed round-1 records", values)
+		}
+	}
+	if err := group.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("group commit: %v", err)
+	}
+
+	wrong := saslClient(t, b, scram512("alice", "nope"), overTLS...)
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(testContext(t, 15*time.Second), wrong); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("wrong password over SASL_SSL: %v", err)
+	}
 }
