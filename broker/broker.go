@@ -131,10 +131,16 @@
 //     single-node coordinator does; its appends go through the internal
 //     partition's locks (5, 6) and wait for the ISR with none held, and
 //     its requests to other brokers hold no broker lock.
+//  11. auth.Store.writeMu, then auth.Store.mu (broker/auth; sasl.go):
+//     leaves. I/O under writeMu: the SCRAM credentials file rewrite of
+//     an AlterUserScramCredentials (or the users file at start); mu,
+//     which every SASL authentication reads, is held only to read or
+//     swap the credential map.
 //
 // storage.WriteFileAtomic is the one way the broker replaces a file
 // (topics.json, producer snapshots, the producer-id file, storage's
-// checkpoint), through the storage.FS the broker was started with.
+// checkpoint, the SCRAM credentials file with WriteFileAtomicMode),
+// through the storage.FS the broker was started with.
 //
 // What blocks a connection's reader goroutine: every handler runs on it
 // except Fetch long polls, the durability wait of acks=all Produce, and
@@ -154,6 +160,11 @@
 // durable, so the connection reads nothing more until it is.
 // That stays on the reader: appends of one connection must reach each
 // partition in arrival order, and the add precedes its batch's append.
+// SASL runs on the reader too (sasl.go): a SaslAuthenticate answer waits
+// for its PBKDF2 derivation (PLAIN; 4096+ iterations, about a
+// millisecond) and an AlterUserScramCredentials for the credentials
+// file's durable rewrite; both happen before the connection may send
+// anything else, as Kafka's authenticator does.
 package broker
 
 import (
