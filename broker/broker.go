@@ -163,8 +163,7 @@
 // SASL runs on the reader too (sasl.go): a SaslAuthenticate answer waits
 // for its PBKDF2 derivation (PLAIN; 4096+ iterations, about a
 // millisecond) and an AlterUserScramCredentials for the credentials
-// file's durable rewrite; both happen before the connection may send
-// anything else, as Kafka's authenticator does.
+// file's durable rewrite; the connection's next request waits for them.
 package broker
 
 import (
