@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -402,5 +403,41 @@ func TestSASLSSLScram512TransactionsAndGroups(t *testing.T) {
 	wrong := saslClient(t, b, scram512("alice", "nope"), overTLS...)
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(testContext(t, 15*time.Second), wrong); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("wrong password over SASL_SSL: %v", err)
+	}
+}
+
+// TestSASLStartErrors: a bad users file or an unsupported mechanism stops
+// Start with an error that says what is wrong.
+func TestSASLStartErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		users      string
+		properties map[string]string
+		want       string
+	}{
+		"GSSAPI":           {"", map[string]string{"sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI is not supported"},
+		"OAUTHBEARER":      {"", map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512,OAUTHBEARER"}, "OAUTHBEARER is not supported"},
+		"no mechanism":     {"", map[string]string{"sasl.enabled.mechanisms": ""}, "no SASL mechanism"},
+		"negative reauth":  {"", map[string]string{"connections.max.reauth.ms": "-1"}, "connections.max.reauth.ms"},
+		"users file typo":  {"users:\n  - name: a\n    pasword: b\n", nil, "pasword"},
+		"missing password": {"users:\n  - name: a\n", nil, "no password"},
+	} {
+		usersFile := ""
+		if tc.users != "" {
+			usersFile = writeUsersFile(t, t.TempDir(), tc.users)
+		}
+		props := map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}
+		for k, v := range tc.properties {
+			props[k] = v
+		}
+		b, err := Start(context.Background(), Config{NodeID: 1, DataDir: filepath.Join(dir, name), Properties: props, UsersFile: usersFile, Logger: testLogger()})
+		if err == nil {
+			b.Close()
+			t.Errorf("%s: started", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %q does not say %q", name, err, tc.want)
+		}
 	}
 }
