@@ -131,10 +131,16 @@
 //     single-node coordinator does; its appends go through the internal
 //     partition's locks (5, 6) and wait for the ISR with none held, and
 //     its requests to other brokers hold no broker lock.
+//  11. auth.Store.writeMu, then auth.Store.mu (broker/auth; sasl.go):
+//     leaves. I/O under writeMu: the SCRAM credentials file rewrite of
+//     an AlterUserScramCredentials (or the users file at start); mu,
+//     which every SASL authentication reads, is held only to read or
+//     swap the credential map.
 //
 // storage.WriteFileAtomic is the one way the broker replaces a file
 // (topics.json, producer snapshots, the producer-id file, storage's
-// checkpoint), through the storage.FS the broker was started with.
+// checkpoint, the SCRAM credentials file with WriteFileAtomicMode),
+// through the storage.FS the broker was started with.
 //
 // What blocks a connection's reader goroutine: every handler runs on it
 // except Fetch long polls, the durability wait of acks=all Produce, and
@@ -154,6 +160,10 @@
 // durable, so the connection reads nothing more until it is.
 // That stays on the reader: appends of one connection must reach each
 // partition in arrival order, and the add precedes its batch's append.
+// SASL runs on the reader too (sasl.go): a SaslAuthenticate answer waits
+// for its PBKDF2 derivation (PLAIN; 4096+ iterations, about a
+// millisecond) and an AlterUserScramCredentials for the credentials
+// file's durable rewrite; the connection's next request waits for them.
 package broker
 
 import (
@@ -171,6 +181,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/producers"
@@ -205,6 +216,11 @@ type Config struct {
 	// Properties are broker settings by Kafka's names (see config.go);
 	// unknown keys make Start fail.
 	Properties map[string]string
+	// UsersFile, if set, is a YAML file of users (broker/auth's
+	// LoadUsersFile) whose SCRAM credentials Start puts in the credential
+	// store before listening; its users overwrite the store's entries for
+	// them, other users stay. Empty: the store as it is.
+	UsersFile string
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 	// Replication, if set, makes the broker one member of a replicated
@@ -263,6 +279,11 @@ type Broker struct {
 	beforeMarkers func(ctx context.Context) error
 	// metrics is Config.Metrics (nil = off); read-only.
 	metrics *metrics.Broker
+	// credentials are the SCRAM credentials SASL checks and
+	// Describe/AlterUserScramCredentials manage (sasl.go); set by Start.
+	credentials *auth.Store
+	// saslStats counts SASL outcomes (sasl.go).
+	saslStats saslStats
 	// ready is set at the end of Start: logs recovered, coordinators
 	// loaded (see Ready).
 	ready atomic.Bool
@@ -360,6 +381,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
 		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
+	}
+	if err := b.openCredentials(cfg.UsersFile); err != nil {
+		return nil, err
 	}
 	b.producerIDs, err = openProducerIDs(cfg, fsys, filepath.Join(cfg.DataDir, producerIDsFile))
 	if err != nil {

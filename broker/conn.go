@@ -70,6 +70,9 @@ type connection struct {
 	protocol SecurityProtocol
 	// identity is who the connection authenticated as (security.go).
 	identity connIdentity
+	// sasl is the connection's SASL state on a SASL listener (sasl.go);
+	// only the reader goroutine touches it.
+	sasl saslSession
 	// queued is the request bytes this connection holds, read but not
 	// yet released (guarded by connectionLimiter.bytesMu; only counted
 	// when a request-byte limit is set).
@@ -282,6 +285,7 @@ func (c *connection) serve() {
 	reader := wire.FrameReader{R: bufio.NewReaderSize(c.netConn, 64<<10), MaxSize: c.broker.maxFrameSize}
 	limited := c.broker.limits.byteLimits()
 	for c.ctx.Err() == nil {
+		reader.MaxSize = c.saslFrameLimit()
 		size, err := reader.ReadSize()
 		if err != nil {
 			c.logReadError(err)
@@ -324,6 +328,8 @@ func (c *connection) logReadError(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		c.logger.Debug("connection closed by client")
+	case errors.Is(err, wire.ErrFrameTooLarge) && c.protocol.SASL() && c.sasl.phase != saslAuthenticated:
+		c.logger.Warn("closing connection: frame larger than sasl.server.max.receive.size before SASL authentication", "error", err)
 	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameNegative):
 		c.logger.Warn("closing connection: bad frame size", "error", err)
 	default:
@@ -335,6 +341,9 @@ func (c *connection) logReadError(err error) {
 // the request bytes held for it under the request-byte limits. It
 // reports whether the reader should go on.
 func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer, readAt, reserved int64) bool {
+	if c.sasl.rawTokens {
+		return c.serveRawSASLToken(buffer, reserved) // after SaslHandshake v0: a bare token
+	}
 	header, body, err := wire.ParseRequestHeader(buffer.B)
 	if err != nil {
 		bytebufferpool.Put(buffer)
@@ -348,6 +357,10 @@ func (c *connection) dispatch(buffer *bytebufferpool.ByteBuffer, readAt, reserve
 	if reserved > 0 {
 		req.slot.reserved.Store(reserved)
 		req.owner = c
+	}
+	if c.protocol.SASL() && !c.saslAllows(header.APIKey) {
+		req.release()
+		return false
 	}
 	handler, known := handlers[header.APIKey]
 	if header.APIKey == wire.APIVersions {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/broker/storage"
@@ -156,6 +157,14 @@ var errorCodes = []struct {
 	{txn.ErrOperationNotAttempted, kerr.OperationNotAttempted},
 	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
 	{txn.ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
+
+	// SCRAM credentials (broker/auth), as Kafka's controller answers
+	// AlterUserScramCredentials and DescribeUserScramCredentials.
+	{auth.ErrUnacceptableCredential, kerr.UnacceptableCredential},
+	{auth.ErrUnsupportedMechanism, kerr.UnsupportedSaslMechanism},
+	{auth.ErrNotFound, kerr.ResourceNotFound},
+	{auth.ErrDuplicate, kerr.DuplicateResource},
+	{auth.ErrStorage, kerr.KafkaStorageError},
 }
 
 // producerFencedSince is, per API, the first request version that knows

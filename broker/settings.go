@@ -52,6 +52,9 @@ type settings struct {
 	// queued.max.request.bytes and
 	// max.inflight.request.bytes.per.connection (limits.go).
 	Limits connectionLimits
+	// SASL is sasl.enabled.mechanisms, connections.max.reauth.ms and
+	// sasl.server.max.receive.size (sasl.go).
+	SASL saslSettings
 
 	// GroupMinSessionTimeout is group.min.session.timeout.ms.
 	GroupMinSessionTimeout time.Duration
@@ -124,6 +127,11 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 			PerIPOverrides:           p.overrides("max.connections.per.ip.overrides"),
 			MaxQueuedBytes:           p.int64("queued.max.request.bytes"),
 			MaxConnectionQueuedBytes: p.int64("max.inflight.request.bytes.per.connection"),
+		},
+		SASL: saslSettings{
+			Mechanisms:     p.mechanisms("sasl.enabled.mechanisms"),
+			MaxReauth:      p.duration("connections.max.reauth.ms", time.Millisecond),
+			MaxReceiveSize: p.int32("sasl.server.max.receive.size"),
 		},
 
 		GroupMinSessionTimeout:        p.duration("group.min.session.timeout.ms", time.Millisecond),

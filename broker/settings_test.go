@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
@@ -41,6 +42,7 @@ func TestSettingsDefaults(t *testing.T) {
 		TransactionVersion:                2,
 		Limits: connectionLimits{MaxConnections: 2147483647, MaxConnectionsPerIP: 2147483647,
 			MaxQueuedBytes: -1, MaxConnectionQueuedBytes: -1},
+		SASL: saslSettings{Mechanisms: []auth.Mechanism{auth.Plain, auth.ScramSHA256, auth.ScramSHA512}, MaxReceiveSize: 524288},
 	}
 	if !reflect.DeepEqual(config.settings, want) {
 		t.Fatalf("default settings\n got %+v\nwant %+v", config.settings, want)
@@ -49,10 +51,10 @@ func TestSettingsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Limits is one field holding one setting per field of its own;
-	// Listeners holds the three listener settings and the ssl.* ones.
-	fields := reflect.TypeOf(settings{}).NumField() - 2 + reflect.TypeOf(connectionLimits{}).NumField() +
-		3 + len(tlsSettingNames)
+	// Limits and SASL are fields holding one setting per field of their
+	// own; Listeners holds the three listener settings and the ssl.* ones.
+	fields := reflect.TypeOf(settings{}).NumField() - 3 + reflect.TypeOf(connectionLimits{}).NumField() +
+		reflect.TypeOf(saslSettings{}).NumField() + 3 + len(tlsSettingNames)
 	if len(read) != fields {
 		t.Fatalf("parseSettings reads %d settings for %d fields: a field is not parsed", len(read), fields)
 	}

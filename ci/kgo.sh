@@ -28,8 +28,9 @@ export PATH="$PATH:/usr/local/go/bin"
 # implement, as `go test -skip` patterns. None is needed with franz-go
 # v1.22.3: every such test asks the broker's ApiVersions (KIP-848
 # ConsumerGroupHeartbeat, share groups' ShareFetch/ShareAcknowledge) or
-# looks for a variable we do not set (KGO_TEST_SCRAM_SEEDS,
-# KGO_TEST_OAUTH_SEEDS) and skips itself; the summary lists them, and
+# looks for a variable we do not set (KGO_TEST_OAUTH_SEEDS; the SCRAM
+# tests' KGO_TEST_SCRAM_SEEDS is set for the single broker, below) and
+# skips itself; the summary lists them, and
 # README.md ("franz-go's test suite") explains them. A test that fails for
 # want of a protocol in a later franz-go goes here, with its reason, and
 # into the README.
@@ -96,8 +97,19 @@ if [ -n "$cluster" ]; then
 else
   # Port 0: the kernel picks a free port; the broker prints the address it
   # listens on (and advertises) on stdout once it accepts connections.
-  "$work/exactly" broker --listen 127.0.0.1:0 --data-dir "$work/data" \
+  # A second listener, SASL_PLAINTEXT on a free port of our choosing, with
+  # one SCRAM user from a users file, serves the SCRAM tests
+  # (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM).
+  for _ in $(seq 50); do
+    candidate=$((20000 + RANDOM % 30000))
+    if port_free "$candidate"; then scram_port=$candidate; break; fi
+  done
+  if [ -z "${scram_port:-}" ]; then echo "no free port for the SASL listener" >&2; exit 1; fi
+  printf 'users:\n  - name: kgo\n    password: kgo-secret\n' >"$work/users.yaml"
+  "$work/exactly" broker --listen 127.0.0.1:0 --data-dir "$work/data" --users-file "$work/users.yaml" \
+    --config "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:$scram_port" \
     >"$work/broker.out" 2>"$work/broker.log" &
+  export KGO_TEST_SCRAM_SEEDS="127.0.0.1:$scram_port" KGO_TEST_SCRAM="kgo:kgo-secret:512"
 fi
 broker_pid=$!
 address=""

@@ -67,6 +67,10 @@ type Config struct {
 	// only 1) and uses it for topics created with replication factor -1
 	// and auto-created ones; default 1.
 	Properties map[string]string
+	// UsersFile is broker.Config.UsersFile: users whose SCRAM
+	// credentials this member's broker stores at start (credentials are
+	// per broker, not replicated: give every member the same file).
+	UsersFile string
 	// HeartbeatInterval, SessionTimeout and ElectionTimeout tune the
 	// quorum (zero: quorum's defaults).
 	HeartbeatInterval time.Duration
@@ -156,6 +160,7 @@ func Start(cfg Config) (*Member, error) {
 	b, err := broker.Start(context.Background(), broker.Config{
 		NodeID: cfg.NodeID, Listen: cfg.Listen, Advertised: cfg.Advertised,
 		DataDir: filepath.Join(cfg.DataDir, "broker"), Properties: props, Logger: logger, Metrics: cfg.Metrics,
+		UsersFile: cfg.UsersFile,
 		Replication: &broker.ReplicationConfig{
 			ISR:           isrChanger{node: node},
 			ResolveBroker: m.resolveBroker,

@@ -101,12 +101,19 @@ func (f osFile) OSFile() *os.File { return f.File }
 // before the rename the old file is untouched and the temporary file is
 // removed (best effort); an error from the directory sync means the rename
 // happened but may not survive a crash. Errors name the step and the file.
+// The file is created with mode 0644; WriteFileAtomicMode chooses.
 func WriteFileAtomic(fsys FS, name string, data []byte) error {
+	return WriteFileAtomicMode(fsys, name, data, 0o644)
+}
+
+// WriteFileAtomicMode is WriteFileAtomic creating the file with mode perm
+// (before the umask), e.g. 0600 for a file of credentials.
+func WriteFileAtomicMode(fsys FS, name string, data []byte, perm os.FileMode) error {
 	if fsys == nil {
 		fsys = OSFS{}
 	}
 	temporary := name + ".tmp"
-	file, err := fsys.OpenFile(temporary, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	file, err := fsys.OpenFile(temporary, os.O_RDWR|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", temporary, err)
 	}

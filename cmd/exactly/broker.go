@@ -49,6 +49,12 @@ ssl.keystore.certificate.chain + ssl.keystore.key (inline),
 ssl.truststore.location or ssl.truststore.certificates, ssl.client.auth
 (none | requested | required); any ssl.* setting for one listener as
 listener.name.<lower-case name>.ssl.*.
+SASL (on SASL_PLAINTEXT and SASL_SSL listeners): sasl.enabled.mechanisms
+(PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; all three by default),
+connections.max.reauth.ms (KIP-368 re-authentication; 0, no expiry, by
+default) and sasl.server.max.receive.size. SCRAM credentials are kept in
+<data-dir>/scram-credentials.json (salted, never passwords), managed with
+kafka-configs / AlterUserScramCredentials; --users-file adds users at start.
 Unknown settings are refused.
 
 SIGINT or SIGTERM stops the broker cleanly: in-flight requests finish and
@@ -93,6 +99,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	controllerQuorum := fs.String("controller-quorum", "", "run as a cluster member: the quorum voters as id@host:port,... (Kafka's controller.quorum.voters; RPC on port+100)")
 	controllerListen := fs.String("controller-listen", "", "with --controller-quorum: the host:port this member's Raft listens on (its RPC on port+100); needed when --node-id is not a voter, else default: its --controller-quorum entry")
 	sourceAddress := fs.String("source-address", "", "with --controller-quorum: the local IP address connections to the other members are made from (default: the system's choice)")
+	usersFile := fs.String("users-file", "", "YAML file of SASL users (name, password, optional mechanisms) whose SCRAM credentials are stored at start; see README, Authentication (SASL)")
 	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics on this host:port (/metrics, /healthz, /readyz), e.g. 127.0.0.1:9644; default off")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -150,7 +157,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		cfg := clusternode.Config{
 			NodeID: int32(*nodeID), Listen: *listen, Advertised: *advertised, DataDir: *dataDir,
 			Voters: voters, Properties: properties, Logger: logger, SourceAddress: *sourceAddress,
-			Metrics: served.collectors(),
+			Metrics: served.collectors(), UsersFile: *usersFile,
 		}
 		if err := memberBinds(&cfg, *controllerListen, *sourceAddress); err != nil {
 			fmt.Fprintln(stderr, err)
@@ -167,6 +174,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		Properties: properties,
 		Logger:     logger,
 		Metrics:    served.collectors(),
+		UsersFile:  *usersFile,
 	})
 	if err != nil {
 		return err

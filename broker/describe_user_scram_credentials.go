@@ -1,0 +1,38 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/wire"
+)
+
+// DescribeUserScramCredentials v0 (API 50) lists users' SCRAM credentials
+// (mechanism and iterations, never keys) from the credential store
+// (broker/auth), as Kafka's ScramImage.describe does: no users (null or
+// empty) lists every user that has one; a user named twice is
+// DUPLICATE_RESOURCE, a user without credentials RESOURCE_NOT_FOUND, each
+// with Kafka's message. The store is this broker's: credentials are not
+// replicated between the brokers of a cluster.
+func init() {
+	register(wire.APIDescribeUserSCRAMCredentials, 0, 0, kmsgHandler(handleDescribeUserSCRAMCredentials))
+}
+
+func handleDescribeUserSCRAMCredentials(c *connection, req *kmsg.DescribeUserSCRAMCredentialsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	users := make([]string, 0, len(req.Users))
+	for _, u := range req.Users {
+		users = append(users, u.Name)
+	}
+	for _, r := range c.broker.credentials.Describe(users) {
+		result := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		result.User = r.User
+		result.ErrorCode, result.ErrorMessage = errorCode(r.Err), errorMessage(r.Err)
+		for _, info := range r.Credentials {
+			ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
+			ci.Mechanism, ci.Iterations = info.Mechanism.ScramType(), int32(info.Iterations)
+			result.CredentialInfos = append(result.CredentialInfos, ci)
+		}
+		resp.Results = append(resp.Results, result)
+	}
+	return resp
+}
