@@ -246,6 +246,13 @@ func (d *dialRecorder) dial(ctx context.Context, network, host string) (net.Conn
 	return secured, nil
 }
 
+// accepted reports whether any connection was accepted.
+func (d *dialRecorder) accepted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.connected
+}
+
 // tlsFailure returns the last failed TLS handshake (nil: none).
 func (d *dialRecorder) tlsFailure() (host string, err error) {
 	d.mu.Lock()
@@ -325,8 +332,11 @@ func securityError(target Target, security *clientsec.Settings, dials *dialRecor
 			cluster, errtext.OneLine(err.Error())), err: err}
 	}
 	var firstEOF *kgo.ErrFirstReadEOF
-	if errors.As(err, &firstEOF) {
+	closed := errors.As(err, &firstEOF) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+	if closed && dials.accepted() {
 		if security.Config().SASL() {
+			// Kafka answers wrong credentials with SASL_AUTHENTICATION_FAILED
+			// and then closes; kfake and some proxies only close.
 			return &preflightError{text: fmt.Sprintf("%s closed the connection during SASL authentication (%s): wrong credentials, "+
 				"or a listener that is not SASL; check --sasl-username, --sasl-password and --security-protocol", cluster, using), err: err}
 		}
