@@ -241,6 +241,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return runFractions(ctx, flags, workload, stdout)
 	case workload.EqualLoad != nil && flags.rate < 0:
 		return runEqualLoad(ctx, flags, workload, stdout)
+	case workload.Security != nil:
+		return runSecurity(ctx, flags, workload, stdout)
 	}
 	kind, bootstrap := flags.target, []string(nil)
 	if flags.bootstrap != "" {
