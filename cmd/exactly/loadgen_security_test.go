@@ -21,6 +21,23 @@ import (
 // and the CA file.
 func secureKfake(t *testing.T, tlsOn bool) (address, caFile string) {
 	t.Helper()
+	caFile, pair := testCertificate(t)
+	options := []kfake.Opt{kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "alice", "alice-secret")}
+	if tlsOn {
+		options = append(options, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}))
+	}
+	cluster, err := kfake.NewCluster(options...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	return cluster.ListenAddrs()[0], caFile
+}
+
+// testCertificate makes a throw-away CA and a certificate for 127.0.0.1
+// signed by it; it returns the CA file and the certificate with its key.
+func testCertificate(t *testing.T) (caFile string, pair tls.Certificate) {
+	t.Helper()
 	ca, err := selfsigned.NewCA("exactly-test-ca")
 	if err != nil {
 		t.Fatal(err)
@@ -33,20 +50,10 @@ func secureKfake(t *testing.T, tlsOn bool) (address, caFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	options := []kfake.Opt{kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "alice", "alice-secret")}
-	if tlsOn {
-		pair, err := tls.LoadX509KeyPair(files.Cert, files.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		options = append(options, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}))
-	}
-	cluster, err := kfake.NewCluster(options...)
-	if err != nil {
+	if pair, err = tls.LoadX509KeyPair(files.Cert, files.Key); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cluster.Close)
-	return cluster.ListenAddrs()[0], files.CA
+	return files.CA, pair
 }
 
 // runSecureLoadgen runs a short loadgen against address with the extra

@@ -155,7 +155,7 @@ func WriteSecurity(w io.Writer, results *Results) error {
 			fmt.Fprintf(table, "%s\t%s\terror: %s\t\t\t\n", cost.Protocol, cost.FetchPath, cost.Error)
 			continue
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t\n", cost.Protocol, cost.FetchPath, number(cost.CPUSecondsPerGB, 3),
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t\n", cost.Protocol, orDash(cost.FetchPath), number(cost.CPUSecondsPerGB, 3),
 			RatioNumber(cost.Ratio), number(cost.MegabytesPerSecond, 0))
 	}
 	return table.Flush()
