@@ -169,3 +169,44 @@ func resultsPath(t *testing.T, dir string) string {
 	}
 	return matches[0]
 }
+
+// The security workload on the embedded broker itself: three listeners
+// (PLAINTEXT, SSL, SASL_SSL with a SCRAM-SHA-512 user), every mode over
+// each passing its checks, every cell and consume cost filled, the TLS
+// fetch path named. It needs the broker's listeners and users file
+// (issue 20's listeners and SASL work); on a broker without them it
+// skips, saying so.
+func TestSecurityWorkloadOnEmbeddedBroker(t *testing.T) {
+	asExactlySelf(t)
+	dir := t.TempDir()
+	workloadFile := filepath.Join(dir, "security-test.yaml")
+	if err := os.WriteFile(workloadFile, []byte(securityTestWorkload), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"loadgen", "--workload", workloadFile, "--out", dir}, &stdout, &stderr)
+	if strings.Contains(stderr.String(), "the security workload needs") {
+		t.Skipf("the broker cannot run the security workload yet: %s", strings.TrimSpace(stderr.String()))
+	}
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
+	}
+	section := readOnlyResults(t, dir).Security
+	if section == nil || len(section.Cells) != 6 || len(section.Consume) != 3 {
+		t.Fatalf("security section %+v, want 6 cells and 3 consume costs", section)
+	}
+	for _, cell := range section.Cells {
+		if cell.Status != report.StatusPass || cell.RecordsPerSecond <= 0 || cell.AckP99Ratio <= 0 || cell.EndToEndP99Millis <= 0 {
+			t.Errorf("cell %+v is not a filled pass", cell)
+		}
+	}
+	for _, cost := range section.Consume {
+		want := "copy (TLS)"
+		if cost.Protocol == "PLAINTEXT" {
+			want = "sendfile"
+		}
+		if cost.Error != "" || cost.CPUSecondsPerGB <= 0 || cost.FetchPath != want {
+			t.Errorf("consume cost %+v, want measured with fetch path %q", cost, want)
+		}
+	}
+}
