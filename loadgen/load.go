@@ -152,7 +152,10 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *s
 		// The pipeline's measured time ends when its output caught up.
 		caughtUp := workers.Committed.WaitFor(int64(totals.Acknowledged), drainDeadline)
 		metrics.producersDone = time.Now()
-		pipelineErr = workers.Stop()
+		if caughtUp && l.stats.Processed != nil {
+			pipelineErr = l.drainInputCopies(ctx, drainDeadline)
+		}
+		pipelineErr = errors.Join(pipelineErr, workers.Stop())
 		if !caughtUp {
 			pipelineErr = errors.Join(pipelineErr, fmt.Errorf("pipeline committed %d of %d input records within the drain time %s",
 				workers.Committed.Load(), totals.Acknowledged, drain))
@@ -162,6 +165,24 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *s
 		consumers.stopAfter(visible, drainDeadline)
 	}
 	return errors.Join(produceErr, faultErr, pipelineErr)
+}
+
+// drainInputCopies lets an in-process database stage read its input to
+// the end before it stops: its output already holds every acknowledged
+// record, but copies of them (an at-least-once producer's retries) may
+// follow the originals in the input, and a consumer that drops copies
+// must see them to drop them. The input's end offsets are taken now,
+// after the producers stopped, so nothing is appended behind them.
+func (l *loadRun) drainInputCopies(ctx context.Context, deadline time.Time) error {
+	ends, err := endOffsets(ctx, l.admin, l.plan.topic, int(l.plan.workload.Partitions), false)
+	if err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	if !l.stats.Processed.WaitFor(ends, deadline) {
+		partitions, records := l.stats.Processed.Behind(ends)
+		return fmt.Errorf("the consume stage left %d input records of %d partitions unread within the drain time", records, partitions)
+	}
+	return nil
 }
 
 // runProducers runs the plan's producers (and the zombie producer chain) to

@@ -95,6 +95,7 @@ func (plan runPlan) dbStageSpec(index int) stages.DBSpec {
 func startDBStage(ctx context.Context, l *loadRun) (*stages.Group, error) {
 	workers := l.plan.workload.Pipeline.Workers
 	p, ctx := stages.NewGroup(ctx, workers)
+	l.stats.Processed = stages.NewPositions() // the drain waits for the input's end
 	var started []*stages.DBStage
 	for index := range workers {
 		spec := l.plan.dbStageSpec(index)

@@ -276,6 +276,13 @@ func (s *DBStage) transact(ctx context.Context, byPartition map[int32][]*kgo.Rec
 		return fmt.Errorf("commit: %w", err)
 	}
 	s.committed(rows, time.Since(started))
+	if s.stats.Processed != nil {
+		for partition, records := range byPartition {
+			if len(records) > 0 {
+				s.stats.Processed.Advance(partition, records[len(records)-1].Offset+1)
+			}
+		}
+	}
 	if s.CrashAt != nil {
 		s.CrashAt(CrashAfterCommit, len(rows))
 	}

@@ -53,6 +53,10 @@ type Metrics interface {
 type Stats struct {
 	Recoveries, FoundWritten, Resent, WriterCopies atomic.Int64
 	Dropped, Conflicts, DatabaseCommits, Seeks     atomic.Int64
+	// Processed, when set, follows how far the database stage's
+	// committed transactions reached in the input (in-process workers
+	// only; the drain waits on it).
+	Processed *Positions
 }
 
 // retryBackoff spaces the retries of a database transaction, as the
