@@ -134,7 +134,7 @@ func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ve
 	checker := verify.NewChecker(ledger, reader.isolation, reader.stage)
 	sampler := verify.NewOffenderSampler(logs, ledger, verify.SamplerSpec{Topic: reader.topic, InputTopic: plan.topic,
 		Stage: reader.stage, Isolation: reader.isolation, Checker: checker})
-	ends, complete, err := readBack(readCtx, admin, plan.bootstrap, reader.topic, plan.workload.Partitions, reader.isolation, tracker,
+	ends, complete, err := readBack(readCtx, admin, plan.targetOptions(), reader.topic, plan.workload.Partitions, reader.isolation, tracker,
 		func(record *kgo.Record) {
 			read := readOf(record)
 			checker.Observe(read.Partition, read.Offset, read.Value)

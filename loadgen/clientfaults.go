@@ -71,7 +71,7 @@ func (l *loadRun) startChainProducer(ctx context.Context, gen int) (*chainProduc
 	plan, workload := l.plan, l.plan.workload
 	slot := workload.Producers + gen
 	spec := worker.Spec{
-		Role: worker.RoleProducer, Mode: plan.mode, Bootstrap: plan.clientBootstrap, FastRetries: hasFaults(plan.faults),
+		Role: worker.RoleProducer, Mode: plan.mode, Bootstrap: plan.clientBootstrap, Security: plan.security.Config(), FastRetries: hasFaults(plan.faults),
 		ClientID:        fmt.Sprintf("exactly-loadgen-%s-zombie-chain-%d", plan.topicSuffix, gen),
 		TransactionalID: fmt.Sprintf("exactly-%s-%s-zombie-chain", plan.runIDText, plan.topicSuffix),
 		// A short timeout, so a transaction left open is aborted quickly.
@@ -82,7 +82,7 @@ func (l *loadRun) startChainProducer(ctx context.Context, gen int) (*chainProduc
 		CommitInterval: plan.commitInterval, CommitRecords: workload.Transaction.CommitRecords,
 	}
 	chain := &chainProducer{log: l.logs[slot], transactionalID: spec.TransactionalID, postFence: make(map[uint64]bool)}
-	process, err := worker.Start(workerLaunch(l.env.self), spec, func(event worker.Event) {
+	process, err := worker.Start(workerLaunch(l.env.self, l.plan.security), spec, func(event worker.Event) {
 		chain.handle(event, &l.zombieWrites, l.metrics)
 	})
 	if err != nil {

@@ -65,13 +65,13 @@ const killedWorkerTransactionTimeout = 10 * time.Second
 func (plan runPlan) consumeWorkerSpec(index int) worker.Spec {
 	if usesDatabase(plan.mode) {
 		stage := plan.dbStageSpec(index)
-		return worker.Spec{Role: worker.RoleDBStage, Bootstrap: plan.clientBootstrap, FastRetries: hasFaults(plan.faults),
+		return worker.Spec{Role: worker.RoleDBStage, Bootstrap: plan.clientBootstrap, Security: plan.security.Config(), FastRetries: hasFaults(plan.faults),
 			ClientID: stage.ClientID, Group: stage.Group, Input: stage.Input, Mode: plan.mode,
 			Database: plan.databaseDSN, Run: stage.Run, Worker: stage.Worker, Window: stage.Window}
 	}
 	session := plan.sessionSpec(index)
 	return worker.Spec{
-		Role: worker.RolePipeline, Bootstrap: plan.clientBootstrap, FastRetries: hasFaults(plan.faults),
+		Role: worker.RolePipeline, Bootstrap: plan.clientBootstrap, Security: plan.security.Config(), FastRetries: hasFaults(plan.faults),
 		ClientID: session.ClientID, TransactionalID: session.TransactionalID,
 		// A short timeout, as the zombie chain's: the transaction a killed
 		// worker leaves open (and the offsets it holds pending, which
@@ -87,7 +87,7 @@ func (plan runPlan) consumeWorkerSpec(index int) worker.Spec {
 // the crash it reports just before killing itself.
 func (l *loadRun) launchSlot(s *worker.Slot, p *stages.Group) error {
 	polls := l.plan.observations.workerTracker(s.Spec, fmt.Sprintf("%s (subprocess of slot %d)", s.Spec.ClientID, s.Index))
-	err := s.Launch(workerLaunch(l.env.self), func(event worker.Event) {
+	err := s.Launch(workerLaunch(l.env.self, l.plan.security), func(event worker.Event) {
 		if worker.ReplayPoll(polls, event) {
 			return
 		}

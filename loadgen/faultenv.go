@@ -90,6 +90,7 @@ func startFaultEnv(ctx context.Context, plan runPlan, options Options) (*faultEn
 		env.onStop = append(env.onStop, broker.close)
 		plan.bootstrap = []string{broker.process.Addr()}
 		plan.clientBootstrap = plan.bootstrap
+		plan.security = nil // the launched broker listens on PLAINTEXT
 		admin, err := kgo.NewClient(kgo.SeedBrokers(plan.bootstrap...), kgo.ClientID("exactly-loadgen-admin"),
 			kgo.RetryBackoffFn(faultRetryBackoff), kgo.MetadataMinAge(faultMetadataMinAge))
 		if err != nil {
@@ -111,6 +112,13 @@ func startFaultEnv(ctx context.Context, plan runPlan, options Options) (*faultEn
 		plan.clientBootstrap = proxy.Addrs()
 	}
 	return env, plan, nil
+}
+
+// targetOptions are the options of plan's clients that never go through
+// the proxy (verification readers): the target's (or launched broker's)
+// address and the run's security.
+func (plan runPlan) targetOptions() []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(plan.bootstrap...)}, plan.security.Options()...)
 }
 
 // note keeps a proxy diagnostic (bounded).
@@ -184,10 +192,10 @@ func faultRetryBackoff(tries int) time.Duration {
 }
 
 // clientOptions are the options every load client of plan gets: its seed
-// brokers (the proxy's under proxy rules) and, under faults, fast
-// reconnects.
+// brokers (the proxy's under proxy rules), its security (TLS, SASL) and,
+// under faults, fast reconnects.
 func (plan runPlan) clientOptions() []kgo.Opt {
-	options := []kgo.Opt{kgo.SeedBrokers(plan.clientBootstrap...)}
+	options := append([]kgo.Opt{kgo.SeedBrokers(plan.clientBootstrap...)}, plan.security.Options()...)
 	if hasFaults(plan.faults) {
 		options = append(options, kgo.MetadataMinAge(faultMetadataMinAge), kgo.RetryBackoffFn(faultRetryBackoff))
 	}

@@ -231,6 +231,23 @@ func notApplicable(plan faults.Plan, mode string, launched, cluster bool) string
 	return ""
 }
 
+// cellNotApplicable is notApplicable for plan on options' target, and
+// also says why a plan cannot run with the target's security: process
+// faults run their own PLAINTEXT broker, and the fault proxy reads and
+// rewrites Kafka requests, which TLS hides from it.
+func cellNotApplicable(plan runPlan, options Options) string {
+	if reason := notApplicable(plan.faults, plan.mode, canLaunch(options), isCluster(options)); reason != "" {
+		return reason
+	}
+	switch protocol := plan.security.Config().Protocol; {
+	case plan.security != nil && plan.faults.NeedsProcesses():
+		return "not-applicable (process faults launch a broker of their own, which listens on PLAINTEXT, not " + protocol + ")"
+	case plan.faults.NeedsProxy() && plan.security.Config().TLS():
+		return "not-applicable (the fault proxy reads Kafka requests, which " + protocol + " encrypts)"
+	}
+	return ""
+}
+
 // orList renders "a, b or c".
 func orList(names []string) string {
 	if len(names) < 2 {

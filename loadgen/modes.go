@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/loadgen/clientsec"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 )
@@ -84,5 +85,13 @@ func clientSettings(plan runPlan) map[string]string {
 		}, settings)
 	}
 	churnSettings(plan, settings)
+	security := plan.security.Config()
+	settings["security.protocol"] = clientsec.Plaintext
+	if !security.IsZero() {
+		settings["security.protocol"] = security.Protocol
+		if security.SASL() {
+			settings["sasl.mechanism"] = security.Mechanism
+		}
+	}
 	return settings
 }

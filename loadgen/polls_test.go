@@ -78,7 +78,7 @@ func judgePollTest(t *testing.T, bootstrap []string, observations *runObservatio
 	defer admin.Close()
 	topic := observations.topic(pollTestTopic)
 	observer := topic.Observer(verify.ReadCommitted.String())
-	ends, complete, err := readBack(t.Context(), admin, bootstrap, pollTestTopic, 3, verify.ReadCommitted,
+	ends, complete, err := readBack(t.Context(), admin, []kgo.Opt{kgo.SeedBrokers(bootstrap...)}, pollTestTopic, 3, verify.ReadCommitted,
 		verify.NewPollTracker("read-back", topic, observer), func(*kgo.Record) {})
 	if err != nil || !complete {
 		t.Fatalf("read back: complete %v, %v", complete, err)

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/loadgen/clientsec"
 	"github.com/exactly-eos/exactly/loadgen/errtext"
 )
 
@@ -39,9 +41,12 @@ const PreflightTopicPrefix = "exactly.preflight."
 // printed as is; nil means the runs can start.
 func Preflight(ctx context.Context, target Target, workload Workload) error {
 	addresses := strings.Join(target.Bootstrap(), ",")
-	dials := &dialRecorder{}
-	client, err := kgo.NewClient(kgo.SeedBrokers(target.Bootstrap()...), kgo.ClientID("exactly-loadgen-preflight"),
-		kgo.Dialer(dials.dial), kgo.RetryTimeout(preflightTimeout))
+	security := TargetSecurity(target)
+	dials := &dialRecorder{security: security}
+	// kgo takes a Dialer or DialTLSConfig, not both: the recorder does the
+	// TLS handshake itself, so only the SASL options are added here.
+	client, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(target.Bootstrap()...), kgo.ClientID("exactly-loadgen-preflight"),
+		kgo.Dialer(dials.dial), kgo.RetryTimeout(preflightTimeout)}, security.SASLOptions()...)...)
 	if err != nil {
 		return fmt.Errorf("kafka client for %s: %w", addresses, err)
 	}
@@ -50,6 +55,9 @@ func Preflight(ctx context.Context, target Target, workload Workload) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("preflight of %s: %w", addresses, ctx.Err())
+		}
+		if refused := securityError(target, security, dials, err); refused != nil {
+			return refused
 		}
 		return unreachableError(target, dials.cause(err))
 	}
@@ -201,7 +209,11 @@ func plural(n int, noun string) string {
 // error and whether any connection was accepted, so a timeout can say
 // whether the address did not accept or accepted and never answered.
 type dialRecorder struct {
+	// security, when it has TLS, makes dial a TLS dial: the handshake runs
+	// here, so that its failure is told apart from a refused connection.
+	security  *clientsec.Settings
 	mu        sync.Mutex
+	tlsErr    error // the last TLS handshake that failed
 	connected bool
 	lastErr   error
 	lastHost  string // where lastErr was met
@@ -211,13 +223,41 @@ func (d *dialRecorder) dial(ctx context.Context, network, host string) (net.Conn
 	dialer := net.Dialer{Timeout: preflightTimeout}
 	conn, err := dialer.DialContext(ctx, network, host)
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if err != nil {
 		d.lastErr, d.lastHost = err, host
 	} else {
 		d.connected = true
 	}
-	return conn, err
+	d.mu.Unlock()
+	config := d.security.TLSConfig(host)
+	if err != nil || config == nil {
+		return conn, err
+	}
+	secured := tls.Client(conn, config)
+	handshakeCtx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	if err := secured.HandshakeContext(handshakeCtx); err != nil {
+		conn.Close()
+		d.mu.Lock()
+		d.tlsErr, d.lastHost = err, host
+		d.mu.Unlock()
+		return nil, err
+	}
+	return secured, nil
+}
+
+// accepted reports whether any connection was accepted.
+func (d *dialRecorder) accepted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.connected
+}
+
+// tlsFailure returns the last failed TLS handshake (nil: none).
+func (d *dialRecorder) tlsFailure() (host string, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastHost, d.tlsErr
 }
 
 // failed returns the last dial that failed and its error (nil: none).
@@ -263,4 +303,47 @@ func errorCause(err error, connected bool) string {
 		return "it closed the connection: not a Kafka listener?"
 	}
 	return err.Error()
+}
+
+// securityError is the one-line error for a cluster that answered but
+// refused this client's security: a failed TLS handshake, a refused SASL
+// mechanism, wrong credentials, or a listener that wants TLS or SASL the
+// client does not speak. Nil when err is none of those.
+func securityError(target Target, security *clientsec.Settings, dials *dialRecorder, err error) error {
+	cluster := clusterName(target)
+	using := security.Describe()
+	if host, tlsErr := dials.tlsFailure(); tlsErr != nil {
+		fix := "check --tls-ca (the CA that signed the broker's certificate) and --tls-server-name (the name in it)"
+		var record tls.RecordHeaderError
+		if errors.As(tlsErr, &record) {
+			fix = "the listener does not speak TLS: use --security-protocol PLAINTEXT or SASL_PLAINTEXT, or the broker's SSL listener"
+		}
+		return &preflightError{text: fmt.Sprintf("TLS handshake with %s failed (%s): %s", host, errtext.OneLine(tlsErr.Error()), fix), err: tlsErr}
+	}
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return &preflightError{text: fmt.Sprintf("%s refused the credentials (%s: %s): check --sasl-username and --sasl-password",
+			cluster, using, errtext.OneLine(err.Error())), err: err}
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return &preflightError{text: fmt.Sprintf("%s does not accept SASL mechanism %s (%s): use one its sasl.enabled.mechanisms lists",
+			cluster, security.Config().Mechanism, errtext.OneLine(err.Error())), err: err}
+	case errors.Is(err, kerr.IllegalSaslState):
+		return &preflightError{text: fmt.Sprintf("%s did not expect SASL (%s): its listener is not a SASL listener; check --security-protocol",
+			cluster, errtext.OneLine(err.Error())), err: err}
+	}
+	var firstEOF *kgo.ErrFirstReadEOF
+	closed := errors.As(err, &firstEOF) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+	if closed && dials.accepted() {
+		if security.Config().SASL() {
+			// Kafka answers wrong credentials with SASL_AUTHENTICATION_FAILED
+			// and then closes; kfake and some proxies only close.
+			return &preflightError{text: fmt.Sprintf("%s closed the connection during SASL authentication (%s): wrong credentials, "+
+				"or a listener that is not SASL; check --sasl-username, --sasl-password and --security-protocol", cluster, using), err: err}
+		}
+		if security.Config().TLS() {
+			return &preflightError{text: fmt.Sprintf("%s closed the TLS connection at once (%s): the listener may require SASL "+
+				"(--security-protocol SASL_SSL) or a client certificate (--tls-cert, --tls-key)", cluster, using), err: err}
+		}
+	}
+	return nil
 }

@@ -22,7 +22,7 @@ import (
 // a transaction marker is known to be read to its end. It returns the end
 // offsets by partition and whether every partition was read to its end
 // before ctx ended.
-func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic string, partitions int,
+func readBack(ctx context.Context, admin *kgo.Client, seeds []kgo.Opt, topic string, partitions int,
 	isolation verify.Isolation, polls verify.PollSink, observe func(record *kgo.Record)) (ends map[int32]int64, complete bool, err error) {
 	endList, err := endOffsets(ctx, admin, topic, partitions, isolation == verify.ReadCommitted)
 	if err != nil {
@@ -43,14 +43,13 @@ func readBack(ctx context.Context, admin *kgo.Client, bootstrap []string, topic 
 	if isolation == verify.ReadUncommitted {
 		level = kgo.ReadUncommitted()
 	}
-	client, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap...),
+	client, err := kgo.NewClient(append(seeds,
 		kgo.ClientID("exactly-loadgen-verify"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assignment}),
 		kgo.FetchIsolationLevel(level),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200*time.Millisecond),
-	)
+	)...)
 	if err != nil {
 		return ends, false, fmt.Errorf("verification reader: %w", err)
 	}

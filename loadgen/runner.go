@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/appdb"
+	"github.com/exactly-eos/exactly/loadgen/clientsec"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/livemetrics"
 	"github.com/exactly-eos/exactly/loadgen/modes"
@@ -69,6 +70,9 @@ type runPlan struct {
 	bootstrap       []string
 	clientBootstrap []string
 	faults          faults.Plan
+	// security is how every client of the run connects (nil: PLAINTEXT):
+	// the target's, or none when the run launched its own broker.
+	security *clientsec.Settings
 	// topicSuffix names the run in topic, group and transactional ids.
 	topicSuffix string
 	// topic is where load producers write; outputTopic is the output of
@@ -119,7 +123,7 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 		Machine:  report.CurrentMachine(),
 		Workload: workloadJSON,
 	}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(options.Target.Bootstrap()...), kgo.ClientID("exactly-loadgen-admin"))
+	admin, err := kgo.NewClient(append(targetOptions(options.Target), kgo.ClientID("exactly-loadgen-admin"))...)
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
@@ -132,6 +136,9 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	plans, err := planner(options.Workload, runID, options.Target.Bootstrap())
 	if err != nil {
 		return nil, err
+	}
+	for i := range plans {
+		plans[i].security = TargetSecurity(options.Target)
 	}
 	closeDatabase, err := attachDatabase(ctx, plans, options.Database)
 	if err != nil {
@@ -188,7 +195,7 @@ func describeSuite(results *report.Results, options Options, plans []runPlan) pr
 		Workload: options.Workload.Name, Cells: make([]progress.Cell, len(plans))}
 	for i, plan := range plans {
 		suite.Cells[i] = progress.Cell{Index: i + 1, Name: plan.name, Load: time.Duration(plan.workload.Warmup + plan.workload.Duration),
-			Drain: time.Duration(plan.workload.Drain), NotApplicable: notApplicable(plan.faults, plan.mode, canLaunch(options), isCluster(options))}
+			Drain: time.Duration(plan.workload.Drain), NotApplicable: cellNotApplicable(plan, options)}
 	}
 	return suite
 }
@@ -226,7 +233,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 		Latency: map[string]*report.Histogram{}, ErrorsByCode: map[string]int64{}}
 	run.FaultPlan = plan.faults.Name
 	defer func() { run.FinishedAt = time.Now() }()
-	if reason := notApplicable(plan.faults, plan.mode, canLaunch(options), isCluster(options)); reason != "" {
+	if reason := cellNotApplicable(plan, options); reason != "" {
 		run.Status, run.Reason = report.StatusNotApplicable, reason
 		judgeRun(run, plan.faults, evidence{})
 		return run

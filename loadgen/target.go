@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/exactly-eos/exactly/loadgen/clientsec"
 )
 
 // Target is a cluster the load generator speaks to.
@@ -48,12 +50,20 @@ type TargetConfig struct {
 	// proxies, which the broker-partition fault needs (NeedsPartitionProxies
 	// tells); without it clients and brokers connect directly.
 	PartitionProxies bool
+	// Security is how clients connect to a bootstrap target (TLS, SASL);
+	// the zero value is PLAINTEXT. The targets the load generator starts
+	// listen on PLAINTEXT only, so it must be zero for them.
+	Security clientsec.Config
 }
 
 // StartTarget starts (embedded, kfake) or names (bootstrap) the cluster to
 // run against.
 func StartTarget(ctx context.Context, config TargetConfig) (Target, error) {
 	bootstrap := config.Bootstrap
+	if !config.Security.IsZero() && config.Kind != TargetBootstrap {
+		return nil, fmt.Errorf("--security-protocol %s is for an existing cluster (--bootstrap host:port): the %s target listens on PLAINTEXT only "+
+			"(--workload security measures SSL and SASL_SSL on the embedded broker)", config.Security.Describe(), config.Kind)
+	}
 	switch config.Kind {
 	case TargetEmbedded:
 		if config.StartEmbedded == nil {
@@ -84,7 +94,11 @@ func StartTarget(ctx context.Context, config TargetConfig) (Target, error) {
 				return nil, fmt.Errorf("bootstrap address %q is not host:port", address)
 			}
 		}
-		return &bootstrapTarget{addresses: bootstrap}, nil
+		security, err := config.Security.Resolve()
+		if err != nil {
+			return nil, err
+		}
+		return &bootstrapTarget{addresses: bootstrap, security: security}, nil
 	}
 	return nil, fmt.Errorf("unknown target %q: use embedded, kfake, cluster, or --bootstrap host:port", config.Kind)
 }
@@ -100,11 +114,19 @@ func (t *kfakeTarget) Description() string {
 func (t *kfakeTarget) Close() error { t.cluster.Close(); return nil }
 
 // bootstrapTarget is an existing cluster the load generator does not own.
-type bootstrapTarget struct{ addresses []string }
+type bootstrapTarget struct {
+	addresses []string
+	security  *clientsec.Settings // nil: PLAINTEXT
+}
 
-func (t *bootstrapTarget) Kind() string        { return TargetBootstrap }
-func (t *bootstrapTarget) Bootstrap() []string { return t.addresses }
+func (t *bootstrapTarget) Kind() string                        { return TargetBootstrap }
+func (t *bootstrapTarget) Bootstrap() []string                 { return t.addresses }
+func (t *bootstrapTarget) ClientSecurity() *clientsec.Settings { return t.security }
 func (t *bootstrapTarget) Description() string {
-	return "existing cluster at " + strings.Join(t.addresses, ",")
+	description := "existing cluster at " + strings.Join(t.addresses, ",")
+	if t.security != nil {
+		description += " (" + t.security.Describe() + ")"
+	}
+	return description
 }
 func (t *bootstrapTarget) Close() error { return nil }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/appdb"
+	"github.com/exactly-eos/exactly/loadgen/clientsec"
 	"github.com/exactly-eos/exactly/loadgen/pollwatch"
 	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
@@ -37,18 +38,33 @@ func RunWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 	return worker.Serve(args, stdin, stdout, workerRoles)
 }
 
-// workerLaunch starts self as `exactly loadgen worker`.
-func workerLaunch(self SelfCommand) worker.Launch {
-	return worker.Launch{Path: self.Path, Args: self.command("loadgen", "worker"), Env: self.Env}
+// workerLaunch starts self as `exactly loadgen worker`, with the SASL
+// password of security (if any) in its environment, not its arguments
+// (which the spec is, and which the process list shows).
+func workerLaunch(self SelfCommand, security *clientsec.Settings) worker.Launch {
+	env := self.Env
+	if password := security.Config().Password; password != "" {
+		env = append(append([]string(nil), env...), clientsec.PasswordEnv+"="+password)
+	}
+	return worker.Launch{Path: self.Path, Args: self.command("loadgen", "worker"), Env: env}
 }
 
-// workerClientOptions are a worker's seed brokers and fault settings.
-func workerClientOptions(spec worker.Spec) []kgo.Opt {
-	options := []kgo.Opt{kgo.SeedBrokers(spec.Bootstrap...)}
+// workerClientOptions are a worker's seed brokers, security and fault
+// settings; the SASL password comes from the environment (workerLaunch).
+func workerClientOptions(spec worker.Spec) ([]kgo.Opt, error) {
+	config := spec.Security
+	if config.SASL() {
+		config.Password = os.Getenv(clientsec.PasswordEnv)
+	}
+	security, err := config.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("worker %s: %w", spec.ClientID, err)
+	}
+	options := append([]kgo.Opt{kgo.SeedBrokers(spec.Bootstrap...)}, security.Options()...)
 	if spec.FastRetries {
 		options = append(options, kgo.MetadataMinAge(faultMetadataMinAge), kgo.RetryBackoffFn(faultRetryBackoff))
 	}
-	return options
+	return options, nil
 }
 
 // workerPollWatch is the option a worker gives its consumer client: its
@@ -61,8 +77,12 @@ func workerPollWatch(reporter *worker.Reporter) kgo.Opt {
 // instance), reports ready, and produces transactions until its deadline.
 func runProducerWorker(ctx context.Context, spec worker.Spec, reporter *worker.Reporter, _ *worker.CrashPoint) error {
 	metrics := newRunMetrics(time.Now())
+	options, err := workerClientOptions(spec)
+	if err != nil {
+		return err
+	}
 	p, err := buildProducer(producerSpec{
-		options: workerClientOptions(spec), clientID: spec.ClientID, mode: spec.Mode,
+		options: options, clientID: spec.ClientID, mode: spec.Mode,
 		transactionalID: spec.TransactionalID, transactionTimeout: spec.TransactionTimeout,
 		index: spec.Producer, runID: spec.RunID, topic: spec.Topic, recordSize: spec.RecordSize,
 		keys: KeySpec{Distribution: spec.KeyDistribution, Space: spec.KeySpace},
@@ -93,8 +113,12 @@ func runProducerWorker(ctx context.Context, spec worker.Spec, reporter *worker.R
 // each transaction it opens and the records each commit carried.
 func runPipelineWorker(ctx context.Context, spec worker.Spec, reporter *worker.Reporter, _ *worker.CrashPoint) error {
 	metrics := newRunMetrics(time.Now())
+	options, err := workerClientOptions(spec)
+	if err != nil {
+		return err
+	}
 	sessionSpec := stages.SessionSpec{
-		Options: append(workerClientOptions(spec), workerPollWatch(reporter)), ClientID: spec.ClientID, TransactionalID: spec.TransactionalID,
+		Options: append(options, workerPollWatch(reporter)), ClientID: spec.ClientID, TransactionalID: spec.TransactionalID,
 		TransactionTimeout: spec.TransactionTimeout, Group: spec.Group, Input: spec.Input, InstanceID: spec.InstanceID,
 		ShortSession: true, OnAssignment: reporter.Assigned,
 	}
@@ -128,7 +152,11 @@ func runDBStageWorker(ctx context.Context, spec worker.Spec, reporter *worker.Re
 	}
 	defer db.Close()
 	stats := &stages.Stats{}
-	stage, err := stages.NewDBStage(stages.DBSpec{Mode: spec.Mode, Options: append(workerClientOptions(spec), workerPollWatch(reporter)), ClientID: spec.ClientID,
+	options, err := workerClientOptions(spec)
+	if err != nil {
+		return err
+	}
+	stage, err := stages.NewDBStage(stages.DBSpec{Mode: spec.Mode, Options: append(options, workerPollWatch(reporter)), ClientID: spec.ClientID,
 		Group: spec.Group, Input: spec.Input, Run: spec.Run, Worker: spec.Worker, Window: spec.Window, ShortSession: true,
 		OnAssignment: reporter.Assigned},
 		db, stageMetrics{metrics}, stats)

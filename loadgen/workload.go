@@ -72,6 +72,10 @@ type Workload struct {
 	// workload named by EqualLoad.Search), then runs every mode of the
 	// workload at each fraction of it, unless a fixed --rate is given.
 	EqualLoad *EqualLoadSpec `yaml:"equal_load" json:"equal_load,omitempty"`
+	// Security, when set, makes the workload the security workload: the
+	// command runs every mode over each of its protocols on one broker
+	// and measures the consume cost of each (see security.go).
+	Security *SecuritySpec `yaml:"security" json:"security,omitempty"`
 }
 
 // EqualLoadSpec says at which offered loads a workload compares modes.
@@ -304,6 +308,11 @@ func (w Workload) Validate() error {
 		}
 		if err := w.EqualLoad.validate(); err != nil {
 			return fmt.Errorf("equal_load.%w", err)
+		}
+	}
+	if w.Security != nil {
+		if err := w.Security.validate(w); err != nil {
+			return fmt.Errorf("security.%w", err)
 		}
 	}
 	for i, entry := range w.Faults {

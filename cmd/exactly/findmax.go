@@ -81,7 +81,8 @@ func (f *findMaxFlags) targetConfigs(flags loadgenFlags) ([]loadgen.TargetConfig
 			kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
 		}
 		self, _ := selfCommand() // an error: StartTarget finds the binary itself
-		return []loadgen.TargetConfig{{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir, StartEmbedded: startEmbedded, Self: self}}, nil
+		return []loadgen.TargetConfig{{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir, StartEmbedded: startEmbedded, Self: self,
+			Security: flags.security}}, nil
 	}
 	if flags.bootstrap != "" {
 		return nil, errors.New("--targets names targets the load generator starts (embedded, kfake); use --bootstrap alone for an existing cluster")

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/exactly-eos/exactly/loadgen"
+	"github.com/exactly-eos/exactly/loadgen/clientsec"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/livemetrics"
 	"github.com/exactly-eos/exactly/loadgen/modes"
@@ -49,6 +50,8 @@ type loadgenFlags struct {
 	listWorkloads, listPlans, quick                  bool
 	findMax                                          findMaxFlags
 	metricsListen, brokerMetrics                     string
+	// security is how clients connect to a --bootstrap cluster.
+	security clientsec.Config
 	// live is the collectors --metrics-listen serves, started by
 	// runLoadgen after parsing (nil: off).
 	live *livemetrics.Loadgen
@@ -94,6 +97,7 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 		"the broker's own figures (time per request, fsyncs, transaction markers) go into the results and the dashboard "+
 		"(default: the embedded broker's, when it serves them; none for other targets)")
 	f.findMax.register(fs)
+	registerSecurityFlags(fs, &f.security)
 }
 
 // apply overrides the workload's values with the flags that were set.
@@ -202,6 +206,9 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if flags.findMax.targets != "" && !flags.findMax.enabled {
 		return errors.New("--targets is for --find-max only; use --target for one target")
 	}
+	if err := checkSecurityFlags(&flags); err != nil {
+		return err
+	}
 	if flags.listWorkloads {
 		for _, name := range loadgen.WorkloadNames() {
 			fmt.Fprintln(stdout, name)
@@ -234,6 +241,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return runFractions(ctx, flags, workload, stdout)
 	case workload.EqualLoad != nil && flags.rate < 0:
 		return runEqualLoad(ctx, flags, workload, stdout)
+	case workload.Security != nil:
+		return runSecurity(ctx, flags, workload, stdout)
 	}
 	kind, bootstrap := flags.target, []string(nil)
 	if flags.bootstrap != "" {
@@ -244,7 +253,7 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	target, err := loadgen.StartTarget(ctx, loadgen.TargetConfig{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir,
-		StartEmbedded: startEmbedded, Self: self, PartitionProxies: loadgen.NeedsPartitionProxies(workload)})
+		StartEmbedded: startEmbedded, Self: self, PartitionProxies: loadgen.NeedsPartitionProxies(workload), Security: flags.security})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,16 @@ type embeddedTarget struct {
 // startEmbedded starts the broker. An empty dataDir means a fresh temporary
 // directory, removed on Close.
 func startEmbedded(ctx context.Context, dataDir string) (loadgen.Target, error) {
+	target, err := startEmbeddedWith(ctx, dataDir, nil)
+	if err != nil {
+		return nil, err // not a nil *embeddedTarget in a non-nil Target
+	}
+	return target, nil
+}
+
+// startEmbeddedWith is startEmbedded with configure (if not nil) applied
+// to the broker's Config before it starts.
+func startEmbeddedWith(ctx context.Context, dataDir string, configure func(*broker.Config)) (*embeddedTarget, error) {
 	owned := dataDir == ""
 	if owned {
 		dir, err := os.MkdirTemp("", "exactly-loadgen-*")
@@ -42,7 +52,11 @@ func startEmbedded(ctx context.Context, dataDir string) (loadgen.Target, error) 
 		}
 		return nil, fmt.Errorf("embedded broker metrics: %w", err)
 	}
-	b, err := broker.Start(ctx, broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir, Metrics: served.collectors()})
+	config := broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir, Metrics: served.collectors()}
+	if configure != nil {
+		configure(&config)
+	}
+	b, err := broker.Start(ctx, config)
 	if err != nil {
 		served.close()
 		if owned {

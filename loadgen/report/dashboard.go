@@ -171,6 +171,9 @@ type dashboardPage struct {
 	// OverheadTables are the overhead sections' tables, the page's first
 	// section (results of interleaved rounds only).
 	OverheadTables []overheadTable
+	// SecurityTables are the security workload's tables (results with a
+	// security section only).
+	SecurityTables []securityTable
 	// CommitCurves are the transactional slots' ratios against commit
 	// interval, drawn from the overhead sections.
 	CommitCurves []curveChart
@@ -202,6 +205,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	}
 	page.SharedWarnings = sharedWarnings(files)
 	page.OverheadTables = overheadTables(files)
+	page.SecurityTables = securityTables(files)
 	page.CommitCurves = curveCharts(files)
 	page.Throughput, page.Overhead = throughputCharts(files, names)
 	page.RunRows = runRows(files, names)

@@ -45,6 +45,9 @@ type Results struct {
 	// Overhead holds the ratios of a run of interleaved rounds (the
 	// overhead workload; added within schema version 1, omitted otherwise).
 	Overhead *Overhead `json:"overhead,omitempty"`
+	// Security holds the security workload's tables (security.go; added
+	// within schema version 1, omitted otherwise).
+	Security *Security `json:"security,omitempty"`
 }
 
 // Target describes the cluster a run spoke to.

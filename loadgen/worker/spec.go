@@ -19,6 +19,8 @@ import (
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/exactly-eos/exactly/loadgen/clientsec"
 )
 
 // Roles: what a worker subprocess runs.
@@ -59,12 +61,15 @@ type Spec struct {
 	Role string `json:"role"`
 	// Mode is the run's delivery mode (producer and database stage
 	// roles), looked up in the worker's own mode registry.
-	Mode               string        `json:"mode,omitempty"`
-	Bootstrap          []string      `json:"bootstrap"`
-	FastRetries        bool          `json:"fast_retries"`
-	ClientID           string        `json:"client_id"`
-	TransactionalID    string        `json:"transactional_id"`
-	TransactionTimeout time.Duration `json:"transaction_timeout"`
+	Mode      string   `json:"mode,omitempty"`
+	Bootstrap []string `json:"bootstrap"`
+	// Security is how the worker's clients connect; its SASL password
+	// is not in the spec but in the environment (clientsec.PasswordEnv).
+	Security           clientsec.Config `json:"security,omitzero"`
+	FastRetries        bool             `json:"fast_retries"`
+	ClientID           string           `json:"client_id"`
+	TransactionalID    string           `json:"transactional_id"`
+	TransactionTimeout time.Duration    `json:"transaction_timeout"`
 	// Producer role.
 	Topic           string        `json:"topic,omitempty"`
 	RunID           uint64        `json:"run_id,omitempty"`
