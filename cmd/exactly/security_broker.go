@@ -37,17 +37,6 @@ const securityUser = "exactly-loadgen"
 // workload against other listeners.
 var startSecurityListeners = startEmbeddedSecurity
 
-// listenerAddresser is the broker method that gives a named listener's
-// address (broker.(*Broker).ListenerAddr). It is asked for through an
-// interface so that this file builds on a broker without listeners, and
-// then says so instead of running.
-type listenerAddresser interface{ ListenerAddr(name string) string }
-
-// setUsersFile gives the broker its initial SASL users (broker.Config's
-// UsersFile) and reports whether the broker takes them; wired to the
-// field once the broker has it.
-var setUsersFile = func(config *broker.Config, path string) bool { return false }
-
 // startEmbeddedSecurity starts the embedded broker with a PLAINTEXT, an SSL
 // and a SASL_SSL listener on free loopback ports: a certificate for
 // 127.0.0.1 signed by a throw-away CA (internal/selfsigned) as its PEM
@@ -68,7 +57,6 @@ func startEmbeddedSecurity(ctx context.Context, dataDir string, spec loadgen.Sec
 	for _, protocol := range spec.Protocols {
 		listeners = append(listeners, protocol+"://127.0.0.1:0")
 	}
-	usersTaken := true
 	target, err := startEmbeddedWith(ctx, dataDir, func(config *broker.Config) {
 		config.Properties = map[string]string{
 			"listeners":             strings.Join(listeners, ","),
@@ -78,21 +66,16 @@ func startEmbeddedSecurity(ctx context.Context, dataDir string, spec loadgen.Sec
 		if spec.Mechanism != "" {
 			config.Properties["sasl.enabled.mechanisms"] = spec.Mechanism
 		}
-		usersTaken = setUsersFile(config, usersFile)
+		config.UsersFile = usersFile
 	})
 	if err != nil {
 		cleanup()
 		return nil, nil, nil, fmt.Errorf("the security workload needs the broker's listeners, TLS and SASL settings: %w", err)
 	}
 	stop := func() error { return errors.Join(target.Close(), cleanup()) }
-	addresser, ok := any(target.broker).(listenerAddresser)
-	if !ok || !usersTaken {
-		stop()
-		return nil, nil, nil, errors.New("the security workload needs a broker with named listeners (ListenerAddr) and SASL users (UsersFile): this build has neither")
-	}
 	var out []securityListener
 	for _, protocol := range spec.Protocols {
-		address := addresser.ListenerAddr(protocol)
+		address := target.broker.ListenerAddr(protocol)
 		if address == "" {
 			stop()
 			return nil, nil, nil, fmt.Errorf("the embedded broker has no %s listener", protocol)

@@ -173,9 +173,7 @@ func resultsPath(t *testing.T, dir string) string {
 // The security workload on the embedded broker itself: three listeners
 // (PLAINTEXT, SSL, SASL_SSL with a SCRAM-SHA-512 user), every mode over
 // each passing its checks, every cell and consume cost filled, the TLS
-// fetch path named. It needs the broker's listeners and users file
-// (issue 20's listeners and SASL work); on a broker without them it
-// skips, saying so.
+// fetch path named.
 func TestSecurityWorkloadOnEmbeddedBroker(t *testing.T) {
 	asExactlySelf(t)
 	dir := t.TempDir()
@@ -185,9 +183,6 @@ func TestSecurityWorkloadOnEmbeddedBroker(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"loadgen", "--workload", workloadFile, "--out", dir}, &stdout, &stderr)
-	if strings.Contains(stderr.String(), "the security workload needs") {
-		t.Skipf("the broker cannot run the security workload yet: %s", strings.TrimSpace(stderr.String()))
-	}
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
 	}
