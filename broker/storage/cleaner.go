@@ -580,3 +580,53 @@ func (t *throttle) add(n int64) {
 		time.Sleep(wait)
 	}
 }
+
+// CleanableStats sizes a log's cleanable part for the cleaner's scheduling
+// (min.cleanable.dirty.ratio, max.compaction.lag.ms).
+type CleanableStats struct {
+	CleanBytes       int64 // bytes of the cleanable segments below the first dirty offset
+	DirtyBytes       int64 // bytes of the cleanable segments from it on
+	FirstDirtyOffset int64 // from the cleaner-offset-checkpoint (or the first segment's base)
+	CleanableEnd     int64 // where a clean with these options would stop
+	// FirstDirtyTimestamp is the max timestamp of the first dirty segment's
+	// first batch (-1 if none): with max.compaction.lag.ms a log is due
+	// for cleaning once it is that old, whatever its dirty ratio.
+	FirstDirtyTimestamp int64
+}
+
+// DirtyRatio is DirtyBytes over the cleanable bytes (0 when there are none),
+// compared with min.cleanable.dirty.ratio.
+func (s CleanableStats) DirtyRatio() float64 {
+	if s.CleanBytes+s.DirtyBytes == 0 {
+		return 0
+	}
+	return float64(s.DirtyBytes) / float64(s.CleanBytes+s.DirtyBytes)
+}
+
+// CleanableStats computes what Clean(opts) would work on, without cleaning.
+func (l *Log) CleanableStats(opts CleanOptions) (CleanableStats, error) {
+	if opts.Now.IsZero() {
+		opts.Now = l.opts.Now()
+	}
+	plan, err := l.planClean(opts, true)
+	if err != nil {
+		return CleanableStats{}, err
+	}
+	defer plan.release()
+	stats := CleanableStats{FirstDirtyOffset: plan.firstDirty, CleanableEnd: plan.end, FirstDirtyTimestamp: -1}
+	for i, s := range plan.segments {
+		if i < plan.dirtyFrom {
+			stats.CleanBytes += plan.sizes[i]
+			continue
+		}
+		stats.DirtyBytes += plan.sizes[i]
+		if i == plan.dirtyFrom && plan.sizes[i] > 0 {
+			header, err := readHeader(s.log.file, 0, make([]byte, headerSize))
+			if err != nil {
+				return stats, fmt.Errorf("cleanable stats %s: segment %d: %w", l.dir, s.base, err)
+			}
+			stats.FirstDirtyTimestamp = header.maxTimestamp
+		}
+	}
+	return stats, nil
+}
