@@ -20,12 +20,10 @@ const (
 	cleanerCheckpointName    = "cleaner-offset-checkpoint"
 	cleanerCheckpointMagic   = "EXCC"
 	cleanerCheckpointVersion = 1
-	cleanerCheckpointSize    = 4 + 2 + 8 + 8 + 4
 	cleanedSuffix            = ".cleaned"
 	swapSuffix               = ".swap"
 	swapMagic                = "EXSW"
 	swapVersion              = 1
-	swapSize                 = 4 + 2 + 8 + 8 + 4
 )
 
 // segmentSuffixes are a segment's files, the .log last: a swap renames the
