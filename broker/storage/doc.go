@@ -6,6 +6,9 @@
 //
 // # Concurrency
 //
+// One Clean at a time; it holds the lock retention and truncation take
+// for removing files throughout, and the append lock only to capture the
+// segments and to publish each cleaned one.
 // One appender at a time (Append, Roll, Flush, Truncate, ApplyRetention,
 // DeleteRecordsBefore, AppendAbortedTxn, Close serialize on a mutex) and any
 // number of concurrent readers (Read, ReadBatches, ScanHeaders,
@@ -31,9 +34,19 @@
 //	<dir>/checkpoint                      log start offset and recovery point
 //	<dir>/.clean-shutdown                 present only after a clean Close
 //
-// A segment is named by its base offset, 20 decimal digits: the offset of its
-// first batch. Segments are contiguous: each one's base offset is the offset
-// after the previous one's last batch. The newest segment is the active one.
+//	<dir>/cleaner-offset-checkpoint       first dirty offset and compacted end (Compaction)
+//	<dir>/<base>.<suffix>.cleaned         a cleaned segment being written
+//	<dir>/<base>.swap                     a committed, unfinished swap of cleaned segments
+//
+// A segment is named by its base offset, 20 decimal digits: the offset of
+// its first batch when it was created. Segments are contiguous as offset
+// ranges: each one's range starts where the previous one's ends (its end is
+// the next segment's base; the active segment's is the log end). Batches
+// inside a range are contiguous too, except below the compacted end, where
+// compaction leaves gaps: there a batch's base offset is only larger than
+// the previous batch's last offset, a segment may end with a gap or hold
+// no batch at all, and a read from a removed offset returns the next batch.
+// The newest segment is the active one.
 // A segment rolls when an append would make it exceed SegmentBytes, when it
 // is older than SegmentAge (counted from its first batch's max timestamp),
 // or when a relative offset would not fit 31 bits.
@@ -147,7 +160,7 @@
 // index check only. Each batch is validated in order — header complete,
 // batch length within the file, magic 2, CRC-32C, base offset equal to the
 // previous batch's last offset + 1 (the only check of the unprotected base
-// offset field) — and the log is truncated at the first batch that fails,
+// offset field; below the compacted end only larger) — and the log is truncated at the first batch that fails,
 // torn or corrupt: the segment file is cut at that batch and every later
 // segment deleted; RecoveryReport says where and why. A corrupt byte in the
 // partition leader epoch field, which nothing covers, goes unnoticed. The
@@ -161,6 +174,45 @@
 // synced, so that is disk corruption, not a torn write). Indexes only speed
 // lookups up: an index loaded lazily that is not strictly increasing and
 // inside its segment is ignored, and lookups scan from the segment start.
+//
+// # Compaction
+//
+// Clean (cleaner.go, Kafka's log cleaner) rewrites the sealed segments
+// below the cleanable end — the first segment that is active, at or past
+// the recovery point (so recovery never rescans a cleaned segment), holds
+// an offset at or past the caller's upper bound (the last stable offset),
+// or is dirty and younger than the minimum compaction lag. An offset map
+// (key hash → latest offset) is built from the dirty section [first dirty
+// offset, cleanable end), aborted data excluded; then every cleanable
+// segment, from the first, is rewritten: a record goes when a later record
+// of its key is in the map, when it has no key, when its transaction was
+// aborted (the .txnindex says which), or when it is a tombstone whose
+// timestamp is older than the delete retention. A marker goes when its
+// batch is older than the delete retention and the pass saw no batch of its
+// transaction (Kafka's rule: the pass that removes a transaction's last
+// batch keeps the marker, a later one drops it); the .txnindex of a
+// cleaned segment holds the aborted transactions whose marker it kept. A
+// producer's newest data batch always stays, emptied if need be, so its
+// sequence survives. A batch that loses records keeps its header — base
+// offset, last offset delta, timestamps, producer fields — with the record
+// count, length and CRC recomputed (recompressed with its codec; an
+// emptied batch is uncompressed): offsets never change. Neighbouring
+// segments are merged up to SegmentBytes; the merged segment takes the
+// first one's name and the last one's end.
+//
+// The swap, per merged group at base B replacing the segments in [B, E):
+// write B.log.cleaned, B.index.cleaned, B.timeindex.cleaned and
+// B.txnindex.cleaned and sync them; write the manifest B.swap (E; written
+// atomically, it is the commit point); publish the new segment list; remove
+// the files of the segments in (B, E); rename the .cleaned files over B's
+// files, the .log last; sync the directory; remove the manifest. Open
+// first completes every swap whose manifest is present (idempotent) and
+// removes every other .cleaned file, so a crash leaves the log either as it
+// was or as cleaned. cleaner-offset-checkpoint (26 bytes: magic "EXCC",
+// version 1, first dirty offset, compacted end, CRC-32C of the rest; the
+// manifest has the same layout with "EXSW", B and E) is written atomically before the first swap (the compacted end,
+// below which recovery accepts gaps) and after the last (the next first
+// dirty offset).
 //
 // # Durability
 //

@@ -31,7 +31,7 @@ var (
 // ApplyRetention, DeleteRecordsBefore, AppendAbortedTxn and Close serialize
 // on appendMu — and any number of readers (Read, ReadBatches, ScanHeaders,
 // OffsetForTimestamp, AbortedTxns, the offset getters) concurrently with it.
-// Lock order: removeMu, then appendMu, then checkpointMu, then mu, then
+// Lock order: cleanMu, then removeMu, then appendMu, then checkpointMu, then mu, then
 // durability.mu.
 //
 // Disk I/O and locks: Read and OffsetForTimestamp scan the files without
@@ -50,6 +50,13 @@ type Log struct {
 	// onSync is Options.OnSync, fixed at Open (read without locks).
 	onSync func(time.Duration)
 	fs     FS
+
+	// cleanMu serializes Clean (cleaner.go); it is taken before removeMu,
+	// which Clean holds throughout.
+	cleanMu sync.Mutex
+	// compactedEnd bounds the offsets a clean may have rewritten (from the
+	// cleaner checkpoint): recovery accepts gaps between batches below it.
+	compactedEnd atomic.Int64
 
 	// removeMu is held while ApplyRetention unlinks detached segments
 	// without appendMu; Truncate and Delete take it first, so no file of

@@ -26,6 +26,9 @@ type RecoveryReport struct {
 // recover loads the segments of l.dir into l (see doc.go, "Recovery").
 func (l *Log) recover() (RecoveryReport, error) {
 	report := RecoveryReport{TruncatedAt: -1}
+	if err := l.recoverSwaps(); err != nil {
+		return report, err
+	}
 	bases, err := l.listSegments()
 	if err != nil {
 		return report, err
@@ -231,7 +234,7 @@ func (l *Log) rebuildIndexes(s *segment) error {
 	s.resetIndexes()
 	s.end = end
 	end, offset, _, problem := l.scanBatches(s, 0, s.base, false)
-	if problem != "" || end != s.size || offset != s.end {
+	if problem != "" || end != s.size || offset > s.end {
 		return fmt.Errorf("rebuild indexes of segment %d: %s (scanned to byte %d offset %d, segment has %d bytes up to offset %d)",
 			s.base, problem, end, offset, s.size, s.end)
 	}
@@ -279,7 +282,7 @@ func (l *Log) restoreRunningState(s *segment, upTo int64, trusted bool) bool {
 	}
 	for position := start; position < upTo; {
 		header, err := readHeader(s.log.file, position, buffer)
-		if err != nil || header.base != end || position+header.size > upTo || (!trusted && header.last < header.base) {
+		if err != nil || !l.offsetFollows(header.base, end, true) || position+header.size > upTo || (!trusted && header.last < header.base) {
 			return false
 		}
 		s.maxTimestamp, s.lastBatchBase, end = max(s.maxTimestamp, header.maxTimestamp), header.base, header.last+1
@@ -318,7 +321,7 @@ func (l *Log) scanTail(from int, position, offset int64, report *RecoveryReport)
 		if start == 0 {
 			s.resetIndexes()
 		}
-		if start == 0 && s.base != offset {
+		if start == 0 && !l.offsetFollows(s.base, offset, true) {
 			previous := l.segments[i-1] // i > from: the first segment starts at its base
 			return l.cutTail(i-1, previous.size, previous.end, fmt.Sprintf("segment %d does not start at offset %d", s.base, offset), report)
 		}
@@ -327,6 +330,9 @@ func (l *Log) scanTail(from int, position, offset int64, report *RecoveryReport)
 		report.SegmentsScanned++
 		report.BytesScanned += scanned
 		s.size, s.end = end, next
+		if problem == "" && i < len(l.segments)-1 && next < l.segments[i+1].base && l.offsetFollows(l.segments[i+1].base, next, true) {
+			s.end = l.segments[i+1].base // the batches compaction removed at the segment's end
+		}
 		if problem != "" {
 			s.size = fileSize
 			return l.cutTail(i, end, next, problem, report)
@@ -393,7 +399,7 @@ func (l *Log) scanBatches(s *segment, start, offset int64, validate bool) (end, 
 		if err == nil && validate {
 			err = view.Validate()
 		}
-		if err == nil && view.BaseOffset() != offset {
+		if err == nil && !l.offsetFollows(view.BaseOffset(), offset, validate) {
 			err = fmt.Errorf("base offset %d, expected %d", view.BaseOffset(), offset)
 		}
 		if err == nil && view.LastOffset()-s.base > 1<<31-1 {
@@ -454,4 +460,16 @@ func (r *chunkReader) window(position, length int64) ([]byte, error) {
 	}
 	r.buffer, r.start = r.buffer[:n], position
 	return r.buffer[:length], nil
+}
+
+// offsetFollows says whether a batch (or segment) at base may follow the
+// offset expected after the previous batch: the same offset, or — where
+// compaction may have removed batches (below the compacted end, or
+// anywhere when not validating, for a sealed segment's index rebuild) — a
+// larger one.
+func (l *Log) offsetFollows(base, expected int64, validate bool) bool {
+	if base == expected {
+		return true
+	}
+	return base > expected && (!validate || expected < l.compactedEnd.Load())
 }
