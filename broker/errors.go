@@ -137,6 +137,13 @@ var errorCodes = []struct {
 	{group.ErrUnknownTopicID, kerr.UnknownTopicID},
 	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{group.ErrUnstableOffset, kerr.UnstableOffsetCommit},
+	{group.ErrInvalidRequest, kerr.InvalidRequest},
+	{group.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{group.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
+	{group.ErrUnreleasedInstance, kerr.UnreleasedInstanceID},
+	{group.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
+	{group.ErrInvalidRegex, kerr.InvalidRegularExpression},
+	{group.ErrUnsupportedVersion, kerr.UnsupportedVersion},
 
 	// Transaction coordinator (broker/txn). A fenced producer is
 	// INVALID_PRODUCER_EPOCH here, the code Produce and the versions

@@ -103,6 +103,9 @@ func (b *Broker) groupConfig() group.Config {
 		OffsetsRetentionCheckInterval: settings.OffsetsRetentionCheckInterval,
 		OffsetsTopicPartitions:        int(settings.OffsetsTopicPartitions),
 		Topics:                        topicResolver{b},
+		Catalog:                       topicResolver{b},
+		ConsumerSessionTimeout:        settings.ConsumerSessionTimeout,
+		ConsumerHeartbeatInterval:     settings.ConsumerHeartbeatInterval,
 	}
 	config.NoInitialRebalanceDelay = config.GroupInitialRebalanceDelay == 0
 	if b.metrics != nil {
@@ -171,6 +174,26 @@ func (r topicResolver) TopicID(name string) ([16]byte, bool) {
 		return t.id, true
 	}
 	return [16]byte{}, false
+}
+
+// TopicPartitions returns the id and partition count of the named topic
+// (the consumer group protocol's assignors).
+func (r topicResolver) TopicPartitions(name string) ([16]byte, int32, bool) {
+	t := r.broker.topicByName(name)
+	if t == nil {
+		return [16]byte{}, 0, false
+	}
+	return t.id, int32(len(r.broker.partitionsOf(t))), true
+}
+
+// TopicNames lists every topic (regular expression subscriptions).
+func (r topicResolver) TopicNames() []string {
+	topics := r.broker.sortedTopics()
+	names := make([]string, 0, len(topics))
+	for _, t := range topics {
+		names = append(names, t.name)
+	}
+	return names
 }
 
 // groupHandler adapts a group or transaction API handler, which needs the

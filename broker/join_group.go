@@ -10,9 +10,9 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// JoinGroup v0–9 (classic protocol; KIP-848's ConsumerGroupHeartbeat is not
-// offered). The call parks until the rebalance it joins completes, so it
-// runs on its own goroutine. A join parked when the broker closes answers
+// JoinGroup v0–9 (classic protocol; consumer-protocol groups with members
+// refuse it, consumer_group_heartbeat.go). The call parks until the
+// rebalance it joins completes, so it runs on its own goroutine. A join parked when the broker closes answers
 // NOT_COORDINATOR.
 //
 // Versions: v0 has no rebalance timeout (the session timeout is used);

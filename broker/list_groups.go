@@ -11,7 +11,7 @@ import (
 
 // ListGroups v0–5 lists every group, sorted by id. v4 filters by state
 // (case-insensitive) and returns it; v5 filters by type and returns it
-// (every group here is "classic").
+// ("classic" or "consumer").
 func init() {
 	register(wire.APIListGroups, 0, 5, groupHandler(inReader, handleListGroups))
 }

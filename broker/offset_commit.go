@@ -31,6 +31,8 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 		MemberID:   req.MemberID,
 		InstanceID: req.InstanceID,
 		ByTopicID:  req.Version >= 10,
+		// Consumer-protocol members must commit with v9+ (KIP-848).
+		LegacyVersion: req.Version < 9,
 	}
 	if req.Version < 1 {
 		commit.Generation, commit.MemberID = -1, ""

@@ -18,8 +18,9 @@ import (
 // partition carries it); v5+ the leader epoch; v7+ RequireStable (a
 // partition with a pending transactional commit answers
 // UNSTABLE_OFFSET_COMMIT); v8+ batch several groups; v10 names topics by
-// id. v9's member id and epoch apply to KIP-848 groups only and are
-// ignored for classic groups.
+// id. v9's member id and epoch are checked for consumer-protocol (KIP-848)
+// groups (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and ignored for classic
+// groups.
 func init() {
 	register(wire.APIOffsetFetch, 0, 10, groupHandler(inReader, handleOffsetFetch))
 }
@@ -70,7 +71,10 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 
 // fetchBatchedGroup answers one group of a v8+ request.
 func fetchBatchedGroup(groups *group.Coordinator, version int16, requested kmsg.OffsetFetchRequestGroup, requireStable bool) kmsg.OffsetFetchResponseGroup {
-	fetch := group.FetchRequest{Group: requested.Group, ByTopicID: version >= 10, RequireStable: requireStable}
+	fetch := group.FetchRequest{Group: requested.Group, ByTopicID: version >= 10, RequireStable: requireStable, MemberEpoch: -1}
+	if version >= 9 { // KIP-848: the fetching member of a consumer-protocol group
+		fetch.MemberID, fetch.MemberEpoch = requested.MemberID, requested.MemberEpoch
+	}
 	if requested.Topics != nil {
 		fetch.Topics = make([]group.FetchTopic, 0, len(requested.Topics))
 		for _, topic := range requested.Topics {

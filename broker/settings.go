@@ -62,6 +62,10 @@ type settings struct {
 	GroupMaxSessionTimeout time.Duration
 	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms.
 	GroupInitialRebalanceDelay time.Duration
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms.
+	ConsumerHeartbeatInterval time.Duration
 	// OffsetsRetention is offsets.retention.minutes.
 	OffsetsRetention time.Duration
 	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
@@ -137,6 +141,8 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		GroupMinSessionTimeout:        p.duration("group.min.session.timeout.ms", time.Millisecond),
 		GroupMaxSessionTimeout:        p.duration("group.max.session.timeout.ms", time.Millisecond),
 		GroupInitialRebalanceDelay:    p.duration("group.initial.rebalance.delay.ms", time.Millisecond),
+		ConsumerSessionTimeout:        p.duration("group.consumer.session.timeout.ms", time.Millisecond),
+		ConsumerHeartbeatInterval:     p.duration("group.consumer.heartbeat.interval.ms", time.Millisecond),
 		OffsetsRetention:              p.duration("offsets.retention.minutes", time.Minute),
 		OffsetsRetentionCheckInterval: p.duration("offsets.retention.check.interval.ms", time.Millisecond),
 		OffsetsTopicPartitions:        p.int32("offsets.topic.num.partitions"),

@@ -30,6 +30,8 @@ func TestSettingsDefaults(t *testing.T) {
 		GroupMinSessionTimeout:            6 * time.Second,
 		GroupMaxSessionTimeout:            30 * time.Minute,
 		GroupInitialRebalanceDelay:        3 * time.Second,
+		ConsumerSessionTimeout:            45 * time.Second,
+		ConsumerHeartbeatInterval:         5 * time.Second,
 		OffsetsRetention:                  7 * 24 * time.Hour,
 		OffsetsRetentionCheckInterval:     10 * time.Minute,
 		OffsetsTopicPartitions:            50,

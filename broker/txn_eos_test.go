@@ -32,6 +32,8 @@ const (
 // eosWorker is one GroupTransactSession instance.
 type eosWorker struct {
 	name string
+	// output is the topic the worker writes to.
+	output string
 	// killNext asks the worker to die in the middle of its next transaction.
 	killNext atomic.Bool
 	dialer   *killableDialer
@@ -44,17 +46,25 @@ type eosWorker struct {
 
 func startEOSWorker(t *testing.T, addr, name string) *eosWorker {
 	t.Helper()
-	w := &eosWorker{name: name, dialer: &killableDialer{}, done: make(chan struct{})}
-	session, err := kgo.NewGroupTransactSession(
+	return startEOSWorkerIn(t, addr, name, eosGroup, "eos-in", "eos-out")
+}
+
+// startEOSWorkerIn starts a worker of group moving input to output; extra
+// options come last (kgo.ServerSideBalancer for the KIP-848 protocol).
+func startEOSWorkerIn(t *testing.T, addr, name, groupID, input, output string, extra ...kgo.Opt) *eosWorker {
+	t.Helper()
+	w := &eosWorker{name: name, output: output, dialer: &killableDialer{}, done: make(chan struct{})}
+	options := []kgo.Opt{
 		kgo.SeedBrokers(addr), kgo.Dialer(w.dialer.dial), kgo.ClientID(name),
-		kgo.TransactionalID(name), kgo.TransactionTimeout(10*time.Second),
-		kgo.ConsumerGroup(eosGroup), kgo.ConsumeTopics("eos-in"),
+		kgo.TransactionalID(name), kgo.TransactionTimeout(10 * time.Second),
+		kgo.ConsumerGroup(groupID), kgo.ConsumeTopics(input),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-		kgo.SessionTimeout(1500*time.Millisecond), kgo.HeartbeatInterval(200*time.Millisecond),
-		kgo.RebalanceTimeout(5*time.Second), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.SessionTimeout(1500 * time.Millisecond), kgo.HeartbeatInterval(200 * time.Millisecond),
+		kgo.RebalanceTimeout(5 * time.Second), kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
-		kgo.RetryTimeout(5*time.Second),
-	)
+		kgo.RetryTimeout(5 * time.Second),
+	}
+	session, err := kgo.NewGroupTransactSession(append(options, extra...)...)
 	if err != nil {
 		t.Fatalf("worker %s: %v", name, err)
 	}
@@ -82,7 +92,7 @@ func (w *eosWorker) run() {
 		}
 		var out []*kgo.Record
 		fetches.EachRecord(func(r *kgo.Record) {
-			out = append(out, &kgo.Record{Topic: "eos-out", Partition: r.Partition, Key: r.Key, Value: r.Value})
+			out = append(out, &kgo.Record{Topic: w.output, Partition: r.Partition, Key: r.Key, Value: r.Value})
 		})
 		// Errors here (a rebalance revoked the partitions, a fence) make
 		// End abort; the records come again to whoever owns them.

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// classicGroupType is the group type (KIP-848's ListGroups v5) of every
-// group here.
+// classicGroupType is the group type (KIP-848's ListGroups v5) of
+// groups of the JoinGroup/SyncGroup protocol.
 const classicGroupType = "classic"
 
 // DescribeGroup reports a group's state, protocol and members. Members
@@ -24,6 +24,9 @@ func (c *Coordinator) DescribeGroup(groupID string) (GroupDescription, error) {
 		return GroupDescription{}, groupError(groupID, ErrGroupNotFound)
 	}
 	defer g.mu.Unlock()
+	if g.consumer != nil {
+		return g.consumer.classicDescription(c.topicName), nil
+	}
 	described := GroupDescription{State: g.state.String(), ProtocolType: g.protocolType}
 	if g.state == stateStable {
 		described.Protocol = g.protocol
@@ -51,12 +54,16 @@ func (c *Coordinator) ListGroups(filter ListFilter) ([]GroupListing, error) {
 	var listed []GroupListing
 	for _, g := range c.snapshotGroups() {
 		g.mu.Lock()
-		state, protocolType := g.state, g.protocolType
+		state, protocolType, groupType := g.state.String(), g.protocolType, classicGroupType
+		if g.consumer != nil {
+			state, protocolType, groupType = g.consumer.state(), consumerProtocolType, consumerGroupType
+		}
+		dead := g.state == stateDead
 		g.mu.Unlock()
-		if state == stateDead || !matches(filter.States, state.String()) || !matches(filter.Types, classicGroupType) {
+		if dead || !matches(filter.States, state) || !matches(filter.Types, groupType) {
 			continue
 		}
-		listed = append(listed, GroupListing{Group: g.id, State: state.String(), ProtocolType: protocolType, Type: classicGroupType})
+		listed = append(listed, GroupListing{Group: g.id, State: state, ProtocolType: protocolType, Type: groupType})
 	}
 	slices.SortFunc(listed, func(a, b GroupListing) int { return strings.Compare(a.Group, b.Group) })
 	return listed, nil
@@ -82,11 +89,14 @@ func (c *Coordinator) deleteGroup(ctx context.Context, groupID string) error {
 		return groupError(groupID, ErrGroupNotFound)
 	}
 	defer g.mu.Unlock()
-	if g.state != stateEmpty {
+	if g.state != stateEmpty || g.hasConsumerMembers() {
 		return groupError(groupID, ErrNonEmptyGroup)
 	}
 	now := c.cfg.Now()
 	records := []StoreRecord{{Key: encodeGroupKey(g.id)}}
+	if g.consumer != nil {
+		records = append(records, consumerGroupTombstones(g.id)...)
+	}
 	for key := range g.offsets {
 		records = append(records, StoreRecord{Key: encodeOffsetKey(offsetKey{Group: g.id, Topic: key.Topic, Partition: key.Partition})})
 	}
@@ -112,7 +122,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, topics 
 		return nil, groupError(groupID, ErrGroupNotFound)
 	}
 	defer g.mu.Unlock()
-	if len(g.members) > 0 && g.protocolType != consumerProtocolType {
+	if len(g.members) > 0 && g.protocolType != consumerProtocolType && g.consumer == nil {
 		return nil, groupError(groupID, ErrNonEmptyGroup)
 	}
 	subscribed := g.subscribedTopics()
@@ -147,6 +157,13 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, topics 
 // while none is selected). Unparseable metadata subscribes to nothing.
 func (g *group) subscribedTopics() map[string]struct{} {
 	topics := make(map[string]struct{})
+	if g.consumer != nil {
+		subscribed, _ := g.subscribedTopicMetadata(g.consumer)
+		for _, topic := range subscribed {
+			topics[topic.name] = struct{}{}
+		}
+		return topics
+	}
 	if g.protocolType != consumerProtocolType {
 		return topics
 	}
@@ -174,7 +191,7 @@ func (c *Coordinator) expireOffsets(ctx context.Context, now time.Time) {
 	retention := c.cfg.OffsetsRetention
 	for _, g := range c.snapshotGroups() {
 		g.mu.Lock()
-		if g.state != stateEmpty {
+		if g.state != stateEmpty || g.hasConsumerMembers() {
 			g.mu.Unlock()
 			continue
 		}
@@ -193,6 +210,9 @@ func (c *Coordinator) expireOffsets(ctx context.Context, now time.Time) {
 		removeGroup := len(expired) == len(g.offsets) && len(g.pendingTxn) == 0 && len(g.pendingMembers) == 0
 		if removeGroup {
 			records = append(records, StoreRecord{Key: encodeGroupKey(g.id)})
+			if g.consumer != nil {
+				records = append(records, consumerGroupTombstones(g.id)...)
+			}
 		}
 		if err := c.appendRecords(ctx, g.partition, now, records); err == nil {
 			for _, key := range expired {

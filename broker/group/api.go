@@ -128,6 +128,9 @@ type CommitRequest struct {
 	// ByTopicID: topics are named by ID (resolved with Config.Topics), not
 	// by Name.
 	ByTopicID bool
+	// LegacyVersion marks an OffsetCommit older than v9, which members of
+	// consumer-protocol groups may not use (UNSUPPORTED_VERSION).
+	LegacyVersion bool
 }
 
 // CommitTopic is one topic to commit offsets of.
@@ -166,6 +169,11 @@ type FetchRequest struct {
 	// RequireStable answers ErrUnstableOffset for partitions with a
 	// pending transactional commit.
 	RequireStable bool
+	// MemberID and MemberEpoch (OffsetFetch v9+) name the fetching member
+	// of a consumer-protocol group, checked like a commit's; nil and -1
+	// for a fetch outside the group (admin clients, classic groups).
+	MemberID    *string
+	MemberEpoch int32
 }
 
 // FetchTopic is one requested topic.

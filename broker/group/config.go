@@ -36,6 +36,17 @@ type Config struct {
 	// Topics resolves topic ids for OffsetCommit v10 and OffsetFetch v10;
 	// nil makes every topic id unknown.
 	Topics TopicResolver
+	// Catalog lists topics for the consumer group protocol's server-side
+	// assignors (KIP-848); nil: no topic exists for them.
+	Catalog TopicCatalog
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms
+	// (45000 ms): a consumer-protocol member that sends no heartbeat for
+	// this long is removed and its partitions reassigned.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms
+	// (5000 ms), the interval consumer-protocol members are told to
+	// heartbeat at.
+	ConsumerHeartbeatInterval time.Duration
 	// OnRebalance, if set, is called once per generation started (a join
 	// phase completed), under the group's lock: it must be cheap and must
 	// not call the coordinator. The broker counts rebalances with it.
@@ -60,6 +71,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	setDuration(&cfg.OffsetsRetention, 7*24*time.Hour)
 	setDuration(&cfg.OffsetsRetentionCheckInterval, 10*time.Minute)
 	setDuration(&cfg.TickInterval, 100*time.Millisecond)
+	setDuration(&cfg.ConsumerSessionTimeout, 45*time.Second)
+	setDuration(&cfg.ConsumerHeartbeatInterval, 5*time.Second)
 	if cfg.OffsetsTopicPartitions == 0 {
 		cfg.OffsetsTopicPartitions = 50
 	}
@@ -76,6 +89,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("group.initial.rebalance.delay %v is negative", cfg.GroupInitialRebalanceDelay)
 	case cfg.OffsetsRetention < 0 || cfg.OffsetsRetentionCheckInterval < 0 || cfg.TickInterval < 0:
 		return cfg, fmt.Errorf("negative retention (%v), retention check (%v) or tick interval (%v)", cfg.OffsetsRetention, cfg.OffsetsRetentionCheckInterval, cfg.TickInterval)
+	case cfg.ConsumerSessionTimeout < 0 || cfg.ConsumerHeartbeatInterval < 0:
+		return cfg, fmt.Errorf("negative consumer session timeout (%v) or heartbeat interval (%v)", cfg.ConsumerSessionTimeout, cfg.ConsumerHeartbeatInterval)
 	case cfg.OffsetsTopicPartitions < 1:
 		return cfg, fmt.Errorf("offsets.topic.num.partitions %d must be at least 1", cfg.OffsetsTopicPartitions)
 	case cfg.OffsetMetadataMaxBytes < 0:

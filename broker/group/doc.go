@@ -1,5 +1,7 @@
-// Package group is the classic-protocol consumer group coordinator and the
-// committed-offset store of the broker.
+// Package group is the consumer group coordinator — the classic protocol
+// (JoinGroup/SyncGroup) and the consumer protocol of KIP-848
+// (ConsumerGroupHeartbeat; consumer_group.go has its epochs, states and
+// ownership invariant) — and the committed-offset store of the broker.
 //
 // # API
 //
@@ -110,6 +112,30 @@
 // Group metadata is written when a generation becomes Stable (the leader's
 // assignment), when a static member is replaced without a rebalance, and
 // when the group becomes Empty; a tombstone when it is deleted or expires.
+//
+// Consumer group (KIP-848) records. Keys: int16 version (the record type)
+// then string group, and for the per-member ones string member id:
+// 3 group epoch, 4 subscription metadata (read and ignored; not written),
+// 5 member metadata, 6 target assignment epoch, 7 member target
+// assignment, 8 member current assignment. Values are Kafka's flexible
+// version 0: int16 version = 0, then fields with compact strings
+// (uvarint length+1, 0 = null) and compact arrays (uvarint count+1), and
+// an empty tagged-field section (one 0 byte) at the end of every struct:
+//
+//	3: int32 epoch
+//	5: nullable instance id, nullable rack id, client id, client host,
+//	   [string] subscribed topics, nullable regex, int32 rebalance
+//	   timeout (ms), nullable server assignor
+//	6: int32 assignment epoch
+//	7: [topic partitions] target
+//	8: int32 member epoch, int32 previous epoch, int8 state,
+//	   [topic partitions] assigned, [topic partitions] pending revocation
+//	topic partitions: uuid topic id (16 bytes), [int32] partitions, tags
+//
+// Each ConsumerGroupHeartbeat that changes something appends its records
+// as one batch; a removed member's records get tombstones (8, 7, 5), a
+// deleted or reconverted group's (6, 4, 3). A classic group converted to
+// a consumer group gets a group metadata tombstone.
 //
 // # Batches and transactions
 //

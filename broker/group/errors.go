@@ -60,6 +60,28 @@ var (
 	// ErrMetadataTooLarge: commit metadata longer than
 	// offset.metadata.max.bytes (OFFSET_METADATA_TOO_LARGE).
 	ErrMetadataTooLarge = errors.New("offset metadata too large")
+	// ErrInvalidRequest: a ConsumerGroupHeartbeat whose fields contradict
+	// each other or its member epoch (INVALID_REQUEST).
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrFencedMemberEpoch: a consumer-protocol member's epoch is not the
+	// one the coordinator knows; it must drop its partitions and rejoin
+	// (FENCED_MEMBER_EPOCH).
+	ErrFencedMemberEpoch = errors.New("member epoch fenced")
+	// ErrStaleMemberEpoch: an offset commit or fetch carries a member epoch
+	// that is not the member's current one (STALE_MEMBER_EPOCH).
+	ErrStaleMemberEpoch = errors.New("stale member epoch")
+	// ErrUnreleasedInstance: a static member joins with an instance id
+	// another member still holds (UNRELEASED_INSTANCE_ID).
+	ErrUnreleasedInstance = errors.New("group instance id still in use")
+	// ErrUnsupportedAssignor: the member names a server assignor the
+	// broker does not have (UNSUPPORTED_ASSIGNOR).
+	ErrUnsupportedAssignor = errors.New("unsupported server assignor")
+	// ErrInvalidRegex: the subscribed topic regular expression does not
+	// compile (INVALID_REGULAR_EXPRESSION).
+	ErrInvalidRegex = errors.New("invalid regular expression")
+	// ErrUnsupportedVersion: a consumer-protocol member commits with
+	// OffsetCommit older than v9 (UNSUPPORTED_VERSION).
+	ErrUnsupportedVersion = errors.New("unsupported version")
 	// ErrUnstableOffset: a transactional commit of the partition is pending
 	// and the fetch requires stable offsets (UNSTABLE_OFFSET_COMMIT).
 	ErrUnstableOffset = errors.New("pending transactional offset commit")

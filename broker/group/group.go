@@ -146,6 +146,12 @@ type group struct {
 	initialRemaining time.Duration
 	initialNewJoiner bool
 
+	// consumer is the KIP-848 state of a consumer-protocol group, nil for
+	// a classic group (consumer_group.go). Invariant: a consumer group has
+	// no classic members (members, pendingMembers empty) and its classic
+	// state is Empty.
+	consumer *consumerGroup
+
 	offsets map[topicPartition]offsetEntry
 	// pendingTxn holds offsets committed with TxnOffsetCommit per producer
 	// id, applied by CompleteTxn(commit) and dropped by abort.

@@ -37,6 +37,9 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest, reply JoinReply
 		return fail(memberError(req.Group, req.MemberID, ErrUnknownMember))
 	}
 	defer g.unlock()
+	if err := g.classicGroupFor(ctx); err != nil {
+		return fail(err)
+	}
 	now := c.cfg.Now()
 	if g.state != stateEmpty && !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		return fail(groupError(req.Group, ErrInconsistentProtocol))

@@ -12,6 +12,7 @@ type replayState struct {
 	coordinator *Coordinator
 	offsets     map[string]map[topicPartition]offsetEntry
 	metadata    map[string]groupMetadataValue
+	consumers   map[string]*consumerReplay
 	// pending holds transactional offsets per partition and producer id
 	// until the producer's marker on that partition.
 	pending map[int32]map[int64][]pendingReplayOffset
@@ -31,6 +32,7 @@ func (c *Coordinator) load(ctx context.Context) error {
 		coordinator: c,
 		offsets:     make(map[string]map[topicPartition]offsetEntry),
 		metadata:    make(map[string]groupMetadataValue),
+		consumers:   make(map[string]*consumerReplay),
 		pending:     make(map[int32]map[int64][]pendingReplayOffset),
 	}
 	if err := c.store.Replay(ctx, state.apply); err != nil {
@@ -39,6 +41,13 @@ func (c *Coordinator) load(ctx context.Context) error {
 	now := c.cfg.Now()
 	for id, value := range state.metadata {
 		c.groups[id] = restoreGroup(c, id, value, now)
+	}
+	for id, replay := range state.consumers {
+		if cg := replay.build(c.cfg.ConsumerSessionTimeout, now); cg != nil {
+			g := newGroup(c, id, now)
+			g.consumer = cg
+			c.groups[id] = g // the consumer records are newer than a classic one's (it is deleted on conversion)
+		}
 	}
 	for id, offsets := range state.offsets {
 		g := c.groupForLoad(id, now)
@@ -132,6 +141,17 @@ func (s *replayState) applyRecord(record StoreRecord, order int64) error {
 	key, err := decodeKey(record.Key)
 	if err != nil {
 		return err
+	}
+	if key.Consumer != 0 {
+		replay := s.consumers[key.Group]
+		if replay == nil {
+			replay = newConsumerReplay()
+			s.consumers[key.Group] = replay
+		}
+		if err := replay.apply(key.Consumer, key.Member, record.Value); err != nil {
+			return fmt.Errorf("group %q: %w", key.Group, err)
+		}
+		return nil
 	}
 	if key.Offset == nil {
 		if record.Value == nil {

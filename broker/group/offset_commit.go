@@ -31,7 +31,11 @@ func (c *Coordinator) commit(ctx context.Context, req CommitRequest, topics []co
 	}
 	defer g.mu.Unlock()
 	now := c.cfg.Now()
-	if err := g.validateCommit(req.Generation, req.MemberID, req.InstanceID, now); err != nil {
+	validate := func() error { return g.validateCommit(req.Generation, req.MemberID, req.InstanceID, now) }
+	if g.consumer != nil {
+		validate = func() error { return g.validateConsumerCommit(req.Generation, req.MemberID, req.LegacyVersion) }
+	}
+	if err := validate(); err != nil {
 		setCommitErrors(topics, err)
 		return
 	}

@@ -17,6 +17,9 @@ func (c *Coordinator) FetchOffsets(req FetchRequest) ([]FetchedTopic, error) {
 	}
 	if g != nil {
 		defer g.mu.Unlock()
+		if err := g.validateConsumerFetch(req.MemberID, req.MemberEpoch); err != nil {
+			return nil, err
+		}
 	}
 	if req.Topics == nil {
 		if g == nil {

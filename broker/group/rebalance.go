@@ -106,6 +106,10 @@ func (g *group) tick(ctx context.Context, now time.Time) {
 	if g.state == stateDead {
 		return
 	}
+	if g.consumer != nil {
+		g.tickConsumer(ctx, now)
+		return
+	}
 	expiredPending := false
 	for id, deadline := range g.pendingMembers {
 		if !now.Before(deadline) {

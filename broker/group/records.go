@@ -97,14 +97,18 @@ func encodeGroupValue(value groupMetadataValue) []byte {
 	return out
 }
 
-// decodedKey is a decoded record key: exactly one of Offset or Group is set.
+// decodedKey is a decoded record key: Offset for an offset commit, or
+// Group, with Consumer set (the key version, 3–8) for a consumer group
+// record and Member for the per-member ones.
 type decodedKey struct {
-	Offset *offsetKey
-	Group  string
+	Offset   *offsetKey
+	Group    string
+	Consumer int16
+	Member   string
 }
 
-// decodeKey decodes an offset commit key (versions 0 and 1) or a group
-// metadata key (version 2).
+// decodeKey decodes an offset commit key (versions 0 and 1), a group
+// metadata key (version 2) or a consumer group record key (versions 3–8).
 func decodeKey(raw []byte) (decodedKey, error) {
 	reader := byteReader{buf: raw}
 	version := reader.int16()
@@ -121,6 +125,13 @@ func decodeKey(raw []byte) (decodedKey, error) {
 			return decodedKey{}, err
 		}
 		return decodedKey{Group: group}, nil
+	case consumerGroupMetadataKeyVersion, consumerPartitionMetadataKeyVersion, consumerMemberMetadataKeyVersion,
+		consumerTargetMetadataKeyVersion, consumerTargetMemberKeyVersion, consumerCurrentAssignmentKeyVersion:
+		group, member, err := decodeConsumerKey(version, &reader)
+		if err != nil {
+			return decodedKey{}, err
+		}
+		return decodedKey{Group: group, Consumer: version, Member: member}, nil
 	default:
 		if reader.err != nil {
 			return decodedKey{}, reader.finish("record key")

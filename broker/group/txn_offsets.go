@@ -32,7 +32,12 @@ func (c *Coordinator) txnCommit(ctx context.Context, req TxnCommitRequest, topic
 	}
 	defer g.mu.Unlock()
 	now := c.cfg.Now()
-	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
+	if g.consumer != nil {
+		if err := g.validateConsumerCommit(req.Generation, req.MemberID, false); err != nil {
+			setCommitErrors(topics, err)
+			return
+		}
+	} else if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
 		m, ok := g.members[req.MemberID]
 		switch {
 		case g.isFencedInstance(req.InstanceID, req.MemberID):
