@@ -46,6 +46,10 @@ type settings struct {
 	// max.inflight.request.bytes.per.connection (limits.go).
 	Limits connectionLimits
 
+	// Authorizer is authorizer.class.name, super.users and
+	// allow.everyone.if.no.acl.found (authorize.go).
+	Authorizer authorizerSettings
+
 	// GroupMinSessionTimeout is group.min.session.timeout.ms.
 	GroupMinSessionTimeout time.Duration
 	// GroupMaxSessionTimeout is group.max.session.timeout.ms.
@@ -115,6 +119,12 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 			PerIPOverrides:           p.overrides("max.connections.per.ip.overrides"),
 			MaxQueuedBytes:           p.int64("queued.max.request.bytes"),
 			MaxConnectionQueuedBytes: p.int64("max.inflight.request.bytes.per.connection"),
+		},
+
+		Authorizer: authorizerSettings{
+			ClassName:                 p.string("authorizer.class.name"),
+			SuperUsers:                p.superUsers("super.users"),
+			AllowEveryoneIfNoACLFound: p.boolean("allow.everyone.if.no.acl.found"),
 		},
 
 		GroupMinSessionTimeout:        p.duration("group.min.session.timeout.ms", time.Millisecond),
@@ -188,6 +198,25 @@ func (p *settingsParser) int32(name string) int32 {
 
 func (p *settingsParser) int64(name string) int64 {
 	return p.integer(name, 64, kindLong)
+}
+
+// string reads a string setting as it is.
+func (p *settingsParser) string(name string) string {
+	v, _ := p.value(name, kindString)
+	return v
+}
+
+// superUsers reads super.users.
+func (p *settingsParser) superUsers(name string) []string {
+	v, ok := p.value(name, kindString)
+	if !ok {
+		return nil
+	}
+	parsed, err := parseSuperUsers(v)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %w", name, err))
+	}
+	return parsed
 }
 
 // overrides reads max.connections.per.ip.overrides.
