@@ -189,3 +189,36 @@ func (c *connection) configResourceRefusal(rt kmsg.ConfigResourceType, name stri
 	}
 	return nil
 }
+
+// topicRefused reports whether op on a topic a request names by name or,
+// when byID, by id is refused. An id that names no topic is not refused
+// here: the handler answers UNKNOWN_TOPIC_ID for it.
+func (c *connection) topicRefused(op kmsg.ACLOperation, name string, id [16]byte, byID bool) bool {
+	if c.broker.authorizer == nil {
+		return false
+	}
+	if byID {
+		b := c.broker
+		if t := b.topicByID(id); t != nil {
+			name = t.name
+		} else if it := b.internalTopicByID(id); it != nil {
+			name = it.name
+		} else if clustered, ok := b.clusterTopicByIDIfClustered(id); ok {
+			name = clustered
+		} else {
+			return false
+		}
+	}
+	return !c.authorizedTopic(op, name)
+}
+
+// authorizedOnAnyTopic reports whether op is allowed on at least one topic
+// (Kafka's authorizeByResourceType, which InitProducerId without a
+// transactional id accepts in place of IdempotentWrite on the Cluster).
+func (c *connection) authorizedOnAnyTopic(op kmsg.ACLOperation) bool {
+	a := c.broker.authorizer
+	if a == nil {
+		return true
+	}
+	return a.AuthorizeByResourceType(c.principal(), c.clientHost(), op, kmsg.ACLResourceTypeTopic)
+}
