@@ -10,8 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/exactly-eos/exactly/broker/acl"
+	"github.com/exactly-eos/exactly/wire"
 )
 
 // These tests run the authorizer end to end with franz-go clients. Until
@@ -483,5 +485,41 @@ func TestAuthorizerSettingsValidated(t *testing.T) {
 	if _, err := newBrokerConfig(map[string]string{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
 		"super.users": "User:a;User:b", "allow.everyone.if.no.acl.found": "true"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestACLProduceAutoCreateNeedsCreate: Produce auto-creates a topic (our
+// extension of Kafka's Metadata rule) only with Create on the Cluster or
+// the topic; without it the topic is UNKNOWN_TOPIC_OR_PARTITION and is
+// not created.
+func TestACLProduceAutoCreateNeedsCreate(t *testing.T) {
+	b := startACLBroker(t, t.TempDir(), nil,
+		grant(topicRT, prefixed, "auto-", kmsg.ACLOperationWrite),
+		grant(topicRT, literal, "auto-created", kmsg.ACLOperationCreate))
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(wire.APIProduce, 12) // by name
+	client := newTestClient(t, b, kgo.MaxVersions(versions))
+	produce := func(topic string) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = 1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = append(rt.Partitions, kmsg.NewProduceRequestTopicPartition())
+		req.Topics = append(req.Topics, rt)
+		resp, err := client.Broker(1).Request(testContext(t, 10*time.Second), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce("auto-refused"); code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("produce to a new topic without Create: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(code))
+	}
+	if b.topicByName("auto-refused") != nil {
+		t.Fatal("topic created without Create")
+	}
+	produce("auto-created")
+	if b.topicByName("auto-created") == nil {
+		t.Fatal("topic not created with Create on it")
 	}
 }
