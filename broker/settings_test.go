@@ -49,8 +49,10 @@ func TestSettingsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Limits is one field holding one setting per field of its own.
-	fields := reflect.TypeOf(settings{}).NumField() - 1 + reflect.TypeOf(connectionLimits{}).NumField()
+	// Limits and Authorizer are fields holding one setting per field of
+	// their own.
+	fields := reflect.TypeOf(settings{}).NumField() - 2 + reflect.TypeOf(connectionLimits{}).NumField() +
+		reflect.TypeOf(authorizerSettings{}).NumField()
 	if len(read) != fields {
 		t.Fatalf("parseSettings reads %d settings for %d fields: a field is not parsed", len(read), fields)
 	}
