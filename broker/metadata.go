@@ -22,6 +22,13 @@ import (
 // Kafka does; only they are internal. A cluster member whose topics are
 // the controller's (cluster_topics.go) lists every topic of the roles and
 // auto-creates through the controller.
+//
+// With an authorizer (authorize.go), as Kafka: an all-topics request
+// leaves out the topics the principal may not Describe; a named one it
+// may not Describe is TOPIC_AUTHORIZATION_FAILED (and not looked up); a
+// topic that would be auto-created needs Create on the Cluster or the
+// topic, else TOPIC_AUTHORIZATION_FAILED; a topic named by id that may
+// not be described is refused with the id only.
 func init() {
 	register(wire.APIMetadata, 0, 13, kmsgHandler(handleMetadata))
 }
