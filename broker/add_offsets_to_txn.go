@@ -22,6 +22,16 @@ func init() {
 
 func handleAddOffsetsToTxn(ctx context.Context, c *connection, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	// Authorization (authorize.go): Write on the transactional id, Read on
+	// the group.
+	switch {
+	case !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID):
+		resp.ErrorCode = errorCode(errTransactionalIDAuthorization)
+		return resp
+	case !c.authorizedGroup(kmsg.ACLOperationRead, req.Group):
+		resp.ErrorCode = errorCode(errGroupAuthorization)
+		return resp
+	}
 	producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
 	err := c.broker.transactionsFor(req.TransactionalID).AddOffsets(ctx, producer, req.Group)
 	resp.ErrorCode = txnErrorCode(err, wire.APIAddOffsetsToTxn, req.Version)

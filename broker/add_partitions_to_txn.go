@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/txn"
@@ -31,9 +32,12 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 				partitions = append(partitions, txn.TopicPartition{Topic: topic.Topic, Partition: partition})
 			}
 		}
-		producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
-		coordinator := c.broker.transactionsFor(req.TransactionalID)
-		codes := addPartitionsCodes(coordinator.AddPartitions(ctx, producer, partitions), req.Version)
+		codes, refused := c.addPartitionsRefusal(req.TransactionalID, partitions)
+		if !refused {
+			producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
+			coordinator := c.broker.transactionsFor(req.TransactionalID)
+			codes = addPartitionsCodes(coordinator.AddPartitions(ctx, producer, partitions), req.Version)
+		}
 		for _, topic := range groupByTopic(partitions, codes) {
 			responseTopic := kmsg.AddPartitionsToTxnResponseTopic{Topic: topic.topic}
 			for _, partition := range topic.partitions {
@@ -43,6 +47,11 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 			}
 			resp.Topics = append(resp.Topics, responseTopic)
 		}
+		return resp
+	}
+	// v4+ comes from brokers (authorize.go): ClusterAction on the Cluster.
+	if !c.authorizedCluster(kmsg.ACLOperationClusterAction) {
+		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return resp
 	}
 	for _, transaction := range req.Transactions {
@@ -73,6 +82,36 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 		resp.Transactions = append(resp.Transactions, result)
 	}
 	return resp
+}
+
+// addPartitionsRefusal is Kafka's authorization of a v0–3 request
+// (authorize.go): without Write on the transactional id every partition is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a topic without Write is
+// TOPIC_AUTHORIZATION_FAILED and the other partitions are
+// OPERATION_NOT_ATTEMPTED. refused is false (codes nil) when all is
+// authorized.
+func (c *connection) addPartitionsRefusal(transactionalID string, partitions []txn.TopicPartition) (codes []int16, refused bool) {
+	codes = make([]int16, len(partitions))
+	if !c.authorizedTransactionalID(kmsg.ACLOperationWrite, transactionalID) {
+		for i := range codes {
+			codes[i] = errorCode(errTransactionalIDAuthorization)
+		}
+		return codes, true
+	}
+	for i, tp := range partitions {
+		if !c.authorizedTopic(kmsg.ACLOperationWrite, tp.Topic) {
+			codes[i], refused = errorCode(errTopicAuthorization), true
+		}
+	}
+	if !refused {
+		return nil, false
+	}
+	for i := range codes {
+		if codes[i] == 0 {
+			codes[i] = kerr.OperationNotAttempted.Code
+		}
+	}
+	return codes, true
 }
 
 // addPartitionsCodes maps the coordinator's per-partition errors.

@@ -32,8 +32,11 @@ func handleAlterConfigs(c *connection, req *kmsg.AlterConfigsRequest) kmsg.Respo
 				overrides[config.Name] = *config.Value
 			}
 		}
-		err := b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, req.ValidateOnly,
-			func(map[string]string) (map[string]string, error) { return overrides, nil })
+		err := c.configResourceRefusal(resource.ResourceType, resource.ResourceName, kmsg.ACLOperationAlterConfigs)
+		if err == nil { // authorized (authorize.go)
+			err = b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, req.ValidateOnly,
+				func(map[string]string) (map[string]string, error) { return overrides, nil })
+		}
 		result.ErrorCode, result.ErrorMessage = errorCode(err), errorMessage(err)
 		resp.Resources = append(resp.Resources, result)
 	}

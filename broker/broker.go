@@ -181,6 +181,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/acl"
 	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
@@ -263,6 +264,11 @@ type Broker struct {
 	producerIDs *producers.IDAllocator
 	// producerOptions configure every partition's producer state.
 	producerOptions producers.Options
+
+	// authorizer checks every request against the ACLs (authorize.go);
+	// nil when authorizer.class.name is empty (everything allowed). Set
+	// by Start, then read-only.
+	authorizer *acl.Authorizer
 
 	// groups is the group coordinator (groups.go), set by Start and closed
 	// by Close after the last connection.
@@ -388,6 +394,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.producerIDs, err = openProducerIDs(cfg, fsys, filepath.Join(cfg.DataDir, producerIDsFile))
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
+	}
+	b.authorizer, err = openAuthorizer(cfg.DataDir, config.settings.Authorizer)
+	if err != nil {
+		return nil, err
 	}
 	if err := b.loadTopics(); err != nil {
 		b.closeLogs()

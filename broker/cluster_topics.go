@@ -230,8 +230,8 @@ func (b *Broker) clusterAutoCreate(name string, allowed bool) error {
 // clusterProduceTopic resolves a Produce topic in a cluster: the local
 // replica, or NOT_LEADER_OR_FOLLOWER when the topic exists (or was just
 // auto-created) but has no replica here, so the client looks again.
-func (b *Broker) clusterProduceTopic(name string) (*topic, error) {
-	if err := b.clusterAutoCreate(name, true); err != nil {
+func (b *Broker) clusterProduceTopic(name string, allowCreate bool) (*topic, error) {
+	if err := b.clusterAutoCreate(name, allowCreate); err != nil {
 		return nil, err
 	}
 	if t := b.topicByName(name); t != nil {

@@ -125,6 +125,12 @@ var brokerSettings = []setting{
 		doc: "KIP-368: how long a SASL session lasts. SaslAuthenticate v1+ tells the client (session_lifetime_ms); once it has passed, the connection may only re-authenticate (SaslHandshake and SaslAuthenticate, as the same user) and any other request closes it. 0: sessions never expire."},
 	{name: "sasl.server.max.receive.size", defaultValue: "524288", kind: kindInt, validate: atLeast(1),
 		doc: "Largest request frame a SASL listener reads from a connection that has not authenticated (or is re-authenticating); a larger one closes the connection."},
+	{name: "authorizer.class.name", defaultValue: "", kind: kindString, validate: authorizerClassName,
+		doc: "Turns the ACL authorizer on when set: Kafka's org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) is accepted and served by the broker's own authorizer (ACLs in acls.json in the data directory, managed with CreateAcls, DescribeAcls, DeleteAcls). Empty: no authorizer, every request is allowed."},
+	{name: "super.users", defaultValue: "", kind: kindString, validate: superUsers,
+		doc: "Principals allowed everything whatever the ACLs, semicolon-separated, e.g. User:admin;User:broker."},
+	{name: "allow.everyone.if.no.acl.found", defaultValue: "false", kind: kindBoolean,
+		doc: "With an authorizer: allow a request on a resource no ACL matches (for any principal); false denies it."},
 	{name: "group.min.session.timeout.ms", defaultValue: "6000", kind: kindInt, validate: atLeast(1),
 		doc: "Smallest session timeout a group member may ask for (INVALID_SESSION_TIMEOUT below it)."},
 	{name: "group.max.session.timeout.ms", defaultValue: "1800000", kind: kindInt, validate: atLeast(1),
@@ -247,6 +253,43 @@ func atLeast(minimum int64) func(string) error {
 		}
 		return nil
 	}
+}
+
+// authorizerClassNames are the authorizer.class.name values accepted:
+// Kafka's ACL authorizers (KRaft's and ZooKeeper's), both served by
+// broker/acl with Kafka's semantics.
+var authorizerClassNames = []string{
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"kafka.security.authorizer.AclAuthorizer",
+}
+
+func authorizerClassName(v string) error {
+	if v == "" || slices.Contains(authorizerClassNames, v) {
+		return nil
+	}
+	return fmt.Errorf("%q is not supported (want empty for none, or one of %s)", v, strings.Join(authorizerClassNames, ", "))
+}
+
+// parseSuperUsers splits super.users: semicolon-separated Type:name
+// principals; blanks around entries are ignored.
+func parseSuperUsers(v string) ([]string, error) {
+	var out []string
+	for _, entry := range strings.Split(v, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if kind, name, ok := strings.Cut(entry, ":"); !ok || kind == "" || name == "" {
+			return nil, fmt.Errorf("%q is not a principal of the form Type:name (e.g. User:admin)", entry)
+		}
+		out = append(out, entry)
+	}
+	return out, nil
+}
+
+func superUsers(v string) error {
+	_, err := parseSuperUsers(v)
+	return err
 }
 
 // unlimitedOrPositive accepts -1 (unlimited) or a positive integer.

@@ -22,6 +22,11 @@ func handleCreatePartitions(c *connection, req *kmsg.CreatePartitionsRequest) km
 	for _, rt := range req.Topics {
 		result := kmsg.NewCreatePartitionsResponseTopic()
 		result.Topic = rt.Topic
+		if !c.authorizedTopic(kmsg.ACLOperationAlter, rt.Topic) { // authorize.go
+			result.ErrorCode, result.ErrorMessage = errorCode(errTopicAuthorization), errorMessage(errTopicAuthorization)
+			resp.Topics = append(resp.Topics, result)
+			continue
+		}
 		if b.clusterTopics() != nil {
 			err := b.clusterCreatePartitions(b.ctx, rt, req.ValidateOnly)
 			result.ErrorCode, result.ErrorMessage = errorCode(err), errorMessage(err)

@@ -27,7 +27,17 @@ func handleCreateTopics(c *connection, req *kmsg.CreateTopicsRequest) kmsg.Respo
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	// Authorization (authorize.go): Create on the Cluster, or else on each
+	// topic; the configs are returned only with DescribeConfigs on it.
+	createCluster := c.authorizedCluster(kmsg.ACLOperationCreate)
 	for _, rt := range req.Topics {
+		if seen[rt.Topic] == 1 && !createCluster && !c.authorizedTopic(kmsg.ACLOperationCreate, rt.Topic) {
+			refused := kmsg.NewCreateTopicsResponseTopic()
+			refused.Topic = rt.Topic
+			refused.ErrorCode, refused.ErrorMessage = errorCode(errTopicAuthorization), errorMessage(errTopicAuthorization)
+			resp.Topics = append(resp.Topics, refused)
+			continue
+		}
 		if b.clusterTopics() != nil && seen[rt.Topic] == 1 {
 			created, err := b.clusterCreateTopic(b.ctx, rt, req.ValidateOnly)
 			created.ErrorCode, created.ErrorMessage = errorCode(err), errorMessage(err)
@@ -62,6 +72,11 @@ func handleCreateTopics(c *connection, req *kmsg.CreateTopicsRequest) kmsg.Respo
 				}
 			}
 			created.ReplicationFactor = 1
+			if !c.authorizedTopic(kmsg.ACLOperationDescribeConfigs, rt.Topic) {
+				created.ConfigErrorCode = errorCode(errTopicAuthorization)
+				resp.Topics = append(resp.Topics, created)
+				continue
+			}
 			for _, entry := range b.describeTopicConfigs(t.config.Load(), func(string) bool { return true }, false, false) {
 				config := kmsg.NewCreateTopicsResponseTopicConfig()
 				config.Name, config.Value, config.ReadOnly = entry.Name, entry.Value, entry.ReadOnly

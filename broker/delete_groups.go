@@ -18,7 +18,23 @@ func init() {
 }
 
 func handleDeleteGroups(ctx context.Context, c *connection, req *kmsg.DeleteGroupsRequest) kmsg.Response {
-	errs := c.broker.deleteGroups(ctx, req.Groups)
+	// Authorization (authorize.go): Delete on each group; the refused ones
+	// are not deleted.
+	errs := make([]error, len(req.Groups))
+	var authorized []string
+	var authorizedIndex []int
+	for i, groupID := range req.Groups {
+		if !c.authorizedGroup(kmsg.ACLOperationDelete, groupID) {
+			errs[i] = errGroupAuthorization
+			continue
+		}
+		authorized, authorizedIndex = append(authorized, groupID), append(authorizedIndex, i)
+	}
+	if len(authorized) > 0 {
+		for k, err := range c.broker.deleteGroups(ctx, authorized) {
+			errs[authorizedIndex[k]] = err
+		}
+	}
 	resp := kmsg.NewPtrDeleteGroupsResponse()
 	resp.Version = req.Version
 	for i, groupID := range req.Groups {

@@ -36,6 +36,14 @@ func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Respo
 	}
 	for _, requested := range targets {
 		deleted := kmsg.NewDeleteTopicsResponseTopic()
+		if err := c.deleteTopicRefusal(requested.name, requested.id); err != nil {
+			deleted.Topic, deleted.TopicID, deleted.ErrorCode = requested.name, requested.id, errorCode(err)
+			if req.Version >= 5 {
+				deleted.ErrorMessage = errorMessage(err)
+			}
+			resp.Topics = append(resp.Topics, deleted)
+			continue
+		}
 		if b.clusterTopics() != nil {
 			var name string
 			if requested.name != nil {
@@ -81,4 +89,35 @@ func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Respo
 		resp.Topics = append(resp.Topics, deleted)
 	}
 	return resp
+}
+
+// deleteTopicRefusal is Kafka's authorization of DeleteTopics
+// (authorize.go): Delete on the topic; a topic named by id also needs
+// Describe, and is refused without its name. An id that names no topic
+// passes here and is UNKNOWN_TOPIC_ID later.
+func (c *connection) deleteTopicRefusal(name *string, id [16]byte) error {
+	if c.broker.authorizer == nil {
+		return nil
+	}
+	if name != nil {
+		if !c.authorizedTopic(kmsg.ACLOperationDelete, *name) {
+			return errTopicAuthorization
+		}
+		return nil
+	}
+	b := c.broker
+	var resolved string
+	if it := b.internalTopicByID(id); it != nil {
+		resolved = it.name
+	} else if clustered, ok := b.clusterTopicByIDIfClustered(id); ok {
+		resolved = clustered
+	} else if t := b.topicByID(id); t != nil {
+		resolved = t.name
+	} else {
+		return nil
+	}
+	if !c.authorizedTopic(kmsg.ACLOperationDescribe, resolved) || !c.authorizedTopic(kmsg.ACLOperationDelete, resolved) {
+		return errTopicAuthorization
+	}
+	return nil
 }

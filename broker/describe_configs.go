@@ -38,14 +38,15 @@ func handleDescribeConfigs(c *connection, req *kmsg.DescribeConfigsRequest) kmsg
 			}
 			return false
 		}
-		var err error
-		switch resource.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
+		err := c.configResourceRefusal(resource.ResourceType, resource.ResourceName, kmsg.ACLOperationDescribeConfigs)
+		switch {
+		case err != nil: // authorize.go
+		case resource.ResourceType == kmsg.ConfigResourceTypeTopic:
 			var config *topicConfig
 			if config, err = c.broker.describableTopicConfig(resource.ResourceName); err == nil {
 				described.Configs = c.broker.describeTopicConfigs(config, wanted, req.IncludeSynonyms, req.IncludeDocumentation)
 			}
-		case kmsg.ConfigResourceTypeBroker:
+		case resource.ResourceType == kmsg.ConfigResourceTypeBroker:
 			if err = c.broker.checkBrokerResource(resource.ResourceName); err == nil {
 				described.Configs = c.broker.describeBrokerConfigs(wanted, req.IncludeSynonyms, req.IncludeDocumentation)
 			}

@@ -27,6 +27,10 @@ func handleDescribeGroups(_ context.Context, c *connection, req *kmsg.DescribeGr
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	resp.Version = req.Version
 	for _, groupID := range req.Groups {
+		if !c.authorizedGroup(kmsg.ACLOperationDescribe, groupID) { // authorize.go
+			resp.Groups = append(resp.Groups, describedGroup(req.Version, groupID, group.GroupDescription{}, errGroupAuthorization))
+			continue
+		}
 		description, err := c.broker.groupsFor(groupID).DescribeGroup(groupID)
 		resp.Groups = append(resp.Groups, describedGroup(req.Version, groupID, description, err))
 	}

@@ -22,10 +22,15 @@ func handleDescribeProducers(c *connection, req *kmsg.DescribeProducersRequest) 
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = requested.Topic
 		t := c.broker.topicByName(requested.Topic)
+		authorized := c.authorizedTopic(kmsg.ACLOperationRead, requested.Topic) // authorize.go
 		for _, index := range requested.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = index
-			if err := describePartitionProducers(c.broker, t, index, &rp); err != nil {
+			err := error(errTopicAuthorization)
+			if authorized {
+				err = describePartitionProducers(c.broker, t, index, &rp)
+			}
+			if err != nil {
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 			}
 			rt.Partitions = append(rt.Partitions, rp)

@@ -20,6 +20,11 @@ func handleDescribeTransactions(_ context.Context, c *connection, req *kmsg.Desc
 	for _, id := range req.TransactionalIDs {
 		state := kmsg.NewDescribeTransactionsResponseTransactionState()
 		state.TransactionalID = id
+		if !c.authorizedTransactionalID(kmsg.ACLOperationDescribe, id) { // authorize.go
+			state.ErrorCode = errorCode(errTransactionalIDAuthorization)
+			resp.TransactionStates = append(resp.TransactionStates, state)
+			continue
+		}
 		m, err := c.broker.transactionsFor(id).DescribeTransaction(id)
 		state.ErrorCode = txnErrorCode(err, wire.APIDescribeTransactions, req.Version)
 		if err == nil {
@@ -30,6 +35,9 @@ func handleDescribeTransactions(_ context.Context, c *connection, req *kmsg.Desc
 			state.ProducerEpoch = m.ProducerEpoch
 			// The participants are sorted by topic, then partition.
 			for _, tp := range m.Partitions {
+				if !c.authorizedTopic(kmsg.ACLOperationDescribe, tp.Topic) {
+					continue // Kafka lists only the topics the principal may Describe
+				}
 				last := len(state.Topics) - 1
 				if last < 0 || state.Topics[last].Topic != tp.Topic {
 					state.Topics = append(state.Topics, kmsg.DescribeTransactionsResponseTransactionStateTopic{Topic: tp.Topic})

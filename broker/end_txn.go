@@ -32,6 +32,10 @@ func handleEndTxn(ctx context.Context, c *connection, req *kmsg.EndTxnRequest) k
 	}
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID) { // authorize.go
+		resp.ErrorCode = errorCode(errTransactionalIDAuthorization)
+		return resp
+	}
 	end := txn.EndRequest{
 		Producer: txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch},
 		Commit:   req.Commit,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/exactly-eos/exactly/broker/acl"
 	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/producers"
@@ -99,6 +100,13 @@ var errorCodes = []struct {
 	{errStorage, kerr.KafkaStorageError},
 	{errInvalidTxnState, kerr.InvalidTxnState},
 	{errNoCoordinator, kerr.CoordinatorNotAvailable},
+	// Authorization (authorize.go): the resource type decides the code.
+	{errTopicAuthorization, kerr.TopicAuthorizationFailed},
+	{errGroupAuthorization, kerr.GroupAuthorizationFailed},
+	{errTransactionalIDAuthorization, kerr.TransactionalIDAuthorizationFailed},
+	{errClusterAuthorization, kerr.ClusterAuthorizationFailed},
+	{errSecurityDisabled, kerr.SecurityDisabled},
+	{acl.ErrInvalid, kerr.InvalidRequest},
 	// Idempotent producers (producers' doc has the table). A fenced
 	// (older-epoch) batch is INVALID_PRODUCER_EPOCH in every Produce
 	// version: Kafka 2.7 (KIP-588) moved PRODUCER_FENCED (90) to the

@@ -115,12 +115,35 @@ func handleFetch(c *connection, r *request) {
 		c.respond(r, resp.AppendTo)
 		return
 	}
-	topics, targets := c.broker.resolveFetch(req)
+	topics, targets := c.broker.resolveFetch(req, c.fetchAuthorization(req))
 	c.goAsync(r, func() { c.serveFetch(r, req, topics, targets) })
 }
 
-// resolveFetch looks up every requested partition.
-func (b *Broker) resolveFetch(req *kmsg.FetchRequest) ([]fetchTopic, []fetchTarget) {
+// fetchAuthorization is Kafka's check for Fetch (authorize.go): a
+// follower needs ClusterAction on the Cluster, or every partition is
+// TOPIC_AUTHORIZATION_FAILED; a consumer needs Read on each topic.
+func (c *connection) fetchAuthorization(req *kmsg.FetchRequest) func(topic string) error {
+	if fetchReplicaID(req) >= 0 {
+		clusterAction := c.authorizedCluster(kmsg.ACLOperationClusterAction)
+		return func(string) error {
+			if !clusterAction {
+				return errTopicAuthorization
+			}
+			return nil
+		}
+	}
+	return func(topic string) error {
+		if !c.authorizedTopic(kmsg.ACLOperationRead, topic) {
+			return errTopicAuthorization
+		}
+		return nil
+	}
+}
+
+// resolveFetch looks up every requested partition; authorize refuses a
+// topic by name (checked before the topic is looked up by name, after it
+// is resolved by id, as Kafka orders them).
+func (b *Broker) resolveFetch(req *kmsg.FetchRequest, authorize func(topic string) error) ([]fetchTopic, []fetchTarget) {
 	replicaID := fetchReplicaID(req)
 	var topics []fetchTopic
 	var targets []fetchTarget
@@ -130,7 +153,11 @@ func (b *Broker) resolveFetch(req *kmsg.FetchRequest) ([]fetchTopic, []fetchTarg
 		if req.Version >= 13 {
 			if t = b.topicByID(rt.TopicID); t == nil {
 				topicErr = errUnknownTopicID
+			} else if topicErr = authorize(t.name); topicErr != nil {
+				t = nil
 			}
+		} else if topicErr = authorize(rt.Topic); topicErr != nil {
+			t = nil
 		} else if t = b.topicByName(rt.Topic); t == nil {
 			topicErr = fmt.Errorf("%w: %s", errUnknownTopic, rt.Topic)
 		}

@@ -44,13 +44,13 @@ type coordinatorAnswer struct {
 func handleFindCoordinator(ctx context.Context, c *connection, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version < 4 {
-		answer := c.broker.findCoordinator(ctx, c, req.CoordinatorType, req.CoordinatorKey)
+		answer := c.findCoordinator(ctx, req.CoordinatorType, req.CoordinatorKey)
 		resp.NodeID, resp.Host, resp.Port = answer.nodeID, answer.host, answer.port
 		resp.ErrorCode, resp.ErrorMessage = answer.errorCode, answer.message
 		return resp
 	}
 	for _, key := range req.CoordinatorKeys {
-		answer := c.broker.findCoordinator(ctx, c, req.CoordinatorType, key)
+		answer := c.findCoordinator(ctx, req.CoordinatorType, key)
 		coordinator := kmsg.NewFindCoordinatorResponseCoordinator()
 		coordinator.Key = key
 		coordinator.NodeID, coordinator.Host, coordinator.Port = answer.nodeID, answer.host, answer.port
@@ -58,6 +58,23 @@ func handleFindCoordinator(ctx context.Context, c *connection, req *kmsg.FindCoo
 		resp.Coordinators = append(resp.Coordinators, coordinator)
 	}
 	return resp
+}
+
+// findCoordinator is Broker.findCoordinator after Kafka's authorization
+// (authorize.go): Describe on the group, or on the transactional id; a
+// refusal names no node.
+func (c *connection) findCoordinator(ctx context.Context, keyType int8, key string) coordinatorAnswer {
+	var refusal error
+	switch {
+	case keyType == coordinatorGroup && !c.authorizedGroup(kmsg.ACLOperationDescribe, key):
+		refusal = errGroupAuthorization
+	case keyType == coordinatorTransaction && !c.authorizedTransactionalID(kmsg.ACLOperationDescribe, key):
+		refusal = errTransactionalIDAuthorization
+	}
+	if refusal != nil {
+		return coordinatorAnswer{nodeID: -1, port: -1, errorCode: errorCode(refusal), message: errorMessage(refusal)}
+	}
+	return c.broker.findCoordinator(ctx, c, keyType, key)
 }
 
 // findCoordinator answers one key for a client connected through c: this

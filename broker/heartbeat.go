@@ -23,6 +23,10 @@ func handleHeartbeat(ctx context.Context, c *connection, req *kmsg.HeartbeatRequ
 	}
 	resp := kmsg.NewPtrHeartbeatResponse()
 	resp.Version = req.Version
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorize.go
+		resp.ErrorCode = errorCode(errGroupAuthorization)
+		return resp
+	}
 	resp.ErrorCode = errorCode(c.broker.groupsFor(heartbeat.Group).Heartbeat(heartbeat))
 	return resp
 }

@@ -24,10 +24,13 @@ func handleIncrementalAlterConfigs(c *connection, req *kmsg.IncrementalAlterConf
 	for _, resource := range req.Resources {
 		result := kmsg.NewIncrementalAlterConfigsResponseResource()
 		result.ResourceType, result.ResourceName = resource.ResourceType, resource.ResourceName
-		err := b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, req.ValidateOnly,
-			func(current map[string]string) (map[string]string, error) {
-				return applyIncrementalChanges(current, resource.Configs)
-			})
+		err := c.configResourceRefusal(resource.ResourceType, resource.ResourceName, kmsg.ACLOperationAlterConfigs)
+		if err == nil { // authorized (authorize.go)
+			err = b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, req.ValidateOnly,
+				func(current map[string]string) (map[string]string, error) {
+					return applyIncrementalChanges(current, resource.Configs)
+				})
+		}
 		result.ErrorCode, result.ErrorMessage = errorCode(err), errorMessage(err)
 		resp.Resources = append(resp.Resources, result)
 	}

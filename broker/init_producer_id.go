@@ -37,6 +37,13 @@ func handleInitProducerID(ctx context.Context, c *connection, req *kmsg.InitProd
 	case req.TransactionalID != nil && *req.TransactionalID == "":
 		resp.ErrorCode = errorCode(fmt.Errorf("%w: empty transactional id", errInvalidRequest))
 		return resp
+	case req.TransactionalID != nil && !c.authorizedTransactionalID(kmsg.ACLOperationWrite, *req.TransactionalID):
+		resp.ErrorCode = errorCode(errTransactionalIDAuthorization) // authorize.go
+		return resp
+	case req.TransactionalID == nil && !c.authorizedCluster(kmsg.ACLOperationIdempotentWrite) &&
+		!c.authorizedOnAnyTopic(kmsg.ACLOperationWrite):
+		resp.ErrorCode = errorCode(errClusterAuthorization) // authorize.go
+		return resp
 	case req.TransactionalID != nil:
 		got, err := c.broker.transactionsFor(*req.TransactionalID).InitProducerID(ctx, initRequest(req))
 		resp.ErrorCode = txnErrorCode(err, wire.APIInitProducerID, req.Version)

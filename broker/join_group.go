@@ -26,6 +26,9 @@ func init() {
 }
 
 func handleJoinGroup(ctx context.Context, c *connection, req *kmsg.JoinGroupRequest) kmsg.Response {
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorize.go
+		return joinGroupResponse(req.Version, group.JoinResult{}, errGroupAuthorization)
+	}
 	result, err := c.broker.joinGroup(ctx, joinRequest(ctx, req))
 	return joinGroupResponse(req.Version, result, err)
 }

@@ -28,7 +28,13 @@ func handleListGroups(_ context.Context, c *connection, req *kmsg.ListGroupsRequ
 	resp := kmsg.NewPtrListGroupsResponse()
 	resp.Version = req.Version
 	resp.ErrorCode = errorCode(err)
+	// Authorization (authorize.go): Describe on the Cluster lists every
+	// group; otherwise only the groups the principal may Describe.
+	clusterDescribe := c.authorizedCluster(kmsg.ACLOperationDescribe)
 	for _, g := range listed {
+		if !clusterDescribe && !c.authorizedGroup(kmsg.ACLOperationDescribe, g.Group) {
+			continue
+		}
 		entry := kmsg.ListGroupsResponseGroup{Group: g.Group, ProtocolType: g.ProtocolType}
 		if req.Version >= 4 {
 			entry.GroupState = g.State

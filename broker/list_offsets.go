@@ -37,10 +37,14 @@ func handleListOffsets(c *connection, req *kmsg.ListOffsetsRequest) kmsg.Respons
 		listed := kmsg.NewListOffsetsResponseTopic()
 		listed.Topic = rt.Topic
 		t := b.topicByName(rt.Topic)
+		authorized := c.authorizedTopic(kmsg.ACLOperationDescribe, rt.Topic) // authorize.go
 		for _, rp := range rt.Partitions {
 			result := kmsg.NewListOffsetsResponseTopicPartition()
 			result.Partition = rp.Partition
-			offset, timestamp, err := b.listOffset(t, rt.Topic, rp, req.Version, req.IsolationLevel == isolationReadCommitted)
+			offset, timestamp, err := int64(0), int64(0), error(errTopicAuthorization)
+			if authorized {
+				offset, timestamp, err = b.listOffset(t, rt.Topic, rp, req.Version, req.IsolationLevel == isolationReadCommitted)
+			}
 			result.ErrorCode = errorCode(err)
 			result.Offset, result.Timestamp, result.LeaderEpoch = -1, -1, -1
 			if err == nil {

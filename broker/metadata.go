@@ -22,6 +22,13 @@ import (
 // Kafka does; only they are internal. A cluster member whose topics are
 // the controller's (cluster_topics.go) lists every topic of the roles and
 // auto-creates through the controller.
+//
+// With an authorizer (authorize.go), as Kafka: an all-topics request
+// leaves out the topics the principal may not Describe; a named one it
+// may not Describe is TOPIC_AUTHORIZATION_FAILED (and not looked up); a
+// topic that would be auto-created needs Create on the Cluster or the
+// topic, else TOPIC_AUTHORIZATION_FAILED; a topic named by id that may
+// not be described is refused with the id only.
 func init() {
 	register(wire.APIMetadata, 0, 13, kmsgHandler(handleMetadata))
 }
@@ -36,7 +43,7 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics && b.clusterTopics() != nil {
-		resp.Topics = b.clusterMetadataTopics()
+		resp.Topics = c.describableTopics(b.clusterMetadataTopics())
 		return resp
 	}
 	if allTopics {
@@ -52,6 +59,7 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 			resp.Topics = append(resp.Topics, described[0])
 			described = described[1:]
 		}
+		resp.Topics = c.describableTopics(resp.Topics)
 		return resp
 	}
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
@@ -61,6 +69,10 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 		switch {
 		case requested.Topic != nil && *requested.Topic != "":
 			name := *requested.Topic
+			if refused, ok := c.metadataRefusal(name, allowCreate); !ok {
+				resp.Topics = append(resp.Topics, refused)
+				continue
+			}
 			if it := b.internalTopicByName(name); it != nil {
 				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
 				continue
@@ -85,11 +97,11 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 			}
 		default:
 			if it := b.internalTopicByID(requested.TopicID); it != nil {
-				resp.Topics = append(resp.Topics, b.metadataInternalTopic(it))
+				resp.Topics = append(resp.Topics, c.describableByID(b.metadataInternalTopic(it), it.name))
 				continue
 			}
 			if name, ok := b.clusterTopicByIDIfClustered(requested.TopicID); ok {
-				resp.Topics = append(resp.Topics, b.clusterMetadataTopic(name, false))
+				resp.Topics = append(resp.Topics, c.describableByID(b.clusterMetadataTopic(name, false), name))
 				continue
 			}
 			if t = b.topicByID(requested.TopicID); t == nil {
@@ -98,10 +110,57 @@ func handleMetadata(c *connection, req *kmsg.MetadataRequest) kmsg.Response {
 				resp.Topics = append(resp.Topics, failed)
 				continue
 			}
+			resp.Topics = append(resp.Topics, c.describableByID(b.metadataTopic(t, nil), t.name))
+			continue
 		}
 		resp.Topics = append(resp.Topics, b.metadataTopic(t, nil))
 	}
 	return resp
+}
+
+// describableTopics keeps the topics the principal may Describe: an
+// all-topics Metadata request does not disclose the others, as in Kafka.
+func (c *connection) describableTopics(topics []kmsg.MetadataResponseTopic) []kmsg.MetadataResponseTopic {
+	if c.broker.authorizer == nil {
+		return topics
+	}
+	return slices.DeleteFunc(topics, func(t kmsg.MetadataResponseTopic) bool {
+		return t.Topic == nil || !c.authorizedTopic(kmsg.ACLOperationDescribe, *t.Topic)
+	})
+}
+
+// metadataRefusal is Kafka's authorization of a topic Metadata names:
+// without Describe it is TOPIC_AUTHORIZATION_FAILED (and not looked up,
+// so its existence is not disclosed); a topic that would be auto-created
+// needs Create on the Cluster or the topic, else it is
+// TOPIC_AUTHORIZATION_FAILED too. ok is false when refused.
+func (c *connection) metadataRefusal(name string, allowCreate bool) (refused kmsg.MetadataResponseTopic, ok bool) {
+	refuse := func() (kmsg.MetadataResponseTopic, bool) {
+		mt := c.broker.metadataTopic(nil, errTopicAuthorization)
+		mt.Topic = &name
+		return mt, false
+	}
+	if !c.authorizedTopic(kmsg.ACLOperationDescribe, name) {
+		return refuse()
+	}
+	b := c.broker
+	exists := b.topicByName(name) != nil || b.internalTopicByName(name) != nil || b.topicRoles(name) != nil
+	if allowCreate && b.config.settings.AutoCreateTopics && !exists && !c.mayCreateTopic(name) {
+		return refuse()
+	}
+	return kmsg.MetadataResponseTopic{}, true
+}
+
+// describableByID is mt (a topic Metadata named by id) when the principal
+// may Describe it, else TOPIC_AUTHORIZATION_FAILED with the id only
+// (Kafka: topic ids are not sensitive, names are).
+func (c *connection) describableByID(mt kmsg.MetadataResponseTopic, name string) kmsg.MetadataResponseTopic {
+	if c.authorizedTopic(kmsg.ACLOperationDescribe, name) {
+		return mt
+	}
+	refused := c.broker.metadataTopic(nil, errTopicAuthorization)
+	refused.TopicID = mt.TopicID
+	return refused
 }
 
 // metadataTopic describes t, or only err when t is nil.

@@ -40,7 +40,25 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 	if req.Version < 7 {
 		commit.InstanceID = nil
 	}
-	for _, topic := range req.Topics {
+	// Authorization (authorize.go): Read on the group, or every partition
+	// fails; Read on each topic, or its partitions fail and are not
+	// committed.
+	groupAuthorized := c.authorizedGroup(kmsg.ACLOperationRead, req.Group)
+	refused := make([]error, len(req.Topics))
+	for i, topic := range req.Topics {
+		switch {
+		case !groupAuthorized:
+			refused[i] = errGroupAuthorization
+		case c.topicRefused(kmsg.ACLOperationRead, topic.Topic, topic.TopicID, commit.ByTopicID):
+			refused[i] = errTopicAuthorization
+		}
+	}
+	var committedIndex []int // request topic index of each commit.Topics entry
+	for i, topic := range req.Topics {
+		if refused[i] != nil {
+			continue
+		}
+		committedIndex = append(committedIndex, i)
 		committed := group.CommitTopic{Name: topic.Topic, ID: topic.TopicID}
 		for _, partition := range topic.Partitions {
 			leaderEpoch := partition.LeaderEpoch
@@ -53,15 +71,26 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 		}
 		commit.Topics = append(commit.Topics, committed)
 	}
-	errs := c.broker.groupsFor(commit.Group).CommitOffsets(ctx, commit)
-	c.broker.countOffsetsCommitted(errs)
+	var errs [][]error
+	if len(commit.Topics) > 0 || len(req.Topics) == 0 {
+		errs = c.broker.groupsFor(commit.Group).CommitOffsets(ctx, commit)
+		c.broker.countOffsetsCommitted(errs)
+	}
+	partitionErrs := make([][]error, len(req.Topics))
+	for k, i := range committedIndex {
+		partitionErrs[i] = errs[k]
+	}
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
 	for i, topic := range req.Topics {
 		responseTopic := kmsg.OffsetCommitResponseTopic{Topic: topic.Topic, TopicID: topic.TopicID}
 		for j, partition := range topic.Partitions {
+			err := refused[i]
+			if err == nil {
+				err = partitionErrs[i][j]
+			}
 			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.OffsetCommitResponseTopicPartition{
-				Partition: partition.Partition, ErrorCode: errorCode(errs[i][j]),
+				Partition: partition.Partition, ErrorCode: errorCode(err),
 			})
 		}
 		resp.Topics = append(resp.Topics, responseTopic)

@@ -18,26 +18,46 @@ func init() {
 }
 
 func handleOffsetDelete(ctx context.Context, c *connection, req *kmsg.OffsetDeleteRequest) kmsg.Response {
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.Version = req.Version
+	// Authorization (authorize.go): Delete on the group; Read on each
+	// topic, whose partitions are otherwise refused and kept.
+	if !c.authorizedGroup(kmsg.ACLOperationDelete, req.Group) {
+		resp.ErrorCode = errorCode(errGroupAuthorization)
+		return resp
+	}
 	topics := make([]group.DeleteOffsetsTopic, 0, len(req.Topics))
-	for _, topic := range req.Topics {
+	var deletedIndex []int
+	for i, topic := range req.Topics {
+		if !c.authorizedTopic(kmsg.ACLOperationRead, topic.Topic) {
+			continue
+		}
+		deletedIndex = append(deletedIndex, i)
 		deleted := group.DeleteOffsetsTopic{Name: topic.Topic}
 		for _, partition := range topic.Partitions {
 			deleted.Partitions = append(deleted.Partitions, partition.Partition)
 		}
 		topics = append(topics, deleted)
 	}
-	errs, err := c.broker.groupsFor(req.Group).DeleteOffsets(ctx, req.Group, topics)
-	resp := kmsg.NewPtrOffsetDeleteResponse()
-	resp.Version = req.Version
+	deletedErrs, err := c.broker.groupsFor(req.Group).DeleteOffsets(ctx, req.Group, topics)
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		return resp
 	}
+	errs := make([][]error, len(req.Topics))
+	attempted := make([]bool, len(req.Topics))
+	for k, i := range deletedIndex {
+		errs[i], attempted[i] = deletedErrs[k], true
+	}
 	for i, topic := range req.Topics {
 		responseTopic := kmsg.OffsetDeleteResponseTopic{Topic: topic.Topic}
 		for j, partition := range topic.Partitions {
+			err := error(errTopicAuthorization)
+			if attempted[i] {
+				err = errs[i][j]
+			}
 			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.OffsetDeleteResponseTopicPartition{
-				Partition: partition.Partition, ErrorCode: errorCode(errs[i][j]),
+				Partition: partition.Partition, ErrorCode: errorCode(err),
 			})
 		}
 		resp.Topics = append(resp.Topics, responseTopic)

@@ -31,9 +31,25 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 	requireStable := req.Version >= 7 && req.RequireStable
 	if req.Version >= 8 {
 		for _, requested := range req.Groups {
-			resp.Groups = append(resp.Groups, fetchBatchedGroup(c.broker.groupsFor(requested.Group), req.Version, requested, requireStable))
+			if !c.authorizedGroup(kmsg.ACLOperationDescribe, requested.Group) { // authorize.go
+				resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: requested.Group, ErrorCode: errorCode(errGroupAuthorization)})
+				continue
+			}
+			answered := fetchBatchedGroup(c.broker.groupsFor(requested.Group), req.Version, requested, requireStable)
+			answered.Topics = describableOffsetTopics(c, answered.Topics, requested.Topics != nil,
+				func(t kmsg.OffsetFetchResponseGroupTopic) (string, [16]byte) { return t.Topic, t.TopicID },
+				func(t *kmsg.OffsetFetchResponseGroupTopic) {
+					for i := range t.Partitions {
+						p := &t.Partitions[i]
+						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, new(string), errorCode(errTopicAuthorization)
+					}
+				}, req.Version >= 10)
+			resp.Groups = append(resp.Groups, answered)
 		}
 		return resp
+	}
+	if !c.authorizedGroup(kmsg.ACLOperationDescribe, req.Group) { // authorize.go
+		return offsetFetchGroupRefused(req)
 	}
 	fetch := group.FetchRequest{Group: req.Group, RequireStable: requireStable}
 	if req.Topics != nil || req.Version < 2 {
@@ -66,7 +82,61 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 		}
 		resp.Topics = append(resp.Topics, responseTopic)
 	}
+	resp.Topics = describableOffsetTopics(c, resp.Topics, fetch.Topics != nil,
+		func(t kmsg.OffsetFetchResponseTopic) (string, [16]byte) { return t.Topic, [16]byte{} },
+		func(t *kmsg.OffsetFetchResponseTopic) {
+			for i := range t.Partitions {
+				p := &t.Partitions[i]
+				p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, new(string), errorCode(errTopicAuthorization)
+			}
+		}, false)
 	return resp
+}
+
+// offsetFetchGroupRefused answers a v0–7 OffsetFetch of a group the
+// principal may not Describe: GROUP_AUTHORIZATION_FAILED at the top (v2+)
+// and on every requested partition, as Kafka's error response has it.
+func offsetFetchGroupRefused(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.Version = req.Version
+	code := errorCode(errGroupAuthorization)
+	if req.Version >= 2 {
+		resp.ErrorCode = code
+	}
+	for _, topic := range req.Topics {
+		responseTopic := kmsg.OffsetFetchResponseTopic{Topic: topic.Topic}
+		for _, index := range topic.Partitions {
+			p := kmsg.NewOffsetFetchResponseTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = index, -1, -1, new(string), code
+			responseTopic.Partitions = append(responseTopic.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, responseTopic)
+	}
+	return resp
+}
+
+// describableOffsetTopics applies Kafka's topic authorization to an
+// OffsetFetch answer: offsets of topics the principal may not Describe are
+// not disclosed. A topic the request named gets refuse (every partition
+// TOPIC_AUTHORIZATION_FAILED); when the request asked for all topics, the
+// topic is left out.
+func describableOffsetTopics[T any](c *connection, topics []T, named bool, key func(T) (string, [16]byte), refuse func(*T), byID bool) []T {
+	if c.broker.authorizer == nil {
+		return topics
+	}
+	out := topics[:0]
+	for _, t := range topics {
+		name, id := key(t)
+		if !c.topicRefused(kmsg.ACLOperationDescribe, name, id, byID) {
+			out = append(out, t)
+			continue
+		}
+		if named {
+			refuse(&t)
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // fetchBatchedGroup answers one group of a v8+ request.

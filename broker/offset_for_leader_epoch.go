@@ -25,17 +25,23 @@ func init() {
 func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	b := c.broker
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	// Authorization (authorize.go): ClusterAction on the Cluster (brokers)
+	// covers every topic; otherwise each topic needs Describe.
+	clusterAction := c.authorizedCluster(kmsg.ACLOperationClusterAction)
 	for _, rt := range req.Topics {
 		answered := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		answered.Topic = rt.Topic
 		t := b.topicByName(rt.Topic)
+		authorized := clusterAction || c.authorizedTopic(kmsg.ACLOperationDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			result := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			result.Partition = rp.Partition
 			result.LeaderEpoch, result.EndOffset = -1, -1
 			var p *partition
 			err := error(nil)
-			if t == nil {
+			if !authorized {
+				err = errTopicAuthorization
+			} else if t == nil {
 				err = fmt.Errorf("%w: %s", errUnknownTopic, rt.Topic)
 			}
 			if err == nil {

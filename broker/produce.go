@@ -76,10 +76,17 @@ func handleProduce(c *connection, r *request) {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = version
 	var waits []produceWait
+	// Authorization (authorize.go): a transactional producer needs Write
+	// on its transactional id, or every partition fails; each topic needs
+	// Write, checked before the topic is looked up or auto-created.
+	var requestErr error
+	if req.TransactionalID != nil && !c.authorizedTransactionalID(kmsg.ACLOperationWrite, string(req.TransactionalID)) {
+		requestErr = errTransactionalIDAuthorization
+	}
 	topics := req.Topics()
 	for topics.Next() {
 		name, topicID, partitions := topics.Topic()
-		t, topicErr := c.broker.produceTopic(name, topicID, version)
+		t, topicErr := c.produceTopic(name, topicID, version, requestErr)
 		responseTopic := kmsg.NewProduceResponseTopic()
 		responseTopic.Topic, responseTopic.TopicID = string(name), topicID
 		for partitions.Next() {
@@ -189,9 +196,32 @@ func setProduceError(rp *kmsg.ProduceResponseTopicPartition, err error, version 
 	}
 }
 
-// produceTopic resolves a Produce topic by name (creating it when allowed)
-// or, from v13, by id. The internal topics are refused, as in Kafka.
-func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16) (*topic, error) {
+// produceTopic is produceTopic after the authorization checks: requestErr
+// (the transactional id's refusal) fails every topic, and a topic needs
+// Write (TOPIC_AUTHORIZATION_FAILED); creating one needs Create.
+func (c *connection) produceTopic(name []byte, topicID [16]byte, version int16, requestErr error) (*topic, error) {
+	if requestErr != nil {
+		return nil, requestErr
+	}
+	if version >= 13 {
+		t, err := c.broker.produceTopic(name, topicID, version, false)
+		if t != nil && !c.authorizedTopic(kmsg.ACLOperationWrite, t.name) {
+			return nil, errTopicAuthorization
+		}
+		return t, err
+	}
+	topicName := string(name)
+	if !c.authorizedTopic(kmsg.ACLOperationWrite, topicName) {
+		return nil, errTopicAuthorization
+	}
+	allowCreate := c.broker.topicByName(topicName) != nil || c.mayCreateTopic(topicName)
+	return c.broker.produceTopic(name, topicID, version, allowCreate)
+}
+
+// produceTopic resolves a Produce topic by name (creating it when allowed
+// by allowCreate and auto.create.topics.enable) or, from v13, by id. The
+// internal topics are refused, as in Kafka.
+func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16, allowCreate bool) (*topic, error) {
 	if version >= 13 {
 		if t := b.topicByID(topicID); t != nil {
 			if isInternalTopicName(t.name) { // a cluster's replicated internal topic
@@ -215,9 +245,9 @@ func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16) (*to
 		if isInternalTopicName(topicName) {
 			return nil, fmt.Errorf("%w: clients cannot produce to %s", errInternalTopic, topicName)
 		}
-		return b.clusterProduceTopic(topicName)
+		return b.clusterProduceTopic(topicName, allowCreate)
 	}
-	return b.autoCreateTopic(topicName, true)
+	return b.autoCreateTopic(topicName, allowCreate)
 }
 
 // appended is the outcome of a successful partition append.

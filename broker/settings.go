@@ -56,6 +56,10 @@ type settings struct {
 	// sasl.server.max.receive.size (sasl.go).
 	SASL saslSettings
 
+	// Authorizer is authorizer.class.name, super.users and
+	// allow.everyone.if.no.acl.found (authorize.go).
+	Authorizer authorizerSettings
+
 	// GroupMinSessionTimeout is group.min.session.timeout.ms.
 	GroupMinSessionTimeout time.Duration
 	// GroupMaxSessionTimeout is group.max.session.timeout.ms.
@@ -138,6 +142,12 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 			MaxReceiveSize: p.int32("sasl.server.max.receive.size"),
 		},
 
+		Authorizer: authorizerSettings{
+			ClassName:                 p.string("authorizer.class.name"),
+			SuperUsers:                p.superUsers("super.users"),
+			AllowEveryoneIfNoACLFound: p.boolean("allow.everyone.if.no.acl.found"),
+		},
+
 		GroupMinSessionTimeout:        p.duration("group.min.session.timeout.ms", time.Millisecond),
 		GroupMaxSessionTimeout:        p.duration("group.max.session.timeout.ms", time.Millisecond),
 		GroupInitialRebalanceDelay:    p.duration("group.initial.rebalance.delay.ms", time.Millisecond),
@@ -211,6 +221,25 @@ func (p *settingsParser) int32(name string) int32 {
 
 func (p *settingsParser) int64(name string) int64 {
 	return p.integer(name, 64, kindLong)
+}
+
+// string reads a string setting as it is.
+func (p *settingsParser) string(name string) string {
+	v, _ := p.value(name, kindString)
+	return v
+}
+
+// superUsers reads super.users.
+func (p *settingsParser) superUsers(name string) []string {
+	v, ok := p.value(name, kindString)
+	if !ok {
+		return nil
+	}
+	parsed, err := parseSuperUsers(v)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %w", name, err))
+	}
+	return parsed
 }
 
 // overrides reads max.connections.per.ip.overrides.

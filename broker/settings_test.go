@@ -53,10 +53,12 @@ func TestSettingsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Limits and SASL are fields holding one setting per field of their
-	// own; Listeners holds the three listener settings and the ssl.* ones.
-	fields := reflect.TypeOf(settings{}).NumField() - 3 + reflect.TypeOf(connectionLimits{}).NumField() +
-		reflect.TypeOf(saslSettings{}).NumField() + 3 + len(tlsSettingNames)
+	// Limits, SASL and Authorizer are fields holding one setting per
+	// field of their own; Listeners holds the three listener settings and
+	// the ssl.* ones.
+	fields := reflect.TypeOf(settings{}).NumField() - 4 + reflect.TypeOf(connectionLimits{}).NumField() +
+		reflect.TypeOf(saslSettings{}).NumField() + 3 + len(tlsSettingNames) +
+		reflect.TypeOf(authorizerSettings{}).NumField()
 	if len(read) != fields {
 		t.Fatalf("parseSettings reads %d settings for %d fields: a field is not parsed", len(read), fields)
 	}

@@ -19,6 +19,9 @@ func init() {
 }
 
 func handleSyncGroup(ctx context.Context, c *connection, req *kmsg.SyncGroupRequest) kmsg.Response {
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorize.go
+		return syncGroupResponse(req.Version, group.SyncResult{}, errGroupAuthorization)
+	}
 	sync := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
 	if req.Version >= 3 {
 		sync.InstanceID = req.InstanceID

@@ -35,7 +35,11 @@ func init() {
 }
 
 func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
-	if code := c.broker.checkTxnOffsetCommit(ctx, req); code != 0 {
+	code := c.txnOffsetCommitRefusal(req)
+	if code == 0 {
+		code = c.broker.checkTxnOffsetCommit(ctx, req)
+	}
+	if code != 0 {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, topic := range req.Topics {
 			responseTopic := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -49,9 +53,62 @@ func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffs
 		}
 		return resp
 	}
-	errs := c.broker.groupsFor(req.Group).CommitTxnOffsets(ctx, txnCommitRequest(req))
-	c.broker.countOffsetsCommitted(errs)
-	return txnOffsetCommitResponse(req, errs)
+	refused, authorized := c.txnOffsetCommitTopicRefusals(req)
+	var errs [][]error
+	if len(authorized.Topics) > 0 || len(req.Topics) == 0 {
+		errs = c.broker.groupsFor(req.Group).CommitTxnOffsets(ctx, txnCommitRequest(authorized))
+		c.broker.countOffsetsCommitted(errs)
+	}
+	merged := make([][]error, len(req.Topics))
+	for i, topic := range req.Topics {
+		if refused[i] {
+			merged[i] = make([]error, len(topic.Partitions))
+			for j := range merged[i] {
+				merged[i][j] = errTopicAuthorization
+			}
+			continue
+		}
+		merged[i], errs = errs[0], errs[1:]
+	}
+	return txnOffsetCommitResponse(req, merged)
+}
+
+// txnOffsetCommitRefusal is Kafka's authorization of TxnOffsetCommit
+// (authorize.go): Write on the transactional id, then Read on the group;
+// a refusal is every partition's error code. 0 is authorized.
+func (c *connection) txnOffsetCommitRefusal(req *kmsg.TxnOffsetCommitRequest) int16 {
+	switch {
+	case !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID):
+		return errorCode(errTransactionalIDAuthorization)
+	case !c.authorizedGroup(kmsg.ACLOperationRead, req.Group):
+		return errorCode(errGroupAuthorization)
+	}
+	return 0
+}
+
+// txnOffsetCommitTopicRefusals splits a TxnOffsetCommit by Read on each
+// topic: refused[i] marks the request's topics that are refused (every
+// partition TOPIC_AUTHORIZATION_FAILED, nothing committed), authorized is
+// the request with only the others (the request itself when none is
+// refused).
+func (c *connection) txnOffsetCommitTopicRefusals(req *kmsg.TxnOffsetCommitRequest) (refused []bool, authorized *kmsg.TxnOffsetCommitRequest) {
+	refused = make([]bool, len(req.Topics))
+	anyRefused := false
+	for i, topic := range req.Topics {
+		refused[i] = c.topicRefused(kmsg.ACLOperationRead, topic.Topic, topic.TopicID, req.Version >= 6)
+		anyRefused = anyRefused || refused[i]
+	}
+	if !anyRefused {
+		return refused, req
+	}
+	copied := *req
+	copied.Topics = nil
+	for i, topic := range req.Topics {
+		if !refused[i] {
+			copied.Topics = append(copied.Topics, topic)
+		}
+	}
+	return refused, &copied
 }
 
 // txnCommitRequest decodes a TxnOffsetCommit for the group coordinator:

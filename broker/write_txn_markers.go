@@ -42,6 +42,27 @@ func init() {
 }
 
 func handleWriteTxnMarkers(c *connection, req *kmsg.WriteTxnMarkersRequest) kmsg.Response {
+	// Authorization (authorize.go): Alter or ClusterAction on the Cluster,
+	// else every partition is CLUSTER_AUTHORIZATION_FAILED.
+	if !c.authorizedCluster(kmsg.ACLOperationAlter) && !c.authorizedCluster(kmsg.ACLOperationClusterAction) {
+		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+		for _, marker := range req.Markers {
+			result := kmsg.NewWriteTxnMarkersResponseMarker()
+			result.ProducerID = marker.ProducerID
+			for _, topic := range marker.Topics {
+				resultTopic := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				resultTopic.Topic = topic.Topic
+				for _, index := range topic.Partitions {
+					resultPartition := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					resultPartition.Partition, resultPartition.ErrorCode = index, errorCode(errClusterAuthorization)
+					resultTopic.Partitions = append(resultTopic.Partitions, resultPartition)
+				}
+				result.Topics = append(result.Topics, resultTopic)
+			}
+			resp.Markers = append(resp.Markers, result)
+		}
+		return resp
+	}
 	return c.broker.writeTxnMarkers(c.ctx, req)
 }
 
