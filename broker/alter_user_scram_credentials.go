@@ -27,6 +27,28 @@ func init() {
 
 func handleAlterUserSCRAMCredentials(c *connection, req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if !c.authorizedCluster(kmsg.ACLOperationAlter) {
+		// Kafka answers every user named with CLUSTER_AUTHORIZATION_FAILED.
+		refused := map[string]bool{}
+		names := make([]string, 0, len(req.Deletions)+len(req.Upsertions))
+		for _, d := range req.Deletions {
+			names = append(names, d.Name)
+		}
+		for _, u := range req.Upsertions {
+			names = append(names, u.Name)
+		}
+		for _, name := range names {
+			if refused[name] {
+				continue
+			}
+			refused[name] = true
+			result := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			result.User = name
+			result.ErrorCode, result.ErrorMessage = errorCode(errClusterAuthorization), errorMessage(errClusterAuthorization)
+			resp.Results = append(resp.Results, result)
+		}
+		return resp
+	}
 	deletions := make([]auth.Deletion, 0, len(req.Deletions))
 	for _, d := range req.Deletions {
 		deletions = append(deletions, auth.Deletion{User: d.Name, Mechanism: d.Mechanism})

@@ -162,6 +162,8 @@ var authorizationRules = map[int16]string{
 	wire.APICreatePartitions:             "Alter on each topic",
 	wire.APIDeleteGroups:                 "Delete on each group",
 	wire.APIOffsetDelete:                 "Delete on the group, Read on each topic",
+	wire.APIConsumerGroupHeartbeat:       "Read on the group (GROUP_AUTHORIZATION_FAILED)",
+	wire.APIConsumerGroupDescribe:        "Describe on each group",
 	wire.APIDescribeUserSCRAMCredentials: "Describe on Cluster",
 	wire.APIAlterUserSCRAMCredentials:    "Alter on Cluster",
 	wire.APIDescribeCluster:              "none refused; cluster authorized operations only with Describe on Cluster (as Kafka)",

@@ -377,6 +377,21 @@ func authorizationCases() []authorizationCase {
 			req.Mechanism = "PLAIN"
 			return req
 		}},
+		{key: wire.APISASLAuthenticate, name: "SaslAuthenticate", none: true, request: func(*authFixture) kmsg.Request {
+			return kmsg.NewPtrSASLAuthenticateRequest()
+		}},
+		// KIP-848 groups: Read on the group to heartbeat, Describe to describe.
+		{key: wire.APIConsumerGroupHeartbeat, name: "ConsumerGroupHeartbeat", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", "m", 0, 10000
+			req.SubscribedTopicNames = []string{"t"}
+			return req
+		}},
+		{key: wire.APIConsumerGroupDescribe, name: "ConsumerGroupDescribe", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Groups = []string{"g"}
+			return req
+		}},
 		{key: wire.APIDescribeUserSCRAMCredentials, name: "DescribeUserScramCredentials",
 			request: func(*authFixture) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() }},
 		{key: wire.APIAlterUserSCRAMCredentials, name: "AlterUserScramCredentials", request: func(*authFixture) kmsg.Request {

@@ -26,6 +26,11 @@ func handleConsumerGroupDescribe(_ context.Context, c *connection, req *kmsg.Con
 		described := kmsg.NewConsumerGroupDescribeResponseGroup()
 		described.Group = groupID
 		described.AuthorizedOperations = authorizedOperationsOmitted
+		if !c.authorizedGroup(kmsg.ACLOperationDescribe, groupID) {
+			described.ErrorCode, described.ErrorMessage = errorCode(errGroupAuthorization), errorMessage(errGroupAuthorization)
+			resp.Groups = append(resp.Groups, described)
+			continue
+		}
 		description, err := c.broker.groupsFor(groupID).DescribeConsumerGroup(groupID)
 		if err != nil {
 			described.ErrorCode = errorCode(err)

@@ -22,6 +22,13 @@ func init() {
 }
 
 func handleConsumerGroupHeartbeat(ctx context.Context, c *connection, req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.Response {
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) {
+		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		resp.Version = req.Version
+		resp.ErrorCode, resp.ErrorMessage = errorCode(errGroupAuthorization), errorMessage(errGroupAuthorization)
+		resp.MemberEpoch = -1
+		return resp
+	}
 	heartbeat := group.ConsumerHeartbeatRequest{
 		Group:                  req.Group,
 		MemberID:               req.MemberID,

@@ -19,6 +19,10 @@ func init() {
 
 func handleDescribeUserSCRAMCredentials(c *connection, req *kmsg.DescribeUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !c.authorizedCluster(kmsg.ACLOperationDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(errClusterAuthorization), errorMessage(errClusterAuthorization)
+		return resp
+	}
 	users := make([]string, 0, len(req.Users))
 	for _, u := range req.Users {
 		users = append(users, u.Name)
