@@ -13,21 +13,49 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/selfsigned"
 )
 
 func TestKcatSASLScram512(t *testing.T) {
 	kcat := requireKcat(t)
 	binary := buildExactly(t)
+	for _, protocol := range []string{"SASL_PLAINTEXT", "SASL_SSL"} {
+		t.Run(protocol, func(t *testing.T) { checkKcatSASLScram512(t, kcat, binary, protocol) })
+	}
+}
+
+// checkKcatSASLScram512 runs kcat as a SCRAM-SHA-512 user over protocol
+// (SASL_SSL: TLS with a throw-away CA that kcat is given).
+func checkKcatSASLScram512(t *testing.T, kcat, binary, protocol string) {
 	dir := t.TempDir()
+	brokerArgs := []string{"--config", "listeners=" + protocol + "://127.0.0.1:0"}
+	var tlsArgs []string
+	if protocol == "SASL_SSL" {
+		ca, err := selfsigned.NewCA("kcat test CA")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := ca.Sign("broker", "127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := ca.WriteFiles(dir, "broker", leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokerArgs = append(brokerArgs, "--config", "ssl.keystore.location="+files.Keystore)
+		tlsArgs = []string{"-X", "ssl.ca.location=" + files.CA}
+	}
 	users := filepath.Join(dir, "users.yaml")
 	if err := os.WriteFile(users, []byte("users:\n  - name: alice\n    password: alice-secret\n    mechanisms: [SCRAM-SHA-512]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	server := startExactly(t, binary, "--data-dir", filepath.Join(dir, "data"), "--users-file", users,
-		"--config", "listeners=SASL_PLAINTEXT://127.0.0.1:0", "--config", "connections.max.reauth.ms=60000")
+	server := startExactly(t, binary, append([]string{"--data-dir", filepath.Join(dir, "data"), "--users-file", users,
+		"--config", "connections.max.reauth.ms=60000"}, brokerArgs...)...)
 	as := func(password string) []string {
-		return []string{"-b", server.addr, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-512",
-			"-X", "sasl.username=alice", "-X", "sasl.password=" + password}
+		return append([]string{"-b", server.addr, "-X", "security.protocol=" + protocol, "-X", "sasl.mechanisms=SCRAM-SHA-512",
+			"-X", "sasl.username=alice", "-X", "sasl.password=" + password}, tlsArgs...)
 	}
 
 	const count = 200
