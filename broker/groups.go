@@ -165,12 +165,18 @@ func (r topicResolver) TopicName(id [16]byte) (string, bool) {
 	if t := r.broker.topicByID(id); t != nil {
 		return t.name, true
 	}
+	if t := r.broker.internalTopicByID(id); t != nil {
+		return t.name, true
+	}
 	return "", false
 }
 
 // TopicID returns the id of the named topic.
 func (r topicResolver) TopicID(name string) ([16]byte, bool) {
 	if t := r.broker.topicByName(name); t != nil {
+		return t.id, true
+	}
+	if t := r.broker.internalTopicByName(name); t != nil {
 		return t.id, true
 	}
 	return [16]byte{}, false
@@ -181,17 +187,27 @@ func (r topicResolver) TopicID(name string) ([16]byte, bool) {
 func (r topicResolver) TopicPartitions(name string) ([16]byte, int32, bool) {
 	t := r.broker.topicByName(name)
 	if t == nil {
+		if internal := r.broker.internalTopicByName(name); internal != nil {
+			return internal.id, internal.partitions, true
+		}
 		return [16]byte{}, 0, false
 	}
 	return t.id, int32(len(r.broker.partitionsOf(t))), true
 }
 
-// TopicNames lists every topic (regular expression subscriptions).
+// TopicNames lists every topic (regular expression subscriptions), the
+// internal ones included: as in Kafka, a regular expression that matches
+// __consumer_offsets gets it assigned.
 func (r topicResolver) TopicNames() []string {
 	topics := r.broker.sortedTopics()
-	names := make([]string, 0, len(topics))
+	names := make([]string, 0, len(topics)+len(r.broker.internalTopics))
 	for _, t := range topics {
 		names = append(names, t.name)
+	}
+	for _, t := range r.broker.internalTopics {
+		if r.broker.topicByName(t.name) == nil { // a cluster may list it among its topics
+			names = append(names, t.name)
+		}
 	}
 	return names
 }
