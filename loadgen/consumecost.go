@@ -54,7 +54,7 @@ func MeasureConsumeCosts(ctx context.Context, targets []ConsumeTarget, bytes int
 	rates := make([][]float64, len(targets))
 	for i, target := range targets {
 		costs[i] = report.ConsumeCost{Protocol: target.Protocol, FetchPath: target.FetchPath, Bytes: records * consumeRecordSize, Passes: passes}
-		topics[i] = "exactly." + suffix + ".consume-cost." + strings.ToLower(target.Protocol)
+		topics[i] = fmt.Sprintf("exactly.%s.consume-cost.%d.%s", suffix, i, topicNamePart(target.Protocol))
 		if err := writeConsumeTopic(ctx, target.Target, topics[i], records); err != nil {
 			costs[i].Error = err.Error()
 		}
@@ -69,8 +69,12 @@ func MeasureConsumeCosts(ctx context.Context, targets []ConsumeTarget, bytes int
 			}
 		}
 	}()
-	for range passes {
-		for i, target := range targets {
+	for pass := range passes {
+		// Each pass starts one target further on, so that no target
+		// always reads first (or right after another's writes).
+		for turn := range targets {
+			i := (turn + pass) % len(targets)
+			target := targets[i]
 			if costs[i].Error != "" || ctx.Err() != nil {
 				continue
 			}
@@ -196,4 +200,19 @@ func median(values []float64) float64 {
 		return (sorted[middle-1] + sorted[middle]) / 2
 	}
 	return sorted[middle]
+}
+
+// topicNamePart is text made fit for a topic name (letters, digits, '.',
+// '_', '-'): lower case, anything else a '-' ("PLAINTEXT (A/A)" →
+// "plaintext--a-a-").
+func topicNamePart(text string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, text)
 }

@@ -238,12 +238,21 @@ func ackP99Of(run *report.Run) float64 {
 // leave band (the A/A noise band). It returns the interval too.
 func ratioStat(slotRuns, baselineRuns []*report.Run, measure func(*report.Run) float64, higherIsBetter bool,
 	band stats.Interval, beyondBand bool) (report.RatioStat, stats.Interval) {
-	// Empty rather than null arrays in the file: a reader indexes them.
-	stat := report.RatioStat{Values: []float64{}, Baseline: []float64{}}
+	var values, baseline []float64
 	for round := range min(len(slotRuns), len(baselineRuns)) {
-		stat.Values = append(stat.Values, measured(slotRuns[round], measure))
-		stat.Baseline = append(stat.Baseline, measured(baselineRuns[round], measure))
+		values = append(values, measured(slotRuns[round], measure))
+		baseline = append(baseline, measured(baselineRuns[round], measure))
 	}
+	return ratioOfValues(values, baseline, higherIsBetter, band, beyondBand)
+}
+
+// ratioOfValues summarizes the ratios values[i] / baseline[i] of paired
+// rounds (0: not measured in that round, left out): their median, its
+// bootstrap interval and the verdict, which with beyondBand also requires
+// the interval to leave band. It returns the interval too.
+func ratioOfValues(values, baseline []float64, higherIsBetter bool, band stats.Interval, beyondBand bool) (report.RatioStat, stats.Interval) {
+	// Empty rather than null arrays in the file: a reader indexes them.
+	stat := report.RatioStat{Values: append([]float64{}, values...), Baseline: append([]float64{}, baseline...)}
 	stat.Ratios = append([]float64{}, stats.Ratios(stat.Values, stat.Baseline)...)
 	interval := stats.BootstrapMedian(stat.Ratios, overheadResamples, overheadConfidence, overheadStream)
 	stat.ExcludesOne = stats.Verdict(interval, higherIsBetter) != stats.WithinNoise

@@ -84,7 +84,7 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.faultPlans, "faults", "", "comma-separated fault plans (shipped: "+strings.Join(faults.PlanNames(), ", ")+", or YAML files): run the modes under each, replacing the workload's fault matrix")
 	fs.StringVar(&f.database, "db", "", "application database of consumer-dedup and external-offsets: postgres://… URL or an SQLite file (default: an SQLite file in a temporary directory)")
 	fs.Int64Var(&f.dedupWindow, "dedup-window", 0, "consumer-dedup window: keys of the last N offsets of each partition are remembered")
-	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of an overhead workload (--workload overhead): every mode once per round, ratios to at-least-once with a 95% interval over the rounds")
+	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of an overhead or security workload (--workload overhead, --workload security): every mode (over every protocol) once per round, ratios to at-least-once (to PLAINTEXT) with a 95% interval over the rounds and an A/A pair as the noise floor")
 	fs.StringVar(&f.profile, "profile", "", "profile the load generator into profiles/loadgen-<run id>/: cpu, mem, block, mutex or trace")
 	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix (the quick workload, about a minute and a half)")
 	fs.BoolVar(&f.listPlans, "list-plans", false, "list the shipped fault plans and exit")
@@ -142,10 +142,14 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		w.Keys.Distribution = f.keys
 	}
 	if f.rounds > 0 {
-		if w.Overhead == nil {
-			return fmt.Errorf("--rounds: workload %s does not run interleaved rounds (use --workload overhead)", w.Name)
+		switch {
+		case w.Overhead != nil:
+			w.Overhead.Rounds = f.rounds
+		case w.Security != nil:
+			w.Security.Rounds = f.rounds
+		default:
+			return fmt.Errorf("--rounds: workload %s does not run interleaved rounds (use --workload overhead or --workload security)", w.Name)
 		}
-		w.Overhead.Rounds = f.rounds
 	}
 	if f.commitIntervals != "" {
 		w.Transaction.CommitIntervals = nil

@@ -9,7 +9,7 @@ import (
 	"github.com/exactly-eos/exactly/loadgen"
 )
 
-// TestRoundsFlag: --rounds sets an overhead workload's round count and
+// TestRoundsFlag: --rounds sets an overhead or security workload's round count and
 // is refused, with the workload to use, on a workload without rounds.
 func TestRoundsFlag(t *testing.T) {
 	apply := func(workloadName string, args ...string) (loadgen.Workload, error) {
@@ -30,6 +30,10 @@ func TestRoundsFlag(t *testing.T) {
 	workload, err := apply("overhead", "--rounds", "7")
 	if err != nil || workload.Overhead.Rounds != 7 {
 		t.Fatalf("--rounds 7 on overhead: rounds %+v, err %v", workload.Overhead, err)
+	}
+	workload, err = apply("security", "--rounds", "3")
+	if err != nil || workload.Security.Rounds != 3 {
+		t.Fatalf("--rounds 3 on security: %+v, err %v", workload.Security, err)
 	}
 	if _, err := apply("standard", "--rounds", "3"); err == nil || !strings.Contains(err.Error(), "--workload overhead") {
 		t.Errorf("--rounds on the standard workload: %v, want a refusal naming --workload overhead", err)

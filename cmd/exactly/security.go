@@ -36,30 +36,49 @@ func runSecurity(ctx context.Context, flags loadgenFlags, workload loadgen.Workl
 	if err != nil {
 		return err
 	}
+	spec := *workload.Security
 	section := &report.Security{Reference: listeners[0].protocol, Rate: workload.Rate, Skipped: skipped}
 	for _, listener := range listeners {
-		section.Protocols = append(section.Protocols, listener.protocol)
 		if strings.HasPrefix(listener.protocol, "SASL_") {
 			section.Mechanism = loadgen.TargetSecurity(listener.target).Config().Mechanism
 		}
 	}
-	var runErr error
-	for i, listener := range listeners {
-		if !flags.quiet && !flags.jsonProgress {
-			fmt.Fprintf(stdout, "security: protocol %d of %d, %s: %s\n", i+1, len(listeners), listener.protocol, listener.target.Description())
-		}
+	slots := securitySlots(listeners, spec.Rounds)
+	rounds := max(spec.Rounds, 1)
+	for _, slot := range slots {
+		section.Protocols = append(section.Protocols, slot.protocol)
+	}
+	if rounds >= 2 {
+		section.Rounds = rounds
+	}
+	for _, listener := range listeners {
 		if err := loadgen.Preflight(ctx, listener.target, workload); err != nil {
 			return fmt.Errorf("%s: %w", listener.protocol, err)
 		}
-		runs, err := runOverProtocol(ctx, flags, workload, listener, self, stdout)
-		section.Cells = append(section.Cells, loadgen.SecurityCells(listener.protocol, runs)...)
-		for _, run := range runs {
-			run.Name = run.Name + " over " + listener.protocol
-		}
-		results.Runs = append(results.Runs, runs...)
-		if err != nil {
-			runErr = err
-			break
+	}
+	var runErr error
+	turn := 0
+rounds:
+	for round := 1; round <= rounds; round++ {
+		for _, slot := range roundSlots(slots, round) {
+			turn++
+			if !flags.quiet && !flags.jsonProgress {
+				fmt.Fprintf(stdout, "security: %s: %s\n", turnText(round, rounds, turn, len(slots), slot.protocol), slot.target.Description())
+			}
+			runs, err := runOverProtocol(ctx, flags, workload, slot, self, stdout)
+			cellRound := 0 // one round: the cells carry no round, as before rounds existed
+			if rounds >= 2 {
+				cellRound = round
+			}
+			section.Cells = append(section.Cells, loadgen.SecurityCells(slot.protocol, cellRound, runs)...)
+			for _, run := range runs {
+				run.Name = run.Name + " over " + slot.protocol + roundSuffix(round, rounds)
+			}
+			results.Runs = append(results.Runs, runs...)
+			if err != nil {
+				runErr = err
+				break rounds
+			}
 		}
 	}
 	if spec := workload.Security; runErr == nil && spec.ConsumeBytes > 0 {
@@ -67,7 +86,7 @@ func runSecurity(ctx context.Context, flags loadgenFlags, workload loadgen.Workl
 			fmt.Fprintf(stdout, "security: consume cost, one consumer reading %d MiB over each protocol, %d passes\n", spec.ConsumeBytes>>20, spec.ConsumePasses)
 		}
 		var targets []loadgen.ConsumeTarget
-		for _, listener := range listeners {
+		for _, listener := range slots {
 			targets = append(targets, loadgen.ConsumeTarget{Protocol: listener.protocol, Target: listener.target, FetchPath: listener.fetchPath})
 		}
 		section.Consume = loadgen.MeasureConsumeCosts(ctx, targets, spec.ConsumeBytes, spec.ConsumePasses)
@@ -76,12 +95,60 @@ func runSecurity(ctx context.Context, flags loadgenFlags, workload loadgen.Workl
 	}
 	loadgen.FinishSecurity(section)
 	for i := range section.Cells {
-		section.Cells[i].Run += " over " + section.Cells[i].Protocol
+		cell := &section.Cells[i]
+		cell.Run += " over " + cell.Protocol + roundSuffix(max(cell.Round, 1), rounds)
 	}
 	results.Security = section
 	results.FinishedAt = time.Now()
 	results.Passed = len(results.Runs) > 0 && runsPassed(results.Runs) && runErr == nil && consumeMeasured(section)
 	return writeSecurityOutputs(stdout, flags, results, runErr)
+}
+
+// securitySlots are the listeners every round runs over: each listener,
+// then, with two or more rounds, the first (the reference) once more as
+// its A/A slot.
+func securitySlots(listeners []securityListener, rounds int) []securityListener {
+	slots := append([]securityListener{}, listeners...)
+	if rounds >= 2 {
+		aa := listeners[0]
+		aa.protocol = loadgen.AAProtocol(aa.protocol)
+		slots = append(slots, aa)
+	}
+	return slots
+}
+
+// roundSlots is the order in which round runs the slots
+// (loadgen.RoundOrder).
+func roundSlots(slots []securityListener, round int) []securityListener {
+	names := make([]string, len(slots))
+	byName := map[string]securityListener{}
+	for i, slot := range slots {
+		names[i] = slot.protocol
+		byName[slot.protocol] = slot
+	}
+	ordered := make([]securityListener, 0, len(slots))
+	for _, name := range loadgen.RoundOrder(names, round) {
+		ordered = append(ordered, byName[name])
+	}
+	return ordered
+}
+
+// turnText says what runs next: "protocol 2 of 3, SSL" with one round,
+// "round 2 of 3, SSL (6 of 12)" with more.
+func turnText(round, rounds, turn, slots int, protocol string) string {
+	if rounds < 2 {
+		return fmt.Sprintf("protocol %d of %d, %s", turn, slots, protocol)
+	}
+	return fmt.Sprintf("round %d of %d, %s (%d of %d)", round, rounds, protocol, turn, rounds*slots)
+}
+
+// roundSuffix is what a run's name gets for its round (nothing with one
+// round).
+func roundSuffix(round, rounds int) string {
+	if rounds < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (round %d)", round)
 }
 
 // runOverProtocol runs every mode of workload over one listener, with the

@@ -205,3 +205,93 @@ func TestSecurityWorkloadOnEmbeddedBroker(t *testing.T) {
 		}
 	}
 }
+
+// With --rounds 2 the security workload runs every protocol, and
+// PLAINTEXT a second time as its A/A slot, once per round in rotated
+// order; the table gives each protocol's median ratio with an interval
+// and the A/A row as the noise floor, the consume costs a pass-paired
+// ratio, and the dashboard says so.
+func TestSecurityWorkloadRounds(t *testing.T) {
+	asExactlySelf(t)
+	old := startSecurityListeners
+	startSecurityListeners = kfakeSecurityListeners(t)
+	t.Cleanup(func() { startSecurityListeners = old })
+	dir := t.TempDir()
+	workloadFile := filepath.Join(dir, "security-test.yaml")
+	oneMode := strings.Replace(securityTestWorkload, "modes: [at-least-once, transactional]", "modes: [at-least-once]", 1)
+	oneMode = strings.Replace(oneMode, "records: 400", "records: 200", 1)
+	if err := os.WriteFile(workloadFile, []byte(oneMode), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"loadgen", "--workload", workloadFile, "--rounds", "2", "--out", dir}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
+	}
+	results := readOnlyResults(t, dir)
+	section := results.Security
+	if section == nil || section.Rounds != 2 {
+		t.Fatalf("security section %+v, want 2 rounds", section)
+	}
+	wantProtocols := []string{"PLAINTEXT", "SSL", "SASL_SSL", "PLAINTEXT (A/A)"}
+	if strings.Join(section.Protocols, ",") != strings.Join(wantProtocols, ",") {
+		t.Fatalf("protocols %v, want %v", section.Protocols, wantProtocols)
+	}
+	if len(results.Runs) != 8 || len(section.Cells) != 8 {
+		t.Fatalf("%d runs, %d cells; want 8 (1 mode x 4 slots x 2 rounds)", len(results.Runs), len(section.Cells))
+	}
+	for _, protocol := range wantProtocols {
+		for round := 1; round <= 2; round++ {
+			cell := section.RoundCell("at-least-once", protocol, round)
+			if cell == nil || cell.Status != report.StatusPass || cell.ThroughputRatio <= 0 {
+				t.Errorf("round %d over %s: cell %+v, want a pass with a ratio", round, protocol, cell)
+			}
+		}
+	}
+	if len(section.Rows) != 4 {
+		t.Fatalf("rows %+v, want 4", section.Rows)
+	}
+	for i, row := range section.Rows {
+		if row.Protocol != wantProtocols[i] || len(row.Runs) != 2 {
+			t.Errorf("row %d: %s with runs %v, want %s with 2", i, row.Protocol, row.Runs, wantProtocols[i])
+		}
+		switch {
+		case row.Reference:
+			if len(row.Throughput.Ratios) != 0 || row.Throughput.Median() <= 0 {
+				t.Errorf("reference row %+v: want values, no ratios", row)
+			}
+		default:
+			if len(row.Throughput.Ratios) != 2 || row.Throughput.CILow <= 0 || row.Throughput.CILow > row.Throughput.MedianRatio ||
+				row.Throughput.CIHigh < row.Throughput.MedianRatio || row.Throughput.Verdict == "" || len(row.AckP99.Ratios) != 2 {
+				t.Errorf("row %s: throughput %+v, ack p99 %+v; want 2 ratios with an interval and a verdict", row.Protocol, row.Throughput, row.AckP99)
+			}
+		}
+		if row.NoiseFloor != (row.Protocol == "PLAINTEXT (A/A)") {
+			t.Errorf("row %s: noise floor %v", row.Protocol, row.NoiseFloor)
+		}
+	}
+	if len(section.Consume) != 4 {
+		t.Fatalf("consume costs %+v, want 4 (A/A included)", section.Consume)
+	}
+	for _, cost := range section.Consume {
+		if cost.Protocol != "PLAINTEXT" && (cost.PassRatios == nil || len(cost.PassRatios.Ratios) != 2) {
+			t.Errorf("consume cost %s: pass ratios %+v, want 2", cost.Protocol, cost.PassRatios)
+		}
+	}
+	text := stdout.String()
+	for _, want := range []string{"security: round 1 of 2, PLAINTEXT (1 of 8)", "security: round 2 of 2, SSL (5 of 8)",
+		"2 interleaved rounds", "noise floor", "at-least-once  SASL_SSL", "paired by pass [95% CI]"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, text)
+		}
+	}
+	page, err := os.ReadFile(strings.TrimSuffix(resultsPath(t, dir), ".json") + ".html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PLAINTEXT (A/A)", "2 interleaved rounds", "2/2 pass", "A/A) is the noise floor"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("dashboard lacks %q", want)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package report
 
+import "fmt"
+
 // securityTable is the dashboard's security section for one results
 // file: the security workload's cells and consume costs, as text.
 type securityTable struct {
@@ -11,6 +13,8 @@ type securityTable struct {
 	// protocols that did not run, with why.
 	ConsumeTitle string
 	Skipped      []string
+	// Note explains the table (rounds and intervals, or one run each).
+	Note string
 }
 
 // securityTableRow is one mode over one protocol. Reference marks the
@@ -24,7 +28,7 @@ type securityTableRow struct {
 
 // securityConsumeRow is one protocol's consume cost.
 type securityConsumeRow struct {
-	Protocol, FetchPath, CPU, Ratio, Rate, Passes, Error string
+	Protocol, FetchPath, CPU, Ratio, PassRatio, Rate, Passes, Error string
 }
 
 // securityTables builds the security tables of every file that has a
@@ -36,8 +40,16 @@ func securityTables(files []*fileView) []securityTable {
 		if s == nil {
 			continue
 		}
-		table := securityTable{File: file, Title: file.Label + ": " + s.Title()}
+		table := securityTable{File: file, Title: file.Label + ": " + s.Title(), Note: s.Note()}
+		for _, row := range s.Rows {
+			table.Rows = append(table.Rows, securityTableRow{Mode: row.Mode, Protocol: row.Protocol, Reference: row.Reference,
+				Status: roundsPassed(row.Throughput.Values), RecordsPerSecond: number(row.Throughput.Median(), 0), Ratio: row.RatioVerdict(row.Throughput),
+				AckP99: millis(row.AckP99.Median()), P99Ratio: row.RatioVerdict(row.AckP99), EndToEndP99: millis(positiveMedian(row.EndToEndP99Millis))})
+		}
 		for _, mode := range s.ProtocolModes() {
+			if len(s.Rows) > 0 {
+				break
+			}
 			for _, protocol := range s.Protocols {
 				row := securityTableRow{Mode: mode, Protocol: protocol, Reference: protocol == s.Reference, Status: "not run",
 					RecordsPerSecond: "-", Ratio: "-", AckP99: "-", P99Ratio: "-", EndToEndP99: "-"}
@@ -59,7 +71,7 @@ func securityTables(files []*fileView) []securityTable {
 		}
 		for _, cost := range s.Consume {
 			table.Consume = append(table.Consume, securityConsumeRow{Protocol: cost.Protocol, FetchPath: orDash(cost.FetchPath),
-				CPU: number(cost.CPUSecondsPerGB, 3), Ratio: RatioNumber(cost.Ratio), Rate: number(cost.MegabytesPerSecond, 0),
+				CPU: number(cost.CPUSecondsPerGB, 3), Ratio: RatioNumber(cost.Ratio), PassRatio: cost.PassRatioText(), Rate: number(cost.MegabytesPerSecond, 0),
 				Passes: passesText(cost.PassCPUSecondsPerGB), Error: cost.Error})
 		}
 		tables = append(tables, table)
@@ -77,4 +89,16 @@ func passesText(values []float64) string {
 		text += number(value, 3)
 	}
 	return orDash(text)
+}
+
+// roundsPassed says how many rounds measured a row ("3/3 pass"): a
+// round's value is 0 when its run did not pass.
+func roundsPassed(values []float64) string {
+	passed := 0
+	for _, value := range values {
+		if value > 0 {
+			passed++
+		}
+	}
+	return fmt.Sprintf("%d/%d pass", passed, len(values))
 }

@@ -23,9 +23,16 @@ type Security struct {
 	Mechanism string `json:"mechanism,omitempty"`
 	// Rate is the offered load of every run (0: saturation).
 	Rate int `json:"rate"`
-	// Cells are one run of a mode over a protocol, by mode in the order
-	// the modes ran, then by protocol.
+	// Rounds is how many interleaved rounds ran (0 or 1: one). With 2 or
+	// more, Protocols ends with the reference's A/A slot and Rows holds
+	// the ratios over the rounds.
+	Rounds int `json:"rounds,omitempty"`
+	// Cells are one run of a mode over a protocol in a round, by mode in
+	// the order the modes ran, then by protocol, then by round.
 	Cells []SecurityCell `json:"cells"`
+	// Rows summarize each mode over each protocol across the rounds (only
+	// with 2 or more rounds), by mode, then in the order of Protocols.
+	Rows []SecurityRow `json:"rows,omitempty"`
 	// Consume is what one consumer reading the same amount over each
 	// protocol cost, in the order of Protocols (none if not measured).
 	Consume []ConsumeCost `json:"consume,omitempty"`
@@ -41,6 +48,9 @@ type SecurityCell struct {
 	// Mode is the run's name without the protocol ("transactional@100ms").
 	Mode     string `json:"mode"`
 	Protocol string `json:"protocol"`
+	// Round is the round the run belongs to (1-based; 0 in results
+	// written before rounds existed).
+	Round int `json:"round,omitempty"`
 	// Run names the run in Runs ("<mode>:<plan> over <protocol>").
 	Run    string `json:"run"`
 	Status string `json:"status"`
@@ -54,6 +64,42 @@ type SecurityCell struct {
 	// over the reference protocol (0: no reference value).
 	ThroughputRatio float64 `json:"throughput_ratio"`
 	AckP99Ratio     float64 `json:"ack_p99_ratio"`
+}
+
+// SecurityRow is one mode over one protocol across the rounds: the
+// paired ratios of its throughput and ack p99 to the reference
+// protocol's in the same round, with their median and 95% interval.
+type SecurityRow struct {
+	Mode     string `json:"mode"`
+	Protocol string `json:"protocol"`
+	// Reference marks the reference protocol's row (its values only, no
+	// ratios); NoiseFloor the A/A row, the reference against itself,
+	// whose intervals are the band the other rows must leave to count.
+	Reference  bool `json:"reference,omitempty"`
+	NoiseFloor bool `json:"noise_floor,omitempty"`
+	// Runs name the row's runs, by round.
+	Runs       []string  `json:"runs"`
+	Throughput RatioStat `json:"throughput"`
+	AckP99     RatioStat `json:"ack_p99"`
+	// EndToEndP99Millis are the produce-to-consumer p99s, by round (0:
+	// not measured).
+	EndToEndP99Millis []float64 `json:"e2e_p99_ms"`
+}
+
+// RatioVerdict renders a row's ratio with its interval and verdict
+// ("1.05 [0.98, 1.10] within noise"), "1" for the reference row.
+func (r SecurityRow) RatioVerdict(stat RatioStat) string {
+	if r.Reference {
+		return "1"
+	}
+	if len(stat.Ratios) == 0 {
+		return "-"
+	}
+	verdict := stat.Verdict
+	if r.NoiseFloor {
+		verdict = "noise floor"
+	}
+	return stat.RatioText() + " " + verdict
 }
 
 // ConsumeCost is one protocol's cost of consuming: one consumer reading
@@ -75,6 +121,10 @@ type ConsumeCost struct {
 	MegabytesPerSecond float64 `json:"megabytes_per_second"`
 	// Ratio divides CPUSecondsPerGB by the reference protocol's (0: none).
 	Ratio float64 `json:"ratio"`
+	// PassRatios, with 2 or more passes, pairs each pass with the
+	// reference's pass of the same turn (the passes are interleaved): the
+	// ratios' median and 95% interval (nil: fewer passes).
+	PassRatios *RatioStat `json:"pass_ratios,omitempty"`
 	// Error says why the measurement failed ("": it did not).
 	Error string `json:"error,omitempty"`
 }
@@ -92,11 +142,24 @@ func (s *Security) ProtocolModes() []string {
 	return modes
 }
 
-// Cell is mode's cell over protocol (nil: none ran).
+// Cell is mode's cell over protocol (nil: none ran), of the first round
+// that ran it.
 func (s *Security) Cell(mode, protocol string) *SecurityCell {
 	for i := range s.Cells {
 		if s.Cells[i].Mode == mode && s.Cells[i].Protocol == protocol {
 			return &s.Cells[i]
+		}
+	}
+	return nil
+}
+
+// RoundCell is mode's cell over protocol in round (nil: none ran). A
+// cell of results without rounds (Round 0) is round 1's.
+func (s *Security) RoundCell(mode, protocol string, round int) *SecurityCell {
+	for i := range s.Cells {
+		cell := &s.Cells[i]
+		if cell.Mode == mode && cell.Protocol == protocol && max(cell.Round, 1) == round {
+			return cell
 		}
 	}
 	return nil
@@ -108,8 +171,25 @@ func (s *Security) Title() string {
 	if s.Mechanism != "" {
 		protocols += " (SASL: " + s.Mechanism + ")"
 	}
-	return fmt.Sprintf("security: each mode over %s at %s; ratios to %s of the same mode (one run each: no interval, read a few percent as noise)",
+	if s.Rounds >= 2 {
+		return fmt.Sprintf("security: each mode over %s at %s, %d interleaved rounds; medians over the rounds, ratios to %s of the same mode in the same round with a 95%% interval; %s is %s against itself, the noise floor",
+			protocols, LoadText(s.Rate), s.Rounds, s.Reference, s.Protocols[len(s.Protocols)-1], s.Reference)
+	}
+	return fmt.Sprintf("security: each mode over %s at %s; ratios to %s of the same mode (one run each: no interval, read a few percent as noise; --rounds 3 or more gives intervals)",
 		protocols, LoadText(s.Rate), s.Reference)
+}
+
+// Note explains the security table under it.
+func (s *Security) Note() string {
+	if s.Rounds >= 2 {
+		return fmt.Sprintf("Every round runs each mode once over each protocol of one broker, on a fresh topic, the protocols in an order rotated per round; %s runs twice per round, and the second (A/A) is the noise floor. "+
+			"A ratio is the value over the same mode's over %s in the same round; the table gives the median over the rounds with a bootstrap 95%% interval. "+
+			"It is faster or slower only when the interval excludes 1 and lies wholly outside the A/A row's interval made symmetric around 1; otherwise within noise. "+
+			"Over PLAINTEXT the broker sends fetched records from the file with sendfile; over TLS it must read them into memory and encrypt them.", s.Reference, s.Reference)
+	}
+	return "Every mode runs once over each protocol of one broker, on a fresh topic; a ratio is the value over the same mode's over the reference protocol (bold). " +
+		"One run per cell has no interval: read differences of a few percent as noise (--rounds 3 or more gives intervals and an A/A noise floor). " +
+		"Over PLAINTEXT the broker sends fetched records from the file with sendfile; over TLS it must read them into memory and encrypt them."
 }
 
 // WriteSecurity prints the security tables of results (none without a
@@ -123,6 +203,14 @@ func WriteSecurity(w io.Writer, results *Results) error {
 	}
 	fmt.Fprintf(w, "\n%s\n", s.Title())
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(s.Rows) > 0 {
+		fmt.Fprintln(table, "mode\tprotocol\trecords/s\tratio [95% CI]\tack p99 ms\tratio [95% CI]\te2e p99 ms\t")
+		for _, row := range s.Rows {
+			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Mode, row.Protocol, number(row.Throughput.Median(), 0),
+				row.RatioVerdict(row.Throughput), millis(row.AckP99.Median()), row.RatioVerdict(row.AckP99), millis(positiveMedian(row.EndToEndP99Millis)))
+		}
+		return writeSecurityRest(w, table, s)
+	}
 	fmt.Fprintln(table, "mode\tprotocol\tstatus\trecords/s\tratio\tack p99 ms\tratio\te2e p99 ms\t")
 	for _, mode := range s.ProtocolModes() {
 		for _, protocol := range s.Protocols {
@@ -135,6 +223,12 @@ func WriteSecurity(w io.Writer, results *Results) error {
 				RatioNumber(cell.ThroughputRatio), millis(cell.AckP99Millis), RatioNumber(cell.AckP99Ratio), millis(cell.EndToEndP99Millis))
 		}
 	}
+	return writeSecurityRest(w, table, s)
+}
+
+// writeSecurityRest flushes the mode table and prints what did not run
+// and the consume cost table.
+func writeSecurityRest(w io.Writer, table *tabwriter.Writer, s *Security) error {
 	if err := table.Flush(); err != nil {
 		return fmt.Errorf("write security: %w", err)
 	}
@@ -149,14 +243,14 @@ func WriteSecurity(w io.Writer, results *Results) error {
 	fmt.Fprintf(w, "\nconsume CPU per GB, one consumer reading %s from the start, median of %d passes (%s)\n",
 		byteText(s.Consume[0].Bytes), s.Consume[0].Passes, s.ConsumeNote)
 	table = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "protocol\tfetch path\tCPU s/GB\tratio\tMB/s\t")
+	fmt.Fprintln(table, "protocol\tfetch path\tCPU s/GB\tratio\tpaired by pass [95% CI]\tMB/s\t")
 	for _, cost := range s.Consume {
 		if cost.Error != "" {
-			fmt.Fprintf(table, "%s\t%s\terror: %s\t\t\t\n", cost.Protocol, cost.FetchPath, cost.Error)
+			fmt.Fprintf(table, "%s\t%s\terror: %s\t\t\t\t\n", cost.Protocol, cost.FetchPath, cost.Error)
 			continue
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t\n", cost.Protocol, orDash(cost.FetchPath), number(cost.CPUSecondsPerGB, 3),
-			RatioNumber(cost.Ratio), number(cost.MegabytesPerSecond, 0))
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t\n", cost.Protocol, orDash(cost.FetchPath), number(cost.CPUSecondsPerGB, 3),
+			RatioNumber(cost.Ratio), cost.PassRatioText(), number(cost.MegabytesPerSecond, 0))
 	}
 	return table.Flush()
 }
@@ -176,4 +270,13 @@ func byteText(bytes int64) string {
 		return fmt.Sprintf("%.1f GiB", float64(bytes)/(1<<30))
 	}
 	return fmt.Sprintf("%.0f MiB", float64(bytes)/(1<<20))
+}
+
+// PassRatioText renders the pass-paired ratio with its interval ("-":
+// not measured).
+func (c ConsumeCost) PassRatioText() string {
+	if c.PassRatios == nil {
+		return "-"
+	}
+	return c.PassRatios.RatioText()
 }
