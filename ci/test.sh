@@ -18,13 +18,13 @@ if ! command -v kcat >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
 fi
 
-echo "== gofmt"
+echo "== [${SECONDS}s] gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change these files:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go vet ./...  (with and without the invariants build tag)"
+echo "== [${SECONDS}s] go vet ./...  (with and without the invariants build tag)"
 go vet ./...
 go vet -tags invariants ./...
 
@@ -42,16 +42,19 @@ source ci/prometheus.sh
 trap 'exactly_prometheus_stop; exactly_postgres_stop' EXIT
 exactly_prometheus_start
 
-echo "== go test ./...  (the README's test command)"
+echo "== [${SECONDS}s] go test ./...  (the README's test command)"
 go test ./...
 
 # The invariants build tag compiles in the run-time checks of the field
 # invariants (internal/invariants); the broker's tests run once with it.
-echo "== go test -tags invariants ./broker/..."
+echo "== [${SECONDS}s] go test -tags invariants ./broker/..."
 go test -tags invariants ./broker/...
 
+echo "== [${SECONDS}s] franz-go's kgo suite, one broker"
 ci/kgo.sh
 
 # The same suite against a 3-broker replicated cluster (replication
 # factor 3): the same tests must pass as on one broker.
+echo "== [${SECONDS}s] franz-go's kgo suite, a 3-broker cluster"
 ci/kgo.sh --cluster
+echo "== [${SECONDS}s] CI passed"
