@@ -133,7 +133,7 @@ func protocolSide(protocol string, runs []*report.Run) report.GroupProtocolSide 
 		lost, duplicated := worstLossAndDuplicates(run.Checks)
 		side.Lost += lost
 		side.Duplicated += duplicated
-		if run.Status == report.StatusPass && run.RebalancePauses != nil && run.RebalancePauses.Events > 0 {
+		if run.Status == report.StatusPass && run.RebalancePauses != nil && run.RebalancePauses.Pauses > 0 {
 			medians = append(medians, run.RebalancePauses.MedianMs)
 			totals = append(totals, run.RebalancePauses.TotalMs)
 		}
@@ -167,14 +167,14 @@ func estimate(values []float64) report.Estimate {
 // medianPauseOf and totalPauseOf are the measures the comparison divides;
 // 0 for a run without pauses measured.
 func medianPauseOf(run *report.Run) float64 {
-	if run.RebalancePauses == nil || run.RebalancePauses.Events == 0 {
+	if run.RebalancePauses == nil || run.RebalancePauses.Pauses == 0 {
 		return 0
 	}
 	return run.RebalancePauses.MedianMs
 }
 
 func totalPauseOf(run *report.Run) float64 {
-	if run.RebalancePauses == nil || run.RebalancePauses.Events == 0 {
+	if run.RebalancePauses == nil || run.RebalancePauses.Pauses == 0 {
 		return 0
 	}
 	return run.RebalancePauses.TotalMs

@@ -34,9 +34,12 @@ import (
 //
 // Every event gets a pause (a short one when the group kept committing:
 // about the normal gap between two commits, reported beside it). Events
-// close together may share their longest interval; the total paused
-// time counts each instant once (the union of the events' pause
-// intervals), summed over the stages' groups.
+// close together (a phase ending: a wave joins and every worker of the
+// phase before leaves) often find the same stretch: events whose longest
+// interval ends at the same commit share one pause, counted once, from
+// the earliest of their starts. The total paused time counts each
+// instant once (the union of the pauses), summed over the stages'
+// groups.
 
 // commitTimeline collects one stage group's commit and churn-event times
 // from its workers' goroutines; mu guards both.
@@ -73,10 +76,11 @@ type pauseInterval struct{ from, to time.Time }
 
 func (p pauseInterval) length() time.Duration { return p.to.Sub(p.from) }
 
-// rebalancePauses returns the pause of each event in [start, end) (the
-// load's clock), given the group's commits, both sorted, and the window.
-func rebalancePauses(commits, events []time.Time, start, end time.Time, window time.Duration) []pauseInterval {
-	var pauses []pauseInterval
+// rebalancePauses returns the pauses of the events in [start, end) (the
+// load's clock), given the group's commits, both sorted, and the window:
+// one per distinct stretch, in time order, and how many events were
+// measured.
+func rebalancePauses(commits, events []time.Time, start, end time.Time, window time.Duration) (pauses []pauseInterval, measured int) {
 	for _, at := range events {
 		if at.Before(start) || !at.Before(end) {
 			continue
@@ -90,9 +94,17 @@ func rebalancePauses(commits, events []time.Time, start, end time.Time, window t
 			}
 			from = commits[next]
 		}
-		pauses = append(pauses, longest)
+		measured++
+		switch {
+		case longest.length() <= 0: // no commit after it in the run
+		case len(pauses) > 0 && pauses[len(pauses)-1].to.Equal(longest.to):
+			// The same stretch as the event before (events are sorted, so
+			// the earlier start is the one kept).
+		default:
+			pauses = append(pauses, longest)
+		}
 	}
-	return pauses
+	return pauses, measured
 }
 
 // unionLength is the time the intervals cover, each instant once.
@@ -138,7 +150,8 @@ func summarizePauses(timelines []*commitTimeline, start, end time.Time, window t
 	var gaps []float64
 	for _, timeline := range timelines {
 		commits, events := timeline.snapshot()
-		pauses := rebalancePauses(commits, events, start, end, window)
+		pauses, measured := rebalancePauses(commits, events, start, end, window)
+		summary.Events += measured
 		summary.TotalMs += milliseconds(unionLength(pauses))
 		for _, pause := range pauses {
 			lengths = append(lengths, milliseconds(pause.length()))
@@ -148,7 +161,7 @@ func summarizePauses(timelines []*commitTimeline, start, end time.Time, window t
 		}
 	}
 	summary.PausesMs = append(summary.PausesMs, lengths...)
-	summary.Events = len(lengths)
+	summary.Pauses = len(lengths)
 	if len(lengths) > 0 {
 		sorted := slices.Clone(lengths)
 		slices.Sort(sorted)

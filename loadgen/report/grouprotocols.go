@@ -13,8 +13,10 @@ import (
 // which no member of that group committed (loadgen/rebalancepause.go
 // defines it precisely). Milliseconds.
 type RebalancePauses struct {
-	// Events is the number of churn events measured, one pause each.
+	// Events is the number of churn events measured; Pauses the distinct
+	// pauses they found (events that found the same stretch share one).
 	Events int `json:"events"`
+	Pauses int `json:"pauses"`
 	// MedianMs, P99Ms, MaxMs summarize the events' pauses; TotalMs is the
 	// time the pauses cover, each instant once, summed over the groups.
 	MedianMs float64 `json:"median_ms"`
@@ -26,19 +28,18 @@ type RebalancePauses struct {
 	NormalGapMs float64 `json:"normal_gap_ms"`
 	// WindowMs is the window after each event (the churn period).
 	WindowMs float64 `json:"window_ms"`
-	// PausesMs is each event's pause, stage by stage in event order.
+	// PausesMs is each pause, stage by stage in time order.
 	PausesMs []float64 `json:"pauses_ms"`
 }
 
-// Text is the pauses in one line: "12 churn events: pause median 812
-// ms, p99 2950, max 3001, total 9.8 s (normal gap 12 ms)".
+// Text is the pauses in one line, for the summary.
 func (p *RebalancePauses) Text() string {
-	if p == nil || p.Events == 0 {
-		return "no churn event during the load: no rebalance pause measured"
+	if p == nil || p.Pauses == 0 {
+		return fmt.Sprintf("no rebalance pause measured (%d churn events during the load)", p.Events)
 	}
-	return fmt.Sprintf("rebalance pause (no commits after a membership change) over %d churn events: median %.0f ms, p99 %.0f ms, "+
-		"max %.0f ms, total %.1f s (normal gap between commits %.0f ms)",
-		p.Events, p.MedianMs, p.P99Ms, p.MaxMs, p.TotalMs/1000, p.NormalGapMs)
+	return fmt.Sprintf("rebalance pause (no commits after a membership change): %d pauses after %d churn events, median %.0f ms, "+
+		"p99 %.0f ms, max %.0f ms, total %.1f s (normal gap between commits %.0f ms)",
+		p.Pauses, p.Events, p.MedianMs, p.P99Ms, p.MaxMs, p.TotalMs/1000, p.NormalGapMs)
 }
 
 // GroupProtocolComparison is the group-protocols comparison: the same
