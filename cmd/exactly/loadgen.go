@@ -85,7 +85,8 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.faultPlans, "faults", "", "comma-separated fault plans (shipped: "+strings.Join(faults.PlanNames(), ", ")+", or YAML files): run the modes under each, replacing the workload's fault matrix")
 	fs.StringVar(&f.database, "db", "", "application database of consumer-dedup and external-offsets: postgres://… URL or an SQLite file (default: an SQLite file in a temporary directory)")
 	fs.Int64Var(&f.dedupWindow, "dedup-window", 0, "consumer-dedup window: keys of the last N offsets of each partition are remembered")
-	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of an overhead workload (--workload overhead): every mode once per round, ratios to at-least-once with a 95% interval over the rounds")
+	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of an overhead workload (--workload overhead): every mode once per round, ratios to at-least-once with a 95% interval over the rounds; "+
+		"or of a comparison of group protocols (--group-protocol both, --workload group-protocols)")
 	fs.StringVar(&f.groupProtocol, "group-protocol", "", "consumer group protocol of every group consumer (eos-pipeline, consumer-dedup, external-offsets, "+
 		"the group-churn relay, consumer-crash's workers), Kafka's client setting group.protocol: classic (JoinGroup/SyncGroup, "+
 		"the client assigns; the default) or consumer (KIP-848 ConsumerGroupHeartbeat, the broker assigns with the uniform assignor; "+
