@@ -82,8 +82,8 @@ func nameConsumerProtocolRuns(plans []runPlan) {
 	}
 }
 
-// buildGroupProtocols computes the comparison from its runs (plans[i]
-// planned runs[i]): one row per mode and fault plan, a side per protocol.
+// buildGroupProtocols computes the comparison from its runs: one row per
+// mode and fault plan, a side per protocol.
 func buildGroupProtocols(workload Workload, runs []*report.Run) *report.GroupProtocolComparison {
 	comparison := &report.GroupProtocolComparison{Rounds: workload.GroupProtocols.Rounds, Protocols: GroupProtocols,
 		Baseline: GroupProtocolClassic, Resamples: overheadResamples, Confidence: overheadConfidence, RandomStream: overheadStream}
