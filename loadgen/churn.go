@@ -376,6 +376,11 @@ func churnSettings(plan runPlan, settings map[string]string) {
 		"(static members: LeaveGroup by group.instance.id); balancer phases %s",
 		action.Count, action.Every, action.After, action.Workers, action.LeaveAfter, strings.Join(action.Phases, ", "))
 	settings["session.timeout.ms"] = strconv.FormatInt(churnSessionTimeout.Milliseconds(), 10)
+	if plan.groupProtocol() == GroupProtocolConsumer {
+		settings["group.churn"] += "; on the consumer protocol the phases keep only their static membership: the broker assigns " +
+			"(server assignor " + ConsumerServerAssignor + "), and the session is the broker's group.consumer.session.timeout.ms"
+		delete(settings, "session.timeout.ms")
+	}
 	if stageCount := chainedStages(plan.faults, plan.mode); stageCount > 1 {
 		settings["pipeline.stages"] = fmt.Sprintf("%d chained (stage k reads stage k-1's output read_committed): %s",
 			stageCount, strings.Join(plan.stageTopics(), " -> "))
