@@ -2,8 +2,12 @@ package loadgen
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/verify"
@@ -17,8 +21,10 @@ import (
 func TestGroupChurnConsumerProtocolAgainstEmbeddedBroker(t *testing.T) {
 	workload := matrixWorkload(t, MatrixEntry{Plan: churnMatrixPlan(t), Modes: []string{ModeEOSPipeline}})
 	workload.GroupProtocol = GroupProtocolConsumer
-	results := runMatrix(t, newQuickGroupsEmbedded(t), workload)
+	target := newQuickGroupsEmbedded(t)
+	results := runMatrix(t, target, workload)
 	logMatrix(t, results)
+	assertGroupTypes(t, target, "exactly-"+results.RunID+"-", "consumer")
 	if len(results.Runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(results.Runs))
 	}
@@ -102,5 +108,33 @@ func TestBuildGroupProtocols(t *testing.T) {
 	if !slices.Equal(row.MedianPauseRatio.Ratios, []float64{0.5, 0.5, 0.25}) || row.MedianPauseRatio.MedianRatio != 0.5 ||
 		row.MedianPauseRatio.CILow > 0.25 || row.MedianPauseRatio.CIHigh < 0.5 {
 		t.Errorf("median pause ratio %+v", row.MedianPauseRatio)
+	}
+}
+
+// assertGroupTypes checks that the broker lists the run's groups (ids
+// starting with prefix), and each with type want: the clients really
+// spoke that protocol (franz-go falls back to classic without a word).
+func assertGroupTypes(t *testing.T, target Target, prefix, want string) {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(target.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	response, err := kmsg.NewPtrListGroupsRequest().RequestWith(t.Context(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, group := range response.Groups {
+		if strings.HasPrefix(group.Group, prefix) {
+			found++
+			if group.GroupType != want {
+				t.Errorf("group %s has type %q, want %q", group.Group, group.GroupType, want)
+			}
+		}
+	}
+	if found == 0 {
+		t.Errorf("no group of the run (%s*) listed", prefix)
 	}
 }
