@@ -138,3 +138,23 @@ func assertGroupTypes(t *testing.T, target Target, prefix, want string) {
 		t.Errorf("no group of the run (%s*) listed", prefix)
 	}
 }
+
+// consumer-crash's worker subprocesses get the run's protocol in their
+// spec, for the pipeline and the database stage roles alike.
+func TestWorkerSpecsCarryGroupProtocol(t *testing.T) {
+	workload := matrixWorkload(t, MatrixEntry{Plan: "consumer-crash", Modes: []string{ModeEOSPipeline, ModeExternalOffsets}})
+	workload.GroupProtocol = GroupProtocolConsumer
+	plans, err := planRuns(workload, 0xabc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, plan := range plans {
+		plan.observations = newRunObservations()
+		if spec := plan.consumeWorkerSpec(0); spec.GroupProtocol != GroupProtocolConsumer {
+			t.Errorf("%s: worker spec protocol %q", plan.name, spec.GroupProtocol)
+		}
+	}
+	if len(plans) != 2 {
+		t.Errorf("%d plans, want 2", len(plans))
+	}
+}
