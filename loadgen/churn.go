@@ -18,6 +18,7 @@ import (
 	"github.com/exactly-eos/exactly/internal/wait"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/modes"
+	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/stages"
 )
 
@@ -83,6 +84,9 @@ type churnStage struct {
 
 	mu    sync.Mutex
 	phase []*churnWorker // the workers of the current phase
+	// timeline is the group's commits and churn events, for its
+	// rebalance pauses (rebalancepause.go).
+	timeline commitTimeline
 }
 
 // churnRun runs a run's consume stages under group-churn. Its schedule
@@ -115,6 +119,7 @@ func startChurnStage(ctx context.Context, l *loadRun, action faults.ClientAction
 	p, ctx := stages.NewChurningGroup(ctx, perWave*stageCount, faults.MaxChurnWorkers+1)
 	p.Identities = stages.NewIdentityCounter(p.Committed)
 	r := &churnRun{l: l, action: action, waves: action.Waves(horizon), p: p, ctx: ctx, perWave: perWave}
+	l.churn = r
 	for number := 1; number <= stageCount; number++ {
 		stage := &churnStage{run: r, number: number, group: plan.groupID(), input: plan.topic}
 		if number > 1 {
@@ -177,7 +182,8 @@ func (r *churnRun) schedule() {
 // advance joins wave in the stage; a wave that opens a phase first asks
 // the previous phase's workers to abort and leave: before it joins when
 // the balancer changes (a group changes protocol only once empty), after
-// it joined when not.
+// it joined when not (always under the consumer protocol, where the
+// broker's assignor serves every phase).
 func (s *churnStage) advance(wave faults.ChurnWave) {
 	if !wave.FirstOfPhase {
 		s.join(wave)
@@ -187,7 +193,9 @@ func (s *churnStage) advance(wave faults.ChurnWave) {
 	ending := s.phase
 	s.phase = nil
 	s.mu.Unlock()
-	if len(ending) > 0 && ending[0].wave.Phase.Balancer == wave.Phase.Balancer {
+	sameAssignor := len(ending) > 0 && (ending[0].wave.Phase.Balancer == wave.Phase.Balancer ||
+		s.run.l.plan.groupProtocol() == GroupProtocolConsumer) // the broker's assignor, whatever the phase
+	if sameAssignor {
 		s.join(wave)
 		s.run.endPhase(ending, false)
 		return
@@ -239,6 +247,7 @@ func (s *churnStage) join(wave faults.ChurnWave) {
 		roles = append(roles, worker.role())
 	}
 	if wave.Index > 0 {
+		s.timeline.event(time.Now())
 		where := ""
 		if r.chained() {
 			where = fmt.Sprintf(" stage %d", s.number)
@@ -277,11 +286,15 @@ func (r *churnRun) endPhase(workers []*churnWorker, wait bool) {
 func (s *churnStage) runWorker(worker *churnWorker) error {
 	r := s.run
 	plan, metrics, ctx := r.l.plan, r.l.metrics, r.ctx
-	options := churnGroupOptions(worker.wave.Phase, worker.instanceID)
+	options := churnGroupOptions(worker.wave.Phase, worker.instanceID, plan.groupProtocol())
 	leave := &stages.Departure{AfterCommits: worker.leaveAfter, Leave: worker.leave,
 		OnLeft: func(records, commits int) { r.left(worker, records, commits) }}
-	if s.number == len(r.stages) {
-		leave.OnCommitted = r.p.Identities.Commit
+	last := s.number == len(r.stages)
+	leave.OnCommitted = func(fetches kgo.Fetches) {
+		s.timeline.commit(time.Now())
+		if last {
+			r.p.Identities.Commit(fetches)
+		}
 	}
 	var onAssignment func(int)
 	if worker.index < r.perWave {
@@ -332,6 +345,7 @@ func (s *churnStage) runWorker(worker *churnWorker) error {
 
 // left records a worker's departure.
 func (r *churnRun) left(worker *churnWorker, records, commits int) {
+	worker.stage.timeline.event(time.Now())
 	how := "left the group"
 	if worker.instanceID != "" {
 		how = "left the group (LeaveGroup with instance id " + worker.instanceID + ")"
@@ -362,6 +376,11 @@ func churnSettings(plan runPlan, settings map[string]string) {
 		"(static members: LeaveGroup by group.instance.id); balancer phases %s",
 		action.Count, action.Every, action.After, action.Workers, action.LeaveAfter, strings.Join(action.Phases, ", "))
 	settings["session.timeout.ms"] = strconv.FormatInt(churnSessionTimeout.Milliseconds(), 10)
+	if plan.groupProtocol() == GroupProtocolConsumer {
+		settings["group.churn"] += "; on the consumer protocol the phases keep only their static membership: the broker assigns " +
+			"(server assignor " + ConsumerServerAssignor + "), and the session is the broker's group.consumer.session.timeout.ms"
+		delete(settings, "session.timeout.ms")
+	}
 	if stageCount := chainedStages(plan.faults, plan.mode); stageCount > 1 {
 		settings["pipeline.stages"] = fmt.Sprintf("%d chained (stage k reads stage k-1's output read_committed): %s",
 			stageCount, strings.Join(plan.stageTopics(), " -> "))
@@ -377,12 +396,16 @@ func churnSettings(plan runPlan, settings map[string]string) {
 func (plan runPlan) groupID() string { return "exactly-" + plan.runIDText + "-" + plan.topicSuffix }
 
 // churnGroupOptions are a churning worker's group settings: its phase's
-// balancer, TestTxnEtl's session timeout and, for a static member, its
-// instance id.
-func churnGroupOptions(phase faults.ChurnPhase, instanceID string) []kgo.Opt {
+// balancer (classic protocol only: under the consumer protocol the broker
+// assigns, with groupProtocolOptions' assignor), TestTxnEtl's session
+// timeout and, for a static member, its instance id.
+func churnGroupOptions(phase faults.ChurnPhase, instanceID, protocol string) []kgo.Opt {
 	balancers := map[string]kgo.GroupBalancer{"range": kgo.RangeBalancer(), "roundrobin": kgo.RoundRobinBalancer(),
 		"sticky": kgo.StickyBalancer(), "cooperative-sticky": kgo.CooperativeStickyBalancer()}
-	options := []kgo.Opt{kgo.Balancers(balancers[phase.Balancer]), kgo.SessionTimeout(churnSessionTimeout)}
+	options := []kgo.Opt{kgo.SessionTimeout(churnSessionTimeout)}
+	if protocol != GroupProtocolConsumer {
+		options = append(options, kgo.Balancers(balancers[phase.Balancer]))
+	}
 	if instanceID != "" {
 		options = append(options, kgo.InstanceID(instanceID))
 	}
@@ -416,4 +439,21 @@ func memberErrors(members []kmsg.LeaveGroupResponseMember) error {
 		errs = append(errs, kerr.ErrorForCode(member.ErrorCode))
 	}
 	return errors.Join(errs...)
+}
+
+// rebalancePauses are the run's rebalance pauses, once its workers
+// stopped: nil without group-churn.
+func (l *loadRun) rebalancePauses() *report.RebalancePauses {
+	if l.churn == nil {
+		return nil
+	}
+	var timelines []*commitTimeline
+	for _, stage := range l.churn.stages {
+		timelines = append(timelines, &stage.timeline)
+	}
+	window := time.Duration(l.churn.action.Every)
+	if window <= 0 { // a single wave: the rest of the load
+		window = l.deadline.Sub(l.start)
+	}
+	return summarizePauses(timelines, l.start, l.deadline, window)
 }

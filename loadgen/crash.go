@@ -66,7 +66,7 @@ func (plan runPlan) consumeWorkerSpec(index int) worker.Spec {
 	if usesDatabase(plan.mode) {
 		stage := plan.dbStageSpec(index)
 		return worker.Spec{Role: worker.RoleDBStage, Bootstrap: plan.clientBootstrap, Security: plan.security.Config(), FastRetries: hasFaults(plan.faults),
-			ClientID: stage.ClientID, Group: stage.Group, Input: stage.Input, Mode: plan.mode,
+			ClientID: stage.ClientID, Group: stage.Group, GroupProtocol: plan.groupProtocol(), Input: stage.Input, Mode: plan.mode,
 			Database: plan.databaseDSN, Run: stage.Run, Worker: stage.Worker, Window: stage.Window}
 	}
 	session := plan.sessionSpec(index)
@@ -78,7 +78,8 @@ func (plan runPlan) consumeWorkerSpec(index int) worker.Spec {
 		// block the partition's next owner) ends within the drain time
 		// even when no replacement's InitProducerId aborts it first.
 		TransactionTimeout: min(session.TransactionTimeout, killedWorkerTransactionTimeout), Group: session.Group,
-		Input: session.Input, Output: plan.outputTopic,
+		GroupProtocol: plan.groupProtocol(),
+		Input:         session.Input, Output: plan.outputTopic,
 	}
 }
 

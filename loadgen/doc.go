@@ -18,7 +18,12 @@
 // package findmax. A workload with an overhead section (overhead.go)
 // expands instead into interleaved rounds of slots, whose per-round
 // ratios to at-least-once become the results' overhead section (with
-// package stats). What differs between modes, and the machinery a mode
+// package stats). The group consumers' protocol (classic or KIP-848's
+// consumer protocol) is groupprotocol.go's; a group-churn run measures
+// its rebalance pauses (rebalancepause.go), and a workload with a
+// group_protocols section runs every run under both protocols in
+// interleaved rounds and compares them (protocolcompare.go). What
+// differs between modes, and the machinery a mode
 // uses, live in the packages below:
 //
 //   - a delivery mode lives in package modes, one file per mode, as a

@@ -42,6 +42,9 @@ type loadRun struct {
 	stats *stages.Stats
 	// tracker follows the cell's phases for the progress reporter.
 	tracker *cellTracker
+	// churn is the group-churn run of the cell's consume stage (nil
+	// without group-churn), set before the load starts.
+	churn *churnRun
 }
 
 // newTrackedLedger returns the run's ledger with a tracked log per slot:

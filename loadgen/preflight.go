@@ -35,7 +35,9 @@ const PreflightTopicPrefix = "exactly.preflight."
 // bootstrap addresses, and that the cluster lets this client create (and
 // delete) a topic with the workload's partitions and replication factor —
 // it creates a probe topic named PreflightTopicPrefix plus random hex, then
-// deletes it (best effort). Each step is bounded by a few seconds.
+// deletes it (best effort). A workload on the consumer group protocol
+// also needs the cluster to serve it (ConsumerGroupHeartbeat v1). Each
+// step is bounded by a few seconds.
 //
 // The error is one line naming the problem and its fix, meant to be
 // printed as is; nil means the runs can start.
@@ -60,6 +62,11 @@ func Preflight(ctx context.Context, target Target, workload Workload) error {
 			return refused
 		}
 		return unreachableError(target, dials.cause(err))
+	}
+	if wantsConsumerProtocol(workload) {
+		if err := checkConsumerProtocol(ctx, client, clusterName(target)); err != nil {
+			return err
+		}
 	}
 	return probeTopicCreation(ctx, client, dials, target, workload, brokers)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // preflightWorkload is the quick workload with the given replication
@@ -240,4 +241,23 @@ func TestPreflightNamesUnreachableAdvertisedBroker(t *testing.T) {
 	err := Preflight(t.Context(), target, preflightWorkload(t, 1))
 	assertOneLine(t, err, "kfake at "+target.Bootstrap()[0]+" answered, but the broker it advertises at "+closed+" does not (connection refused)",
 		"make the brokers' advertised.listeners reachable from this machine")
+}
+
+// A workload on the consumer group protocol needs a cluster that serves
+// it: Preflight refuses one without ConsumerGroupHeartbeat v1 (kfake
+// advertising Kafka 3.9's versions, where KIP-848 was early access) in
+// one line naming the fix, and accepts one with it (kfake as Kafka 4.0).
+func TestPreflightRefusesConsumerProtocolWithoutKIP848(t *testing.T) {
+	workload := preflightWorkload(t, 1)
+	workload.GroupProtocol = GroupProtocolConsumer
+	old := newKfakeTarget(t, kfake.MaxVersions(kversion.V3_9_0()))
+	assertOneLine(t, Preflight(t.Context(), old, workload), "does not serve the consumer group protocol",
+		"ConsumerGroupHeartbeat v1", "--group-protocol classic")
+	if err := Preflight(t.Context(), newKfakeTarget(t, kfake.MaxVersions(kversion.V4_0_0())), workload); err != nil {
+		t.Fatalf("preflight of kfake as Kafka 4.0: %v", err)
+	}
+	workload.GroupProtocol = GroupProtocolClassic
+	if err := Preflight(t.Context(), old, workload); err != nil {
+		t.Fatalf("classic protocol against kfake as Kafka 3.9: %v", err)
+	}
 }

@@ -130,12 +130,18 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	defer admin.Close()
 	describeTarget(ctx, admin, options.Target.Kind(), &results.Target)
 	planner := planRuns
-	if options.Workload.Overhead != nil {
+	switch {
+	case options.Workload.Overhead != nil:
 		planner = planOverheadRuns
+	case options.Workload.GroupProtocols != nil:
+		planner = planGroupProtocolRuns
 	}
 	plans, err := planner(options.Workload, runID, options.Target.Bootstrap())
 	if err != nil {
 		return nil, err
+	}
+	if options.Workload.GroupProtocols == nil {
+		nameConsumerProtocolRuns(plans)
 	}
 	for i := range plans {
 		plans[i].security = TargetSecurity(options.Target)
@@ -162,6 +168,9 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	compareWithBaseline(results.Runs)
 	if options.Workload.Overhead != nil {
 		results.Overhead = buildOverhead(options.Workload, plans[:len(results.Runs)], results.Runs)
+	}
+	if options.Workload.GroupProtocols != nil {
+		results.GroupProtocols = buildGroupProtocols(options.Workload, results.Runs)
 	}
 	results.Passed = len(results.Runs) > 0 && ctx.Err() == nil
 	for _, run := range results.Runs {
@@ -232,6 +241,9 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 	run := &report.Run{Name: plan.name, Mode: plan.mode, ClientSettings: clientSettings(plan), StartedAt: time.Now(),
 		Latency: map[string]*report.Histogram{}, ErrorsByCode: map[string]int64{}}
 	run.FaultPlan = plan.faults.Name
+	if plan.usesGroup() {
+		run.GroupProtocol = plan.groupProtocol()
+	}
 	defer func() { run.FinishedAt = time.Now() }()
 	if reason := cellNotApplicable(plan, options); reason != "" {
 		run.Status, run.Reason = report.StatusNotApplicable, reason
@@ -312,6 +324,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	run.Retries = metrics.retries.Load()
 	summarizeMetrics(run, metrics, metrics.producersDone, workload.Rate > 0)
 	run.LoadStartedAt = start
+	run.RebalancePauses = load.rebalancePauses()
 	proof = evidence{loadErr: runErr, zombieWrites: load.zombieWrites.Load(), churnAborts: load.churnAborts.Load()}
 	defer func() {
 		run.FaultsFired = env.log.Total()

@@ -33,7 +33,7 @@ func (m stageMetrics) Logger() kgo.Logger      { return clientLogger{metrics: m.
 // sessionSpec is transact worker index's session settings in plan.
 func (plan runPlan) sessionSpec(index int) stages.SessionSpec {
 	return stages.SessionSpec{
-		Options:            append(plan.clientOptions(), plan.observations.watch(consumersPipeline)),
+		Options:            append(append(plan.clientOptions(), plan.observations.watch(consumersPipeline)), plan.groupOptions()...),
 		ClientID:           fmt.Sprintf("exactly-loadgen-pipeline-%d", index),
 		TransactionalID:    fmt.Sprintf("exactly-%s-%s-w%d", plan.runIDText, plan.topicSuffix, index),
 		TransactionTimeout: time.Duration(plan.workload.Transaction.Timeout),
@@ -84,7 +84,7 @@ func startPipeline(ctx context.Context, plan runPlan, metrics *runMetrics) (*sta
 // dbStageSpec returns database stage worker index's settings in plan.
 func (plan runPlan) dbStageSpec(index int) stages.DBSpec {
 	return stages.DBSpec{
-		Mode: plan.mode, Options: append(plan.clientOptions(), plan.observations.watch(consumersDatabase)),
+		Mode: plan.mode, Options: append(append(plan.clientOptions(), plan.observations.watch(consumersDatabase)), plan.groupOptions()...),
 		ClientID: fmt.Sprintf("exactly-loadgen-%s-consumer-%d", plan.topicSuffix, index),
 		Group:    "exactly-" + plan.runIDText + "-" + plan.topicSuffix, Input: plan.topic, Run: plan.topic,
 		Worker: fmt.Sprintf("w%d", index), Window: plan.workload.Application.DedupWindow,
@@ -124,7 +124,7 @@ func startDBStage(ctx context.Context, l *loadRun) (*stages.Group, error) {
 
 // relaySpec is relay worker index's settings in plan.
 func (plan runPlan) relaySpec(index int) stages.RelaySpec {
-	return stages.RelaySpec{Mode: plan.mode, Options: append(plan.clientOptions(), plan.observations.watch(consumersRelay)),
+	return stages.RelaySpec{Mode: plan.mode, Options: append(append(plan.clientOptions(), plan.observations.watch(consumersRelay)), plan.groupOptions()...),
 		ClientID: fmt.Sprintf("exactly-loadgen-%s-relay-%d", plan.topicSuffix, index),
 		Group:    plan.groupID(), Input: plan.topic, Output: plan.outputTopic}
 }

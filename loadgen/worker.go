@@ -118,7 +118,8 @@ func runPipelineWorker(ctx context.Context, spec worker.Spec, reporter *worker.R
 		return err
 	}
 	sessionSpec := stages.SessionSpec{
-		Options: append(options, workerPollWatch(reporter)), ClientID: spec.ClientID, TransactionalID: spec.TransactionalID,
+		Options:  append(append(options, workerPollWatch(reporter)), groupProtocolOptions(spec.GroupProtocol)...),
+		ClientID: spec.ClientID, TransactionalID: spec.TransactionalID,
 		TransactionTimeout: spec.TransactionTimeout, Group: spec.Group, Input: spec.Input, InstanceID: spec.InstanceID,
 		ShortSession: true, OnAssignment: reporter.Assigned,
 	}
@@ -156,7 +157,8 @@ func runDBStageWorker(ctx context.Context, spec worker.Spec, reporter *worker.Re
 	if err != nil {
 		return err
 	}
-	stage, err := stages.NewDBStage(stages.DBSpec{Mode: spec.Mode, Options: append(options, workerPollWatch(reporter)), ClientID: spec.ClientID,
+	options = append(append(options, workerPollWatch(reporter)), groupProtocolOptions(spec.GroupProtocol)...)
+	stage, err := stages.NewDBStage(stages.DBSpec{Mode: spec.Mode, Options: options, ClientID: spec.ClientID,
 		Group: spec.Group, Input: spec.Input, Run: spec.Run, Worker: spec.Worker, Window: spec.Window, ShortSession: true,
 		OnAssignment: reporter.Assigned},
 		db, stageMetrics{metrics}, stats)

@@ -76,6 +76,14 @@ type Workload struct {
 	// command runs every mode over each of its protocols on one broker
 	// and measures the consume cost of each (see security.go).
 	Security *SecuritySpec `yaml:"security" json:"security,omitempty"`
+	// GroupProtocol is the consumer group protocol of every group
+	// consumer (Kafka's group.protocol): classic (the default) or
+	// consumer (KIP-848; see groupprotocol.go).
+	GroupProtocol string `yaml:"group_protocol" json:"group_protocol,omitempty"`
+	// GroupProtocols, when set, makes the workload a comparison of the
+	// two protocols: every run under each, interleaved over rounds, with
+	// the rebalance pauses of each side by side (see protocolcompare.go).
+	GroupProtocols *GroupProtocolsSpec `yaml:"group_protocols" json:"group_protocols,omitempty"`
 }
 
 // EqualLoadSpec says at which offered loads a workload compares modes.
@@ -308,6 +316,14 @@ func (w Workload) Validate() error {
 		}
 		if err := w.EqualLoad.validate(); err != nil {
 			return fmt.Errorf("equal_load.%w", err)
+		}
+	}
+	if err := validateGroupProtocol(w.GroupProtocol); err != nil {
+		return err
+	}
+	if w.GroupProtocols != nil {
+		if err := w.GroupProtocols.validate(w); err != nil {
+			return fmt.Errorf("group_protocols.%w", err)
 		}
 	}
 	if w.Security != nil {

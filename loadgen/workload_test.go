@@ -8,7 +8,7 @@ import (
 
 func TestShippedWorkloadsParse(t *testing.T) {
 	names := WorkloadNames()
-	for _, want := range []string{"standard", "latency", "transactional-sweep", "smoke", "overhead", "commit-curve"} {
+	for _, want := range []string{"standard", "latency", "transactional-sweep", "smoke", "overhead", "commit-curve", "group-protocols"} {
 		found := false
 		for _, name := range names {
 			found = found || name == want
@@ -50,6 +50,9 @@ func TestParseWorkloadRejectsBadInput(t *testing.T) {
 		"no rounds":           "overhead: {rounds: 0}\n",
 		"negative load":       "overhead: {rounds: 2, rates: [-5]}\n",
 		"rounds under faults": "overhead: {rounds: 2}\nfaults: [{plan: ack-loss}]\n",
+		"unknown protocol":    "group_protocol: eager\n",
+		"no protocol rounds":  "group_protocols: {rounds: 0}\n",
+		"protocols, overhead": "group_protocols: {rounds: 2}\noverhead: {rounds: 2}\n",
 	}
 	for name, text := range cases {
 		if _, err := ParseWorkload([]byte(text)); err == nil {

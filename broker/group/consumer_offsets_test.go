@@ -47,3 +47,46 @@ func TestConsumerGroupCommitsCheckMemberEpochs(t *testing.T) {
 	wantErr(t, "expired member, transactional", commit("m1", first.MemberEpoch, true, false), ErrUnknownMember)
 	wantErr(t, "expired member", commit("m1", first.MemberEpoch, false, false), ErrUnknownMember)
 }
+
+// An admin's LeaveGroup naming a consumer-protocol static member by its
+// instance id removes it for good, as Kafka's does: its partitions go to
+// the others at once, instead of waiting for the session to end after the
+// member's own (temporary) leave. Unknown instance ids and members named
+// by member id alone are UNKNOWN_MEMBER_ID.
+func TestConsumerGroupAdminLeaveRemovesStaticMember(t *testing.T) {
+	catalog := &fakeCatalog{topics: map[string]int32{"a": 2}}
+	h := newHarness(t, func(cfg *Config) { cfg.Catalog = catalog })
+	join := func(id string, instance *string) ConsumerHeartbeatResult {
+		t.Helper()
+		result, err := h.c.ConsumerHeartbeat(testCtx, ConsumerHeartbeatRequest{Group: "g", MemberID: id, InstanceID: instance,
+			RebalanceTimeoutMillis: 1000, SubscribedTopicNames: []string{"a"}, Owned: []TopicPartitions{}, MemberIDRequired: true, Client: testClient})
+		if err != nil {
+			t.Fatalf("join %s: %v", id, err)
+		}
+		return result
+	}
+	instance := "static-1"
+	first := join("m1", &instance)
+	if _, err := h.c.ConsumerHeartbeat(testCtx, ConsumerHeartbeatRequest{Group: "g", MemberID: "m1", InstanceID: &instance,
+		MemberEpoch: StaticLeaveEpoch}); err != nil {
+		t.Fatalf("static leave: %v", err)
+	}
+	unknown := "nobody"
+	errs, err := h.c.Leave(testCtx, "g", []Leaver{{InstanceID: &instance}, {InstanceID: &unknown}, {MemberID: "m1"}})
+	if err != nil {
+		t.Fatalf("leave: %v", err)
+	}
+	wantErr(t, "static member by instance id", errs[0], nil)
+	wantErr(t, "unknown instance id", errs[1], ErrUnknownMember)
+	wantErr(t, "member id alone", errs[2], ErrUnknownMember)
+	second := join("m2", nil)
+	owned := 0
+	if second.Assignment != nil {
+		for _, topic := range *second.Assignment {
+			owned += len(topic.Partitions)
+		}
+	}
+	if owned != 2 {
+		t.Fatalf("m2 got %d partitions after m1 (epoch %d) was removed, want both", owned, first.MemberEpoch)
+	}
+}

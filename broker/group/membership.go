@@ -136,9 +136,44 @@ func (c *Coordinator) Leave(ctx context.Context, groupID string, leavers []Leave
 	}
 	defer g.unlock()
 	now := c.cfg.Now()
+	if g.consumer != nil {
+		return g.consumerAdminLeave(ctx, leavers, now)
+	}
 	errs := make([]error, len(leavers))
 	for i, leaver := range leavers {
 		errs[i] = g.leave(ctx, leaver, now)
+	}
+	return errs, nil
+}
+
+// consumerAdminLeave is LeaveGroup sent to a consumer-protocol group: as
+// in Kafka, it removes static members named by instance id (the admin's
+// removal, kafka-consumer-groups --delete-members: a static member's own
+// leave is temporary and keeps its partitions until its session ends); a
+// member named by member id alone does not speak LeaveGroup here
+// (UNKNOWN_MEMBER_ID, as Kafka answers a member not on the classic
+// protocol).
+func (g *group) consumerAdminLeave(ctx context.Context, leavers []Leaver, now time.Time) ([]error, error) {
+	cg := g.consumer
+	w := &consumerWrites{group: g.id}
+	errs := make([]error, len(leavers))
+	for i, leaver := range leavers {
+		if leaver.InstanceID == nil {
+			errs[i] = memberError(g.id, leaver.MemberID, ErrUnknownMember)
+			continue
+		}
+		id, ok := cg.staticMembers[*leaver.InstanceID]
+		switch {
+		case !ok || cg.members[id] == nil:
+			errs[i] = memberError(g.id, leaver.MemberID, ErrUnknownMember)
+		case leaver.MemberID != "" && leaver.MemberID != id:
+			errs[i] = memberError(g.id, leaver.MemberID, ErrFencedInstance)
+		default:
+			g.removeConsumerMember(cg.members[id], w)
+		}
+	}
+	if err := g.flushConsumer(ctx, cg, w, now); err != nil {
+		return nil, err
 	}
 	return errs, nil
 }

@@ -46,6 +46,7 @@ type loadgenFlags struct {
 	database, profile                                string
 	dedupWindow                                      int64
 	rounds                                           int
+	groupProtocol                                    string
 	quiet, jsonProgress                              bool
 	listWorkloads, listPlans, quick                  bool
 	findMax                                          findMaxFlags
@@ -84,7 +85,14 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.faultPlans, "faults", "", "comma-separated fault plans (shipped: "+strings.Join(faults.PlanNames(), ", ")+", or YAML files): run the modes under each, replacing the workload's fault matrix")
 	fs.StringVar(&f.database, "db", "", "application database of consumer-dedup and external-offsets: postgres://… URL or an SQLite file (default: an SQLite file in a temporary directory)")
 	fs.Int64Var(&f.dedupWindow, "dedup-window", 0, "consumer-dedup window: keys of the last N offsets of each partition are remembered")
-	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of an overhead or security workload (--workload overhead, --workload security): every mode (over every protocol) once per round, ratios to at-least-once (to PLAINTEXT) with a 95% interval over the rounds and an A/A pair as the noise floor")
+	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of an overhead workload (--workload overhead): every mode once per round, ratios to at-least-once with a 95% interval over the rounds and an A/A pair as the noise floor; "+
+		"of the security workload (--workload security): every mode over every protocol once per round, ratios to PLAINTEXT likewise; "+
+		"or of a comparison of group protocols (--group-protocol both, --workload group-protocols)")
+	fs.StringVar(&f.groupProtocol, "group-protocol", "", "consumer group protocol of every group consumer (eos-pipeline, consumer-dedup, external-offsets, "+
+		"the group-churn relay, consumer-crash's workers), Kafka's client setting group.protocol: classic (JoinGroup/SyncGroup, "+
+		"the client assigns; the default) or consumer (KIP-848 ConsumerGroupHeartbeat, the broker assigns with the uniform assignor; "+
+		"the target must serve it); both: every run with a group under each, interleaved over --rounds rounds (default 3), "+
+		"comparing their rebalance pauses under group-churn (--workload group-protocols does that for the three group modes)")
 	fs.StringVar(&f.profile, "profile", "", "profile the load generator into profiles/loadgen-<run id>/: cpu, mem, block, mutex or trace")
 	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix (the quick workload, about a minute and a half)")
 	fs.BoolVar(&f.listPlans, "list-plans", false, "list the shipped fault plans and exit")
@@ -141,14 +149,30 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	if f.keys != "" {
 		w.Keys.Distribution = f.keys
 	}
+	switch f.groupProtocol {
+	case "":
+	case loadgen.GroupProtocolBoth:
+		if w.GroupProtocols == nil {
+			w.GroupProtocols = &loadgen.GroupProtocolsSpec{Rounds: loadgen.DefaultProtocolRounds}
+		}
+	case loadgen.GroupProtocolClassic, loadgen.GroupProtocolConsumer:
+		if w.GroupProtocols != nil {
+			return fmt.Errorf("--group-protocol %s: workload %s compares both protocols; use --group-protocol both or another workload", f.groupProtocol, w.Name)
+		}
+		w.GroupProtocol = f.groupProtocol
+	default:
+		return fmt.Errorf("--group-protocol %q: want classic, consumer or both", f.groupProtocol)
+	}
 	if f.rounds > 0 {
 		switch {
 		case w.Overhead != nil:
 			w.Overhead.Rounds = f.rounds
 		case w.Security != nil:
 			w.Security.Rounds = f.rounds
+		case w.GroupProtocols != nil:
+			w.GroupProtocols.Rounds = f.rounds
 		default:
-			return fmt.Errorf("--rounds: workload %s does not run interleaved rounds (use --workload overhead or --workload security)", w.Name)
+			return fmt.Errorf("--rounds: workload %s does not run interleaved rounds (use --workload overhead or --workload security, or --group-protocol both)", w.Name)
 		}
 	}
 	if f.commitIntervals != "" {
@@ -378,6 +402,9 @@ func writeLoadgenOutputs(w io.Writer, dir string, results *report.Results) (outp
 		return outputPaths{}, err
 	}
 	if err := report.WriteOverhead(w, results); err != nil {
+		return outputPaths{}, err
+	}
+	if err := report.WriteGroupProtocols(w, results); err != nil {
 		return outputPaths{}, err
 	}
 	if err := report.WriteBrokerSide(w, results); err != nil {

@@ -38,4 +38,18 @@ func TestRoundsFlag(t *testing.T) {
 	if _, err := apply("standard", "--rounds", "3"); err == nil || !strings.Contains(err.Error(), "--workload overhead") {
 		t.Errorf("--rounds on the standard workload: %v, want a refusal naming --workload overhead", err)
 	}
+	workload, err = apply("standard", "--group-protocol", "both", "--rounds", "4")
+	if err != nil || workload.GroupProtocols == nil || workload.GroupProtocols.Rounds != 4 {
+		t.Errorf("--group-protocol both --rounds 4: %+v, err %v", workload.GroupProtocols, err)
+	}
+	workload, err = apply("standard", "--group-protocol", "consumer")
+	if err != nil || workload.GroupProtocol != loadgen.GroupProtocolConsumer || workload.GroupProtocols != nil {
+		t.Errorf("--group-protocol consumer: %q %+v, err %v", workload.GroupProtocol, workload.GroupProtocols, err)
+	}
+	if _, err := apply("standard", "--group-protocol", "eager"); err == nil || !strings.Contains(err.Error(), "classic, consumer or both") {
+		t.Errorf("--group-protocol eager: %v", err)
+	}
+	if _, err := apply("group-protocols", "--group-protocol", "classic"); err == nil {
+		t.Error("--group-protocol classic on the comparison workload: accepted")
+	}
 }

@@ -14,7 +14,7 @@ import (
 // Every shipped plan loads, validates and says what the brief asks of it.
 func TestStandardPlans(t *testing.T) {
 	want := []string{"ack-loss", "broker-partition", "broker-restart", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
-		"leader-kill", "none", "request-loss", "zombie-producer"}
+		"group-churn-steady", "leader-kill", "none", "request-loss", "zombie-producer"}
 	if got := PlanNames(); !slices.Equal(got, want) {
 		t.Fatalf("shipped plans %v, want %v", got, want)
 	}
@@ -76,6 +76,11 @@ func TestStandardPlans(t *testing.T) {
 			return slices.Contains(phases, "range") && slices.Contains(phases, "cooperative-sticky") &&
 				slices.Contains(phases, "cooperative-sticky-static") && slices.Contains(c[0].LeaveAfter, 0) &&
 				slices.ContainsFunc(c[0].LeaveAfter, func(n int) bool { return n > 0 })
+		},
+		"group-churn-steady": func(p Plan) bool {
+			c := p.Clients
+			return len(c) == 1 && c[0].Action == ClientGroupChurn && c[0].ChainedStages() == 2 &&
+				slices.Equal(c[0].Phases, []string{"cooperative-sticky"}) && slices.Contains(c[0].LeaveAfter, 0)
 		},
 	}
 	for _, name := range want {

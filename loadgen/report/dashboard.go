@@ -174,6 +174,9 @@ type dashboardPage struct {
 	// SecurityTables are the security workload's tables (results with a
 	// security section only).
 	SecurityTables []securityTable
+	// GroupProtocolsTables are the consumer group protocols' comparison
+	// and the group-churn runs' rebalance pauses.
+	GroupProtocolsTables []groupProtocolsTable
 	// CommitCurves are the transactional slots' ratios against commit
 	// interval, drawn from the overhead sections.
 	CommitCurves []curveChart
@@ -206,6 +209,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	page.SharedWarnings = sharedWarnings(files)
 	page.OverheadTables = overheadTables(files)
 	page.SecurityTables = securityTables(files)
+	page.GroupProtocolsTables = groupProtocolsTables(files)
 	page.CommitCurves = curveCharts(files)
 	page.Throughput, page.Overhead = throughputCharts(files, names)
 	page.RunRows = runRows(files, names)

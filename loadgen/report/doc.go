@@ -26,6 +26,7 @@
 //	  "runs": [ Run, … ],
 //	  "find_max": FindMax                     // --find-max only; added in v1, omitted when absent
 //	  "overhead": Overhead                    // added in v1; only for interleaved rounds (the overhead workload)
+//	  "group_protocols": GroupProtocolComparison  // added in v1; only for a comparison of group protocols (grouprotocols.go)
 //	}
 //
 // Run, one per delivery mode (and per commit interval of a transactional
@@ -60,6 +61,9 @@
 //	                  "recoveries", "found_written", "resent", "writer_copies"},  // added in v1; application-level modes only
 //	  "round": 3, "slot": "transactional@100ms",  // added in v1; runs of interleaved rounds only
 //	  "broker_metrics": BrokerMetrics          // added in v1; only when the broker's /metrics address is known
+//	  "group_protocol": "classic|consumer",    // added in v1; runs with group consumers only
+//	  "rebalance_pauses": {"events", "pauses", "median_ms", "p99_ms", "max_ms", "total_ms",
+//	                       "normal_gap_ms", "window_ms", "pauses_ms": […]}  // added in v1; group-churn runs only
 //	}
 //
 // BrokerMetrics, the broker's /metrics scraped before the load and after

@@ -48,6 +48,10 @@ type Results struct {
 	// Security holds the security workload's tables (security.go; added
 	// within schema version 1, omitted otherwise).
 	Security *Security `json:"security,omitempty"`
+	// GroupProtocols compares the consumer group protocols over
+	// interleaved rounds (grouprotocols.go; added within schema version
+	// 1, omitted otherwise).
+	GroupProtocols *GroupProtocolComparison `json:"group_protocols,omitempty"`
 }
 
 // Target describes the cluster a run spoke to.
@@ -131,6 +135,12 @@ type Run struct {
 	// /metrics (brokermetrics.go; added within schema version 1, omitted
 	// when no metrics address was known).
 	BrokerMetrics *BrokerMetrics `json:"broker_metrics,omitempty"`
+	// GroupProtocol is the consumer group protocol of the run's group
+	// consumers ("classic" or "consumer"; omitted for a run without
+	// any), RebalancePauses the pauses of a group-churn run
+	// (grouprotocols.go; both added within schema version 1).
+	GroupProtocol   string           `json:"group_protocol,omitempty"`
+	RebalancePauses *RebalancePauses `json:"rebalance_pauses,omitempty"`
 }
 
 // Latency histogram names. produce_ack and end_to_end count from the

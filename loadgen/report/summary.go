@@ -56,6 +56,9 @@ func WriteSummary(w io.Writer, results *Results) error {
 		if application := run.Application; application != nil {
 			fmt.Fprintf(w, "  %s: %s\n", run.Name, application.Describe())
 		}
+		if run.RebalancePauses != nil {
+			fmt.Fprintf(w, "  %s: %s\n", run.Name, run.RebalancePauses.Text())
+		}
 	}
 	verdict := "PASS: every run met its expectation"
 	if !results.Passed {

@@ -83,10 +83,14 @@ type Spec struct {
 	CommitInterval  time.Duration `json:"commit_interval,omitempty"`
 	CommitRecords   int           `json:"commit_records,omitempty"`
 	// Pipeline role.
-	Group      string `json:"group,omitempty"`
-	InstanceID string `json:"instance_id,omitempty"`
-	Input      string `json:"input,omitempty"`
-	Output     string `json:"output,omitempty"`
+	Group string `json:"group,omitempty"`
+	// GroupProtocol is the group consumer's protocol (Kafka's
+	// group.protocol: "classic" or "", or "consumer"), pipeline and
+	// database stage roles.
+	GroupProtocol string `json:"group_protocol,omitempty"`
+	InstanceID    string `json:"instance_id,omitempty"`
+	Input         string `json:"input,omitempty"`
+	Output        string `json:"output,omitempty"`
 	// Database stage role (also Group, Input).
 	Database string `json:"database,omitempty"` // where the worker connects: an SQLite path or a postgres:// URL
 	Run      string `json:"run,omitempty"`
