@@ -87,6 +87,10 @@ type settings struct {
 	OffsetsRetentionCheckInterval time.Duration
 	// OffsetsTopicPartitions is offsets.topic.num.partitions.
 	OffsetsTopicPartitions int32
+	// OffsetsSegmentBytes is offsets.topic.segment.bytes.
+	OffsetsSegmentBytes int32
+	// TransactionStateSegmentBytes is transaction.state.log.segment.bytes.
+	TransactionStateSegmentBytes int32
 
 	// ProducerIDExpiration is producer.id.expiration.ms.
 	ProducerIDExpiration time.Duration
@@ -171,6 +175,8 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		OffsetsRetention:              p.duration("offsets.retention.minutes", time.Minute),
 		OffsetsRetentionCheckInterval: p.duration("offsets.retention.check.interval.ms", time.Millisecond),
 		OffsetsTopicPartitions:        p.int32("offsets.topic.num.partitions"),
+		OffsetsSegmentBytes:           p.int32("offsets.topic.segment.bytes"),
+		TransactionStateSegmentBytes:  p.int32("transaction.state.log.segment.bytes"),
 
 		ProducerIDExpiration:              p.duration("producer.id.expiration.ms", time.Millisecond),
 		ProducerIDExpirationCheckInterval: p.duration("producer.id.expiration.check.interval.ms", time.Millisecond),

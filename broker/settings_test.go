@@ -38,6 +38,8 @@ func TestSettingsDefaults(t *testing.T) {
 		OffsetsRetention:                  7 * 24 * time.Hour,
 		OffsetsRetentionCheckInterval:     10 * time.Minute,
 		OffsetsTopicPartitions:            50,
+		OffsetsSegmentBytes:               100 << 20,
+		TransactionStateSegmentBytes:      100 << 20,
 		ProducerIDExpiration:              24 * time.Hour,
 		ProducerIDExpirationCheckInterval: 10 * time.Minute,
 		TransactionMaxTimeout:             15 * time.Minute,

@@ -93,6 +93,18 @@ func (s *LogStore) openPartition(partition int32) (*storage.Log, error) {
 	return log, nil
 }
 
+// Logs returns the partition logs opened so far, by partition (for the
+// broker's log cleaner; the store keeps owning them).
+func (s *LogStore) Logs() map[int32]*storage.Log {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int32]*storage.Log, len(s.logs))
+	for partition, log := range s.logs {
+		out[partition] = log
+	}
+	return out
+}
+
 // Append encodes batch as a Kafka record batch, appends it and waits until
 // it is durable under the log's fsync policy.
 func (s *LogStore) Append(ctx context.Context, partition int32, batch StoreBatch) error {

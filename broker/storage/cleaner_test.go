@@ -237,3 +237,31 @@ func copyDir(b *testing.B, src, dst string) {
 		}
 	}
 }
+
+// TestCleanAbort: a Clean whose Abort channel is closed stops with
+// ErrCleanAborted, changes nothing, and a later Clean does the work.
+func TestCleanAbort(t *testing.T) {
+	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1 << 20})
+	for i := range 10 {
+		mustAppend(t, l, keyedBatch(t, int32(i), 10_000, 10, "a", "b"))
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := l.Size()
+	abort := make(chan struct{})
+	close(abort)
+	if _, err := l.Clean(CleanOptions{UpperBound: l.LogEndOffset(), Abort: abort}); !errors.Is(err, ErrCleanAborted) {
+		t.Fatalf("aborted clean: %v, want ErrCleanAborted", err)
+	}
+	if after := l.Size(); after != before {
+		t.Fatalf("aborted clean changed the log: %d bytes, had %d", after, before)
+	}
+	result, err := l.Clean(CleanOptions{UpperBound: l.LogEndOffset()})
+	if err != nil || result.RecordsRemoved != 18 {
+		t.Fatalf("clean after the abort: %+v, %v", result, err)
+	}
+}

@@ -122,7 +122,7 @@ func loadPartition(log *storage.Log, fn func(key, value []byte) error) error {
 			return fmt.Errorf("read at %d: %w", from, err)
 		}
 		if len(data) == 0 {
-			return fmt.Errorf("read at %d: no batch below log end %d", from, end)
+			return nil // compaction removed every batch left below the end
 		}
 		for len(data) > 0 {
 			batch, err := wire.ParseBatch(data)
