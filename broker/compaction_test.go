@@ -44,19 +44,28 @@ func sealAndWaitCleaned(t *testing.T, b *Broker, log *storage.Log, upperBound fu
 	waitCleaned(t, b, log, upperBound)
 }
 
-// waitCleaned waits until log has no dirty bytes below its log end (or
-// below upperBound, the last stable offset).
+// waitCleaned waits until the cleaner has cleaned log up to its cleanable
+// end under upperBound (the last stable offset) and that end reaches
+// upperBound — or, when it falls inside a segment, the segment before.
 func waitCleaned(t *testing.T, b *Broker, log *storage.Log, upperBound func() int64) {
 	t.Helper()
-	waitUntil(t, 20*time.Second, "the cleaner to clean "+log.Dir(), func() bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
 		b.cleanNow()
 		bound := upperBound()
 		stats, err := log.CleanableStats(storage.CleanOptions{UpperBound: bound})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return stats.DirtyBytes == 0 && stats.FirstDirtyOffset >= bound
-	})
+		reached := stats.CleanableEnd == bound || bound < log.LogEndOffset() && stats.CleanableEnd > 0
+		if reached && stats.DirtyBytes == 0 && stats.FirstDirtyOffset >= stats.CleanableEnd {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for the cleaner to clean %s below %d (log end %d): %+v", log.Dir(), bound, log.LogEndOffset(), stats)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
 }
 
 // logRecord is a record as found in the log.
@@ -350,5 +359,58 @@ func TestCompactedTopicIdempotentRetry(t *testing.T) {
 	}
 	if gap := r.produceRaw("compacted-idem", 0, keyedIdempotentBatch(t, pid, 6, "x", "gap"), 9); gap.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("sequence gap after clean and restart: error %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", gap.ErrorCode)
+	}
+}
+
+// TestCompactedTopicOpenTransaction: the cleaner stops at the last stable
+// offset. A key's committed value is followed by a write of an open
+// transaction; a clean meanwhile must not take the open write as the
+// latest (cleaning past the LSO would drop the committed value); once
+// the transaction aborts, a clean removes the open write and the
+// committed value is what remains.
+func TestCompactedTopicOpenTransaction(t *testing.T) {
+	properties := txnTestProperties("2")
+	for k, v := range compactTestProperties() {
+		properties[k] = v
+	}
+	b := startTestBroker(t, t.TempDir(), properties)
+	createTopic(t, newTestClient(t, b), "compacted-open", 1, compactTopicConfig)
+	ctx := testContext(t, 30*time.Second)
+	plain := newTestClient(t, b, kgo.DefaultProduceTopic("compacted-open"), kgo.ProducerLinger(0))
+	for i := range 20 {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Key: []byte("b"), Value: fmt.Appendf(nil, "committed%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	producer := newTxnProducer(t, b.Addr(), "open-txn")
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	open := &kgo.Record{Topic: "compacted-open", Partition: 0, Key: []byte("b"), Value: []byte("open")}
+	if err := producer.ProduceSync(ctx, open).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p := partitionZero(t, b, "compacted-open")
+	if lso := p.lastStableOffset(); lso != open.Offset {
+		t.Fatalf("last stable offset %d, want the open transaction's first offset %d", lso, open.Offset)
+	}
+	for i := range 20 { // more segments past the open transaction
+		if err := plain.ProduceSync(ctx, &kgo.Record{Key: []byte("c"), Value: fmt.Appendf(nil, "c%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
+	if err := producer.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the abort to reach the partition", func() bool { return p.lastStableOffset() == p.log.LogEndOffset() })
+	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
+	got := map[string]string{}
+	records, _ := logRecords(t, p.log)
+	for _, r := range records {
+		got[r.key] = *r.value
+	}
+	if got["b"] != "committed19" || got["c"] != "c19" || len(records) != 2 {
+		t.Fatalf("after the abort and a clean the log holds %+v, want b=committed19 and c=c19", records)
 	}
 }
