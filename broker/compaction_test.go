@@ -27,8 +27,9 @@ func compactTestProperties() map[string]string {
 }
 
 // compactTopicConfig is a compacted topic with small segments whose
-// tombstones go at the first clean.
-var compactTopicConfig = map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024", "delete.retention.ms": "0"}
+// tombstones go at the first clean, cleaned whenever it has dirt.
+var compactTopicConfig = map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024", "delete.retention.ms": "0",
+	"min.cleanable.dirty.ratio": "0.01"}
 
 // sealAndWaitCleaned rolls the log (the cleaner never touches the active
 // segment), flushes it (nor a segment past the recovery point) and waits
