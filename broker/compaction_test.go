@@ -415,3 +415,72 @@ func TestCompactedTopicOpenTransaction(t *testing.T) {
 		t.Fatalf("after the abort and a clean the log holds %+v, want b=committed19 and c=c19", records)
 	}
 }
+
+// TestCleanerMarksFailingLogUncleanable: a log whose clean fails (a
+// sealed segment damaged on disk) is marked uncleanable and skipped, and
+// the cleaner goes on cleaning the other logs.
+func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), compactTestProperties())
+	client := newTestClient(t, b, kgo.ProducerLinger(0))
+	ctx := testContext(t, 30*time.Second)
+	for _, topic := range []string{"damaged", "healthy"} {
+		createTopic(t, client, topic, 1, compactTopicConfig)
+		for i := range 30 {
+			if err := client.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	damaged, healthy := partitionZero(t, b, "damaged"), partitionZero(t, b, "healthy")
+	// Cleaned first, so no clean runs while the file is damaged; then the
+	// first segment holding a batch (a clean may leave empty ones).
+	sealAndWaitCleaned(t, b, damaged.log, damaged.lastStableOffset)
+	segments, err := filepath.Glob(filepath.Join(damaged.log.Dir(), "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	segment := ""
+	for _, name := range segments {
+		if info, err := os.Stat(name); err == nil && info.Size() > 0 {
+			segment = name
+			break
+		}
+	}
+	file, err := os.OpenFile(segment, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.WriteAt([]byte{0x7f, 0xff, 0xff, 0xff}, 8); err != nil { // the first batch's length
+		t.Fatal(err)
+	}
+	file.Close()
+	for i := range 10 { // new dirt, so that a clean reads the log again from its first segment
+		if err := client.ProduceSync(ctx, &kgo.Record{Topic: "damaged", Key: []byte("k"), Value: fmt.Appendf(nil, "later%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := damaged.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := damaged.log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the damaged log marked uncleanable", func() bool {
+		b.cleanNow()
+		b.cleaner.mu.Lock()
+		defer b.cleaner.mu.Unlock()
+		return b.cleaner.uncleanable[damaged.log] != nil
+	})
+	b.cleaner.mu.Lock()
+	t.Logf("uncleanable: %v", b.cleaner.uncleanable[damaged.log])
+	b.cleaner.mu.Unlock()
+	for i := range 10 { // the other log is still cleaned
+		if err := client.ProduceSync(ctx, &kgo.Record{Topic: "healthy", Key: []byte("k"), Value: fmt.Appendf(nil, "later%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sealAndWaitCleaned(t, b, healthy.log, healthy.lastStableOffset)
+	if records, _ := logRecords(t, healthy.log); len(records) != 1 {
+		t.Fatalf("healthy log after cleaning: %+v", records)
+	}
+}

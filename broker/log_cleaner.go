@@ -52,7 +52,8 @@ import (
 // Errors: a failed clean is logged with the log's name and error, counted
 // (exactly_log_cleaner_failures_total), and the log is marked uncleanable
 // until the broker restarts (Kafka's uncleanable partitions): it is
-// skipped from then on. Nothing here panics on a log's behalf.
+// skipped from then on. A panic inside a clean is recovered and treated
+// the same way.
 
 // cleanTarget is one log the cleaner may compact.
 type cleanTarget struct {
@@ -102,8 +103,8 @@ func (b *Broker) startLogCleaner() {
 	}
 }
 
-// cleanNow wakes the cleaner goroutines for a pass (tests, and a topic's
-// cleanup.policy turning to compact).
+// cleanNow wakes the cleaner goroutines for a pass now rather than after
+// their backoff (tests use it).
 func (b *Broker) cleanNow() {
 	if b.cleaner == nil {
 		return
@@ -219,7 +220,7 @@ func (lc *logCleaner) clean(c *candidate, now time.Time) {
 	if err == nil {
 		var result storage.CleanResult
 		started := time.Now()
-		result, err = target.log.Clean(storage.CleanOptions{
+		result, err = cleanRecovering(target.log, storage.CleanOptions{
 			UpperBound:          upperBound,
 			Now:                 now,
 			DeleteRetention:     target.config.tombstoneRetention,
@@ -254,6 +255,18 @@ func (lc *logCleaner) clean(c *candidate, now time.Time) {
 		b.metrics.LogCleanerFailed()
 	}
 	b.logger.Error("log cleaner: clean failed; the log is marked uncleanable until restart", "log", target.name, "error", err)
+}
+
+// cleanRecovering is Log.Clean with a panic turned into an error, so one
+// log's bug marks that log uncleanable instead of ending the broker (Clean
+// releases its locks by defer).
+func cleanRecovering(log *storage.Log, opts storage.CleanOptions) (result storage.CleanResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("clean panicked: %v", r)
+		}
+	}()
+	return log.Clean(opts)
 }
 
 // rate is each goroutine's share of log.cleaner.io.max.bytes.per.second

@@ -175,7 +175,7 @@ func (l *Log) planClean(opts CleanOptions, acquire bool) (*cleanPlan, error) {
 	recoverySegment := l.lastCheckpoint.recoverySegment
 	l.checkpointMu.Unlock()
 	first := l.segments[0]
-	firstDirty := l.readCleanerCheckpoint().firstDirty
+	firstDirty := l.firstDirty.Load() // the cleaner checkpoint's, kept in memory
 	if firstDirty < first.base || firstDirty > l.logEnd {
 		firstDirty = first.base
 	}

@@ -97,8 +97,7 @@ func (l *Log) raiseCompactedEnd(end int64) error {
 	if l.compactedEnd.Load() >= end {
 		return nil
 	}
-	c := l.readCleanerCheckpoint()
-	c.compactedEnd = end
+	c := cleanerCheckpoint{firstDirty: l.firstDirty.Load(), compactedEnd: end}
 	return l.writeCleanerCheckpointLocked(c)
 }
 
@@ -108,6 +107,7 @@ func (l *Log) writeCleanerCheckpointLocked(c cleanerCheckpoint) error {
 		return fmt.Errorf("cleaner checkpoint: %w", err)
 	}
 	l.compactedEnd.Store(c.compactedEnd)
+	l.firstDirty.Store(c.firstDirty)
 	return nil
 }
 
@@ -190,7 +190,9 @@ func (l *Log) recoverSwaps() error {
 			}
 		}
 	}
-	l.compactedEnd.Store(l.readCleanerCheckpoint().compactedEnd)
+	saved := l.readCleanerCheckpoint()
+	l.compactedEnd.Store(saved.compactedEnd)
+	l.firstDirty.Store(saved.firstDirty)
 	return nil
 }
 

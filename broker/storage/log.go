@@ -58,6 +58,10 @@ type Log struct {
 	// cleaner checkpoint): recovery accepts gaps between batches below it.
 	// A follower's AppendReplica past a gap raises it too.
 	compactedEnd atomic.Int64
+	// firstDirty is the cleaner checkpoint's first dirty offset, read at
+	// Open and stored with every write of the file, so that planning a
+	// clean (under appendMu) reads no file.
+	firstDirty atomic.Int64
 	// cleanerFileMu serializes writes of the cleaner checkpoint (Clean,
 	// AppendReplica); a leaf, held across that file's atomic rewrite.
 	cleanerFileMu sync.Mutex
