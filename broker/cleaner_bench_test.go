@@ -44,9 +44,9 @@ func BenchmarkProduceWithCleaner(b *testing.B) {
 
 const (
 	benchRounds       = 8 // idle and cleaning alternately
-	benchRoundRecords = 3000
+	benchRoundRecords = 5000
 	benchChurnBytes   = 24 << 20
-	benchChurnTopics  = 6
+	benchChurnTopics  = 8
 )
 
 func benchProduceWithCleaner(b *testing.B) {
