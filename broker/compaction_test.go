@@ -484,3 +484,39 @@ func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
 		t.Fatalf("healthy log after cleaning: %+v", records)
 	}
 }
+
+// TestCompactDeletePolicies: with cleanup.policy=compact,delete retention
+// still deletes old segments (the log start moves) and the rest is
+// compacted; with compact alone retention is off, however short
+// retention.ms is.
+func TestCompactDeletePolicies(t *testing.T) {
+	properties := compactTestProperties()
+	properties["log.retention.check.interval.ms"] = "20"
+	b := startTestBroker(t, t.TempDir(), properties)
+	client := newTestClient(t, b, kgo.ProducerLinger(0))
+	ctx := testContext(t, 30*time.Second)
+	both := map[string]string{"retention.bytes": "2048"}
+	compactOnly := map[string]string{"retention.ms": "1"}
+	for k, v := range compactTopicConfig {
+		both[k], compactOnly[k] = v, v
+	}
+	both["cleanup.policy"] = "compact,delete"
+	createTopic(t, client, "compact-delete", 1, both)
+	createTopic(t, client, "compact-only", 1, compactOnly)
+	for _, topic := range []string{"compact-delete", "compact-only"} {
+		for i := range 200 {
+			record := &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i)} // all keys distinct
+			if err := client.ProduceSync(ctx, record).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deleting, keeping := partitionZero(t, b, "compact-delete"), partitionZero(t, b, "compact-only")
+	waitUntil(t, 10*time.Second, "retention to delete compact-delete's oldest segments", func() bool {
+		return deleting.log.LogStartOffset() > 0 && deleting.log.Size() <= 2048+1024
+	})
+	sealAndWaitCleaned(t, b, keeping.log, keeping.lastStableOffset)
+	if records, _ := logRecords(t, keeping.log); keeping.log.LogStartOffset() != 0 || len(records) != 200 {
+		t.Fatalf("compact-only with retention.ms=1: log start %d, %d records; want 0 and all 200 (distinct keys)", keeping.log.LogStartOffset(), len(records))
+	}
+}

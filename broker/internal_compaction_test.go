@@ -110,11 +110,12 @@ func initProducerIDFor(t *testing.T, client *kgo.Client, transactionalID string)
 
 // TestInternalTopicsCompactedAndReloaded: __consumer_offsets and
 // __transaction_state are compacted. Offsets committed many times for one
-// group and partition (plainly and in transactions, some aborted) and many
-// transactions on two transactional ids, cleaned: the logs shrink to a
-// bound, and after a restart, which loads the compacted logs, OffsetFetch
-// answers what it answered before and InitProducerId continues each id's
-// producer id and epoch.
+// group and partition (plainly and in transactions, some aborted), a
+// deleted group, and many transactions on two transactional ids, cleaned:
+// the logs shrink to a bound, and after a restart, which loads the
+// compacted logs, OffsetFetch answers what it answered before (nothing for
+// the deleted group) and InitProducerId continues each id's producer id
+// and epoch.
 func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, internalCompactionProperties())
@@ -125,6 +126,19 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 		if err := member.commit(ctx, "", -1, offset); err != nil {
 			t.Fatalf("commit %d: %v", offset, err)
 		}
+	}
+	// A group whose offsets and metadata are deleted: its tombstones, and
+	// after them nothing, must keep it deleted across cleans and restarts.
+	gone := newRawMember(t, b, "deleted-group", "data")
+	for offset := range int64(20) {
+		if err := gone.commit(ctx, "", -1, offset); err != nil {
+			t.Fatalf("commit %d: %v", offset, err)
+		}
+	}
+	remove := kmsg.NewPtrDeleteGroupsRequest()
+	remove.Groups = []string{"deleted-group"}
+	if resp, err := remove.RequestWith(ctx, gone.client); err != nil || resp.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete group: %v %+v", err, resp)
 	}
 	ids := []string{"compacted-id-0", "compacted-id-1"}
 	producers := map[string]*kgo.Client{}
@@ -194,6 +208,9 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 	admin = newTestClient(t, b)
 	if got := committedOffsets(t, admin, "plain-group", "data"); got[0] != 349 {
 		t.Fatalf("plain-group after restart: %v, want 349", got)
+	}
+	if got := committedOffsets(t, admin, "deleted-group", "data"); len(got) != 0 {
+		t.Fatalf("deleted-group after cleaning and a restart: %v, want no offsets", got)
 	}
 	if got := committedOffsets(t, admin, "txn-group", "data"); got[0] != wantTxnOffset {
 		t.Fatalf("txn-group after restart: %v, want %d", got, wantTxnOffset)
