@@ -82,16 +82,13 @@ type logCleaner struct {
 	// offset (their upper bound is below what the stats saw, e.g. an
 	// open transaction): skipped until the time given (mu).
 	stalled map[*storage.Log]time.Time
-	// passes counts completed scheduling passes that found nothing due
-	// (mu): tests wait for it to move to know every due log was cleaned.
-	idlePasses int64
 }
 
 // startLogCleaner starts log.cleaner.threads goroutines (counted in
 // b.background) unless log.cleaner.enable is false.
 func (b *Broker) startLogCleaner() {
 	settings := b.config.settings
-	b.cleaner = &logCleaner{broker: b, wake: make(chan struct{}, 1),
+	b.cleaner = &logCleaner{broker: b, wake: make(chan struct{}, max(int(settings.CleanerThreads), 1)),
 		busy: map[*storage.Log]bool{}, uncleanable: map[*storage.Log]error{}, stalled: map[*storage.Log]time.Time{}}
 	if !settings.CleanerEnable {
 		return
@@ -154,7 +151,9 @@ func (lc *logCleaner) cleanOne() bool {
 	b := lc.broker
 	now := time.Now()
 	var best *candidate
-	for _, target := range b.cleanTargets() {
+	targets := b.cleanTargets()
+	lc.forgetGone(targets)
+	for _, target := range targets {
 		lc.mu.Lock()
 		skip := lc.busy[target.log] || lc.uncleanable[target.log] != nil || now.Before(lc.stalled[target.log])
 		lc.mu.Unlock()
@@ -173,9 +172,6 @@ func (lc *logCleaner) cleanOne() bool {
 		}
 	}
 	if best == nil {
-		lc.mu.Lock()
-		lc.idlePasses++
-		lc.mu.Unlock()
 		return false
 	}
 	lc.mu.Lock()
@@ -192,6 +188,27 @@ func (lc *logCleaner) cleanOne() bool {
 	}()
 	lc.clean(best, now)
 	return true
+}
+
+// forgetGone drops the marks of logs that are no longer targets (deleted
+// topics, a policy changed back to delete).
+func (lc *logCleaner) forgetGone(targets []cleanTarget) {
+	current := make(map[*storage.Log]bool, len(targets))
+	for _, target := range targets {
+		current[target.log] = true
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for log := range lc.uncleanable {
+		if !current[log] {
+			delete(lc.uncleanable, log)
+		}
+	}
+	for log := range lc.stalled {
+		if !current[log] {
+			delete(lc.stalled, log)
+		}
+	}
 }
 
 // due reports the target's dirty ratio, its first dirty offset, and
