@@ -139,6 +139,14 @@
 //     an AlterUserScramCredentials (or the users file at start); mu,
 //     which every SASL authentication reads, is held only to read or
 //     swap the credential map.
+//  12. logCleaner.mu (log_cleaner.go): a leaf guarding which logs are
+//     being cleaned, failed or stalled; no I/O. A cleaner goroutine takes
+//     a partition's appendMu (6) only to read its last stable offset and
+//     producers' last batches, then calls storage's Clean with no broker
+//     lock held; Clean takes the log's own locks (7: cleanMu, removeMu,
+//     appendMu briefly per swap). The __consumer_offsets store's
+//     partitionTxns.mu (broker/group) is held across that store's append
+//     and aborted-index write, under the coordinator's group.mu (4).
 //
 // storage.WriteFileAtomic is the one way the broker replaces a file
 // (topics.json, producer snapshots, the producer-id file, storage's

@@ -32,7 +32,8 @@ var (
 // on appendMu — and any number of readers (Read, ReadBatches, ScanHeaders,
 // OffsetForTimestamp, AbortedTxns, the offset getters) concurrently with it.
 // Lock order: cleanMu, then removeMu, then appendMu, then checkpointMu, then mu, then
-// durability.mu.
+// durability.mu; cleanerFileMu (the cleaner checkpoint's writes, by Clean
+// and by a gapped AppendReplica under appendMu) is a leaf.
 //
 // Disk I/O and locks: Read and OffsetForTimestamp scan the files without
 // any lock (they capture the segments under mu first), as ScanHeaders does; ApplyRetention unlinks files under
