@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +221,44 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 		if producerID != states[id].ProducerID || epoch != states[id].ProducerEpoch+1 {
 			t.Fatalf("%s after restart: producer %d epoch %d, want %d epoch %d", id, producerID, epoch, states[id].ProducerID, states[id].ProducerEpoch+1)
 		}
+	}
+}
+
+// TestExpiredTransactionalIDCompactedAway: an idle transactional id
+// expires (the coordinator writes its tombstone); cleaning removes its
+// records and the tombstone, and after a restart the id is unknown:
+// InitProducerId starts it afresh at epoch 0 with a new producer id.
+func TestExpiredTransactionalIDCompactedAway(t *testing.T) {
+	dir := t.TempDir()
+	properties := internalCompactionProperties()
+	properties["transactional.id.expiration.ms"] = "300"
+	b := startTestBroker(t, dir, properties)
+	admin := newTestClient(t, b)
+	first, _ := initProducerIDFor(t, admin, "expiring")
+	initProducerIDFor(t, admin, "expiring") // a second record of the id, epoch 1
+	waitUntil(t, 10*time.Second, "the id to expire", func() bool {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{"expiring"}
+		resp, err := req.RequestWith(testContext(t, 5*time.Second), admin)
+		return err == nil && resp.TransactionStates[0].ErrorCode == kerr.TransactionalIDNotFound.Code
+	})
+	// With delete.retention.ms=0 one clean removes the id's records and
+	// its tombstone, which is older than no time at all.
+	cleanInternalLogs(t, b)
+	for name, log := range internalLogsOf(b) {
+		records, _ := logRecords(t, log)
+		for _, r := range records {
+			if strings.Contains(r.key, "expiring") {
+				t.Fatalf("%s: a record of the expired id (tombstone %v) at %d survived a clean with delete.retention.ms=0", name, r.value == nil, r.offset)
+			}
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startTestBroker(t, dir, properties)
+	producerID, epoch := initProducerIDFor(t, newTestClient(t, b), "expiring")
+	if epoch != 0 || producerID == first {
+		t.Fatalf("expired id after cleaning and a restart: producer %d epoch %d, want a new producer id (not %d) at epoch 0", producerID, epoch, first)
 	}
 }
