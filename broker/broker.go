@@ -35,6 +35,9 @@
 //     is guarded by Broker.topicsMu; a topic's config is an immutable
 //     snapshot swapped atomically.
 //   - The retention goroutine applies retention to every partition.
+//   - log.cleaner.threads log cleaner goroutines compact the logs whose
+//     cleanup.policy includes compact (log_cleaner.go), the internal
+//     topics' logs included.
 //   - The transaction coordinator's core (broker/txn) starts no goroutine;
 //     its driver (txn.GoroutineDriver, started in transactions.go) runs a
 //     ticker that calls Tick and one goroutine per ending transaction that
@@ -136,6 +139,14 @@
 //     an AlterUserScramCredentials (or the users file at start); mu,
 //     which every SASL authentication reads, is held only to read or
 //     swap the credential map.
+//  12. logCleaner.mu (log_cleaner.go): a leaf guarding which logs are
+//     being cleaned, failed or stalled; no I/O. A cleaner goroutine takes
+//     a partition's appendMu (6) only to read its last stable offset and
+//     producers' last batches, then calls storage's Clean with no broker
+//     lock held; Clean takes the log's own locks (7: cleanMu, removeMu,
+//     appendMu briefly per swap). The __consumer_offsets store's
+//     partitionTxns.mu (broker/group) is held across that store's append
+//     and aborted-index write, under the coordinator's group.mu (4).
 //
 // storage.WriteFileAtomic is the one way the broker replaces a file
 // (topics.json, producer snapshots, the producer-id file, storage's
@@ -273,6 +284,11 @@ type Broker struct {
 	// groups is the group coordinator (groups.go), set by Start and closed
 	// by Close after the last connection.
 	groups *group.Coordinator
+	// groupStore is the single-node __consumer_offsets store the group
+	// coordinator owns; the log cleaner compacts its logs. Nil in a cluster.
+	groupStore *group.LogStore
+	// cleaner is the log cleaner's state (log_cleaner.go), set by Start.
+	cleaner *logCleaner
 
 	// transactions is the transaction coordinator (transactions.go) over
 	// txnLog; set by Start, closed by Close before the partition logs.
@@ -332,7 +348,7 @@ type Broker struct {
 	limits *connectionLimiter
 
 	connections sync.WaitGroup // one per connection (reader+writer)
-	background  sync.WaitGroup // accept loop, retention loop, producer expiry loop
+	background  sync.WaitGroup // accept loop, retention loop, producer expiry loop, cleaner goroutines
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -430,6 +446,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	go b.every(b.config.settings.RetentionCheckInterval, b.applyRetention)
 	go b.every(b.config.settings.ProducerIDExpirationCheckInterval, b.expireProducers)
+	b.startLogCleaner()
 	if b.replication != nil {
 		b.replication.fetchers = newFetcherManager(b)
 		b.background.Add(2)

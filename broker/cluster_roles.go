@@ -195,7 +195,7 @@ func (b *Broker) ensureLocalTopic(name string, id [16]byte, partitions int32) (*
 	if t == nil {
 		var overrides map[string]string
 		if isInternalTopicName(name) {
-			overrides = internalTopicOverrides(name, len(b.topicRoles(name)[0].Replicas))
+			overrides = b.internalTopicOverrides(name, len(b.topicRoles(name)[0].Replicas))
 		}
 		created, err := b.createTopicWithID(name, id, partitions, overrides, false)
 		if err != nil && !errors.Is(err, errTopicExists) {

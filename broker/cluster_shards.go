@@ -262,13 +262,16 @@ func (b *Broker) appendInternalReplicated(ctx context.Context, p *partition, rec
 
 // internalTopicOverrides are the topic settings of a replicated internal
 // topic of replication factor rf: retention off (the coordinators replay
-// the whole log), Kafka's segment size, and min.insync.replicas min(2, rf).
-func internalTopicOverrides(name string, rf int) map[string]string {
-	segment := offsetsSegmentBytes
+// the whole log), compacted (log_cleaner.go), the segment size of
+// offsets.topic.segment.bytes or transaction.state.log.segment.bytes, and
+// min.insync.replicas min(2, rf).
+func (b *Broker) internalTopicOverrides(name string, rf int) map[string]string {
+	segment := b.config.settings.OffsetsSegmentBytes
 	if name != group.OffsetsTopic {
-		segment = transactionsSegmentBytes
+		segment = b.config.settings.TransactionStateSegmentBytes
 	}
 	return map[string]string{
+		"cleanup.policy":      "compact",
 		"retention.ms":        "-1",
 		"retention.bytes":     "-1",
 		"segment.bytes":       fmt.Sprint(segment),
@@ -312,7 +315,7 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partition
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterAdminTimeout)
 	defer cancel()
-	err := b.clusterTopics().CreateTopic(ctx, name, partitions, int32(rf), internalTopicOverrides(name, rf))
+	err := b.clusterTopics().CreateTopic(ctx, name, partitions, int32(rf), b.internalTopicOverrides(name, rf))
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("%w: create %s: %w", errNoCoordinator, name, err)
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -28,6 +29,7 @@ const (
 	kindInt     settingKind = 3
 	kindShort   settingKind = 4
 	kindLong    settingKind = 5
+	kindDouble  settingKind = 6
 	kindList    settingKind = 7
 	// kindPassword is a secret: DescribeConfigs reports it as sensitive,
 	// without its value.
@@ -80,7 +82,23 @@ var brokerSettings = []setting{
 	{name: "log.index.interval.bytes", defaultValue: "4096", kind: kindInt, validate: atLeast(0),
 		doc: "Bytes between two offset-index entries of a segment."},
 	{name: "log.cleanup.policy", defaultValue: "delete", kind: kindList, validate: cleanupPolicy,
-		doc: "Cleanup policy of topics; only delete is implemented (compaction is not)."},
+		doc: "Cleanup policy of topics: delete (retention removes old segments), compact (the log cleaner keeps the latest record of each key) or compact,delete (both)."},
+	{name: "log.cleaner.enable", defaultValue: "true", kind: kindBoolean,
+		doc: "Run the log cleaner, which compacts the partitions whose cleanup.policy includes compact (and the internal topics)."},
+	{name: "log.cleaner.threads", defaultValue: "1", kind: kindInt, validate: atLeast(1),
+		doc: "Goroutines cleaning logs; each cleans one partition at a time, the dirtiest first."},
+	{name: "log.cleaner.io.max.bytes.per.second", defaultValue: "1.7976931348623157E308", kind: kindDouble, validate: positiveDouble,
+		doc: "Bytes per second the cleaner may read plus write, over all its goroutines (each gets an equal share); the default is unbounded."},
+	{name: "log.cleaner.backoff.ms", defaultValue: "15000", kind: kindLong, validate: atLeast(1),
+		doc: "How long a cleaner goroutine sleeps when no log is due for cleaning."},
+	{name: "log.cleaner.min.cleanable.ratio", defaultValue: "0.5", kind: kindDouble, validate: ratio,
+		doc: "Broker default of min.cleanable.dirty.ratio."},
+	{name: "log.cleaner.min.compaction.lag.ms", defaultValue: "0", kind: kindLong, validate: atLeast(0),
+		doc: "Broker default of min.compaction.lag.ms."},
+	{name: "log.cleaner.max.compaction.lag.ms", defaultValue: "9223372036854775807", kind: kindLong, validate: atLeast(1),
+		doc: "Broker default of max.compaction.lag.ms."},
+	{name: "log.cleaner.delete.retention.ms", defaultValue: "86400000", kind: kindLong, validate: atLeast(0),
+		doc: "Broker default of delete.retention.ms."},
 	{name: "log.message.timestamp.type", defaultValue: "CreateTime", kind: kindString, validate: timestampType,
 		doc: "CreateTime keeps producers' timestamps; LogAppendTime stamps each batch with the broker's clock."},
 	{name: "message.max.bytes", defaultValue: "1048588", kind: kindInt, validate: atLeast(0),
@@ -141,6 +159,10 @@ var brokerSettings = []setting{
 		doc: "Consumer-protocol groups (KIP-848): a member that sends no ConsumerGroupHeartbeat for this long is removed and its partitions reassigned."},
 	{name: "group.consumer.heartbeat.interval.ms", defaultValue: "5000", kind: kindInt, validate: atLeast(1),
 		doc: "Consumer-protocol groups (KIP-848): the heartbeat interval members are told to use."},
+	{name: "offsets.topic.segment.bytes", defaultValue: "104857600", kind: kindInt, validate: atLeast(14),
+		doc: "Segment size of __consumer_offsets, small enough that the log cleaner (it never cleans the active segment) can compact it."},
+	{name: "transaction.state.log.segment.bytes", defaultValue: "104857600", kind: kindInt, validate: atLeast(14),
+		doc: "Segment size of __transaction_state, small enough that the log cleaner can compact it."},
 	{name: "offsets.retention.minutes", defaultValue: "10080", kind: kindInt, validate: atLeast(1),
 		doc: "How long a group's committed offsets are kept after the group becomes empty."},
 	{name: "offsets.retention.check.interval.ms", defaultValue: "600000", kind: kindLong, validate: atLeast(1),
@@ -193,8 +215,20 @@ var topicSettings = []topicSetting{
 		doc: "Largest record batch accepted (MESSAGE_TOO_LARGE above it)."},
 		[]string{"message.max.bytes"}},
 	{setting{name: "cleanup.policy", kind: kindList, validate: cleanupPolicy,
-		doc: "Only delete is implemented."},
+		doc: "delete: retention removes old segments; compact: the log cleaner keeps the latest record of each key (offsets unchanged, gaps left); compact,delete: both."},
 		[]string{"log.cleanup.policy"}},
+	{setting{name: "min.cleanable.dirty.ratio", kind: kindDouble, validate: ratio,
+		doc: "A compacted log is cleaned once its dirty (not yet cleaned) bytes are at least this share of its cleanable bytes."},
+		[]string{"log.cleaner.min.cleanable.ratio"}},
+	{setting{name: "min.compaction.lag.ms", kind: kindLong, validate: atLeast(0),
+		doc: "A record stays uncompacted for at least this long after it is written."},
+		[]string{"log.cleaner.min.compaction.lag.ms"}},
+	{setting{name: "max.compaction.lag.ms", kind: kindLong, validate: atLeast(1),
+		doc: "A log whose oldest dirty record is this old is cleaned whatever its dirty ratio."},
+		[]string{"log.cleaner.max.compaction.lag.ms"}},
+	{setting{name: "delete.retention.ms", kind: kindLong, validate: atLeast(0),
+		doc: "How long a tombstone (a record with a null value), and a transaction marker with nothing left of its transaction, survive cleaning."},
+		[]string{"log.cleaner.delete.retention.ms"}},
 	{setting{name: "min.insync.replicas", kind: kindInt, validate: atLeast(1),
 		doc: "Replicas that must have a batch before acks=all succeeds."},
 		[]string{"min.insync.replicas"}},
@@ -227,6 +261,10 @@ func (s setting) check(value string) error {
 	case kindBoolean:
 		if value != "true" && value != "false" {
 			return fmt.Errorf("%s: %q is not true or false", s.name, value)
+		}
+	case kindDouble:
+		if _, err := strconv.ParseFloat(value, 64); err != nil {
+			return fmt.Errorf("%s: %q is not a number", s.name, value)
 		}
 	case kindInt, kindShort, kindLong:
 		bits := map[settingKind]int{kindInt: 32, kindShort: 16, kindLong: 64}[s.kind]
@@ -328,9 +366,48 @@ func transactionVersion(v string) error {
 	return nil
 }
 
+// cleanupPolicy accepts a list of delete and compact (each at most once).
 func cleanupPolicy(v string) error {
-	if strings.TrimSpace(v) != "delete" {
-		return fmt.Errorf("%q: only \"delete\" is supported (log compaction is not implemented)", v)
+	_, _, err := parseCleanupPolicy(v)
+	return err
+}
+
+// parseCleanupPolicy reads a cleanup.policy list: delete, compact, or both
+// in either order.
+func parseCleanupPolicy(v string) (compact, deletes bool, err error) {
+	for _, item := range strings.Split(v, ",") {
+		switch strings.TrimSpace(item) {
+		case "compact":
+			if compact {
+				return false, false, fmt.Errorf("%q: compact listed twice", v)
+			}
+			compact = true
+		case "delete":
+			if deletes {
+				return false, false, fmt.Errorf("%q: delete listed twice", v)
+			}
+			deletes = true
+		default:
+			return false, false, fmt.Errorf("%q: want delete, compact or compact,delete", v)
+		}
+	}
+	return compact, deletes, nil
+}
+
+// ratio accepts a number in [0, 1].
+func ratio(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+		return fmt.Errorf("%q is not a number between 0 and 1", v)
+	}
+	return nil
+}
+
+// positiveDouble accepts a number above 0.
+func positiveDouble(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f <= 0 {
+		return fmt.Errorf("%q is not a number above 0", v)
 	}
 	return nil
 }
@@ -512,6 +589,16 @@ type topicConfig struct {
 	maxMessageBytes  int64
 	minInsyncReplica int64
 	logAppendTime    bool
+
+	// The log cleaner's settings (log_cleaner.go): cleanup.policy as two
+	// flags, min.cleanable.dirty.ratio, min.compaction.lag.ms,
+	// max.compaction.lag.ms, delete.retention.ms.
+	compact            bool
+	deleteRetained     bool
+	minCleanableRatio  float64
+	minCompactionLag   time.Duration
+	maxCompactionLag   time.Duration
+	tombstoneRetention time.Duration
 }
 
 // validateTopicConfigs checks topic-level overrides against the table.
@@ -546,29 +633,51 @@ func (c brokerConfig) newTopicConfig(overrides map[string]string) *topicConfig {
 	for k, v := range overrides {
 		copied[k] = v
 	}
+	compact, deletes, _ := parseCleanupPolicy(value("cleanup.policy"))
+	minRatio, _ := strconv.ParseFloat(value("min.cleanable.dirty.ratio"), 64)
 	return &topicConfig{
-		overrides:        copied,
-		retentionMillis:  number("retention.ms"),
-		retentionBytes:   number("retention.bytes"),
-		segmentBytes:     number("segment.bytes"),
-		segmentMillis:    number("segment.ms"),
-		maxMessageBytes:  number("max.message.bytes"),
-		minInsyncReplica: number("min.insync.replicas"),
-		logAppendTime:    value("message.timestamp.type") == "LogAppendTime",
+		compact:            compact,
+		deleteRetained:     deletes,
+		minCleanableRatio:  minRatio,
+		minCompactionLag:   millis(number("min.compaction.lag.ms")),
+		maxCompactionLag:   millis(number("max.compaction.lag.ms")),
+		tombstoneRetention: millis(number("delete.retention.ms")),
+		overrides:          copied,
+		retentionMillis:    number("retention.ms"),
+		retentionBytes:     number("retention.bytes"),
+		segmentBytes:       number("segment.bytes"),
+		segmentMillis:      number("segment.ms"),
+		maxMessageBytes:    number("max.message.bytes"),
+		minInsyncReplica:   number("min.insync.replicas"),
+		logAppendTime:      value("message.timestamp.type") == "LogAppendTime",
 	}
 }
 
+// millis is a count of milliseconds as a duration, saturating instead of
+// overflowing (max.compaction.lag.ms defaults to Long.MAX_VALUE).
+func millis(n int64) time.Duration {
+	if n > math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
 // storageOptions are the storage.Log options for a partition of a topic
-// with configuration tc.
+// with configuration tc. Without delete in cleanup.policy retention is
+// off (Kafka: a compact-only topic keeps every segment, cleaned).
 func (c brokerConfig) storageOptions(tc *topicConfig) storage.Options {
 	retentionAge := time.Duration(-1)
 	if tc.retentionMillis >= 0 {
 		retentionAge = time.Duration(tc.retentionMillis) * time.Millisecond
 	}
+	retentionBytes := tc.retentionBytes
+	if !tc.deleteRetained {
+		retentionAge, retentionBytes = -1, -1
+	}
 	return storage.Options{
 		SegmentBytes:       tc.segmentBytes,
 		SegmentAge:         time.Duration(tc.segmentMillis) * time.Millisecond,
-		RetentionBytes:     tc.retentionBytes,
+		RetentionBytes:     retentionBytes,
 		RetentionAge:       retentionAge,
 		IndexIntervalBytes: c.settings.IndexIntervalBytes,
 		Fsync:              c.settings.Fsync,

@@ -33,8 +33,11 @@ import (
 // (offsets.topic.num.partitions) is recorded in offsets-topic.json in that
 // directory on first start: groups map to partitions by it, so a later
 // start with another count is refused rather than silently remapping.
-// Unlike Kafka's compacted topic, these logs are never cleaned: retention
-// is off for them (replay needs every record) and they grow with commits.
+// As in Kafka the topic is compacted (cleanup.policy=compact, segments of
+// offsets.topic.segment.bytes): the log cleaner (log_cleaner.go) keeps the
+// latest record of each key and drops tombstones after
+// log.cleaner.delete.retention.ms; retention is off, since the replay
+// needs every live key. The replay reads the compacted log, gaps and all.
 //
 // Goroutines: the coordinator runs none of its own; the thin driver
 // started here (group.StartTicker) moves its time, firing session and
@@ -51,9 +54,6 @@ const offsetsDirName = group.OffsetsTopic
 
 // offsetsTopicFile records the partition count the store was created with.
 const offsetsTopicFile = "offsets-topic.json"
-
-// offsetsSegmentBytes is Kafka's offsets.topic.segment.bytes default.
-const offsetsSegmentBytes = 100 << 20
 
 type offsetsTopicFormat struct {
 	Partitions int `json:"partitions"`
@@ -77,7 +77,7 @@ func (b *Broker) openGroups() error {
 	// Replay rebuilds every group from the log's start, so nothing may be
 	// deleted by retention (Kafka compacts this topic; we keep it whole).
 	options.RetentionAge, options.RetentionBytes = -1, -1
-	options.SegmentBytes = offsetsSegmentBytes
+	options.SegmentBytes = int64(settings.OffsetsSegmentBytes)
 	store, err := group.OpenLogStore(dir, options)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -87,7 +87,7 @@ func (b *Broker) openGroups() error {
 		store.Close()
 		return fmt.Errorf("broker: %w", err)
 	}
-	b.groups = coordinator
+	b.groups, b.groupStore = coordinator, store
 	group.StartTicker(coordinator) // ends when closeGroups closes the coordinator
 	return nil
 }

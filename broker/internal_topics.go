@@ -47,8 +47,8 @@ type internalTopic struct {
 	id         [16]byte
 	partitions int32
 	// config holds, as overrides, the settings the coordinator opens the
-	// logs with (retention off, its own segment size); DescribeConfigs
-	// shows them.
+	// logs with (compacted, retention off, its own segment size);
+	// DescribeConfigs shows them and the log cleaner reads them.
 	config *topicConfig
 	// owner names the coordinator in error messages.
 	owner string
@@ -60,22 +60,23 @@ func (b *Broker) newInternalTopics() []internalTopic {
 	if b.clusterGroups() {
 		return nil // replicated topics of the cluster (cluster_groups.go)
 	}
-	internal := func(name string, partitions int32, segmentBytes int, owner string) internalTopic {
+	internal := func(name string, partitions int32, segmentBytes int32, owner string) internalTopic {
 		return internalTopic{
 			name:       name,
 			id:         internalTopicID(b.clusterID, name),
 			partitions: partitions,
 			config: b.config.newTopicConfig(map[string]string{
+				"cleanup.policy":  "compact",
 				"retention.ms":    "-1",
 				"retention.bytes": "-1",
-				"segment.bytes":   strconv.Itoa(segmentBytes),
+				"segment.bytes":   strconv.Itoa(int(segmentBytes)),
 			}),
 			owner: owner,
 		}
 	}
 	return []internalTopic{
-		internal(group.OffsetsTopic, b.config.settings.OffsetsTopicPartitions, offsetsSegmentBytes, "the group coordinator"),
-		internal(txn.TransactionStateTopic, b.config.settings.TransactionStatePartitions, transactionsSegmentBytes, "the transaction coordinator"),
+		internal(group.OffsetsTopic, b.config.settings.OffsetsTopicPartitions, b.config.settings.OffsetsSegmentBytes, "the group coordinator"),
+		internal(txn.TransactionStateTopic, b.config.settings.TransactionStatePartitions, b.config.settings.TransactionStateSegmentBytes, "the transaction coordinator"),
 	}
 }
 

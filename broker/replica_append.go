@@ -13,9 +13,12 @@ import (
 // watermark, and truncating a divergent tail.
 //
 // A follower appends the leader's batches byte for byte: offsets are the
-// leader's (the first batch must start at the local log end, which
-// Log.Append's base-offset patch then leaves unchanged) and so is each
-// batch's leader epoch (never re-stamped). From each batch it rebuilds
+// leader's (Log.AppendReplica keeps them; a batch may start past the
+// local log end where the leader's compaction removed batches — a fetch
+// from a removed offset returns the next batch — and the follower's log
+// then has the same gap) and so is each batch's leader epoch (never
+// re-stamped). A batch that starts below the log end but ends past it
+// does not continue the log: the fetcher truncates again. From each batch it rebuilds
 // what the leader derived when it appended it: idempotent producers'
 // sequences and epochs (producers.Replay), open transactions and the last
 // stable offset, and, for an ABORT marker, the aborted-transaction index
@@ -58,7 +61,7 @@ func (p *partition) appendReplicatedLocked(records []byte, epoch int32) error {
 	if err != nil || len(views) == 0 {
 		return err
 	}
-	result, err := p.log.Append(kept)
+	result, err := p.log.AppendReplica(kept)
 	if err != nil {
 		return fmt.Errorf("%w: append replica batches to %s: %w", errStorage, p.name(), err)
 	}
@@ -76,8 +79,9 @@ func (p *partition) appendReplicatedLocked(records []byte, epoch int32) error {
 }
 
 // continuingBatches returns the bytes of the whole batches of records
-// from the one starting at logEnd on, and their views; errDiverged when no
-// batch starts there although some end beyond it.
+// from the first one past logEnd on (at logEnd, or after a gap the
+// leader's compaction left), and their views; errDiverged when a batch
+// starts below logEnd and ends at or past it.
 func continuingBatches(records []byte, logEnd int64) ([]byte, []wire.BatchView, error) {
 	var views []wire.BatchView
 	start, end := -1, 0
@@ -89,7 +93,7 @@ func continuingBatches(records []byte, logEnd int64) ([]byte, []wire.BatchView, 
 		}
 		size := batch.Size()
 		if batch.LastOffset() >= next {
-			if batch.BaseOffset() != next {
+			if batch.BaseOffset() < next {
 				return nil, nil, fmt.Errorf("%w: batch at %d, log end %d", errDiverged, batch.BaseOffset(), next)
 			}
 			if err := batch.Validate(); err != nil {

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,16 @@ type settings struct {
 	RetentionCheckInterval time.Duration
 	// Fsync is log.fsync.
 	Fsync storage.FsyncPolicy
+	// CleanerEnable is log.cleaner.enable (log_cleaner.go).
+	CleanerEnable bool
+	// CleanerThreads is log.cleaner.threads.
+	CleanerThreads int32
+	// CleanerMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second,
+	// 0 when unbounded (the default, Double.MAX_VALUE, and anything at
+	// or above 2^63).
+	CleanerMaxBytesPerSecond int64
+	// CleanerBackoff is log.cleaner.backoff.ms.
+	CleanerBackoff time.Duration
 	// ReplicaLagTimeMax is replica.lag.time.max.ms (replication only).
 	ReplicaLagTimeMax time.Duration
 	// HighWatermarkCheckpointInterval is
@@ -76,6 +87,10 @@ type settings struct {
 	OffsetsRetentionCheckInterval time.Duration
 	// OffsetsTopicPartitions is offsets.topic.num.partitions.
 	OffsetsTopicPartitions int32
+	// OffsetsSegmentBytes is offsets.topic.segment.bytes.
+	OffsetsSegmentBytes int32
+	// TransactionStateSegmentBytes is transaction.state.log.segment.bytes.
+	TransactionStateSegmentBytes int32
 
 	// ProducerIDExpiration is producer.id.expiration.ms.
 	ProducerIDExpiration time.Duration
@@ -124,6 +139,10 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		IndexIntervalBytes:              int(p.int32("log.index.interval.bytes")),
 		RetentionCheckInterval:          p.duration("log.retention.check.interval.ms", time.Millisecond),
 		Fsync:                           p.fsync("log.fsync"),
+		CleanerEnable:                   p.boolean("log.cleaner.enable"),
+		CleanerThreads:                  p.int32("log.cleaner.threads"),
+		CleanerMaxBytesPerSecond:        p.bytesPerSecond("log.cleaner.io.max.bytes.per.second"),
+		CleanerBackoff:                  p.duration("log.cleaner.backoff.ms", time.Millisecond),
 		ReplicaLagTimeMax:               p.duration("replica.lag.time.max.ms", time.Millisecond),
 		HighWatermarkCheckpointInterval: p.duration("replica.high.watermark.checkpoint.interval.ms", time.Millisecond),
 
@@ -156,6 +175,8 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		OffsetsRetention:              p.duration("offsets.retention.minutes", time.Minute),
 		OffsetsRetentionCheckInterval: p.duration("offsets.retention.check.interval.ms", time.Millisecond),
 		OffsetsTopicPartitions:        p.int32("offsets.topic.num.partitions"),
+		OffsetsSegmentBytes:           p.int32("offsets.topic.segment.bytes"),
+		TransactionStateSegmentBytes:  p.int32("transaction.state.log.segment.bytes"),
 
 		ProducerIDExpiration:              p.duration("producer.id.expiration.ms", time.Millisecond),
 		ProducerIDExpirationCheckInterval: p.duration("producer.id.expiration.check.interval.ms", time.Millisecond),
@@ -310,6 +331,24 @@ func (p *settingsParser) listeners() []listenerSpec {
 // duration reads an integer count of unit (a ".ms" or ".minutes" setting).
 func (p *settingsParser) duration(name string, unit time.Duration) time.Duration {
 	return time.Duration(p.integer(name, 64, kindInt, kindLong)) * unit
+}
+
+// bytesPerSecond reads a double rate as whole bytes per second; a rate
+// that does not fit an int64 is unbounded (0).
+func (p *settingsParser) bytesPerSecond(name string) int64 {
+	v, ok := p.value(name, kindDouble)
+	if !ok {
+		return 0
+	}
+	rate, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %q is not a number", name, v))
+		return 0
+	}
+	if rate >= math.MaxInt64 {
+		return 0
+	}
+	return max(int64(rate), 1)
 }
 
 func (p *settingsParser) boolean(name string) bool {

@@ -24,7 +24,11 @@ import (
 // keeps it apart from user topics, as for __consumer_offsets); the
 // partition count (transaction.state.log.num.partitions) is recorded in
 // transaction-state-topic.json there on first start and may not change.
-// Retention is off: the coordinator replays the whole log at startup.
+// Retention is off: the coordinator replays the whole log at startup. The
+// topic is compacted (cleanup.policy=compact, segments of
+// transaction.state.log.segment.bytes), as in Kafka, by the log cleaner
+// (log_cleaner.go); an expired transactional id's tombstone goes after
+// log.cleaner.delete.retention.ms.
 //
 // Goroutines: the coordinator's core runs none; its production driver
 // (txn.GoroutineDriver) runs a timer goroutine (timeouts, expiry) and one
@@ -47,9 +51,6 @@ const transactionsDirName = txn.TransactionStateTopic
 
 // transactionsTopicFile records the partition count the log was created with.
 const transactionsTopicFile = "transaction-state-topic.json"
-
-// transactionsSegmentBytes is Kafka's transaction.state.log.segment.bytes default.
-const transactionsSegmentBytes = 100 << 20
 
 // openTransactions opens the transaction log and starts the coordinator,
 // which replays it and resumes the completion of every transaction found
@@ -75,7 +76,7 @@ func (b *Broker) openTransactions() error {
 	options := b.config.storageOptions(b.config.newTopicConfig(nil))
 	options.OnSync = b.onSync()
 	options.RetentionAge, options.RetentionBytes = -1, -1
-	options.SegmentBytes = transactionsSegmentBytes
+	options.SegmentBytes = int64(settings.TransactionStateSegmentBytes)
 	log, err := txn.OpenStorageLog(dir, partitions, options)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

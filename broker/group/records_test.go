@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -171,5 +173,57 @@ func TestLogStoreBatchesAreKafkaBatches(t *testing.T) {
 	}
 	if err := store.Append(ctx, 3, plain); err == nil {
 		t.Fatal("append after close succeeded")
+	}
+}
+
+// TestLogStoreIndexesAbortedTransactions: an ABORT marker's transaction
+// goes into the log's aborted-transaction index (the log cleaner reads it
+// to drop the aborted offsets), a COMMIT's does not, and a replay puts
+// back an entry a crash lost between the marker and the index.
+func TestLogStoreIndexesAbortedTransactions(t *testing.T) {
+	dir := t.TempDir()
+	store, err := OpenLogStore(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	record := []StoreRecord{{Key: encodeOffsetKey(offsetKey{Group: "g", Topic: "t", Partition: 0}), Value: encodeOffsetValue(offsetValue{Offset: 1})}}
+	data := func(producer int64) StoreBatch {
+		return StoreBatch{ProducerID: producer, Transactional: true, TimestampMillis: 1000, Records: record}
+	}
+	marker := func(producer int64, commit bool) StoreBatch {
+		return StoreBatch{ProducerID: producer, Transactional: true, Marker: &TxnMarker{Commit: commit}, TimestampMillis: 1000}
+	}
+	// offsets: 0 data 5, 1 data 6, 2 data 5, 3 abort 5, 4 commit 6
+	for _, batch := range []StoreBatch{data(5), data(6), data(5), marker(5, false), marker(6, true)} {
+		if err := store.Append(ctx, 0, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []storage.AbortedTxn{{ProducerID: 5, FirstOffset: 0, LastOffset: 3, LastStableOffset: 1}}
+	log := store.Logs()[0]
+	if got := log.AbortedTxns(0, 10); !reflect.DeepEqual(got, want) {
+		t.Fatalf("aborted index %+v, want %+v", got, want)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	indexes, err := filepath.Glob(filepath.Join(dir, "*", "*.txnindex"))
+	if err != nil || len(indexes) != 1 {
+		t.Fatalf("txnindex files %v, %v", indexes, err)
+	}
+	if err := os.Remove(indexes[0]); err != nil { // the crash
+		t.Fatal(err)
+	}
+	store, err = OpenLogStore(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.Replay(ctx, func(int32, StoreBatch) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.Logs()[0].AbortedTxns(0, 10); !reflect.DeepEqual(got, want) {
+		t.Fatalf("aborted index after the replay %+v, want %+v", got, want)
 	}
 }

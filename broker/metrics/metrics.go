@@ -66,6 +66,11 @@ type Broker struct {
 	offsetsCommit  prometheus.Counter
 	fsyncs         prometheus.Counter
 	fsyncSeconds   prometheus.Histogram
+	cleanerRuns    prometheus.Counter
+	cleanerRead    prometheus.Counter
+	cleanerWritten prometheus.Counter
+	cleanerRemoved prometheus.Counter
+	cleanerFailed  prometheus.Counter
 	connsOpened    prometheus.Counter
 	connsClosed    prometheus.Counter
 	connsRefused   prometheus.Counter
@@ -162,6 +167,11 @@ func New() *Broker {
 	m.fsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "exactly_fsync_seconds",
 		Help: "Time of each segment fdatasync (Kafka: LogFlushStats LogFlushRateAndTimeMs).", Buckets: fsyncBuckets})
 	r.MustRegister(m.fsyncSeconds)
+	m.cleanerRuns = counter("exactly_log_cleaner_runs_total", "Cleans of compacted logs that completed (Kafka: LogCleaner cleaner runs).")
+	m.cleanerRead = counter("exactly_log_cleaner_bytes_read_total", "Segment bytes the log cleaner read (offset map and rewrite).")
+	m.cleanerWritten = counter("exactly_log_cleaner_bytes_written_total", "Cleaned segment bytes the log cleaner wrote.")
+	m.cleanerRemoved = counter("exactly_log_cleaner_records_removed_total", "Records the log cleaner removed: superseded, aborted, expired tombstones and markers.")
+	m.cleanerFailed = counter("exactly_log_cleaner_failures_total", "Cleans that failed; the log is marked uncleanable until restart (Kafka: uncleanable-partitions-count).")
 	m.connsOpened = counter("exactly_connections_opened_total", "Client connections accepted (Kafka: socket-server-metrics connection-creation-total).")
 	m.connsClosed = counter("exactly_connections_closed_total", "Client connections closed (Kafka: socket-server-metrics connection-close-total).")
 	m.connsRefused = counter("exactly_connections_refused_total", "Connections closed at accept: the broker was shutting down, or max.connections / max.connections.per.ip was reached (Kafka: connection-accept-rate refusals / failed-authentication-total).")
@@ -268,6 +278,17 @@ func (m *Broker) Fsync(d time.Duration) {
 	m.fsyncs.Inc()
 	m.fsyncSeconds.Observe(d.Seconds())
 }
+
+// LogCleaned counts one completed clean of a compacted log.
+func (m *Broker) LogCleaned(bytesRead, bytesWritten, recordsRemoved int64) {
+	m.cleanerRuns.Inc()
+	m.cleanerRead.Add(float64(bytesRead))
+	m.cleanerWritten.Add(float64(bytesWritten))
+	m.cleanerRemoved.Add(float64(recordsRemoved))
+}
+
+// LogCleanerFailed counts a clean that failed.
+func (m *Broker) LogCleanerFailed() { m.cleanerFailed.Inc() }
 
 // ConnectionOpened counts an accepted connection.
 func (m *Broker) ConnectionOpened() {

@@ -369,6 +369,20 @@ func (s *PartitionState) Producers() []ProducerInfo {
 	return infos
 }
 
+// LastBatchOffsets maps each producer with a cached batch to the first
+// offset of its newest one: the batch the log cleaner must keep (emptied
+// if need be) so that a restart that replays the log still finds the
+// producer's epoch and last sequence.
+func (s *PartitionState) LastBatchOffsets() map[int64]int64 {
+	out := make(map[int64]int64, len(s.producers))
+	for id, entry := range s.producers {
+		if m, ok := entry.newestBatch(); ok {
+			out[id] = m.firstOffset
+		}
+	}
+	return out
+}
+
 // ExpireIdle forgets producers idle for at least ExpirationAge and returns
 // how many it dropped. The owner calls it periodically (Kafka:
 // producer.id.expiration.check.interval.ms, 10 minutes); each call also

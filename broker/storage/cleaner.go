@@ -38,7 +38,14 @@ type CleanOptions struct {
 	// for idempotent retries. Nil: the cleaner finds them by scanning the
 	// batch headers of the whole log.
 	LastBatchOfProducer map[int64]int64
+	// Abort, when closed, stops the Clean between two batches (and cuts a
+	// throttle's sleep short) with ErrCleanAborted. What was swapped in
+	// stays; the rest is cleaned by a later Clean.
+	Abort <-chan struct{}
 }
+
+// ErrCleanAborted is Clean's error when CleanOptions.Abort was closed.
+var ErrCleanAborted = errors.New("clean aborted")
 
 // CleanResult says what a Clean did.
 type CleanResult struct {
@@ -93,7 +100,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 		return result, nil
 	}
 	c := &cleaner{log: l, opts: opts, plan: plan, keys: newOffsetMap(), result: &result,
-		throttle: throttle{rate: opts.MaxBytesPerSecond, start: time.Now()}, decompressor: &wire.Decompressor{}}
+		throttle: throttle{rate: opts.MaxBytesPerSecond, start: time.Now(), abort: opts.Abort}, decompressor: &wire.Decompressor{}}
 	aborted := l.AbortedTxns(plan.segments[0].base, math.MaxInt64)
 	if err := c.buildOffsetMap(newTxnTracker(aborted)); err != nil {
 		return result, err
@@ -168,7 +175,7 @@ func (l *Log) planClean(opts CleanOptions, acquire bool) (*cleanPlan, error) {
 	recoverySegment := l.lastCheckpoint.recoverySegment
 	l.checkpointMu.Unlock()
 	first := l.segments[0]
-	firstDirty := l.readCleanerCheckpoint().firstDirty
+	firstDirty := l.firstDirty.Load() // the cleaner checkpoint's, kept in memory
 	if firstDirty < first.base || firstDirty > l.logEnd {
 		firstDirty = first.base
 	}
@@ -240,6 +247,9 @@ func (c *cleaner) forEachBatch(i int, fn func(view wire.BatchView) error) error 
 	c.reader.file, c.reader.size, c.reader.start = s.log.file, c.plan.sizes[i], 0
 	c.reader.buffer = c.reader.buffer[:0]
 	for position := int64(0); position < c.plan.sizes[i]; {
+		if c.aborted() {
+			return ErrCleanAborted
+		}
 		data, err := c.reader.batchAt(position)
 		if err != nil {
 			return fmt.Errorf("segment %d at byte %d: %v", s.base, position, err)
@@ -256,6 +266,16 @@ func (c *cleaner) forEachBatch(i int, fn func(view wire.BatchView) error) error 
 	c.result.BytesRead += c.plan.sizes[i]
 	c.throttle.add(c.plan.sizes[i])
 	return nil
+}
+
+// aborted reports whether CleanOptions.Abort is closed.
+func (c *cleaner) aborted() bool {
+	select {
+	case <-c.opts.Abort:
+		return true
+	default:
+		return false
+	}
 }
 
 // buildOffsetMap maps every key of the dirty section to its latest offset,
@@ -567,6 +587,7 @@ type throttle struct {
 	rate  int64
 	start time.Time
 	bytes int64
+	abort <-chan struct{} // ends a sleep early
 }
 
 // add counts n bytes and sleeps until the rate is respected.
@@ -577,7 +598,12 @@ func (t *throttle) add(n int64) {
 	t.bytes += n
 	due := time.Duration(float64(t.bytes) / float64(t.rate) * float64(time.Second))
 	if wait := due - time.Since(t.start); wait > 0 {
-		time.Sleep(wait)
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-t.abort:
+		}
 	}
 }
 

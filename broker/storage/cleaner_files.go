@@ -80,12 +80,34 @@ func (l *Log) readCleanerCheckpoint() cleanerCheckpoint {
 }
 
 // writeCleanerCheckpoint replaces cleaner-offset-checkpoint atomically.
+// The compacted end never goes down: Clean and a gapped AppendReplica
+// (which holds no cleanMu) both write the file, under cleanerFileMu.
 func (l *Log) writeCleanerCheckpoint(c cleanerCheckpoint) error {
+	l.cleanerFileMu.Lock()
+	defer l.cleanerFileMu.Unlock()
+	c.compactedEnd = max(c.compactedEnd, l.compactedEnd.Load())
+	return l.writeCleanerCheckpointLocked(c)
+}
+
+// raiseCompactedEnd makes the compacted end at least end, keeping the
+// first dirty offset (a follower appending a batch past a gap).
+func (l *Log) raiseCompactedEnd(end int64) error {
+	l.cleanerFileMu.Lock()
+	defer l.cleanerFileMu.Unlock()
+	if l.compactedEnd.Load() >= end {
+		return nil
+	}
+	c := cleanerCheckpoint{firstDirty: l.firstDirty.Load(), compactedEnd: end}
+	return l.writeCleanerCheckpointLocked(c)
+}
+
+func (l *Log) writeCleanerCheckpointLocked(c cleanerCheckpoint) error {
 	data := encodeTwoOffsets(cleanerCheckpointMagic, cleanerCheckpointVersion, c.firstDirty, c.compactedEnd)
 	if err := WriteFileAtomic(l.fs, filepath.Join(l.dir, cleanerCheckpointName), data); err != nil {
 		return fmt.Errorf("cleaner checkpoint: %w", err)
 	}
 	l.compactedEnd.Store(c.compactedEnd)
+	l.firstDirty.Store(c.firstDirty)
 	return nil
 }
 
@@ -168,7 +190,9 @@ func (l *Log) recoverSwaps() error {
 			}
 		}
 	}
-	l.compactedEnd.Store(l.readCleanerCheckpoint().compactedEnd)
+	saved := l.readCleanerCheckpoint()
+	l.compactedEnd.Store(saved.compactedEnd)
+	l.firstDirty.Store(saved.firstDirty)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -236,4 +237,78 @@ func copyDir(b *testing.B, src, dst string) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestCleanAbort: a Clean whose Abort channel is closed stops with
+// ErrCleanAborted, changes nothing, and a later Clean does the work.
+func TestCleanAbort(t *testing.T) {
+	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1 << 20})
+	for i := range 10 {
+		mustAppend(t, l, keyedBatch(t, int32(i), 10_000, 10, "a", "b"))
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := l.Size()
+	abort := make(chan struct{})
+	close(abort)
+	if _, err := l.Clean(CleanOptions{UpperBound: l.LogEndOffset(), Abort: abort}); !errors.Is(err, ErrCleanAborted) {
+		t.Fatalf("aborted clean: %v, want ErrCleanAborted", err)
+	}
+	if after := l.Size(); after != before {
+		t.Fatalf("aborted clean changed the log: %d bytes, had %d", after, before)
+	}
+	result, err := l.Clean(CleanOptions{UpperBound: l.LogEndOffset()})
+	if err != nil || result.RecordsRemoved != 18 {
+		t.Fatalf("clean after the abort: %+v, %v", result, err)
+	}
+}
+
+// TestAppendReplicaGaps: a follower appends the leader's compacted batches
+// at their offsets, gaps included; a read from inside a gap returns the
+// next batch, and recovery (after a crash: no clean-shutdown marker, no
+// checkpoint) accepts the gaps and keeps the offsets. A batch below the
+// log end is refused.
+func TestAppendReplicaGaps(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openTestLog(t, dir, Options{SegmentBytes: 1 << 20})
+	mustAppend(t, l, keyedBatch(t, 0, 10_000, 10, "a", "b")) // 0..1
+	gapped := keyedBatch(t, 1, 10_000, 10, "c")
+	binary.BigEndian.PutUint64(gapped, 7)
+	second := keyedBatch(t, 2, 10_000, 10, "d", "e")
+	binary.BigEndian.PutUint64(second, 12)
+	result, err := l.AppendReplica(append(gapped, second...))
+	if err != nil || result.FirstOffset != 7 || result.LastOffset != 13 || l.LogEndOffset() != 14 {
+		t.Fatalf("append with gaps: %+v, %v, log end %d", result, err, l.LogEndOffset())
+	}
+	below := keyedBatch(t, 3, 10_000, 10, "f")
+	binary.BigEndian.PutUint64(below, 13)
+	if _, err := l.AppendReplica(below); err == nil {
+		t.Fatal("a replica batch below the log end was accepted")
+	}
+	check := func(l *Log, label string) {
+		t.Helper()
+		data, err := l.ReadBatches(3, l.LogEndOffset(), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view, err := wire.ParseBatch(data)
+		if err != nil || view.BaseOffset() != 7 || l.LogEndOffset() != 14 {
+			t.Fatalf("%s: read in the gap at 3: %v, first batch at %d, log end %d", label, err, view.BaseOffset(), l.LogEndOffset())
+		}
+	}
+	check(l, "before a restart")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".clean-shutdown", "checkpoint"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	l, report := openTestLog(t, dir, Options{SegmentBytes: 1 << 20})
+	check(l, fmt.Sprintf("after recovery %+v", report))
 }

@@ -46,6 +46,9 @@
 // compaction leaves gaps: there a batch's base offset is only larger than
 // the previous batch's last offset, a segment may end with a gap or hold
 // no batch at all, and a read from a removed offset returns the next batch.
+// A follower's AppendReplica (a replica of a compacted leader) keeps the
+// leader's offsets and may leave such a gap at the end too: it first
+// raises the compacted end (cleaner-offset-checkpoint) to the batch's base.
 // The newest segment is the active one.
 // A segment rolls when an append would make it exceed SegmentBytes, when it
 // is older than SegmentAge (counted from its first batch's max timestamp),

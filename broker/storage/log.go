@@ -32,7 +32,8 @@ var (
 // on appendMu — and any number of readers (Read, ReadBatches, ScanHeaders,
 // OffsetForTimestamp, AbortedTxns, the offset getters) concurrently with it.
 // Lock order: cleanMu, then removeMu, then appendMu, then checkpointMu, then mu, then
-// durability.mu.
+// durability.mu; cleanerFileMu (the cleaner checkpoint's writes, by Clean
+// and by a gapped AppendReplica under appendMu) is a leaf.
 //
 // Disk I/O and locks: Read and OffsetForTimestamp scan the files without
 // any lock (they capture the segments under mu first), as ScanHeaders does; ApplyRetention unlinks files under
@@ -56,7 +57,15 @@ type Log struct {
 	cleanMu sync.Mutex
 	// compactedEnd bounds the offsets a clean may have rewritten (from the
 	// cleaner checkpoint): recovery accepts gaps between batches below it.
+	// A follower's AppendReplica past a gap raises it too.
 	compactedEnd atomic.Int64
+	// firstDirty is the cleaner checkpoint's first dirty offset, read at
+	// Open and stored with every write of the file, so that planning a
+	// clean (under appendMu) reads no file.
+	firstDirty atomic.Int64
+	// cleanerFileMu serializes writes of the cleaner checkpoint (Clean,
+	// AppendReplica); a leaf, held across that file's atomic rewrite.
+	cleanerFileMu sync.Mutex
 
 	// removeMu is held while ApplyRetention unlinks detached segments
 	// without appendMu; Truncate and Delete take it first, so no file of
@@ -208,8 +217,22 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 // runs first without appendMu (preSync), so other appends go on; the
 // flush proper then syncs only what was appended meanwhile.
 func (l *Log) Append(batches []byte) (AppendResult, error) {
+	return l.append(batches, false)
+}
+
+// AppendReplica is Append for a follower: each batch keeps the base offset
+// it has (the leader's), which must not be below the previous batch's end
+// (the log end for the first). A batch above it leaves a gap, as the
+// leader's compaction did: before writing, the compacted end is raised to
+// that batch's base (the cleaner checkpoint rewritten, under appendMu —
+// only when there is a gap), so recovery accepts the gap.
+func (l *Log) AppendReplica(batches []byte) (AppendResult, error) {
+	return l.append(batches, true)
+}
+
+func (l *Log) append(batches []byte, keepOffsets bool) (AppendResult, error) {
 	l.appendMu.Lock()
-	result, flush, err := l.appendLocked(batches)
+	result, flush, err := l.appendLocked(batches, keepOffsets)
 	if !flush || err != nil {
 		l.appendMu.Unlock()
 		return result, err
@@ -240,7 +263,7 @@ func (l *Log) Append(batches []byte) (AppendResult, error) {
 
 // appendLocked is Append under appendMu; flush reports that the 64 MiB
 // flush is due (caller holds appendMu).
-func (l *Log) appendLocked(batches []byte) (result AppendResult, flush bool, err error) {
+func (l *Log) appendLocked(batches []byte, keepOffsets bool) (result AppendResult, flush bool, err error) {
 	if err := l.usable(); err != nil {
 		return AppendResult{}, false, err // a failed background sync included
 	}
@@ -253,12 +276,24 @@ func (l *Log) appendLocked(batches []byte) (result AppendResult, flush bool, err
 	result = AppendResult{FirstOffset: l.logEnd, MaxTimestamp: -1}
 	next := l.logEnd
 	l.batches = l.batches[:0]
+	gapTo := int64(-1) // the largest base offset that follows a gap
 	for rest := batches; len(rest) > 0; {
 		view, err := wire.ParseBatch(rest)
 		if err != nil {
 			return AppendResult{}, false, fmt.Errorf("append %s: batch at byte %d: %w", l.dir, len(batches)-len(rest), err)
 		}
-		view.SetBaseOffset(next)
+		switch {
+		case !keepOffsets:
+			view.SetBaseOffset(next)
+		case view.BaseOffset() < next:
+			return AppendResult{}, false, fmt.Errorf("append %s: replica batch at %d is below the previous end %d", l.dir, view.BaseOffset(), next)
+		case view.BaseOffset() > next:
+			gapTo = view.BaseOffset()
+		}
+		if len(l.batches) == 0 {
+			result.FirstOffset = view.BaseOffset()
+		}
+		next = view.BaseOffset()
 		info := appendedBatch{base: next, last: view.LastOffset(), maxTimestamp: view.MaxTimestamp(), size: view.Size()}
 		l.batches = append(l.batches, info)
 		result.MaxTimestamp = max(result.MaxTimestamp, info.maxTimestamp)
@@ -270,6 +305,14 @@ func (l *Log) appendLocked(batches []byte) (result AppendResult, flush bool, err
 		return AppendResult{}, false, err
 	}
 	active := l.active()
+	if gapTo >= 0 {
+		if result.LastOffset-active.base > math.MaxInt32 {
+			return AppendResult{}, false, fmt.Errorf("append %s: replica batches up to %d: a gap too large for segment %d", l.dir, result.LastOffset, active.base)
+		}
+		if err := l.raiseCompactedEnd(gapTo); err != nil {
+			return AppendResult{}, false, l.fail(fmt.Errorf("append %s: %w", l.dir, err))
+		}
+	}
 	position := active.size
 	if _, err := active.log.file.WriteAt(batches, position); err != nil {
 		return AppendResult{}, false, l.fail(fmt.Errorf("append %s: write: %w", l.dir, err))

@@ -206,8 +206,10 @@
 // returns after storage's WaitDurable (the fsync policy decides what that
 // means). Recovery of a torn tail is storage's (see broker/storage).
 //
-// Not done: the log is not compacted — every transition stays, and Load
-// replays all of it. A coordinator serves every id of its Log and has one
+// The broker compacts the topic (cleanup.policy=compact, its log cleaner):
+// Load reads what is left — the latest record of each id, tombstones until
+// log.cleaner.delete.retention.ms, with gaps between offsets — and the
+// latest record of an id is all it needs. A coordinator serves every id of its Log and has one
 // Config.CoordinatorEpoch: the single-node broker runs one over a
 // StorageLog of every partition; a broker of a cluster runs one per
 // __transaction_state partition it leads, over that replicated partition,

@@ -32,9 +32,18 @@ default.replication.factor (1; a cluster member takes more, given with
 --config), min.insync.replicas, log.segment.bytes,
 log.roll.ms/hours, log.retention.ms/minutes/hours, log.retention.bytes,
 log.retention.check.interval.ms, log.index.interval.bytes,
-log.cleanup.policy (delete), log.message.timestamp.type, message.max.bytes,
-socket.request.max.bytes, and our extension log.fsync (never |
-interval:<duration> | always: when acks=all answers, relative to fsync).
+log.cleanup.policy (delete; compact or compact,delete for the log cleaner),
+log.message.timestamp.type, message.max.bytes, socket.request.max.bytes,
+and our extension log.fsync (never | interval:<duration> | always: when
+acks=all answers, relative to fsync).
+Log compaction: log.cleaner.enable, log.cleaner.threads,
+log.cleaner.io.max.bytes.per.second, log.cleaner.backoff.ms and the
+defaults of the topic settings min.cleanable.dirty.ratio,
+min/max.compaction.lag.ms and delete.retention.ms
+(log.cleaner.min.cleanable.ratio, log.cleaner.min.compaction.lag.ms,
+log.cleaner.max.compaction.lag.ms, log.cleaner.delete.retention.ms);
+offsets.topic.segment.bytes and transaction.state.log.segment.bytes size
+the compacted internal topics' segments.
 Connection limits (all off by default): max.connections,
 max.connections.per.ip, max.connections.per.ip.overrides (host:count,...),
 queued.max.request.bytes, and our extension
