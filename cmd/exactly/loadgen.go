@@ -281,7 +281,7 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	target, err := loadgen.StartTarget(ctx, loadgen.TargetConfig{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir,
-		StartEmbedded: startEmbedded, Self: self, PartitionProxies: loadgen.NeedsPartitionProxies(workload), Security: flags.security})
+		StartEmbedded: embeddedFor(workload), Self: self, PartitionProxies: loadgen.NeedsPartitionProxies(workload), Security: flags.security})
 	if err != nil {
 		return err
 	}
