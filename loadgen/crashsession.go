@@ -23,9 +23,10 @@ import (
 // (Kafka's default 45 s) decides how long a killed worker keeps its
 // partitions. So:
 //
-//   - the embedded broker is started with the classic workers' session
-//     (EmbeddedBrokerProperties) when the workload runs consumer-crash on
-//     the consumer protocol;
+//   - the brokers the load generator starts for a workload (embedded,
+//     --target cluster) get the classic workers' session
+//     (LaunchedBrokerProperties) when it runs consumer-crash on the
+//     consumer protocol;
 //   - on every target, Run asks the broker for its
 //     group.consumer.session.timeout.ms (DescribeConfigs; Kafka's default
 //     when it does not say) and gives each consumer-crash cell on the
@@ -46,15 +47,16 @@ const kafkaConsumerSessionTimeout = 45 * time.Second
 // leaves 14 s beyond the workers' 6 s session.
 const crashDrainMargin = 15 * time.Second
 
-// EmbeddedBrokerProperties are the broker settings the embedded broker
-// starts with for workload (nil: none beyond its defaults). A workload
+// LaunchedBrokerProperties are the broker settings the brokers the load
+// generator starts for workload (the embedded broker, a cluster target's
+// brokers) get (nil: none beyond their defaults). A workload
 // running consumer-crash on the consumer protocol gets the classic crash
 // workers' session and heartbeat interval as
 // group.consumer.session.timeout.ms and
 // group.consumer.heartbeat.interval.ms, so a killed worker's partitions
 // move on as soon on either protocol. Other workloads keep Kafka's
 // defaults, so that the consumer protocol is measured as Kafka ships it.
-func EmbeddedBrokerProperties(workload Workload) map[string]string {
+func LaunchedBrokerProperties(workload Workload) map[string]string {
 	if !wantsConsumerProtocol(workload) || !runsConsumerCrash(workload) {
 		return nil
 	}

@@ -22,7 +22,7 @@ func TestConsumerCrashConsumerProtocolAgainstEmbeddedBroker(t *testing.T) {
 
 	workload.GroupProtocol = GroupProtocolConsumer
 	properties := map[string]string{"group.initial.rebalance.delay.ms": "0"}
-	maps.Copy(properties, EmbeddedBrokerProperties(workload))
+	maps.Copy(properties, LaunchedBrokerProperties(workload))
 	target, err := startEmbeddedWith(t.Context(), t.TempDir(), properties)
 	if err != nil {
 		t.Fatal(err)
@@ -115,18 +115,18 @@ func TestDescribedSession(t *testing.T) {
 
 // The embedded broker gets the crash workers' session only for a
 // workload that runs consumer-crash on the consumer protocol.
-func TestEmbeddedBrokerProperties(t *testing.T) {
+func TestLaunchedBrokerProperties(t *testing.T) {
 	crash := matrixWorkload(t, MatrixEntry{Plan: "consumer-crash", Modes: []string{ModeEOSPipeline}})
-	if got := EmbeddedBrokerProperties(crash); got != nil {
+	if got := LaunchedBrokerProperties(crash); got != nil {
 		t.Errorf("classic: %v, want none", got)
 	}
 	crash.GroupProtocol = GroupProtocolConsumer
-	if got := EmbeddedBrokerProperties(crash); got[consumerSessionName] != "6000" || got["group.consumer.heartbeat.interval.ms"] != "500" {
+	if got := LaunchedBrokerProperties(crash); got[consumerSessionName] != "6000" || got["group.consumer.heartbeat.interval.ms"] != "500" {
 		t.Errorf("consumer: %v, want the session 6000 and the heartbeat 500", got)
 	}
 	churn := matrixWorkload(t, MatrixEntry{Plan: "group-churn", Modes: []string{ModeEOSPipeline}})
 	churn.GroupProtocol = GroupProtocolConsumer
-	if got := EmbeddedBrokerProperties(churn); got != nil {
+	if got := LaunchedBrokerProperties(churn); got != nil {
 		t.Errorf("group-churn: %v, want none (Kafka's defaults)", got)
 	}
 }

@@ -32,11 +32,10 @@ func startEmbedded(ctx context.Context, dataDir string) (loadgen.Target, error) 
 	return target, nil
 }
 
-// embeddedFor is startEmbedded with the broker settings workload needs
-// (loadgen.EmbeddedBrokerProperties: the consumer protocol's session of
-// consumer-crash's workers).
-func embeddedFor(workload loadgen.Workload) func(ctx context.Context, dataDir string) (loadgen.Target, error) {
-	properties := loadgen.EmbeddedBrokerProperties(workload)
+// embeddedFor is startEmbedded with broker settings (those a workload
+// needs: loadgen.LaunchedBrokerProperties, the consumer protocol's
+// session of consumer-crash's workers).
+func embeddedFor(properties map[string]string) func(ctx context.Context, dataDir string) (loadgen.Target, error) {
 	if properties == nil {
 		return startEmbedded
 	}

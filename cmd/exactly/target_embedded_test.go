@@ -59,7 +59,7 @@ func TestEmbeddedForConsumerCrashSession(t *testing.T) {
 	}
 	workload.Faults = []loadgen.MatrixEntry{{Plan: "consumer-crash"}}
 	workload.GroupProtocol = loadgen.GroupProtocolConsumer
-	target, err := embeddedFor(workload)(t.Context(), "")
+	target, err := embeddedFor(loadgen.LaunchedBrokerProperties(workload))(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
