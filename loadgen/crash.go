@@ -18,8 +18,9 @@ import (
 // worker's replacement keeps the transactional.id, so its
 // InitProducerId aborts the killed worker's open transaction; a database
 // stage's replacement resumes from the database (its stored offsets or
-// its dedup window). Workers are dynamic group members with a 6 s session:
-// static membership (a replacement taking the killed member's place at
+// its dedup window). Workers are dynamic group members with a 6 s session
+// (on the consumer protocol the broker's; see crashsession.go): static
+// membership (a replacement taking the killed member's place at
 // once) stalled the partitions of the killed worker against kfake. The
 // slots' supervisor goroutines start and reap processes; the crash
 // scheduler kills them (or tells them where to kill themselves).

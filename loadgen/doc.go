@@ -32,8 +32,10 @@
 //     package stages; stage.go builds each worker's settings from the run;
 //   - a worker subprocess (the processes client faults freeze or kill)
 //     speaks the protocol of package worker; worker.go holds the roles it
-//     runs, crash.go (consumer-crash) and clientfaults.go (zombie-producer)
-//     the runner's use of them, churn.go the group-churn waves;
+//     runs, crash.go (consumer-crash, with crashsession.go: the killed
+//     workers' session on each protocol and target) and clientfaults.go
+//     (zombie-producer) the runner's use of them, churn.go the
+//     group-churn waves;
 //   - the application database is package appdb, the poll hook package
 //     pollwatch, the checker and the offending records package verify, the
 //     fault proxy and plans package faults, the results and dashboard

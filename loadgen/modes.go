@@ -85,6 +85,7 @@ func clientSettings(plan runPlan) map[string]string {
 		}, settings)
 	}
 	churnSettings(plan, settings)
+	crashSessionSettings(plan, settings)
 	groupProtocolSettings(plan, settings)
 	security := plan.security.Config()
 	settings["security.protocol"] = clientsec.Plaintext

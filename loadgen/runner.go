@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,6 +97,10 @@ type runPlan struct {
 	// 0 and "" for other runs).
 	round int
 	slot  string
+	// consumerSession is the broker's group.consumer.session.timeout.ms
+	// in a run that crashes consumer-protocol workers (0 in others); its
+	// drain covers it (fitCrashDrains).
+	consumerSession time.Duration
 }
 
 // Run runs every mode of the workload against the target and returns the
@@ -146,6 +151,11 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	for i := range plans {
 		plans[i].security = TargetSecurity(options.Target)
 	}
+	var notes []string
+	if slices.ContainsFunc(plans, runPlan.crashesOnConsumerProtocol) {
+		session, known := consumerSessionTimeout(ctx, admin)
+		notes = append(notes, fitCrashDrains(plans, session, known))
+	}
 	closeDatabase, err := attachDatabase(ctx, plans, options.Database)
 	if err != nil {
 		return nil, err
@@ -155,7 +165,9 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	if reporter == nil {
 		reporter = progress.Discard{}
 	}
-	reporter.SuiteStarted(describeSuite(results, options, plans))
+	suite := describeSuite(results, options, plans)
+	suite.Notes = notes
+	reporter.SuiteStarted(suite)
 	for i, plan := range plans {
 		if ctx.Err() != nil {
 			break

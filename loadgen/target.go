@@ -46,6 +46,10 @@ type TargetConfig struct {
 	// Self runs the exactly binary for a cluster target's brokers (zero:
 	// DefaultSelfCommand).
 	Self SelfCommand
+	// BrokerProperties are broker settings (Kafka's names) a cluster
+	// target's brokers start with, beyond the cluster's own
+	// (LaunchedBrokerProperties); StartEmbedded applies its own.
+	BrokerProperties map[string]string
 	// PartitionProxies puts a cluster target's brokers behind partition
 	// proxies, which the broker-partition fault needs (NeedsPartitionProxies
 	// tells); without it clients and brokers connect directly.
@@ -84,7 +88,7 @@ func StartTarget(ctx context.Context, config TargetConfig) (Target, error) {
 				return nil, err
 			}
 		}
-		return startCluster(ctx, self, config.DataDir, config.PartitionProxies)
+		return startCluster(ctx, self, config.DataDir, config.PartitionProxies, config.BrokerProperties)
 	case TargetBootstrap:
 		if len(bootstrap) == 0 {
 			return nil, errors.New("target bootstrap needs at least one host:port")

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,8 +57,9 @@ type clusterTarget struct {
 // until every broker answers Metadata listing all of them, and returns it.
 // dataDir, when set, holds the brokers' data directories (kept on close);
 // empty means a temporary directory, removed on close. partitioned puts
-// the brokers behind partition proxies (for broker-partition).
-func startCluster(ctx context.Context, self SelfCommand, dataDir string, partitioned bool) (*clusterTarget, error) {
+// the brokers behind partition proxies (for broker-partition);
+// properties are more broker settings for every broker.
+func startCluster(ctx context.Context, self SelfCommand, dataDir string, partitioned bool, properties map[string]string) (*clusterTarget, error) {
 	root, temporary := dataDir, dataDir == ""
 	if temporary {
 		var err error
@@ -108,6 +111,9 @@ func startCluster(ctx context.Context, self SelfCommand, dataDir string, partiti
 		args := faults.BrokerArgs(listens[i], dir, i+1, "--controller-quorum", strings.Join(voters, ","),
 			"--config", "default.replication.factor="+strconv.Itoa(ClusterReplicationFactor),
 			"--config", "min.insync.replicas="+strconv.Itoa(ClusterMinInsync))
+		for _, name := range slices.Sorted(maps.Keys(properties)) {
+			args = append(args, "--config", name+"="+properties[name])
+		}
 		if target.proxies != nil {
 			args = append(args, target.proxies.brokerArgs(i, rafts[i])...)
 		}

@@ -280,8 +280,10 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	properties := loadgen.LaunchedBrokerProperties(workload)
 	target, err := loadgen.StartTarget(ctx, loadgen.TargetConfig{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir,
-		StartEmbedded: startEmbedded, Self: self, PartitionProxies: loadgen.NeedsPartitionProxies(workload), Security: flags.security})
+		StartEmbedded: embeddedFor(properties), Self: self, BrokerProperties: properties,
+		PartitionProxies: loadgen.NeedsPartitionProxies(workload), Security: flags.security})
 	if err != nil {
 		return err
 	}

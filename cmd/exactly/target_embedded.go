@@ -32,6 +32,22 @@ func startEmbedded(ctx context.Context, dataDir string) (loadgen.Target, error) 
 	return target, nil
 }
 
+// embeddedFor is startEmbedded with broker settings (those a workload
+// needs: loadgen.LaunchedBrokerProperties, the consumer protocol's
+// session of consumer-crash's workers).
+func embeddedFor(properties map[string]string) func(ctx context.Context, dataDir string) (loadgen.Target, error) {
+	if properties == nil {
+		return startEmbedded
+	}
+	return func(ctx context.Context, dataDir string) (loadgen.Target, error) {
+		target, err := startEmbeddedWith(ctx, dataDir, func(config *broker.Config) { config.Properties = properties })
+		if err != nil {
+			return nil, err // not a nil *embeddedTarget in a non-nil Target
+		}
+		return target, nil
+	}
+}
+
 // startEmbeddedWith is startEmbedded with configure (if not nil) applied
 // to the broker's Config before it starts.
 func startEmbeddedWith(ctx context.Context, dataDir string, configure func(*broker.Config)) (*embeddedTarget, error) {

@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/loadgen"
 )
 
 // TestEmbeddedTargetServesMetrics: the loadgen's embedded broker serves
@@ -41,5 +46,47 @@ func TestEmbeddedTargetServesMetrics(t *testing.T) {
 	}
 	if status, _ := get(strings.TrimSuffix(metricsURL, "/metrics") + "/readyz"); status != http.StatusOK {
 		t.Errorf("/readyz of the started embedded broker = %d, want 200", status)
+	}
+}
+
+// A workload running consumer-crash on the consumer protocol gets an
+// embedded broker whose group.consumer.session.timeout.ms is the crash
+// workers' classic session (6 s), as DescribeConfigs tells the loadgen.
+func TestEmbeddedForConsumerCrashSession(t *testing.T) {
+	workload, err := loadgen.LoadWorkload("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	workload.Faults = []loadgen.MatrixEntry{{Plan: "consumer-crash"}}
+	workload.GroupProtocol = loadgen.GroupProtocolConsumer
+	target, err := embeddedFor(loadgen.LaunchedBrokerProperties(workload))(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	client, err := kgo.NewClient(kgo.SeedBrokers(target.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	request := kmsg.NewPtrDescribeConfigsRequest()
+	resource := kmsg.NewDescribeConfigsRequestResource()
+	resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
+	resource.ConfigNames = []string{"group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms"}
+	request.Resources = append(request.Resources, resource)
+	response, err := request.RequestWith(t.Context(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, described := range response.Resources {
+		for _, config := range described.Configs {
+			if config.Value != nil {
+				got[config.Name] = *config.Value
+			}
+		}
+	}
+	if got["group.consumer.session.timeout.ms"] != "6000" || got["group.consumer.heartbeat.interval.ms"] != "500" {
+		t.Errorf("embedded broker for consumer-crash on the consumer protocol describes %v, want the session 6000 and the heartbeat 500", got)
 	}
 }

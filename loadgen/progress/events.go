@@ -50,6 +50,10 @@ type Suite struct {
 	Workload string
 	// Cells are the planned cells, in the order they run.
 	Cells []Cell
+	// Notes are lines on how the suite fits the target (a drain
+	// lengthened for the broker's session timeout), printed after the
+	// header.
+	Notes []string
 }
 
 // Cell is one planned cell of the suite: a delivery mode under a fault plan.

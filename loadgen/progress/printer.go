@@ -77,9 +77,13 @@ func (p *Printer) SuiteStarted(suite Suite) {
 			cells[i] = jsonCell{Index: cell.Index, Name: cell.Name, LoadSeconds: cell.Load.Seconds(),
 				DrainSeconds: cell.Drain.Seconds(), NotApplicable: cell.NotApplicable}
 		}
-		p.emit(map[string]any{"event": "suite", "run_id": suite.RunID, "target": suite.Target,
+		event := map[string]any{"event": "suite", "run_id": suite.RunID, "target": suite.Target,
 			"target_description": suite.TargetDescription, "workload": suite.Workload,
-			"expected_seconds": expected.Seconds(), "cells": cells})
+			"expected_seconds": expected.Seconds(), "cells": cells}
+		if len(suite.Notes) > 0 {
+			event["notes"] = suite.Notes
+		}
+		p.emit(event)
 		return
 	}
 	skipped := 0
@@ -96,6 +100,9 @@ func (p *Printer) SuiteStarted(suite Suite) {
 		suite.RunID, suite.Workload, counts, suite.Target, suite.TargetDescription)
 	fmt.Fprintf(p.out, "expected duration about %s; each cell sets up, produces under its faults, drains, then reads back and checks every record\n",
 		clock(expected))
+	for _, note := range suite.Notes {
+		fmt.Fprintln(p.out, note)
+	}
 }
 
 // CellStarted notes the running cell.

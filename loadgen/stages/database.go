@@ -33,8 +33,8 @@ type DBSpec struct {
 	Worker string
 	// Window is the dedup stage's window in offsets per partition.
 	Window int64
-	// ShortSession sets a 6 s session timeout, so the group notices a
-	// killed worker quickly.
+	// ShortSession sets a ShortSessionTimeout session (classic protocol),
+	// so the group notices a killed worker quickly.
 	ShortSession bool
 	// OnAssignment, when set, is told how many input partitions the
 	// worker holds after each change.
@@ -104,7 +104,7 @@ func NewDBStage(spec DBSpec, db *appdb.DB, metrics Metrics, stats *Stats) (*DBSt
 		return nil, fmt.Errorf("mode %s has no database stage", spec.Mode)
 	}
 	if spec.ShortSession {
-		options = append(options, kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))
+		options = append(options, kgo.SessionTimeout(ShortSessionTimeout), kgo.HeartbeatInterval(ShortHeartbeatInterval))
 	}
 	client, err := kgo.NewClient(options...)
 	if err != nil {

@@ -23,13 +23,22 @@ type SessionSpec struct {
 	// replacement of a killed worker takes its place without waiting for
 	// its session to time out.
 	InstanceID string
-	// ShortSession sets a 6 s session timeout, so the group notices a
+	// ShortSession sets a ShortSessionTimeout session (classic protocol;
+	// on the consumer protocol the broker's
+	// group.consumer.session.timeout.ms rules), so the group notices a
 	// killed worker quickly.
 	ShortSession bool
 	// OnAssignment, when set, is told how many input partitions the
 	// worker holds after each change.
 	OnAssignment func(count int)
 }
+
+// ShortSessionTimeout and ShortHeartbeatInterval are the group session of
+// a ShortSession worker (the consumer-crash fault's subprocesses).
+const (
+	ShortSessionTimeout    = 6 * time.Second
+	ShortHeartbeatInterval = 500 * time.Millisecond
+)
 
 // NewSession creates one worker's GroupTransactSession.
 func NewSession(spec SessionSpec, metrics Metrics) (*kgo.GroupTransactSession, error) {
@@ -52,7 +61,7 @@ func NewSession(spec SessionSpec, metrics Metrics) (*kgo.GroupTransactSession, e
 		options = append(options, kgo.InstanceID(spec.InstanceID))
 	}
 	if spec.ShortSession {
-		options = append(options, kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))
+		options = append(options, kgo.SessionTimeout(ShortSessionTimeout), kgo.HeartbeatInterval(ShortHeartbeatInterval))
 	}
 	return kgo.NewGroupTransactSession(options...)
 }

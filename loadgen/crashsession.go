@@ -1,0 +1,180 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/stages"
+)
+
+// The session of consumer-crash's workers. On the classic protocol each
+// worker asks for a stages.ShortSessionTimeout session, so the group
+// notices a SIGKILLed worker within seconds and its partitions go to the
+// others before the drain ends. On the consumer protocol (KIP-848) the
+// client has no say: the broker's group.consumer.session.timeout.ms
+// (Kafka's default 45 s) decides how long a killed worker keeps its
+// partitions. So:
+//
+//   - the brokers the load generator starts for a workload (embedded,
+//     --target cluster) get the classic workers' session
+//     (LaunchedBrokerProperties) when it runs consumer-crash on the
+//     consumer protocol;
+//   - on every target, Run asks the broker for its
+//     group.consumer.session.timeout.ms (DescribeConfigs; Kafka's default
+//     when it does not say) and gives each consumer-crash cell on the
+//     consumer protocol a drain of at least that session plus
+//     crashDrainMargin, saying so in one line (Suite.Notes).
+
+// consumerSessionName is the broker setting of the consumer protocol's
+// session timeout.
+const consumerSessionName = "group.consumer.session.timeout.ms"
+
+// kafkaConsumerSessionTimeout is Kafka's default of consumerSessionName,
+// assumed when the broker does not describe it.
+const kafkaConsumerSessionTimeout = 45 * time.Second
+
+// crashDrainMargin is the drain a consumer-crash cell keeps beyond the
+// session of a worker killed as the load ends: the time its partitions'
+// new owners need to catch up, as the classic protocol's 20 s drain
+// leaves 14 s beyond the workers' 6 s session.
+const crashDrainMargin = 15 * time.Second
+
+// LaunchedBrokerProperties are the broker settings the brokers the load
+// generator starts for workload (the embedded broker, a cluster target's
+// brokers) get (nil: none beyond their defaults). A workload
+// running consumer-crash on the consumer protocol gets the classic crash
+// workers' session and heartbeat interval as
+// group.consumer.session.timeout.ms and
+// group.consumer.heartbeat.interval.ms, so a killed worker's partitions
+// move on as soon on either protocol. Other workloads keep Kafka's
+// defaults, so that the consumer protocol is measured as Kafka ships it.
+func LaunchedBrokerProperties(workload Workload) map[string]string {
+	if !wantsConsumerProtocol(workload) || !runsConsumerCrash(workload) {
+		return nil
+	}
+	return map[string]string{
+		consumerSessionName:                    strconv.FormatInt(stages.ShortSessionTimeout.Milliseconds(), 10),
+		"group.consumer.heartbeat.interval.ms": strconv.FormatInt(stages.ShortHeartbeatInterval.Milliseconds(), 10),
+	}
+}
+
+// runsConsumerCrash reports whether a plan of workload's fault matrix
+// kills consume workers.
+func runsConsumerCrash(workload Workload) bool {
+	for _, entry := range workload.Faults {
+		if plan, err := faults.LoadPlan(entry.Plan); err == nil && hasClient(plan, faults.ClientConsumerCrash) {
+			return true
+		}
+	}
+	return false
+}
+
+// crashesOnConsumerProtocol reports whether plan kills consume workers
+// that are members of a consumer-protocol group.
+func (plan runPlan) crashesOnConsumerProtocol() bool {
+	return hasClient(plan.faults, faults.ClientConsumerCrash) && plan.spec().AcceptsClientFault(faults.ClientConsumerCrash) &&
+		plan.groupProtocol() == GroupProtocolConsumer
+}
+
+// crashDrain is the drain of a consumer-crash cell on the consumer
+// protocol with the broker's session: at least session plus
+// crashDrainMargin.
+func crashDrain(drain, session time.Duration) time.Duration {
+	return max(drain, session+crashDrainMargin)
+}
+
+// fitCrashDrains sets the broker's session in each plan that crashes
+// consumer-protocol workers and lengthens its drain to crashDrain; it
+// returns the line that says so ("" without such plans). known says
+// whether the broker described its session (else session is Kafka's
+// default).
+func fitCrashDrains(plans []runPlan, session time.Duration, known bool) string {
+	var drains []string
+	for i := range plans {
+		if !plans[i].crashesOnConsumerProtocol() {
+			continue
+		}
+		plans[i].consumerSession = session
+		drain := Duration(crashDrain(time.Duration(plans[i].workload.Drain), session))
+		plans[i].workload.Drain = drain
+		if !slices.Contains(drains, drain.String()) {
+			drains = append(drains, drain.String())
+		}
+	}
+	if len(drains) == 0 {
+		return ""
+	}
+	source := "the broker's " + consumerSessionName
+	if !known {
+		source = "the broker did not describe " + consumerSessionName + "; Kafka's default"
+	}
+	return fmt.Sprintf("consumer-crash on the consumer protocol: a killed worker keeps its partitions for the session, %s (%s), "+
+		"so those cells drain for %s (the session + %s)", session, source, strings.Join(drains, ", "), crashDrainMargin)
+}
+
+// consumerSessionTimeout asks the first broker the admin client knows for
+// its group.consumer.session.timeout.ms (bounded); known is false when it
+// does not say, and the timeout is then Kafka's default.
+func consumerSessionTimeout(ctx context.Context, admin *kgo.Client) (session time.Duration, known bool) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	metadata, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, admin)
+	if err != nil || len(metadata.Brokers) == 0 {
+		return kafkaConsumerSessionTimeout, false
+	}
+	request := kmsg.NewPtrDescribeConfigsRequest()
+	resource := kmsg.NewDescribeConfigsRequestResource()
+	resource.ResourceType = kmsg.ConfigResourceTypeBroker
+	resource.ResourceName = strconv.Itoa(int(metadata.Brokers[0].NodeID))
+	resource.ConfigNames = []string{consumerSessionName}
+	request.Resources = append(request.Resources, resource)
+	response, err := request.RequestWith(ctx, admin)
+	if err != nil {
+		return kafkaConsumerSessionTimeout, false
+	}
+	return describedSession(response)
+}
+
+// describedSession reads consumerSessionName from a DescribeConfigs
+// response (Kafka's default when it is missing or not a positive number
+// of milliseconds).
+func describedSession(response *kmsg.DescribeConfigsResponse) (time.Duration, bool) {
+	for _, described := range response.Resources {
+		if described.ErrorCode != 0 {
+			continue
+		}
+		for _, config := range described.Configs {
+			if config.Name != consumerSessionName || config.Value == nil {
+				continue
+			}
+			if ms, err := strconv.ParseInt(*config.Value, 10, 64); err == nil && ms > 0 {
+				return time.Duration(ms) * time.Millisecond, true
+			}
+		}
+	}
+	return kafkaConsumerSessionTimeout, false
+}
+
+// crashSessionSettings records the crash workers' session in a
+// consumer-crash run's client settings.
+func crashSessionSettings(plan runPlan, settings map[string]string) {
+	if !hasClient(plan.faults, faults.ClientConsumerCrash) || !plan.spec().AcceptsClientFault(faults.ClientConsumerCrash) {
+		return
+	}
+	if !plan.crashesOnConsumerProtocol() {
+		settings["session.timeout.ms"] = strconv.FormatInt(stages.ShortSessionTimeout.Milliseconds(), 10)
+		return
+	}
+	if plan.consumerSession > 0 {
+		settings[consumerSessionName] = fmt.Sprintf("%d (the broker's; the cell drains for %s)",
+			plan.consumerSession.Milliseconds(), plan.workload.Drain)
+	}
+}
