@@ -95,20 +95,7 @@ func tlsKfake(t *testing.T, _ bool) (address, caFile string) {
 // itself), each protocol a consume cost; the text table and the results
 // file say the same, and the dashboard shows the section.
 func TestSecurityWorkloadFillsEveryCell(t *testing.T) {
-	asExactlySelf(t)
-	old := startSecurityListeners
-	startSecurityListeners = kfakeSecurityListeners(t)
-	t.Cleanup(func() { startSecurityListeners = old })
-	dir := t.TempDir()
-	workloadFile := filepath.Join(dir, "security-test.yaml")
-	if err := os.WriteFile(workloadFile, []byte(securityTestWorkload), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"loadgen", "--workload", workloadFile, "--out", dir}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
-	}
+	dir, stdout := runKfakeSecurityWorkload(t, securityTestWorkload)
 	t.Log(stdout.String())
 	results := readOnlyResults(t, dir)
 	section := results.Security
@@ -158,6 +145,28 @@ func TestSecurityWorkloadFillsEveryCell(t *testing.T) {
 			t.Errorf("dashboard lacks %q", want)
 		}
 	}
+}
+
+// runKfakeSecurityWorkload runs `exactly loadgen` on workload (a
+// workload file's text) with extra args over kfakeSecurityListeners, and
+// fails unless it exits 0; it returns the results directory and stdout.
+func runKfakeSecurityWorkload(t *testing.T, workload string, args ...string) (string, *bytes.Buffer) {
+	t.Helper()
+	asExactlySelf(t)
+	old := startSecurityListeners
+	startSecurityListeners = kfakeSecurityListeners(t)
+	t.Cleanup(func() { startSecurityListeners = old })
+	dir := t.TempDir()
+	workloadFile := filepath.Join(dir, "security-test.yaml")
+	if err := os.WriteFile(workloadFile, []byte(workload), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"loadgen", "--workload", workloadFile, "--out", dir}, args...), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
+	}
+	return dir, &stdout
 }
 
 // resultsPath is the one results file in dir.
@@ -212,22 +221,9 @@ func TestSecurityWorkloadOnEmbeddedBroker(t *testing.T) {
 // and the A/A row as the noise floor, the consume costs a pass-paired
 // ratio, and the dashboard says so.
 func TestSecurityWorkloadRounds(t *testing.T) {
-	asExactlySelf(t)
-	old := startSecurityListeners
-	startSecurityListeners = kfakeSecurityListeners(t)
-	t.Cleanup(func() { startSecurityListeners = old })
-	dir := t.TempDir()
-	workloadFile := filepath.Join(dir, "security-test.yaml")
 	oneMode := strings.Replace(securityTestWorkload, "modes: [at-least-once, transactional]", "modes: [at-least-once]", 1)
 	oneMode = strings.Replace(oneMode, "records: 400", "records: 200", 1)
-	if err := os.WriteFile(workloadFile, []byte(oneMode), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"loadgen", "--workload", workloadFile, "--rounds", "2", "--out", dir}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
-	}
+	dir, stdout := runKfakeSecurityWorkload(t, oneMode, "--rounds", "2")
 	results := readOnlyResults(t, dir)
 	section := results.Security
 	if section == nil || section.Rounds != 2 {
