@@ -163,6 +163,9 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	default:
 		return fmt.Errorf("--group-protocol %q: want classic, consumer or both", f.groupProtocol)
 	}
+	if f.rounds < 0 {
+		return fmt.Errorf("--rounds %d: want 1 or more", f.rounds)
+	}
 	if f.rounds > 0 {
 		switch {
 		case w.Overhead != nil:

@@ -35,6 +35,9 @@ func TestRoundsFlag(t *testing.T) {
 	if err != nil || workload.Security.Rounds != 3 {
 		t.Fatalf("--rounds 3 on security: %+v, err %v", workload.Security, err)
 	}
+	if _, err := apply("security", "--rounds", "-2"); err == nil || !strings.Contains(err.Error(), "want 1 or more") {
+		t.Errorf("--rounds -2: %v, want a refusal", err)
+	}
 	if _, err := apply("standard", "--rounds", "3"); err == nil || !strings.Contains(err.Error(), "--workload overhead") {
 		t.Errorf("--rounds on the standard workload: %v, want a refusal naming --workload overhead", err)
 	}
