@@ -13,9 +13,10 @@ package bench
 //	go test ./bench/ -run '^$' -bench Replication -benchtime 200000x
 
 import (
+	"github.com/exactly-eos/exactly/internal/loopback"
+
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -85,12 +86,11 @@ func (s *replicationSlot) round(ctx context.Context, value []byte, count int) er
 func startBenchCluster(b *testing.B) []string {
 	b.Helper()
 	free := func() string {
-		listener, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := loopback.FreeAddr() // internal/loopback: nobody else binds it meanwhile
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer listener.Close()
-		return listener.Addr().String()
+		return addr
 	}
 	voters := map[int32]quorum.VoterAddrs{}
 	for id := int32(1); id <= 3; id++ {

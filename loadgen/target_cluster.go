@@ -170,9 +170,9 @@ func raftAddresses(n int) (rafts []string, err error) {
 		if err != nil {
 			return nil, err
 		}
-		_, portText, _ := net.SplitHostPort(raft)
+		host, portText, _ := net.SplitHostPort(raft)
 		port, _ := strconv.Atoi(portText)
-		if port+clusterRPCOffset > 65535 || !portFree(port+clusterRPCOffset) {
+		if port+clusterRPCOffset > 65535 || !portFree(host, port+clusterRPCOffset) {
 			continue
 		}
 		rafts = append(rafts, raft)
@@ -180,9 +180,9 @@ func raftAddresses(n int) (rafts []string, err error) {
 	return rafts, nil
 }
 
-// portFree reports whether nothing listens on 127.0.0.1:port now.
-func portFree(port int) bool {
-	listener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+// portFree reports whether nothing listens on host:port now.
+func portFree(host string, port int) bool {
+	listener, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return false
 	}

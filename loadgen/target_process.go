@@ -1,9 +1,10 @@
 package loadgen
 
 import (
+	"github.com/exactly-eos/exactly/internal/loopback"
+
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -83,13 +84,10 @@ func (b *launchedBroker) close() error {
 	return err
 }
 
-// freeLoopbackAddr returns a loopback address nothing listens on now.
+// freeLoopbackAddr returns a loopback address nothing listens on now, on
+// this process's own loopback IP so that no other process takes it before
+// the broker binds it, or binds it while the broker is down for a restart
+// fault (internal/loopback).
 func freeLoopbackAddr() (string, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	addr := listener.Addr().String()
-	listener.Close()
-	return addr, nil
+	return loopback.FreeAddr()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,27 +17,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/quorum"
+	"github.com/exactly-eos/exactly/internal/loopback"
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// freeAddrs returns n distinct free loopback addresses (all listeners are
-// closed only at the end, so no port is handed out twice).
+// freeAddrs returns n distinct free loopback addresses on this test
+// process's own loopback IP (see internal/loopback: no other process can
+// take them between now and the members' binds).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var lns []net.Listener
-	var out []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("listen: %v", err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
+	addrs, err := loopback.FreeAddrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
+	return addrs
 }
 
 // testCluster is n members in this test process on loopback.

@@ -3,31 +3,23 @@ package quorum
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/loopback"
 )
 
-// freeAddrs returns n distinct free loopback addresses: it listens on
-// 127.0.0.1:0 n times and closes the listeners only then, so the kernel
-// cannot hand out one port twice.
+// freeAddrs returns n distinct free loopback addresses on this test
+// process's own loopback IP (see internal/loopback: no other process can
+// take them between now and the nodes' binds).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var lns []net.Listener
-	var out []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("listen: %v", err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
+	addrs, err := loopback.FreeAddrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
+	return addrs
 }
 
 // testCluster runs quorum nodes in-process on loopback.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/exactly-eos/exactly/internal/loopback"
+
 	"bufio"
 	"context"
 	"errors"
@@ -35,7 +37,8 @@ func TestMain(m *testing.M) {
 }
 
 // freeClusterPort returns a port P such that P..P+2, P+100..P+102 and
-// P+200..P+202 are free on 127.0.0.1 now (a few random tries).
+// P+200..P+202 are free now on this process's loopback IP (a few random
+// tries; internal/loopback says why not 127.0.0.1).
 func freeClusterPort(t *testing.T, brokers int) int {
 	t.Helper()
 	for range 50 {
@@ -44,7 +47,7 @@ func freeClusterPort(t *testing.T, brokers int) int {
 		ok := true
 		for _, base := range []int{0, 100, 200, 300} { // Kafka, Raft, RPC, metrics
 			for i := range brokers {
-				ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+base+i)))
+				ln, err := net.Listen("tcp", net.JoinHostPort(loopback.Host(), strconv.Itoa(port+base+i)))
 				if err != nil {
 					ok = false
 					break
@@ -116,8 +119,8 @@ func TestClusterCommand(t *testing.T) {
 	}
 	port := freeClusterPort(t, 3)
 	dir := t.TempDir()
-	cmd := exec.Command(exe, "cluster", "--brokers", "3", "--data-dir", dir, "--listen", "127.0.0.1:"+strconv.Itoa(port),
-		"--metrics-listen", "127.0.0.1:"+strconv.Itoa(port+300))
+	cmd := exec.Command(exe, "cluster", "--brokers", "3", "--data-dir", dir, "--listen", net.JoinHostPort(loopback.Host(), strconv.Itoa(port)),
+		"--metrics-listen", net.JoinHostPort(loopback.Host(), strconv.Itoa(port+300)))
 	cmd.Env = append(os.Environ(), asExactlyEnv+"=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -171,7 +174,7 @@ func TestClusterCommand(t *testing.T) {
 	seeds := strings.Split(bootstrap, ",")
 	want := []string{}
 	for i := range 3 {
-		want = append(want, "127.0.0.1:"+strconv.Itoa(port+i))
+		want = append(want, net.JoinHostPort(loopback.Host(), strconv.Itoa(port+i)))
 	}
 	if strings.Join(seeds, ",") != strings.Join(want, ",") {
 		t.Fatalf("bootstrap %q, want %q", bootstrap, strings.Join(want, ","))
@@ -244,7 +247,7 @@ func TestClusterCommand(t *testing.T) {
 	// twice more (the followers do not count), so the sum is 200.
 	produced := 0.0
 	for i := range 3 {
-		url := "http://127.0.0.1:" + strconv.Itoa(port+300+i)
+		url := "http://" + net.JoinHostPort(loopback.Host(), strconv.Itoa(port+300+i))
 		if ready, err := httpGet(url + "/readyz"); err != nil || ready.code != 200 {
 			t.Errorf("broker %d /readyz: %v %+v", i+1, err, ready)
 		}

@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"github.com/exactly-eos/exactly/internal/loopback"
+
 	"bytes"
 	"context"
 	"errors"
@@ -55,12 +57,10 @@ func runEchoServer(addr string) {
 // freeAddr returns a loopback address nothing listens on right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := listener.Addr().String()
-	listener.Close()
 	return addr
 }
 
