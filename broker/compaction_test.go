@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -518,5 +519,60 @@ func TestCompactDeletePolicies(t *testing.T) {
 	sealAndWaitCleaned(t, b, keeping.log, keeping.lastStableOffset)
 	if records, _ := logRecords(t, keeping.log); keeping.log.LogStartOffset() != 0 || len(records) != 200 {
 		t.Fatalf("compact-only with retention.ms=1: log start %d, %d records; want 0 and all 200 (distinct keys)", keeping.log.LogStartOffset(), len(records))
+	}
+}
+
+// TestMaxCompactionLagRollsActiveSegment: a compacted topic with a large
+// segment.bytes and the default segment.ms keeps everything in its active
+// segment, which the cleaner never touches; with max.compaction.lag.ms
+// the first append after the lag has passed rolls the segment, as Kafka
+// does, and the cleaner then cleans the old versions away.
+func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), compactTestProperties())
+	client := newTestClient(t, b, kgo.ProducerLinger(0))
+	ctx := testContext(t, 30*time.Second)
+	const lag = 200 * time.Millisecond
+	lagged := map[string]string{"max.compaction.lag.ms": strconv.Itoa(int(lag.Milliseconds()))}
+	unlagged := map[string]string{}
+	for k, v := range compactTopicConfig {
+		lagged[k], unlagged[k] = v, v
+	}
+	lagged["segment.bytes"], unlagged["segment.bytes"] = "1048576", "1048576"
+	createTopic(t, client, "lagged", 1, lagged)
+	createTopic(t, client, "unlagged", 1, unlagged)
+	produce := func(i int) {
+		t.Helper()
+		for _, topic := range []string{"lagged", "unlagged"} {
+			record := &kgo.Record{Topic: topic, Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)}
+			if err := client.ProduceSync(ctx, record).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start := time.Now()
+	for i := range 10 {
+		produce(i)
+	}
+	// The roll is decided at append time from the first batch's
+	// timestamp, so the next append must come after the lag has passed.
+	time.Sleep(time.Until(start.Add(lag + 50*time.Millisecond)))
+	produce(10)
+
+	rolled, kept := partitionZero(t, b, "lagged"), partitionZero(t, b, "unlagged")
+	if rolled.log.SegmentCount() != 2 || kept.log.SegmentCount() != 1 {
+		t.Fatalf("segments: lagged %d (want 2: rolled by max.compaction.lag.ms), unlagged %d (want 1)",
+			rolled.log.SegmentCount(), kept.log.SegmentCount())
+	}
+	waitUntil(t, 10*time.Second, "the cleaner to clean the rolled segment", func() bool {
+		b.cleanNow()
+		records, _ := logRecords(t, rolled.log)
+		return len(records) == 2
+	})
+	records, _ := logRecords(t, rolled.log)
+	if *records[0].value != "v9" || *records[1].value != "v10" {
+		t.Fatalf("lagged log after cleaning: %+v, want v9 (latest of the sealed segment) and v10 (active)", records)
+	}
+	if records, _ := logRecords(t, kept.log); len(records) != 11 {
+		t.Fatalf("unlagged log holds %d records, want all 11 (its only segment is active)", len(records))
 	}
 }

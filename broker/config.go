@@ -674,9 +674,17 @@ func (c brokerConfig) storageOptions(tc *topicConfig) storage.Options {
 	if !tc.deleteRetained {
 		retentionAge, retentionBytes = -1, -1
 	}
+	// A compacted topic rolls its active segment once it is older than
+	// max.compaction.lag.ms too, as Kafka does (KIP-354): the cleaner
+	// never touches the active segment, so without the roll a record
+	// could stay uncleaned longer than the lag the topic promises.
+	segmentAge := millis(tc.segmentMillis)
+	if tc.compact && tc.maxCompactionLag < segmentAge {
+		segmentAge = tc.maxCompactionLag
+	}
 	return storage.Options{
 		SegmentBytes:       tc.segmentBytes,
-		SegmentAge:         time.Duration(tc.segmentMillis) * time.Millisecond,
+		SegmentAge:         segmentAge,
 		RetentionBytes:     retentionBytes,
 		RetentionAge:       retentionAge,
 		IndexIntervalBytes: c.settings.IndexIntervalBytes,
