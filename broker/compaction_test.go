@@ -60,7 +60,7 @@ func waitCleaned(t *testing.T, b *Broker, log *storage.Log, upperBound func() in
 			t.Fatal(err)
 		}
 		reached := stats.CleanableEnd == bound || bound < log.LogEndOffset() && stats.CleanableEnd > 0
-		if reached && stats.DirtyBytes == 0 && stats.FirstDirtyOffset >= stats.CleanableEnd {
+		if reached && stats.DirtyBytes == 0 && stats.FirstDirtyOffset >= stats.CleanableEnd && !horizonPassed(b, log) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -68,6 +68,18 @@ func waitCleaned(t *testing.T, b *Broker, log *storage.Log, upperBound func() in
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
 	}
+}
+
+// horizonPassed reports whether log has a delete horizon from its last
+// clean that has passed, or is being cleaned: the cleaner's next clean
+// of it will remove tombstones or markers (with delete.retention.ms=0 the
+// clean after the one that kept them).
+func horizonPassed(b *Broker, log *storage.Log) bool {
+	lc := b.cleaner
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	horizon, ok := lc.horizons[log]
+	return lc.busy[log] || ok && !time.Now().Before(horizon)
 }
 
 // logRecord is a record as found in the log.
@@ -574,5 +586,69 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 	}
 	if records, _ := logRecords(t, kept.log); len(records) != 11 {
 		t.Fatalf("unlagged log holds %d records, want all 11 (its only segment is active)", len(records))
+	}
+}
+
+// TestCompactedTombstoneDeleteHorizon is KIP-534 on a real broker: a tombstone
+// whose producer gave it an hour-old timestamp survives the first clean
+// that keeps it — its batch now carries a delete horizon of that clean's
+// time plus delete.retention.ms, and a consumer still reads the record's
+// own timestamp — and goes at the clean the cleaner schedules for the
+// horizon, with no new record written.
+func TestCompactedTombstoneDeleteHorizon(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), compactTestProperties())
+	client := newTestClient(t, b, kgo.ProducerLinger(0))
+	const retention = 600 * time.Millisecond
+	config := map[string]string{}
+	for k, v := range compactTopicConfig {
+		config[k] = v
+	}
+	config["delete.retention.ms"] = strconv.Itoa(int(retention.Milliseconds()))
+	createTopic(t, client, "horizon", 1, config)
+	ctx := testContext(t, 30*time.Second)
+	old := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	records := []*kgo.Record{
+		{Topic: "horizon", Key: []byte("gone"), Value: []byte("v")},
+		{Topic: "horizon", Key: []byte("gone"), Timestamp: old}, // the tombstone
+		{Topic: "horizon", Key: []byte("kept"), Value: []byte("v")},
+	}
+	for _, record := range records {
+		if err := client.ProduceSync(ctx, record).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := partitionZero(t, b, "horizon")
+	cleanStarted := time.Now()
+	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
+
+	tombstoneOffset := records[1].Offset
+	data, err := p.log.ReadBatches(tombstoneOffset, tombstoneOffset+1, 1<<20)
+	if err != nil || len(data) == 0 {
+		t.Fatalf("read the tombstone's batch: %v (%d bytes)", err, len(data))
+	}
+	view, err := wire.ParseBatch(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	horizon, ok := view.DeleteHorizon()
+	if !ok || view.BaseOffset() != tombstoneOffset {
+		t.Fatalf("batch at %d after the first clean: delete horizon %d (set %v), want the tombstone's batch at %d stamped",
+			view.BaseOffset(), horizon, ok, tombstoneOffset)
+	}
+	if earliest, latest := cleanStarted.Add(retention).UnixMilli(), time.Now().Add(retention).UnixMilli(); horizon < earliest || horizon > latest {
+		t.Fatalf("delete horizon %d outside [%d, %d]: the clean's time plus delete.retention.ms", horizon, earliest, latest)
+	}
+	got := consumeFrom(t, b, "horizon", 0, records[2].Offset, kgo.ReadUncommitted())
+	if len(got) != 2 || got[0].Offset != tombstoneOffset || got[0].Value != nil || !got[0].Timestamp.Equal(old) {
+		t.Fatalf("consumed %v after the first clean, want the tombstone at %d with its own timestamp %v, then kept", got, tombstoneOffset, old)
+	}
+
+	waitUntil(t, 10*time.Second, "the cleaner to remove the tombstone after its delete horizon", func() bool {
+		b.cleanNow()
+		records, _ := logRecords(t, p.log)
+		return len(records) == 1 && records[0].key == "kept"
+	})
+	if now := time.Now().UnixMilli(); now < horizon {
+		t.Fatalf("tombstone removed at %d, before its delete horizon %d", now, horizon)
 	}
 }

@@ -242,8 +242,10 @@ func TestExpiredTransactionalIDCompactedAway(t *testing.T) {
 		resp, err := req.RequestWith(testContext(t, 5*time.Second), admin)
 		return err == nil && resp.TransactionStates[0].ErrorCode == kerr.TransactionalIDNotFound.Code
 	})
-	// With delete.retention.ms=0 one clean removes the id's records and
-	// its tombstone, which is older than no time at all.
+	// With delete.retention.ms=0 the first clean removes the id's older
+	// records and stamps its tombstone with a delete horizon of that
+	// instant; the clean the cleaner schedules for the horizon removes
+	// the tombstone (KIP-534). cleanInternalLogs waits for both.
 	cleanInternalLogs(t, b)
 	for name, log := range internalLogsOf(b) {
 		records, _ := logRecords(t, log)

@@ -21,8 +21,9 @@ import (
 //
 // Scheduling: each goroutine, in a loop, asks every compacted log for its
 // CleanableStats and cleans the one with the highest dirty ratio among
-// those due — dirty ratio at least min.cleanable.dirty.ratio, or the
-// first dirty batch older than max.compaction.lag.ms — then looks again
+// those due — dirty ratio at least min.cleanable.dirty.ratio, the first
+// dirty batch older than max.compaction.lag.ms, or a delete horizon left
+// by its last clean passed (tombstones to remove) — then looks again
 // at once; when none is due it sleeps log.cleaner.backoff.ms (or until
 // Broker.cleanNow wakes it, or the broker closes).
 //
@@ -82,6 +83,12 @@ type logCleaner struct {
 	// offset (their upper bound is below what the stats saw, e.g. an
 	// open transaction): skipped until the time given (mu).
 	stalled map[*storage.Log]time.Time
+	// horizons holds each log's earliest delete horizon left by its last
+	// clean (CleanResult.NextDeleteHorizon): once it has passed the log is
+	// due, dirty or not, so tombstones and finished transactions' markers
+	// go about delete.retention.ms after the clean that first kept them
+	// (mu; in memory: after a restart they go at the log's next clean).
+	horizons map[*storage.Log]time.Time
 }
 
 // startLogCleaner starts log.cleaner.threads goroutines (counted in
@@ -89,7 +96,8 @@ type logCleaner struct {
 func (b *Broker) startLogCleaner() {
 	settings := b.config.settings
 	b.cleaner = &logCleaner{broker: b, wake: make(chan struct{}, max(int(settings.CleanerThreads), 1)),
-		busy: map[*storage.Log]bool{}, uncleanable: map[*storage.Log]error{}, stalled: map[*storage.Log]time.Time{}}
+		busy: map[*storage.Log]bool{}, uncleanable: map[*storage.Log]error{}, stalled: map[*storage.Log]time.Time{},
+		horizons: map[*storage.Log]time.Time{}}
 	if !settings.CleanerEnable {
 		return
 	}
@@ -156,11 +164,13 @@ func (lc *logCleaner) cleanOne() bool {
 	for _, target := range targets {
 		lc.mu.Lock()
 		skip := lc.busy[target.log] || lc.uncleanable[target.log] != nil || now.Before(lc.stalled[target.log])
+		horizon, hasHorizon := lc.horizons[target.log]
 		lc.mu.Unlock()
 		if skip {
 			continue
 		}
 		ratio, firstDirty, due, err := target.due(now)
+		due = due || err == nil && hasHorizon && !now.Before(horizon)
 		if err != nil {
 			if !errors.Is(err, storage.ErrClosed) {
 				b.logger.Warn("log cleaner: cleanable stats failed", "log", target.name, "error", err)
@@ -209,6 +219,11 @@ func (lc *logCleaner) forgetGone(targets []cleanTarget) {
 			delete(lc.stalled, log)
 		}
 	}
+	for log := range lc.horizons {
+		if !current[log] {
+			delete(lc.horizons, log)
+		}
+	}
 }
 
 // due reports the target's dirty ratio, its first dirty offset, and
@@ -217,8 +232,11 @@ func (lc *logCleaner) forgetGone(targets []cleanTarget) {
 func (t cleanTarget) due(now time.Time) (ratio float64, firstDirty int64, due bool, err error) {
 	stats, err := t.log.CleanableStats(storage.CleanOptions{UpperBound: t.estimate(), Now: now,
 		MinCompactionLag: t.config.minCompactionLag})
-	if err != nil || stats.DirtyBytes == 0 {
+	if err != nil {
 		return 0, 0, false, err
+	}
+	if stats.DirtyBytes == 0 {
+		return 0, stats.FirstDirtyOffset, false, nil
 	}
 	ratio = stats.DirtyRatio()
 	if ratio >= t.config.minCleanableRatio {
@@ -247,11 +265,16 @@ func (lc *logCleaner) clean(c *candidate, now time.Time) {
 			Abort:               b.ctx.Done(),
 		})
 		if err == nil {
+			lc.mu.Lock()
 			if result.FirstDirtyOffset <= c.firstDirty {
-				lc.mu.Lock()
 				lc.stalled[target.log] = now.Add(b.config.settings.CleanerBackoff)
-				lc.mu.Unlock()
 			}
+			if result.NextDeleteHorizon >= 0 {
+				lc.horizons[target.log] = time.UnixMilli(result.NextDeleteHorizon)
+			} else {
+				delete(lc.horizons, target.log)
+			}
+			lc.mu.Unlock()
 			if b.metrics != nil {
 				b.metrics.LogCleaned(result.BytesRead, result.BytesWritten, result.RecordsRemoved)
 			}

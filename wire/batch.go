@@ -56,6 +56,11 @@ const (
 	AttrTimestampType   = 0x08 // set: LogAppendTime, clear: CreateTime
 	AttrTransactional   = 0x10
 	AttrControl         = 0x20
+	// AttrDeleteHorizon (KIP-534): the base timestamp is not the first
+	// record's timestamp but the delete horizon the log cleaner set when
+	// it first kept a tombstone or a finished transaction's marker of this
+	// batch; the records' timestamp deltas are relative to it.
+	AttrDeleteHorizon = 0x40
 )
 
 // Compression codecs carried in the low three attribute bits.
@@ -177,9 +182,20 @@ func (v BatchView) LastOffsetDelta() int32 {
 // LastOffset is BaseOffset + LastOffsetDelta.
 func (v BatchView) LastOffset() int64 { return v.BaseOffset() + int64(v.LastOffsetDelta()) }
 
-// BaseTimestamp is the timestamp of the first record (ms).
+// BaseTimestamp is the timestamp the records' deltas count from (ms): the
+// first record's timestamp, or the delete horizon (see DeleteHorizon).
 func (v BatchView) BaseTimestamp() int64 {
 	return int64(binary.BigEndian.Uint64(v.b[offsetBaseTimestamp:]))
+}
+
+// DeleteHorizon is the time (ms) after which the log cleaner may remove the
+// batch's tombstones, or the batch itself if it is a finished
+// transaction's marker; ok is false when the cleaner has not set one.
+func (v BatchView) DeleteHorizon() (horizon int64, ok bool) {
+	if v.Attributes()&AttrDeleteHorizon == 0 {
+		return 0, false
+	}
+	return v.BaseTimestamp(), true
 }
 
 // MaxTimestamp is the largest timestamp in the batch (ms).

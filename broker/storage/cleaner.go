@@ -18,9 +18,10 @@ type CleanOptions struct {
 	UpperBound int64
 	// Now is the cleaner's clock; zero: Options.Now().
 	Now time.Time
-	// DeleteRetention is delete.retention.ms: a tombstone (null value) is
-	// removed once its timestamp is that old, and a transaction marker once
-	// nothing of its transaction is left and its batch is that old.
+	// DeleteRetention is delete.retention.ms: the first clean that keeps
+	// a tombstone (null value), or the marker of a transaction of which
+	// nothing is left, stamps its batch with the delete horizon Now +
+	// DeleteRetention; a clean at or past the horizon removes it (KIP-534).
 	DeleteRetention time.Duration
 	// MinCompactionLag is min.compaction.lag.ms: a segment whose newest
 	// record is younger is not cleaned, nor any segment after it.
@@ -56,6 +57,11 @@ type CleanResult struct {
 	SegmentsRewritten int   // source segments replaced
 	SegmentsWritten   int   // cleaned segments that replaced them
 	FirstDirtyOffset  int64 // where the next clean's dirty section starts
+	// NextDeleteHorizon is the earliest delete horizon of the batches
+	// the clean kept with tombstones or finished transactions' markers
+	// (-1: none): a clean at or after it removes something even when no
+	// new record has arrived, so the broker's cleaner schedules one then.
+	NextDeleteHorizon int64
 }
 
 // defaultMaxMapKeys is CleanOptions.MaxMapKeys' default.
@@ -95,7 +101,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 		return CleanResult{}, err
 	}
 	defer plan.release()
-	result := CleanResult{FirstDirtyOffset: plan.firstDirty}
+	result := CleanResult{FirstDirtyOffset: plan.firstDirty, NextDeleteHorizon: -1}
 	if len(plan.segments) == 0 {
 		return result, nil
 	}
@@ -371,26 +377,19 @@ func (c *cleaner) cleanGroup(group []int) error {
 }
 
 // cleanBatch decides what of one batch the cleaned segment keeps.
+//
+// Tombstones and the markers of finished transactions go in two steps, as
+// in Kafka (KIP-534): the first clean that keeps one stamps its batch with
+// a delete horizon, now + delete.retention.ms; a clean at or after the
+// horizon removes it. So a consumer that started reading before a
+// tombstone was first cleaned has the whole delete retention to see it,
+// whatever timestamp its producer gave it.
 func (c *cleaner) cleanBatch(view wire.BatchView, w *cleanedWriter) error {
 	base, producer := view.BaseOffset(), view.ProducerID()
-	retentionEnd := c.opts.Now.Add(-c.opts.DeleteRetention).UnixMilli()
+	now := c.opts.Now.UnixMilli()
+	horizon, hasHorizon := view.DeleteHorizon()
 	if view.Control() {
-		kind, empty, err := markerType(view)
-		if err != nil {
-			return err
-		}
-		done, txn, isAbort := empty, AbortedTxn{}, false
-		if !empty {
-			done, txn, isAbort = c.tracker.marker(producer, base, kind)
-		}
-		if done && view.MaxTimestamp() <= retentionEnd {
-			w.drop(view, c.result)
-			return nil
-		}
-		if isAbort {
-			w.segment.aborted = append(w.segment.aborted, txn)
-		}
-		return w.append(view.Bytes(), view, &c.throttle)
+		return c.cleanMarker(view, w, now)
 	}
 	lastOfProducer := false
 	if producer >= 0 {
@@ -398,59 +397,128 @@ func (c *cleaner) cleanBatch(view wire.BatchView, w *cleanedWriter) error {
 		lastOfProducer = ok && lastBase == base
 	}
 	if view.Transactional() && producer >= 0 && c.tracker.dataBatch(producer, base) {
-		return c.emit(view, nil, nil, lastOfProducer, w)
+		return c.emit(view, nil, nil, lastOfProducer, -1, w)
 	}
 	records, err := batchRecords(view, c.decompressor)
 	if err != nil {
 		return err
 	}
+	tombstonesExpired := hasHorizon && horizon <= now
+	keptTombstone := false
 	c.keep = c.keep[:0]
 	for at := 0; at < len(records); {
 		record, err := nextRecord(records, at)
 		if err != nil {
 			return err
 		}
-		if c.retain(view, record, retentionEnd) {
+		if c.retain(view, record, tombstonesExpired) {
 			c.keep = append(c.keep, record)
+			keptTombstone = keptTombstone || record.nullValue
 		}
 		at = record.end
 	}
-	return c.emit(view, records, c.keep, lastOfProducer, w)
+	newHorizon := int64(-1)
+	switch {
+	case keptTombstone && !hasHorizon:
+		newHorizon = c.deleteHorizon(now)
+		c.keptHorizon(newHorizon)
+	case keptTombstone:
+		c.keptHorizon(horizon)
+	}
+	return c.emit(view, records, c.keep, lastOfProducer, newHorizon, w)
+}
+
+// cleanMarker decides about a control batch: a marker whose transaction
+// left nothing behind gets a delete horizon at the first clean that finds
+// it so, and goes at the first clean past the horizon.
+func (c *cleaner) cleanMarker(view wire.BatchView, w *cleanedWriter, now int64) error {
+	kind, empty, err := markerType(view)
+	if err != nil {
+		return err
+	}
+	if empty { // an emptied control batch: nothing to see, it may go
+		w.drop(view, c.result)
+		return nil
+	}
+	done, txn, isAbort := c.tracker.marker(view.ProducerID(), view.BaseOffset(), kind)
+	horizon, hasHorizon := view.DeleteHorizon()
+	if done && hasHorizon && horizon <= now {
+		w.drop(view, c.result)
+		return nil
+	}
+	if isAbort {
+		w.segment.aborted = append(w.segment.aborted, txn)
+	}
+	if !done || hasHorizon {
+		if hasHorizon {
+			c.keptHorizon(horizon)
+		}
+		return w.append(view.Bytes(), view, &c.throttle)
+	}
+	records := view.Records() // control batches are never compressed
+	c.keep = c.keep[:0]
+	for at := 0; at < len(records); {
+		record, err := nextRecord(records, at)
+		if err != nil {
+			return err
+		}
+		c.keep = append(c.keep, record)
+		at = record.end
+	}
+	newHorizon := c.deleteHorizon(now)
+	c.keptHorizon(newHorizon)
+	rebuilt, err := rebuildBatch(c.scratch[:0], view, records, c.keep, newHorizon)
+	if err != nil {
+		return err
+	}
+	c.scratch = rebuilt
+	w.changed = true
+	return w.append(rebuilt, view, &c.throttle)
+}
+
+// keptHorizon notes the delete horizon of a batch the clean keeps.
+func (c *cleaner) keptHorizon(horizon int64) {
+	if c.result.NextDeleteHorizon < 0 || horizon < c.result.NextDeleteHorizon {
+		c.result.NextDeleteHorizon = horizon
+	}
+}
+
+// deleteHorizon is the horizon a clean at now stamps: now plus the delete
+// retention, saturating.
+func (c *cleaner) deleteHorizon(now int64) int64 {
+	retention := c.opts.DeleteRetention.Milliseconds()
+	if retention > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + retention
 }
 
 // retain says whether a record of a live (not aborted) batch stays: it
 // has a key, no later record of the key is in the dirty section, and it is
-// not a tombstone older than the delete retention.
-func (c *cleaner) retain(view wire.BatchView, record rawRecord, retentionEnd int64) bool {
+// not a tombstone of a batch whose delete horizon has passed.
+func (c *cleaner) retain(view wire.BatchView, record rawRecord, tombstonesExpired bool) bool {
 	if record.key == nil {
 		return false // a compacted log has no use for keyless records (Kafka drops them too)
 	}
 	if latest, ok := c.keys.latest(record.key); ok && view.BaseOffset()+int64(record.offsetDelta) < latest {
 		return false
 	}
-	if record.nullValue {
-		timestamp := view.BaseTimestamp() + record.timestampDelta
-		if view.LogAppendTime() {
-			timestamp = view.MaxTimestamp()
-		}
-		return timestamp > retentionEnd
-	}
-	return true
+	return !record.nullValue || !tombstonesExpired
 }
 
 // emit writes what remains of a data batch: the batch as it was, rebuilt
-// with the kept records, empty (a producer's last batch keeps its header),
-// or nothing.
-func (c *cleaner) emit(view wire.BatchView, records []byte, keep []rawRecord, lastOfProducer bool, w *cleanedWriter) error {
+// with the kept records (stamped with newHorizon when that is not -1),
+// empty (a producer's last batch keeps its header), or nothing.
+func (c *cleaner) emit(view wire.BatchView, records []byte, keep []rawRecord, lastOfProducer bool, newHorizon int64, w *cleanedWriter) error {
 	count := int(view.RecordCount())
 	switch {
-	case len(keep) == count && records != nil:
+	case len(keep) == count && records != nil && newHorizon < 0:
 		return w.append(view.Bytes(), view, &c.throttle)
 	case len(keep) == 0 && !lastOfProducer:
 		w.drop(view, c.result)
 		return nil
 	}
-	rebuilt, err := rebuildBatch(c.scratch[:0], view, records, keep)
+	rebuilt, err := rebuildBatch(c.scratch[:0], view, records, keep, newHorizon)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,9 @@ import (
 
 // Byte positions in a batch header the cleaner patches (see doc.go).
 const (
-	headerCRC         = 17
-	headerRecordCount = 57
+	headerCRC           = 17
+	headerBaseTimestamp = 27
+	headerRecordCount   = 57
 )
 
 // errRecordMalformed: a stored record does not parse (it was validated on
@@ -194,27 +195,37 @@ func batchRecords(view wire.BatchView, decompressor *wire.Decompressor) ([]byte,
 
 // rebuildBatch appends to dst the batch `view` with only the records whose
 // byte ranges are in keep (an uncompressed records section `records`):
-// same header — base offset, last offset delta, timestamps, producer id,
-// epoch and base sequence, so offsets and sequences never move — with the
-// record count, length and CRC-32C recomputed, compressed as before. With
-// no record kept the batch is empty and uncompressed.
-func rebuildBatch(dst []byte, view wire.BatchView, records []byte, keep []rawRecord) ([]byte, error) {
+// same header — base offset, last offset delta, max timestamp, producer
+// id, epoch and base sequence, so offsets and sequences never move — with
+// the record count, length and CRC-32C recomputed, compressed as before.
+// With no record kept the batch is empty and uncompressed. A horizon of 0
+// or more stamps the batch with that delete horizon (KIP-534): it becomes
+// the base timestamp, with the delete-horizon attribute, and each kept
+// record's timestamp delta is rewritten so its timestamp stays the same.
+func rebuildBatch(dst []byte, view wire.BatchView, records []byte, keep []rawRecord, horizon int64) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, view.Bytes()[:headerSize]...)
 	header := dst[start:]
 	binary.BigEndian.PutUint32(header[headerRecordCount:], uint32(len(keep)))
+	attributes := binary.BigEndian.Uint16(header[headerAttributes:])
 	if len(keep) == 0 {
-		attributes := binary.BigEndian.Uint16(header[headerAttributes:]) &^ uint16(wire.AttrCompressionMask)
-		binary.BigEndian.PutUint16(header[headerAttributes:], attributes)
+		attributes &^= uint16(wire.AttrCompressionMask)
 	}
+	rebase := int64(0) // added to every kept record's timestamp delta
+	if horizon >= 0 && len(keep) > 0 {
+		attributes |= wire.AttrDeleteHorizon
+		rebase = view.BaseTimestamp() - horizon
+		binary.BigEndian.PutUint64(header[headerBaseTimestamp:], uint64(horizon))
+	}
+	binary.BigEndian.PutUint16(header[headerAttributes:], attributes)
 	if view.Compression() == wire.CompressionNone || len(keep) == 0 {
 		for _, r := range keep {
-			dst = append(dst, records[r.start:r.end]...)
+			dst = appendKeptRecord(dst, records, r, rebase)
 		}
 	} else {
 		var plain []byte
 		for _, r := range keep {
-			plain = append(plain, records[r.start:r.end]...)
+			plain = appendKeptRecord(plain, records, r, rebase)
 		}
 		compressed, err := wire.Compress(dst, view.Compression(), plain)
 		if err != nil {
@@ -229,4 +240,24 @@ func rebuildBatch(dst []byte, view wire.BatchView, records []byte, keep []rawRec
 	binary.BigEndian.PutUint32(dst[start+headerLengthField:], uint32(length))
 	binary.BigEndian.PutUint32(dst[start+headerCRC:], crc32Castagnoli(dst[start+headerAttributes:]))
 	return dst, nil
+}
+
+// appendKeptRecord appends record r of records, as it is when rebase is 0,
+// else re-encoded with rebase added to its timestamp delta (the length
+// prefix and the delta's varint may change size; the rest is copied).
+func appendKeptRecord(dst, records []byte, r rawRecord, rebase int64) []byte {
+	if rebase == 0 {
+		return append(dst, records[r.start:r.end]...)
+	}
+	_, n := binary.Varint(records[r.start:]) // the length prefix, parsed by nextRecord
+	body := records[r.start+n : r.end]
+	attributes, rest := body[0], body[1:]
+	_, n = binary.Varint(rest) // the old timestamp delta
+	rest = rest[n:]            // offset delta, key, value, headers
+	var delta [binary.MaxVarintLen64]byte
+	deltaLength := binary.PutVarint(delta[:], r.timestampDelta+rebase)
+	dst = binary.AppendVarint(dst, int64(1+deltaLength+len(rest)))
+	dst = append(dst, attributes)
+	dst = append(dst, delta[:deltaLength]...)
+	return append(dst, rest...)
 }

@@ -27,7 +27,12 @@ type modelRecord struct {
 	value     []byte // nil: tombstone
 	timestamp int64
 	txn       *modelTxn // nil outside transactions
-	expired   bool      // a tombstone older than the delete retention at a clean covering it
+	// horizon is a tombstone's delete horizon: 0 until the first clean
+	// covering it stamps its batch with that clean's time plus the
+	// delete retention (KIP-534).
+	horizon int64
+	expired bool // a tombstone whose horizon had passed at a clean
+
 }
 
 // modelTxn is one transaction of the model.
@@ -263,9 +268,15 @@ func (r *cleanRun) cleaned(result CleanResult) {
 		r.t.Fatalf("cleaned up to %d, past the upper bound %d\n%v", result.FirstDirtyOffset, r.cleanOptions().UpperBound, r.history)
 	}
 	m.cleanedUpTo = max(m.cleanedUpTo, result.FirstDirtyOffset)
-	horizon := r.clock.now.Add(-r.retention).UnixMilli()
+	now := r.clock.now.UnixMilli()
 	for _, record := range m.records {
-		if record.value == nil && record.offset < m.cleanedUpTo && record.timestamp <= horizon {
+		if record.value != nil || record.offset >= m.cleanedUpTo {
+			continue
+		}
+		switch {
+		case record.horizon == 0:
+			record.horizon = now + r.retention.Milliseconds()
+		case record.horizon <= now:
 			record.expired = true
 		}
 	}
@@ -342,7 +353,8 @@ type readBatch struct {
 	transactional bool
 	control       bool
 	abort         bool
-	records       []*modelRecord // decoded (offset, key, value)
+	horizon       int64          // the delete horizon, 0 if none
+	records       []*modelRecord // decoded (offset, key, value, timestamp)
 }
 
 // readLog reads every batch below bound, in order, checking CRCs.
@@ -367,6 +379,9 @@ func (r *cleanRun) readLog(bound int64) []readBatch {
 			}
 			batch := readBatch{base: view.BaseOffset(), last: view.LastOffset(), producer: view.ProducerID(), seq: view.BaseSequence(),
 				transactional: view.Transactional(), control: view.Control()}
+			if horizon, ok := view.DeleteHorizon(); ok {
+				batch.horizon = horizon
+			}
 			if n := len(batches); n > 0 && batch.base <= batches[n-1].last {
 				r.t.Fatalf("batch at %d after batch ending at %d\n%v", batch.base, batches[n-1].last, r.history)
 			}
@@ -381,7 +396,8 @@ func (r *cleanRun) readLog(bound int64) []readBatch {
 					batch.abort = err == nil && control.Type == wire.ControlAbort
 					continue
 				}
-				batch.records = append(batch.records, &modelRecord{offset: record.Offset, key: string(record.Key), value: bytes.Clone(record.Value)})
+				batch.records = append(batch.records, &modelRecord{offset: record.Offset, key: string(record.Key), value: bytes.Clone(record.Value),
+					timestamp: record.Timestamp})
 			}
 			if iterator.Err() != nil {
 				r.t.Fatalf("records of batch %d: %v", batch.base, iterator.Err())
@@ -394,13 +410,20 @@ func (r *cleanRun) readLog(bound int64) []readBatch {
 	return batches
 }
 
-// checkOffsets checks every record read is the model's record at its offset.
+// checkOffsets checks every record read is the model's record at its
+// offset, with its timestamp (a batch stamped with a delete horizon keeps
+// its records' timestamps), and that a tombstone the cleaner kept is in a
+// batch carrying the model's delete horizon for it.
 func (r *cleanRun) checkOffsets(batches []readBatch) {
 	for _, batch := range batches {
 		for _, got := range batch.records {
 			want := r.model.records[got.offset]
-			if want == nil || want.key != got.key || !bytes.Equal(want.value, got.value) || (want.value == nil) != (got.value == nil) {
-				r.t.Fatalf("record at %d is %s=%q, the model has %+v\n%v", got.offset, got.key, got.value, want, r.history)
+			if want == nil || want.key != got.key || !bytes.Equal(want.value, got.value) || (want.value == nil) != (got.value == nil) ||
+				want.timestamp != got.timestamp {
+				r.t.Fatalf("record at %d is %s=%q at %d, the model has %+v\n%v", got.offset, got.key, got.value, got.timestamp, want, r.history)
+			}
+			if want.value == nil && want.horizon != 0 && batch.horizon != want.horizon {
+				r.t.Fatalf("tombstone at %d: batch %d has delete horizon %d, the model %d\n%v", got.offset, batch.base, batch.horizon, want.horizon, r.history)
 			}
 		}
 	}

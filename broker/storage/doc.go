@@ -189,15 +189,20 @@
 // offset, cleanable end), aborted data excluded; then every cleanable
 // segment, from the first, is rewritten: a record goes when a later record
 // of its key is in the map, when it has no key, when its transaction was
-// aborted (the .txnindex says which), or when it is a tombstone whose
-// timestamp is older than the delete retention. A marker goes when its
-// batch is older than the delete retention and the pass saw no batch of its
-// transaction (Kafka's rule: the pass that removes a transaction's last
-// batch keeps the marker, a later one drops it); the .txnindex of a
+// aborted (the .txnindex says which), or when it is a tombstone in a batch
+// whose delete horizon has passed. The delete horizon (KIP-534) is stamped
+// by the first pass that keeps a tombstone, or a marker whose transaction
+// has no batch left: the pass's time plus the delete retention becomes the
+// batch's base timestamp, with the delete-horizon attribute bit, and the
+// records' timestamp deltas are rewritten so their timestamps stay. A
+// marker goes when its delete horizon has passed and the pass saw no batch
+// of its transaction (Kafka's rule: the pass that removes a transaction's
+// last batch keeps the marker, a later one stamps it, one after the
+// horizon drops it); the .txnindex of a
 // cleaned segment holds the aborted transactions whose marker it kept. A
 // producer's newest data batch always stays, emptied if need be, so its
 // sequence survives. A batch that loses records keeps its header — base
-// offset, last offset delta, timestamps, producer fields — with the record
+// offset, last offset delta, max timestamp, producer fields — with the record
 // count, length and CRC recomputed (recompressed with its codec; an
 // emptied batch is uncompressed): offsets never change. Neighbouring
 // segments are merged up to SegmentBytes; the merged segment takes the
