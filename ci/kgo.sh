@@ -61,6 +61,12 @@ finish() {
       echo "== end of the broker's log ($work/broker.log)"
       tail -n 60 "$work/broker.log"
     fi
+    for member_log in "$work"/cluster/broker-*.log; do
+      if [ -s "$member_log" ]; then
+        echo "== end of a cluster member's log ($member_log)"
+        tail -n 40 "$member_log"
+      fi
+    done
     echo "== logs and the broker's data directory are kept in $work"
   else
     rm -rf "$work"
@@ -77,23 +83,66 @@ port_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-rf=1
-if [ -n "$cluster" ]; then
-  # exactly cluster takes PORT..PORT+2 for Kafka, +100 for Raft, +200 for
-  # the quorum's RPC; pick a PORT with all nine free.
-  port=""
+# pick_cluster_port: a PORT whose nine ports (PORT..PORT+2 for Kafka, +100
+# for Raft, +200 for the quorum's RPC) nothing listens on, below the
+# kernel's ephemeral range (32768 up), where outgoing connections take
+# their local ports and a port free a moment ago can be taken by one.
+pick_cluster_port() {
+  local candidate offset ok
   for _ in $(seq 50); do
-    candidate=$((20000 + RANDOM % 30000))
+    candidate=$((20000 + RANDOM % 12300))
     ok=1
     for offset in 0 1 2 100 101 102 200 201 202; do
       port_free $((candidate + offset)) || ok=""
     done
-    if [ -n "$ok" ]; then port=$candidate; break; fi
+    if [ -n "$ok" ]; then echo "$candidate"; return 0; fi
   done
-  if [ -z "$port" ]; then echo "no free ports for a 3-broker cluster" >&2; exit 1; fi
-  "$work/exactly" cluster --brokers 3 --data-dir "$work/cluster" --listen "127.0.0.1:$port" \
-    >"$work/broker.out" 2>"$work/broker.log" &
+  echo "no free ports for a 3-broker cluster" >&2
+  return 1
+}
+
+# wait_for_address: sets address once the broker (or cluster) prints it;
+# returns 1 if it exits first, 2 if it does not within 60s.
+wait_for_address() {
+  address=""
+  local deadline=$((SECONDS + 60))
+  while [ -z "$address" ]; do
+    if [ -n "$cluster" ]; then
+      address=$(sed -n 's/^exactly cluster .* bootstrap: \([^ ]*\)$/\1/p' "$work/broker.out")
+    else
+      address=$(sed -n 's/^exactly broker .* listening on \([^ ]*\) .*/\1/p' "$work/broker.out")
+    fi
+    if [ -n "$address" ]; then return 0; fi
+    if ! kill -0 "$broker_pid" 2>/dev/null; then return 1; fi
+    if [ "$SECONDS" -ge "$deadline" ]; then return 2; fi
+    sleep 0.1
+  done
+}
+
+rf=1
+started=""
+if [ -n "$cluster" ]; then
   rf=3
+  # Another process can still bind one of the ports between the check
+  # and the brokers' own bind; then a broker exits with "address already
+  # in use" and the cluster is started again on other ports (three tries).
+  for try in 1 2 3; do
+    port=$(pick_cluster_port)
+    rm -rf "$work/cluster"
+    "$work/exactly" cluster --brokers 3 --data-dir "$work/cluster" --listen "127.0.0.1:$port" \
+      >"$work/broker.out" 2>"$work/broker.log" &
+    broker_pid=$!
+    waited=0
+    wait_for_address || waited=$?
+    if [ "$waited" -eq 0 ]; then started=1; break; fi
+    if [ "$waited" -eq 1 ] && grep -qs 'address already in use' "$work"/cluster/broker-*.log; then
+      wait "$broker_pid" 2>/dev/null || true
+      broker_pid=""
+      echo "   try $try: a port of 127.0.0.1:$port was taken before the brokers bound it; trying other ports"
+      continue
+    fi
+    break
+  done
 else
   # Port 0: the kernel picks a free port; the broker prints the address it
   # listens on (and advertises) on stdout once it accepts connections.
@@ -101,7 +150,7 @@ else
   # one SCRAM user from a users file, serves the SCRAM tests
   # (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM).
   for _ in $(seq 50); do
-    candidate=$((20000 + RANDOM % 30000))
+    candidate=$((20000 + RANDOM % 12700))
     if port_free "$candidate"; then scram_port=$candidate; break; fi
   done
   if [ -z "${scram_port:-}" ]; then echo "no free port for the SASL listener" >&2; exit 1; fi
@@ -110,27 +159,19 @@ else
     --config "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:$scram_port" \
     >"$work/broker.out" 2>"$work/broker.log" &
   export KGO_TEST_SCRAM_SEEDS="127.0.0.1:$scram_port" KGO_TEST_SCRAM="kgo:kgo-secret:512"
+  broker_pid=$!
+  waited=0
+  wait_for_address || waited=$?
+  if [ "$waited" -eq 0 ]; then started=1; fi
 fi
-broker_pid=$!
-address=""
-deadline=$((SECONDS + 60))
-while [ -z "$address" ]; do
-  if [ -n "$cluster" ]; then
-    address=$(sed -n 's/^exactly cluster .* bootstrap: \([^ ]*\)$/\1/p' "$work/broker.out")
-  else
-    address=$(sed -n 's/^exactly broker .* listening on \([^ ]*\) .*/\1/p' "$work/broker.out")
-  fi
-  if [ -n "$address" ]; then break; fi
-  if ! kill -0 "$broker_pid" 2>/dev/null; then
-    echo "the broker exited before listening" >&2
-    exit 1
-  fi
-  if [ "$SECONDS" -ge "$deadline" ]; then
+if [ -z "$started" ]; then
+  if [ "${waited:-1}" -eq 2 ]; then
     echo "the broker did not report its address within 60s" >&2
-    exit 1
+  else
+    echo "the broker exited before listening" >&2
   fi
-  sleep 0.1
-done
+  exit 1
+fi
 
 skip_flag=()
 if [ "${#skips[@]}" -gt 0 ]; then
