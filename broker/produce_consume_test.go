@@ -2,7 +2,9 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,7 +114,10 @@ func TestProduceConsumeRestart(t *testing.T) {
 }
 
 // TestCompressionCodecs: batches compressed with every codec are stored as
-// sent and consumed back intact.
+// sent and consumed back intact. The client sends a batch uncompressed when
+// its codec would not shrink it (kgo keeps the compressed form only if it is
+// shorter), so the check compares what was stored, batch for batch, with what
+// the client reports it wrote: same record counts and the same codec.
 func TestCompressionCodecs(t *testing.T) {
 	b := startTestBroker(t, t.TempDir(), nil)
 	wantCodec := map[string]wire.Compression{"gzip": wire.CompressionGzip, "snappy": wire.CompressionSnappy,
@@ -124,26 +129,64 @@ func TestCompressionCodecs(t *testing.T) {
 	for name, codec := range codecs {
 		t.Run(name, func(t *testing.T) {
 			topic := "compressed-" + name
-			client := newTestClient(t, b, kgo.ProducerBatchCompression(codec), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			sent := &writtenBatches{byPartition: map[int32][]string{}}
+			client := newTestClient(t, b, kgo.ProducerBatchCompression(codec),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(sent))
 			createTopic(t, client, topic, testPartitions, nil)
 			const count = 6000
 			produceRun(t, client, topic, name, count)
 			got := consumeAll(t, b, topic, testPartitions, count)
 			checkRuns(t, got, []string{name}, count)
-			// The broker stored the producer's compressed batches as sent.
+			// The broker stored the producer's batches as sent: compressed
+			// ones with their codec, never recompressed or expanded.
+			compressedBatches := 0
 			for _, p := range b.partitionsOf(b.topicByName(topic)) {
-				batches := 0
+				var stored []string
 				err := p.log.ScanHeaders(0, func(batch wire.BatchView) error {
-					batches++
-					if batch.Compression() != wantCodec[name] {
-						return fmt.Errorf("batch at %d has codec %v", batch.BaseOffset(), batch.Compression())
+					codec := batch.Compression()
+					if codec != wantCodec[name] && codec != wire.CompressionNone {
+						return fmt.Errorf("batch at %d has codec %v", batch.BaseOffset(), codec)
 					}
+					if codec == wantCodec[name] {
+						compressedBatches++
+					}
+					stored = append(stored, fmt.Sprintf("%d records codec %d", batch.RecordCount(), codec))
 					return nil
 				})
-				if err != nil || batches == 0 {
-					t.Fatalf("%s: %d batches, %v", p.name(), batches, err)
+				if err != nil || len(stored) == 0 {
+					t.Fatalf("%s: %d batches, %v", p.name(), len(stored), err)
 				}
+				written := sent.of(p.index)
+				slices.Sort(stored)
+				slices.Sort(written)
+				if !slices.Equal(stored, written) {
+					t.Fatalf("%s: stored batches %v, the client wrote %v", p.name(), stored, written)
+				}
+			}
+			if compressedBatches == 0 {
+				t.Fatalf("%s: no batch was stored with codec %v", topic, wantCodec[name])
 			}
 		})
 	}
+}
+
+// writtenBatches is a kgo hook recording each produced batch's record count
+// and codec per partition; kgo calls it from its produce goroutines.
+type writtenBatches struct {
+	mu          sync.Mutex
+	byPartition map[int32][]string
+}
+
+// OnProduceBatchWritten records one batch the broker acknowledged.
+func (w *writtenBatches) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, partition int32, m kgo.ProduceBatchMetrics) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.byPartition[partition] = append(w.byPartition[partition],
+		fmt.Sprintf("%d records codec %d", m.NumRecords, m.CompressionType))
+}
+
+func (w *writtenBatches) of(partition int32) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.byPartition[partition])
 }
