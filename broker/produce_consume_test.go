@@ -150,7 +150,7 @@ func TestCompressionCodecs(t *testing.T) {
 					if codec == wantCodec[name] {
 						compressedBatches++
 					}
-					stored = append(stored, fmt.Sprintf("%d records codec %d", batch.RecordCount(), codec))
+					stored = append(stored, batchSummary(batch.RecordCount(), uint8(codec)))
 					return nil
 				})
 				if err != nil || len(stored) == 0 {
@@ -181,8 +181,14 @@ type writtenBatches struct {
 func (w *writtenBatches) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, partition int32, m kgo.ProduceBatchMetrics) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.byPartition[partition] = append(w.byPartition[partition],
-		fmt.Sprintf("%d records codec %d", m.NumRecords, m.CompressionType))
+	w.byPartition[partition] = append(w.byPartition[partition], batchSummary(int32(m.NumRecords), m.CompressionType))
+}
+
+// batchSummary is how a batch is compared between the client's report and
+// the stored log: its record count and codec number (the wire attribute
+// bits, which kgo's CompressionType also uses).
+func batchSummary(records int32, codec uint8) string {
+	return fmt.Sprintf("%d records codec %d", records, codec)
 }
 
 func (w *writtenBatches) of(partition int32) []string {
