@@ -14,6 +14,7 @@
 # because there is one broker (their default, 3, makes topic creation fail
 # with INVALID_REPLICATION_FACTOR); KGO_TEST_RECORDS=25000 keeps the
 # produce-and-consume tests short. KGO_TIMEOUT (default 5m) bounds the run.
+# KGO_LOG=<file> keeps a copy of the tests' verbose log there.
 #
 # The tests' own logs go to a file; the script prints which tests failed
 # and which skipped themselves, and on failure the end of the test log and
@@ -187,6 +188,7 @@ KGO_SEEDS="$address" KGO_TEST_RF="$rf" KGO_TEST_RECORDS=25000 \
   "${skip_flag[@]}" "$@" >"$work/kgo-test.log" 2>&1 || status=$?
 
 log="$work/kgo-test.log"
+if [ -n "${KGO_LOG:-}" ]; then cp "$log" "$KGO_LOG"; fi
 echo "   $(grep -c -- '--- PASS' "$log" || true) passed (tests and subtests), in $((SECONDS - start))s"
 if grep -q -- '--- SKIP' "$log"; then
   echo "   skipped by the tests themselves:"
