@@ -94,24 +94,50 @@ func (t *cellTracker) run(stop <-chan struct{}) {
 }
 
 // sampler samples a run's throughput once a second into its time series
-// and hands each second to the cell's tracker. Its fields are owned by the
-// goroutine running run; series may be read after run returns.
+// and hands each second to the cell's tracker; it also counts the
+// acknowledged records of every timelineStep into timeline, which
+// recovery times are read from. Its fields are owned by the goroutine
+// running run; series and timeline may be read after run returns.
 type sampler struct {
-	start   time.Time
-	metrics *runMetrics
-	tracker *cellTracker
-	series  []report.Sample
+	start    time.Time
+	metrics  *runMetrics
+	tracker  *cellTracker
+	series   []report.Sample
+	timeline []int64
 }
+
+// timelineStep is the resolution of a run's AckTimeline.
+const timelineStep = 100 * time.Millisecond
+
+// maxTimelineSteps bounds a run's timeline (10 minutes of steps).
+const maxTimelineSteps = 6000
 
 // run samples every second until stop is closed.
 func (s *sampler) run(stop <-chan struct{}) {
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
+	fine := time.NewTicker(timelineStep)
+	defer fine.Stop()
 	lastTick, lastRecords, lastBytes := s.start, int64(0), int64(0)
+	lastStep := int64(0)
 	for {
 		select {
 		case <-stop:
 			return
+		case now := <-fine.C:
+			// The step is read off the clock, not counted from the ticks: a
+			// late tick (a busy machine) leaves its steps at 0 and puts the
+			// acks since the last tick in the step it fires in.
+			steps := min(int(now.Sub(s.start)/timelineStep), maxTimelineSteps)
+			if steps < 1 {
+				continue
+			}
+			for len(s.timeline) < steps {
+				s.timeline = append(s.timeline, 0)
+			}
+			acked := s.metrics.ackedAll.Load()
+			s.timeline[steps-1] += acked - lastStep
+			lastStep = acked
 		case now := <-ticker.C:
 			records, bytes := s.metrics.ackedAll.Load(), s.metrics.ackedAllBytes.Load()
 			seconds := now.Sub(lastTick).Seconds()

@@ -1,11 +1,13 @@
 package loadgen
 
 import (
-	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/stats"
@@ -21,15 +23,39 @@ import (
 // baseline's of the same round; the median of those ratios, with a
 // bootstrap interval over the rounds, is the overhead (package stats).
 //
+// With fault plans, the rounds run once under each plan: every slot of a
+// round under the same plan (same random seed, faults at the same times
+// from the start of the load), so each ratio is what a guarantee costs
+// against plain delivery under that fault; each slot also records its
+// recovery after the fault, the records held past a second and the
+// checker's counts (overhead_cost.go).
+//
 //	overhead:
 //	  rounds: 5          # --rounds overrides
 //	  rates: [0, 5000]   # offered loads (records/s, 0: saturation); omitted: the workload's rate
+//	  fractions: [0.5]   # and shares of at-least-once's sustainable rate (searched, or --sustainable-rate)
+//	  faults:            # the plans the rounds run under (--faults overrides); omitted: none
+//	    - plan: ack-loss
+//	    - plan: broker-restart
+//	      duration: 6s
 type OverheadSpec struct {
 	// Rounds is how many times every slot runs.
 	Rounds int `yaml:"rounds" json:"rounds"`
 	// Rates are the offered loads, one table each, in records/s over all
 	// producers (0: as fast as acknowledged). Empty: the workload's Rate.
 	Rates []int `yaml:"rates" json:"rates,omitempty"`
+	// Fractions are further offered loads as shares of at-least-once's
+	// sustainable rate (SustainableRate, which the command searches or
+	// takes from --sustainable-rate before the rounds run).
+	Fractions []float64 `yaml:"fractions" json:"fractions,omitempty"`
+	// SustainableRate is the rate Fractions are of; set by the command.
+	SustainableRate int `yaml:"-" json:"sustainable_rate,omitempty"`
+	// SustainableSource says where SustainableRate came from.
+	SustainableSource string `yaml:"-" json:"sustainable_source,omitempty"`
+	// Faults are the fault plans the rounds run under, one set of tables
+	// each; an entry's modes restrict its slots and its duration
+	// replaces the workload's. Empty: the rounds run without faults.
+	Faults []MatrixEntry `yaml:"faults" json:"faults,omitempty"`
 }
 
 // Bootstrap settings of every overhead table: fixed, so that the same
@@ -44,23 +70,68 @@ func (o *OverheadSpec) validate(w Workload) error {
 	switch {
 	case o.Rounds < 1 || o.Rounds > 100:
 		return fmt.Errorf("rounds: %d is outside 1..100", o.Rounds)
-	case len(w.Faults) > 0:
-		return errors.New("overhead: rounds measure modes without faults; remove the fault matrix (faults) or the overhead section")
 	}
 	for _, rate := range o.Rates {
 		if rate < 0 {
 			return fmt.Errorf("rates: %d is negative", rate)
 		}
 	}
+	for _, fraction := range o.Fractions {
+		if !(fraction > 0 && fraction <= 1) {
+			return fmt.Errorf("fractions: %v is not a share in (0, 1] like 0.5", fraction)
+		}
+	}
+	for i, entry := range o.Faults {
+		if err := entry.validate(); err != nil {
+			return fmt.Errorf("faults[%d]: %w", i, err)
+		}
+	}
 	return nil
 }
 
-// rates returns the offered loads of the rounds.
+// rates returns the offered loads of the rounds: Rates (or the workload's
+// rate), then each fraction of the sustainable rate once it is known.
 func (o *OverheadSpec) rates(w Workload) []int {
-	if len(o.Rates) == 0 {
-		return []int{w.Rate}
+	rates := o.Rates
+	if len(rates) == 0 {
+		rates = []int{w.Rate}
 	}
-	return o.Rates
+	for _, fraction := range o.Fractions {
+		if o.SustainableRate > 0 {
+			rates = append(rates, o.fractionRate(fraction))
+		}
+	}
+	return rates
+}
+
+// fractionRate is fraction of the sustainable rate, in records/s.
+func (o *OverheadSpec) fractionRate(fraction float64) int {
+	return max(1, int(math.Round(fraction*float64(o.SustainableRate))))
+}
+
+// fractionOf returns the fraction a rate stands for (0: none).
+func (o *OverheadSpec) fractionOf(rate int) float64 {
+	for _, fraction := range o.Fractions {
+		if o.SustainableRate > 0 && o.fractionRate(fraction) == rate {
+			return fraction
+		}
+	}
+	return 0
+}
+
+// NeedsSustainableRate reports whether the rounds have fractional loads
+// whose rate is not known yet.
+func (o *OverheadSpec) NeedsSustainableRate() bool {
+	return o != nil && len(o.Fractions) > 0 && o.SustainableRate <= 0
+}
+
+// faultEntries are the plans the rounds run under: Faults, or one entry
+// without a plan (the rounds without faults, whose runs keep bare names).
+func (o *OverheadSpec) faultEntries() []MatrixEntry {
+	if len(o.Faults) == 0 {
+		return []MatrixEntry{{}}
+	}
+	return o.Faults
 }
 
 // overheadSlot is one configuration run once per round.
@@ -98,44 +169,134 @@ func overheadSlots(w Workload) []overheadSlot {
 	return slots
 }
 
+// costTable is the slots of one fault plan's tables: which run, which
+// cannot run (the plan's faults cannot touch their mode) and whether the
+// baseline runs without the plan.
+type costTable struct {
+	entry MatrixEntry
+	plan  faults.Plan // the entry's plan; the zero Plan without faults
+	slots []overheadSlot
+	// cannotBite lists the slots left out, each with why.
+	cannotBite []cannotBiteSlot
+	// baselineWithoutFaults: the plan's client faults cannot touch the
+	// baseline mode, so the baseline and A/A slots run without them.
+	baselineWithoutFaults bool
+}
+
+// cannotBiteSlot is a slot a plan's faults cannot touch, and why.
+type cannotBiteSlot struct {
+	slot   overheadSlot
+	reason string
+}
+
+// costTables lists the tables of an overhead workload, one per fault
+// entry.
+func costTables(w Workload) ([]costTable, error) {
+	var tables []costTable
+	for i, entry := range w.Overhead.faultEntries() {
+		table := costTable{entry: entry}
+		if entry.Plan != "" {
+			plan, err := faults.LoadPlan(entry.Plan)
+			if err != nil {
+				return nil, fmt.Errorf("overhead.faults[%d]: %w", i, err)
+			}
+			table.plan = plan
+		}
+		for _, slot := range overheadSlots(w) {
+			baselineSlot := slot.mode == modes.Baseline()
+			if !baselineSlot && len(entry.Modes) > 0 && !slices.Contains(entry.Modes, slot.mode) {
+				continue
+			}
+			// launched and cluster true: only what the mode itself rules
+			// out is left; what the target rules out shows when it runs.
+			if reason := notApplicable(table.plan, slot.mode, true, true); reason != "" {
+				if baselineSlot {
+					table.baselineWithoutFaults = true
+				} else {
+					table.cannotBite = append(table.cannotBite,
+						cannotBiteSlot{slot, strings.TrimSuffix(strings.TrimPrefix(reason, "not-applicable ("), ")")})
+					continue
+				}
+			}
+			table.slots = append(table.slots, slot)
+		}
+		tables = append(tables, table)
+	}
+	return tables, nil
+}
+
 // planOverheadRuns expands an overhead workload into its runs: for each
-// offered load, Rounds rounds of every slot, the slots' order rotated by
-// one per round. Run names are "<slot> #<round>" (with several loads,
-// "<slot> <load> #<round>", the load "max" or "5000/s"); each run has its
-// own topic.
+// fault plan and offered load, Rounds rounds of every slot, the slots'
+// order rotated by one per round. Run names are "<slot> #<round>", with
+// ":<plan>" after the slot under faults and the load ("max", "5000/s")
+// before the round with several loads; each run has its own topic.
 func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, error) {
-	slots := overheadSlots(workload)
+	tables, err := costTables(workload)
+	if err != nil {
+		return nil, err
+	}
 	rates := workload.Overhead.rates(workload)
 	var runs []runPlan
-	for _, rate := range rates {
-		for round := 1; round <= workload.Overhead.Rounds; round++ {
-			for i := range slots {
-				slot := slots[(i+round-1)%len(slots)]
-				single := workload
-				single.Overhead, single.Rate, single.Modes = nil, rate, []string{slot.mode}
-				if slot.interval > 0 {
-					single.Transaction.CommitIntervals = []Duration{Duration(slot.interval)}
+	for _, table := range tables {
+		slots := table.slots
+		for _, rate := range rates {
+			for round := 1; round <= workload.Overhead.Rounds; round++ {
+				for i := range slots {
+					slot := slots[(i+round-1)%len(slots)]
+					single := workload
+					single.Overhead, single.Rate, single.Modes, single.Faults = nil, rate, []string{slot.mode}, nil
+					if table.entry.Plan != "" && !(table.baselineWithoutFaults && slot.mode == modes.Baseline()) {
+						entry := table.entry
+						entry.Modes = nil
+						single.Faults = []MatrixEntry{entry}
+					}
+					if slot.interval > 0 {
+						single.Transaction.CommitIntervals = []Duration{Duration(slot.interval)}
+					}
+					planned, err := planRuns(single, runID, bootstrap)
+					if err != nil {
+						return nil, err
+					}
+					if len(planned) != 1 {
+						return nil, fmt.Errorf("overhead slot %s: planned %d runs, want 1", slot.name, len(planned))
+					}
+					run := planned[0]
+					name, key := slot.name, slot.key
+					if table.entry.Plan != "" {
+						name, key = name+":"+table.plan.Name, key+"."+table.plan.Name
+					}
+					if len(rates) > 1 {
+						name, key = fmt.Sprintf("%s %s", name, rateLabel(rate)), fmt.Sprintf("%s.rate%d", key, rate)
+					}
+					run.rename(fmt.Sprintf("%s #%d", name, round), fmt.Sprintf("%s.r%d", key, round))
+					run.round, run.slot, run.costPlan = round, slot.name, table.entry.Plan
+					runs = append(runs, run)
 				}
-				planned, err := planRuns(single, runID, bootstrap)
-				if err != nil {
-					return nil, err
-				}
-				if len(planned) != 1 {
-					return nil, fmt.Errorf("overhead slot %s: planned %d runs, want 1", slot.name, len(planned))
-				}
-				run := planned[0]
-				name, key := fmt.Sprintf("%s #%d", slot.name, round), fmt.Sprintf("%s.r%d", slot.key, round)
-				if len(rates) > 1 {
-					name = fmt.Sprintf("%s %s #%d", slot.name, rateLabel(rate), round)
-					key = fmt.Sprintf("%s.rate%d.r%d", slot.key, rate, round)
-				}
-				run.rename(name, key)
-				run.round, run.slot = round, slot.name
-				runs = append(runs, run)
 			}
 		}
 	}
 	return runs, nil
+}
+
+// planSuiteRuns plans a workload with an overhead section: its fault
+// matrix's cells first, when it has one (the standard suite's verdicts),
+// then the rounds (what each guarantee costs under each fault).
+func planSuiteRuns(workload Workload, runID uint64, bootstrap []string) ([]runPlan, error) {
+	var runs []runPlan
+	if len(workload.Faults) > 0 {
+		matrix := workload
+		matrix.Overhead = nil
+		planned, err := planRuns(matrix, runID, bootstrap)
+		if err != nil {
+			return nil, err
+		}
+		runs = planned
+	}
+	rounds, err := planOverheadRuns(workload, runID, bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	return append(runs, rounds...), nil
 }
 
 // rateLabel names an offered load in run names: "max" for saturation.
@@ -167,49 +328,81 @@ func (plan *runPlan) rename(name, topicSuffix string) {
 // buildOverhead computes the overhead section from the runs of an
 // overhead workload (plans[i] planned runs[i]).
 func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *report.Overhead {
-	overhead := &report.Overhead{Baseline: modes.Baseline(), Rounds: workload.Overhead.Rounds, Producers: workload.Producers,
-		Resamples: overheadResamples, Confidence: overheadConfidence, RandomStream: overheadStream}
-	slots := overheadSlots(workload)
-	for _, rate := range workload.Overhead.rates(workload) {
-		// byRound[slot][round-1] is the slot's run in that round.
-		byRound := map[string][]*report.Run{}
-		for i, run := range runs {
-			if plans[i].workload.Rate != rate || run.Round < 1 {
-				continue
-			}
-			if byRound[run.Slot] == nil {
-				byRound[run.Slot] = make([]*report.Run, workload.Overhead.Rounds)
-			}
-			byRound[run.Slot][run.Round-1] = run
-		}
-		load := report.OverheadLoad{Rate: rate, BaselineRuns: runNames(byRound[slots[0].name])}
-		baseline := byRound[slots[0].name]
-		// The A/A slot (slots[1]) first: its intervals are the noise band
-		// every other slot must leave.
-		var throughputBand, latencyBand stats.Interval
-		for i, slot := range slots[1:] {
-			row := report.OverheadRow{Slot: slot.name, Mode: slot.mode, NoiseFloor: slot.noiseFloor,
-				CommitIntervalMs: float64(slot.interval) / float64(time.Millisecond), Runs: runNames(byRound[slot.name])}
-			var throughputInterval, latencyInterval stats.Interval
-			row.Throughput, throughputInterval = ratioStat(byRound[slot.name], baseline, throughputOf, true, throughputBand, i > 0)
-			row.AckP99, latencyInterval = ratioStat(byRound[slot.name], baseline, ackP99Of, false, latencyBand, i > 0)
-			if i == 0 {
-				throughputBand, latencyBand = stats.NoiseBand(throughputInterval), stats.NoiseBand(latencyInterval)
-				load.NoiseBand = report.NoiseBand{ThroughputLow: throughputBand.Low, ThroughputHigh: throughputBand.High,
-					AckP99Low: latencyBand.Low, AckP99High: latencyBand.High}
-			}
-			if rate > 0 {
-				keptUp := len(row.Throughput.Values) > 0
-				for _, value := range row.Throughput.Values {
-					keptUp = keptUp && value >= 0.99*float64(rate)
+	spec := workload.Overhead
+	overhead := &report.Overhead{Baseline: modes.Baseline(), Rounds: spec.Rounds, Producers: workload.Producers,
+		Resamples: overheadResamples, Confidence: overheadConfidence, RandomStream: overheadStream,
+		SustainableRate: spec.SustainableRate, SustainableSource: spec.SustainableSource}
+	tables, err := costTables(workload)
+	if err != nil {
+		return overhead // planning the runs failed the same way first
+	}
+	for _, table := range tables {
+		for _, rate := range spec.rates(workload) {
+			// byRound[slot][round-1] is the slot's run in that round.
+			byRound := map[string][]*report.Run{}
+			for i, run := range runs {
+				if plans[i].workload.Rate != rate || plans[i].costPlan != table.entry.Plan || run.Round < 1 {
+					continue
 				}
-				row.KeptUp = &keptUp
+				if byRound[run.Slot] == nil {
+					byRound[run.Slot] = make([]*report.Run, spec.Rounds)
+				}
+				byRound[run.Slot][run.Round-1] = run
 			}
-			load.Rows = append(load.Rows, row)
+			overhead.Loads = append(overhead.Loads, buildOverheadLoad(table, rate, spec.fractionOf(rate), byRound))
 		}
-		overhead.Loads = append(overhead.Loads, load)
 	}
 	return overhead
+}
+
+// buildOverheadLoad is one table: every slot of table at one offered
+// load against the baseline, the A/A slot first.
+func buildOverheadLoad(table costTable, rate int, fraction float64, byRound map[string][]*report.Run) report.OverheadLoad {
+	slots := table.slots
+	load := report.OverheadLoad{Rate: rate, Fraction: fraction, Faults: table.plan.Name,
+		BaselineWithoutFaults: table.baselineWithoutFaults, BaselineRuns: runNames(byRound[slots[0].name])}
+	baseline := byRound[slots[0].name]
+	if table.entry.Plan != "" {
+		load.BaselineCost = faultCost(baseline)
+		load.NotApplicable = notApplicableReason(baseline)
+	}
+	// The A/A slot (slots[1]) first: its intervals are the noise band
+	// every other slot must leave.
+	var throughputBand, latencyBand, endToEndBand stats.Interval
+	for i, slot := range slots[1:] {
+		slotRuns := byRound[slot.name]
+		row := report.OverheadRow{Slot: slot.name, Mode: slot.mode, NoiseFloor: slot.noiseFloor,
+			CommitIntervalMs: float64(slot.interval) / float64(time.Millisecond), Runs: runNames(slotRuns)}
+		var throughputInterval, latencyInterval, endToEndInterval stats.Interval
+		row.Throughput, throughputInterval = ratioStat(slotRuns, baseline, throughputOf, true, throughputBand, i > 0)
+		row.AckP99, latencyInterval = ratioStat(slotRuns, baseline, ackP99Of, false, latencyBand, i > 0)
+		row.EndToEndP99, endToEndInterval = ratioStat(slotRuns, baseline, endToEndP99Of, false, endToEndBand, i > 0)
+		if i == 0 {
+			throughputBand, latencyBand = stats.NoiseBand(throughputInterval), stats.NoiseBand(latencyInterval)
+			endToEndBand = stats.NoiseBand(endToEndInterval)
+			load.NoiseBand = report.NoiseBand{ThroughputLow: throughputBand.Low, ThroughputHigh: throughputBand.High,
+				AckP99Low: latencyBand.Low, AckP99High: latencyBand.High}
+			if len(row.EndToEndP99.Ratios) > 0 {
+				load.NoiseBand.EndToEndP99Low, load.NoiseBand.EndToEndP99High = endToEndBand.Low, endToEndBand.High
+			}
+		}
+		if rate > 0 {
+			keptUp := len(row.Throughput.Values) > 0
+			for _, value := range row.Throughput.Values {
+				keptUp = keptUp && value >= 0.99*float64(rate)
+			}
+			row.KeptUp = &keptUp
+		}
+		if table.entry.Plan != "" {
+			row.Cost = faultCost(slotRuns)
+		}
+		load.Rows = append(load.Rows, row)
+	}
+	for _, skipped := range table.cannotBite {
+		load.Rows = append(load.Rows, report.OverheadRow{Slot: skipped.slot.name, Mode: skipped.slot.mode,
+			CannotBite: skipped.reason, Runs: []string{}})
+	}
+	return load
 }
 
 // runNames names the runs of a slot's rounds (rounds that did not run
@@ -231,6 +424,10 @@ func throughputOf(run *report.Run) float64 { return run.Throughput.RecordsPerSec
 
 func ackP99Of(run *report.Run) float64 {
 	return max(run.Latency[report.LatencyProduceAck].Percentile(99), 0)
+}
+
+func endToEndP99Of(run *report.Run) float64 {
+	return max(run.Latency[report.LatencyEndToEnd].Percentile(99), 0)
 }
 
 // ratioStat pairs a slot's rounds with the baseline's and summarizes

@@ -97,6 +97,10 @@ type runPlan struct {
 	// 0 and "" for other runs).
 	round int
 	slot  string
+	// costPlan is the fault plan of the overhead tables the run belongs to
+	// ("" without faults); the run itself ran without it when the plan
+	// cannot touch its mode (the baseline under a zombie producer).
+	costPlan string
 	// consumerSession is the broker's group.consumer.session.timeout.ms
 	// in a run that crashes consumer-protocol workers (0 in others); its
 	// drain covers it (fitCrashDrains).
@@ -137,7 +141,7 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	planner := planRuns
 	switch {
 	case options.Workload.Overhead != nil:
-		planner = planOverheadRuns
+		planner = planSuiteRuns
 	case options.Workload.GroupProtocols != nil:
 		planner = planGroupProtocolRuns
 	}
@@ -337,10 +341,15 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	summarizeMetrics(run, metrics, metrics.producersDone, workload.Rate > 0)
 	run.LoadStartedAt = start
 	run.RebalancePauses = load.rebalancePauses()
+	if hasFaults(plan.faults) {
+		run.AckTimeline = &report.AckTimeline{StepMillis: int(timelineStep / time.Millisecond), Acked: live.timeline}
+		run.Delayed = delayedOf(metrics)
+	}
 	proof = evidence{loadErr: runErr, zombieWrites: load.zombieWrites.Load(), churnAborts: load.churnAborts.Load()}
 	defer func() {
 		run.FaultsFired = env.log.Total()
 		run.FaultEvents = env.events(start)
+		run.Recovery = recoveryOf(plan.faults, live.timeline, run.FaultEvents, deadline.Sub(start))
 		proof.faultsFired, proof.faultCounts = run.FaultsFired, env.log.Counts()
 	}()
 	if reason := metrics.unsupportedMode(); reason != "" {

@@ -117,10 +117,22 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		}
 	}
 	if f.faultPlans != "" {
-		w.Faults = nil
+		var entries []loadgen.MatrixEntry
 		for _, plan := range strings.Split(f.faultPlans, ",") {
-			w.Faults = append(w.Faults, loadgen.MatrixEntry{Plan: strings.TrimSpace(plan)})
+			entries = append(entries, loadgen.MatrixEntry{Plan: strings.TrimSpace(plan)})
 		}
+		// An overhead workload's rounds run under the plans; a workload
+		// with a fault matrix runs its matrix under them, and its cost
+		// rounds (if any) too.
+		if w.Overhead != nil {
+			if len(w.Faults) == 0 {
+				w.Overhead.Faults = entries
+				entries = nil
+			} else {
+				w.Overhead.Faults = append([]loadgen.MatrixEntry(nil), entries...)
+			}
+		}
+		w.Faults = entries
 	}
 	setPositive(&w.Records, f.records)
 	setPositive(&w.Duration, loadgen.Duration(f.duration))
@@ -293,6 +305,11 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	defer target.Close()
 	if err := loadgen.Preflight(ctx, target, workload); err != nil {
 		return err
+	}
+	if workload.Overhead.NeedsSustainableRate() {
+		if err := resolveSustainableRate(ctx, &workload, target, self, flags, stdout); err != nil {
+			return err
+		}
 	}
 	options := loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database, RunID: rand.Uint64(),
 		Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target)}

@@ -27,7 +27,13 @@ type Overhead struct {
 	Resamples    int     `json:"resamples"`
 	Confidence   float64 `json:"confidence"`
 	RandomStream uint64  `json:"random_stream"`
-	// Loads holds one table per offered load.
+	// SustainableRate is at-least-once's sustainable rate the fractional
+	// loads were taken of (0: none), SustainableSource where it came from
+	// ("--sustainable-rate", "find-max search"). Added within schema
+	// version 1.
+	SustainableRate   int    `json:"sustainable_rate,omitempty"`
+	SustainableSource string `json:"sustainable_source,omitempty"`
+	// Loads holds one table per fault plan and offered load.
 	Loads []OverheadLoad `json:"loads"`
 }
 
@@ -36,8 +42,25 @@ type OverheadLoad struct {
 	// Rate is the offered load in records/s over all producers; 0: as
 	// fast as acknowledged (saturation).
 	Rate int `json:"rate"`
+	// Fraction, when set, is the share of SustainableRate that Rate is.
+	Fraction float64 `json:"fraction,omitempty"`
+	// Faults names the fault plan every slot ran under ("": none); the
+	// baseline and A/A slots ran without it when BaselineWithoutFaults
+	// (the plan's faults cannot touch the baseline mode: a zombie
+	// producer needs transactions), so the ratios then compare the mode
+	// under the fault with plain delivery without it. Added within
+	// schema version 1.
+	Faults                string `json:"faults,omitempty"`
+	BaselineWithoutFaults bool   `json:"baseline_without_faults,omitempty"`
+	// NotApplicable, when set, says why no slot could run under the
+	// plan on this target (process faults on a cluster the load
+	// generator did not launch and has no hooks for).
+	NotApplicable string `json:"not_applicable,omitempty"`
 	// BaselineRuns names the baseline slot's run in each round.
 	BaselineRuns []string `json:"baseline_runs"`
+	// BaselineCost is what the fault did to the baseline itself: its
+	// recovery, delayed records and checker counts over the rounds.
+	BaselineCost *FaultCost `json:"baseline_cost,omitempty"`
 	// NoiseBand is the A/A row's interval made symmetric around 1 (see
 	// stats.NoiseBand): a slot is faster or slower only when its whole
 	// interval lies outside it.
@@ -54,6 +77,11 @@ type NoiseBand struct {
 	ThroughputHigh float64 `json:"throughput_high"`
 	AckP99Low      float64 `json:"ack_p99_low"`
 	AckP99High     float64 `json:"ack_p99_high"`
+	// EndToEndP99Low and EndToEndP99High bound the p99 end-to-end
+	// latency's ratios (0 without live consumers; added within schema
+	// version 1).
+	EndToEndP99Low  float64 `json:"end_to_end_p99_low,omitempty"`
+	EndToEndP99High float64 `json:"end_to_end_p99_high,omitempty"`
 }
 
 // BandText renders a band as "±12%" (its wider side).
@@ -91,6 +119,90 @@ type OverheadRow struct {
 	// throughput ratio a hair under 1 is acknowledgements still in flight
 	// when the clock stopped, not a cost; what matters is keeping up.
 	KeptUp *bool `json:"kept_up,omitempty"`
+	// EndToEndP99 compares the p99 end-to-end latency of the live
+	// consumers (lower is better; empty without consumers). Added within
+	// schema version 1.
+	EndToEndP99 RatioStat `json:"end_to_end_p99"`
+	// Cost is what the load's fault plan did to this slot; nil without
+	// faults. Added within schema version 1.
+	Cost *FaultCost `json:"cost,omitempty"`
+	// CannotBite, when set, says why the plan's faults cannot touch this
+	// mode: the slot did not run and has no ratios.
+	CannotBite string `json:"cannot_bite,omitempty"`
+}
+
+// FaultCost is what a fault plan did to one slot over the rounds, beyond
+// its ratios: how long throughput took to come back, how many records it
+// held past a second, and what the checker counted.
+type FaultCost struct {
+	// RecoverySeconds is each round's worst recovery (report.Recovery's
+	// WorstSeconds; rounds without a measured fault left out, a round that
+	// never recovered as -1); RecoveryMedian and RecoveryLow/High their
+	// median with a bootstrap interval (rounds that never recovered
+	// count as the longest). NotRecovered counts those rounds.
+	RecoverySeconds []float64 `json:"recovery_seconds"`
+	RecoveryMedian  float64   `json:"recovery_median"`
+	RecoveryLow     float64   `json:"recovery_low"`
+	RecoveryHigh    float64   `json:"recovery_high"`
+	NotRecovered    int       `json:"not_recovered,omitempty"`
+	// RecoveryNote says why there is no recovery time ("continuous",
+	// "consume side").
+	RecoveryNote string `json:"recovery_note,omitempty"`
+	// DelayedAck and DelayedEndToEnd are each round's records held past
+	// DelayedThresholdMillis; their medians beside them.
+	DelayedAck            []int64 `json:"delayed_ack"`
+	DelayedEndToEnd       []int64 `json:"delayed_end_to_end"`
+	DelayedAckMedian      float64 `json:"delayed_ack_median"`
+	DelayedEndToEndMedian float64 `json:"delayed_end_to_end_median"`
+	// Lost and Duplicated sum the checker's counts over the rounds;
+	// Failed counts rounds whose verdict was fail or error (a forbidden
+	// loss or duplicate fails the workload, as in the matrix).
+	Lost       uint64 `json:"lost"`
+	Duplicated uint64 `json:"duplicated"`
+	Failed     int    `json:"failed,omitempty"`
+}
+
+// RecoveryText renders the recovery for tables: "1.3 s [1.1, 1.6]",
+// "continuous", "consume side" or "-".
+func (c *FaultCost) RecoveryText() string {
+	switch {
+	case c == nil:
+		return "-"
+	case c.RecoveryNote != "":
+		return c.RecoveryNote
+	case len(c.RecoverySeconds) == 0:
+		return "-"
+	}
+	text := fmt.Sprintf("%.1f s [%.1f, %.1f]", c.RecoveryMedian, c.RecoveryLow, c.RecoveryHigh)
+	if c.NotRecovered > 0 {
+		text += fmt.Sprintf(" (%d not back)", c.NotRecovered)
+	}
+	return text
+}
+
+// DelayedText renders the median delayed records per round, "12 / 40"
+// (acknowledgements / end to end) or "12" without live consumers.
+func (c *FaultCost) DelayedText() string {
+	if c == nil || len(c.DelayedAck) == 0 {
+		return "-"
+	}
+	if c.DelayedEndToEndMedian > 0 {
+		return fmt.Sprintf("%.0f / %.0f", c.DelayedAckMedian, c.DelayedEndToEndMedian)
+	}
+	return fmt.Sprintf("%.0f", c.DelayedAckMedian)
+}
+
+// CheckedText renders the checker's counts, "0 / 0" (lost / duplicated),
+// with the failed rounds.
+func (c *FaultCost) CheckedText() string {
+	if c == nil {
+		return "-"
+	}
+	text := fmt.Sprintf("%d / %d", c.Lost, c.Duplicated)
+	if c.Failed > 0 {
+		text += fmt.Sprintf(" FAIL×%d", c.Failed)
+	}
+	return text
 }
 
 // ThroughputVerdict is how tables read a row's throughput: the
@@ -185,7 +297,15 @@ func WriteOverhead(w io.Writer, results *Results) error {
 	if overhead == nil {
 		return nil
 	}
+	if err := WriteCost(w, results); err != nil {
+		return err
+	}
+	printed := false
 	for _, load := range overhead.Loads {
+		if load.Faults != "" {
+			continue // in the cost table
+		}
+		printed = true
 		fmt.Fprintf(w, "\noverhead vs %s at %s: %d rounds, %d producers; median ratio of the rounds [%.0f%% bootstrap interval]\n",
 			overhead.Baseline, LoadText(load.Rate), overhead.Rounds, overhead.Producers, overhead.Confidence*100)
 		table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -207,6 +327,9 @@ func WriteOverhead(w io.Writer, results *Results) error {
 		if err := table.Flush(); err != nil {
 			return fmt.Errorf("write overhead: %w", err)
 		}
+	}
+	if !printed {
+		return nil
 	}
 	_, err := fmt.Fprintln(w, "the A/A row is the baseline against itself: two identical runs measured that far apart (the noise floor);\n"+
 		"a ratio is faster or slower only when its interval excludes 1 and lies outside the noise floor, else within noise")

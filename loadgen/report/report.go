@@ -141,6 +141,14 @@ type Run struct {
 	// (grouprotocols.go; both added within schema version 1).
 	GroupProtocol   string           `json:"group_protocol,omitempty"`
 	RebalancePauses *RebalancePauses `json:"rebalance_pauses,omitempty"`
+	// AckTimeline, Recovery and Delayed say what a run's faults cost
+	// beyond its totals: acknowledged records in 100 ms steps, how long
+	// throughput took to come back after each fault, and how many
+	// records were held past a second (recovery.go; added within schema
+	// version 1, omitted for runs without faults).
+	AckTimeline *AckTimeline `json:"ack_timeline,omitempty"`
+	Recovery    *Recovery    `json:"recovery,omitempty"`
+	Delayed     *Delayed     `json:"delayed,omitempty"`
 }
 
 // Latency histogram names. produce_ack and end_to_end count from the
