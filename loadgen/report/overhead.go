@@ -36,6 +36,8 @@ type OverheadLoad struct {
 	// Rate is the offered load in records/s over all producers; 0: as
 	// fast as acknowledged (saturation).
 	Rate int `json:"rate"`
+	// Faults names the fault plan the rounds ran under; "": no faults.
+	Faults string `json:"faults,omitempty"`
 	// BaselineRuns names the baseline slot's run in each round.
 	BaselineRuns []string `json:"baseline_runs"`
 	// NoiseBand is the A/A row's interval made symmetric around 1 (see
