@@ -17,9 +17,20 @@ func runDashboard(args []string, stdout, stderr io.Writer) error {
 at-least-once baseline per delivery mode, latency percentile spectra, throughput over time,
 the checker's lost/duplicated/reordered/aborted-read counts with violations in red, the
 transactional commit-interval sweep, and each run's target, machine, workload and client
-settings. Several files (e.g. our broker, kfake, a real Kafka) are compared side by side,
-with ratios to the first. Profiles whose names carry a file's run id, next to the JSON or
-the page (or under profiles/), are linked.
+settings. A file of a fault matrix (the quick and standard workloads) opens with its
+verdicts, mode by fault plan, then the cost tables of a run of rounds (the overhead
+workload, --rounds N).
+
+Several files (two builds, or our broker, kfake and a real Kafka) are compared with the
+first. A difference is shown only where both files measured it over rounds: the ratio of
+the medians with a bootstrap 95% interval, each file's rounds resampled on their own,
+coloured better or worse only when the whole interval lies outside the noise floor (the
+wider of the two files' A/A bands), else "no difference (within noise)". Runs measured
+once are shown side by side as "one run each: no interval", never coloured: two runs of
+the same build on the same machine have differed by ×1.87.
+
+Profiles whose names carry a file's run id, next to the JSON or the page (or under
+profiles/), are linked.
 
   exactly dashboard results/a.json [results/b.json ...] -o results/dashboard.html`, stderr)
 	output := fs.String("o", "results/dashboard.html", "output HTML file")

@@ -2,15 +2,20 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
 const (
 	kfakeResults    = "../../loadgen/report/testdata/results-v1-kfake-smoke.json"
 	embeddedResults = "../../loadgen/report/testdata/results-v1-embedded-smoke.json"
+	overheadResults = "../../loadgen/report/testdata/results-v1-embedded-overhead.json"
 )
 
 // TestDashboardCommand renders two results files with the flag after the
@@ -29,7 +34,7 @@ func TestDashboardCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<title>exactly loadgen: A kfake vs B embedded</title>", `data-chart="throughput"`, "Targets compared"} {
+	for _, want := range []string{"<title>exactly loadgen: A kfake vs B embedded</title>", `data-chart="throughput"`, "Files compared with A kfake"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -60,5 +65,102 @@ func TestDashboardCommandErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.html")); !os.IsNotExist(err) {
 		t.Errorf("a refused input still wrote a page: %v", err)
+	}
+}
+
+// colouredCell finds an element whose class says better or worse.
+var colouredCell = regexp.MustCompile(`class="[^"]*\b(better|worse)\b[^"]*"`)
+
+// writeResults writes results as a JSON file in dir.
+func writeResults(t *testing.T, dir, name string, results *report.Results) string {
+	t.Helper()
+	data, err := json.Marshal(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// renderDashboard runs `exactly dashboard a b -o page` and returns the page.
+func renderDashboard(t *testing.T, a, b string) string {
+	t.Helper()
+	output := filepath.Join(t.TempDir(), "dashboard.html")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"dashboard", a, b, "-o", output}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
+	}
+	page, err := os.ReadFile(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(page)
+}
+
+// TestDashboardCommandSingleRunsColourNothing: two results files of the
+// same build, one run per mode, B's records/s 1.87 times A's: nothing is
+// coloured, and the page says why.
+func TestDashboardCommandSingleRunsColourNothing(t *testing.T) {
+	dir := t.TempDir()
+	a, err := report.LoadResults(kfakeResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := report.LoadResults(kfakeResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.RunID = "00000000000000bb"
+	for _, run := range b.Runs {
+		run.Throughput.RecordsPerSecond *= 1.87
+	}
+	page := renderDashboard(t, writeResults(t, dir, "a.json", a), writeResults(t, dir, "b.json", b))
+	if found := colouredCell.FindAllString(page, -1); len(found) > 0 {
+		t.Errorf("single runs coloured: %v", found)
+	}
+	if !strings.Contains(page, "one run each: no interval") || strings.Contains(page, "×1.87") {
+		t.Error("single runs not shown side by side without a ratio")
+	}
+}
+
+// TestDashboardCommandRoundsColourOnlyBeyondTheFloor: a real five-round
+// overhead file beside a copy whose transactional@10ms slot (at
+// saturation) ran at half the throughput: that cell alone is coloured; the
+// same slots unchanged read within the file's A/A floor.
+func TestDashboardCommandRoundsColourOnlyBeyondTheFloor(t *testing.T) {
+	dir := t.TempDir()
+	a, err := report.LoadResults(overheadResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := report.LoadResults(overheadResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.RunID = "00000000000000bb"
+	rows := b.Overhead.Loads[0].Rows
+	for index := range rows {
+		if rows[index].Slot == "transactional@10ms" {
+			for round := range rows[index].Throughput.Values {
+				rows[index].Throughput.Values[round] *= 0.5
+			}
+		}
+	}
+	page := renderDashboard(t, writeResults(t, dir, "a.json", a), writeResults(t, dir, "b.json", b))
+	comparison := page[strings.Index(page, `<section id="comparison">`):]
+	comparison = comparison[:strings.Index(comparison, "</section>")]
+	found := colouredCell.FindAllString(comparison, -1)
+	if len(found) != 1 || found[0] != `class="text ratio worse"` {
+		t.Errorf("coloured cells %v, want one: transactional@10ms throughput at saturation", found)
+	}
+	row := regexp.MustCompile(`<tr data-run="transactional@10ms at saturation[^"]*" data-slot="transactional@10ms" data-rate="0">.*</tr>`).FindString(comparison)
+	if !strings.Contains(row, `<td class="text ratio worse">×0.50 [`) {
+		t.Errorf("halved slot: %s", row)
+	}
+	if got := strings.Count(comparison, "no difference (within noise ±"); got != 2*12-1 {
+		t.Errorf("%d cells within noise, want every other one of 12 slots by 2 measures", got)
 	}
 }

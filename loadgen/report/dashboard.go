@@ -108,10 +108,13 @@ func RelativeLinks(dir string, paths ...string) []string {
 	return links
 }
 
-// RenderDashboard writes the dashboard page for results to w. Each results
-// file is one column: its setup, throughput, latency spectra, throughput
-// over time, checker verdicts; runs of several files are compared side by
-// side, with ratios to the first.
+// RenderDashboard writes the dashboard page for results to w. The page
+// opens with the verdicts of the fault matrix and the cost tables (the
+// overhead sections), then each results file is one column: its setup,
+// throughput, latency spectra, throughput over time, checker verdicts.
+// Several files are compared with the first: a difference only where
+// both measured it over rounds and it clears the noise floor (see
+// dashboard_compare.go).
 func RenderDashboard(w io.Writer, options DashboardOptions, results ...*Results) error {
 	if len(results) == 0 {
 		return fmt.Errorf("render dashboard: no results")
@@ -168,8 +171,12 @@ type dashboardPage struct {
 	// MaxListedEvents is how many events of a run the event list shows.
 	MaxListedEvents int
 
+	// VerdictMatrices are the fault matrices at a glance (mode × fault
+	// plan), the page's first section (files with judged runs only).
+	VerdictMatrices []verdictMatrix
 	// OverheadTables are the overhead sections' tables, the page's first
-	// section (results of interleaved rounds only).
+	// section after the verdict matrices (results of interleaved rounds
+	// only).
 	OverheadTables []overheadTable
 	// SecurityTables are the security workload's tables (results with a
 	// security section only).
@@ -207,6 +214,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 		page.Generated = options.Generated.UTC().Format(time.RFC3339)
 	}
 	page.SharedWarnings = sharedWarnings(files)
+	page.VerdictMatrices = verdictMatrices(files)
 	page.OverheadTables = overheadTables(files)
 	page.SecurityTables = securityTables(files)
 	page.GroupProtocolsTables = groupProtocolsTables(files)

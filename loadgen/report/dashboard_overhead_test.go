@@ -36,7 +36,7 @@ func overheadResults() *Results {
 }
 
 // TestDashboardOpensWithTheOverheadTable: the overhead table is the
-// page's first section, with the baseline, the A/A noise floor and every
+// page's first section after the fault matrix's verdicts, with the baseline, the A/A noise floor and every
 // slot; a spanning interval is shown within noise, uncoloured, never as a
 // gain; the fault matrix column reads the matrix of the other file shown.
 func TestDashboardOpensWithTheOverheadTable(t *testing.T) {
@@ -46,8 +46,8 @@ func TestDashboardOpensWithTheOverheadTable(t *testing.T) {
 	}
 	page := renderFixtures(t, overheadResults(), matrix)
 	sections := regexp.MustCompile(`<section id="([^"]+)"`).FindAllStringSubmatch(page, -1)
-	if len(sections) == 0 || sections[0][1] != "overhead" {
-		t.Fatalf("first section %v, want overhead", sections)
+	if len(sections) < 2 || sections[0][1] != "verdicts" || sections[1][1] != "overhead" {
+		t.Fatalf("sections %v, want the verdict matrix, then overhead", sections)
 	}
 	section := page[strings.Index(page, `<section id="overhead">`):]
 	section = section[:strings.Index(section, "</section>")]

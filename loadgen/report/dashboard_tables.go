@@ -149,72 +149,70 @@ func errorsText(errors map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// comparisonView compares the runs of several results files (usually
-// different targets) with the first file.
+// comparisonView compares several results files (usually different
+// targets, or two builds) with the first file; see dashboard_compare.go
+// for when a difference is one.
 type comparisonView struct {
 	Reference *fileView
 	Others    []*fileView
-	Rows      []comparisonRow
+	// Measures head the columns, one value (and, for the other files, one
+	// comparison) each.
+	Measures []string
+	// Tables are the slots of the overhead sections, measured over
+	// rounds, then the runs measured once, by name (either left out when
+	// empty).
+	Tables []comparisonTable
+}
+
+// comparisonTable is one table of a comparisonView.
+type comparisonTable struct {
+	View         *comparisonView
+	Title, Class string
+	// Head heads the first column ("slot", "run").
+	Head string
+	Rows []comparisonRow
+	// Span is how many columns an other file's status cell spans.
+	Span int
 }
 
 type comparisonRow struct {
-	Name  string
-	Cells []comparisonCell // one per file, the reference first
+	Name string
+	// Slot, Rate and Faults are a slot row's key (data attributes).
+	Slot   string
+	Rate   int
+	Faults string
+	Cells  []comparisonCell // one per file, the reference first
 }
 
-// comparisonCell is one file's run against the reference file's run of the
-// same name. Class is "better", "worse" or "" for the ratio's colour.
+// comparisonCell is one file's side of a row: its status when the run
+// was not measured ("absent", "unsupported"), and each measure.
 type comparisonCell struct {
-	RecordsPerSecond, Throughput, ThroughputClass string
-	AckP99, Latency, LatencyClass                 string
+	Status   string
+	Measures []measureCell // in the order of compareMeasures
+}
+
+// measureCell is one measure of one file. Comparison is the text against
+// the reference file ("-" in the reference's own cell); Class is
+// "better", "worse" or "", and is set only for an interval outside the
+// noise floor.
+type measureCell struct {
+	Value, Comparison, Class string
 }
 
 func compareFiles(files []*fileView, names []string) *comparisonView {
 	view := &comparisonView{Reference: files[0], Others: files[1:]}
-	for _, name := range names {
-		reference := files[0].run(name)
-		if !charted(reference) {
-			reference = nil
-		}
-		row := comparisonRow{Name: name}
-		for _, file := range files {
-			run := file.run(name)
-			if run == nil {
-				row.Cells = append(row.Cells, comparisonCell{RecordsPerSecond: "absent", AckP99: "-", Throughput: "-", Latency: "-"})
-				continue
-			}
-			if !charted(run) {
-				row.Cells = append(row.Cells, comparisonCell{RecordsPerSecond: run.Status, AckP99: "-", Throughput: "-", Latency: "-"})
-				continue
-			}
-			cell := comparisonCell{RecordsPerSecond: number(run.Throughput.RecordsPerSecond, 0), AckP99: millis(run.Latency[LatencyProduceAck].Percentile(99)),
-				Throughput: "-", Latency: "-"}
-			if reference != nil && file != files[0] {
-				if base := reference.Throughput.RecordsPerSecond; base > 0 && run.Throughput.RecordsPerSecond > 0 {
-					ratio := run.Throughput.RecordsPerSecond / base
-					cell.Throughput, cell.ThroughputClass = times(ratio), ratioClass(ratio, true)
-				}
-				base, value := reference.Latency[LatencyProduceAck].Percentile(99), run.Latency[LatencyProduceAck].Percentile(99)
-				if base > 0 && value > 0 {
-					cell.Latency, cell.LatencyClass = times(value/base), ratioClass(value/base, false)
-				}
-			}
-			row.Cells = append(row.Cells, cell)
-		}
-		view.Rows = append(view.Rows, row)
+	for _, measure := range compareMeasures {
+		view.Measures = append(view.Measures, measure.Name)
+	}
+	span := 2 * len(compareMeasures)
+	if slots := compareSlots(files); len(slots) > 0 {
+		view.Tables = append(view.Tables, comparisonTable{View: view, Title: "Slots measured over rounds", Class: "comparison-slots",
+			Head: "slot", Rows: slots, Span: span})
+	}
+	if runs := compareRuns(files, names); len(runs) > 0 {
+		view.Tables = append(view.Tables, comparisonTable{View: view, Title: "Runs", Class: "comparison", Head: "run", Rows: runs, Span: span})
 	}
 	return view
-}
-
-// ratioClass marks a ratio more than 10% better or worse than 1.
-func ratioClass(ratio float64, higherIsBetter bool) string {
-	switch {
-	case ratio > 1.1 && higherIsBetter, ratio < 0.9 && !higherIsBetter:
-		return "better"
-	case ratio < 0.9 && higherIsBetter, ratio > 1.1 && !higherIsBetter:
-		return "worse"
-	}
-	return ""
 }
 
 // faultSummaryRow counts one kind of fault fired in one run.
