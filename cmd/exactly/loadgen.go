@@ -102,7 +102,8 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve the load generator's own Prometheus metrics on http://ADDR/metrics while it runs, "+
 		"e.g. 127.0.0.1:9645 (records sent, acknowledged and failed per mode, ack latency, checker counts so far, faults fired; default: off)")
 	fs.StringVar(&f.brokerMetrics, "broker-metrics", "", "URL of the target broker's Prometheus /metrics, read before and after each cell: "+
-		"the broker's own figures (time per request, fsyncs, transaction markers) go into the results and the dashboard "+
+		"the broker's own figures (time per request, fsyncs, transaction markers) go into the results and the dashboard; "+
+		"also reads Apache Kafka through the JMX exporter (e.g. http://kafka:7071/metrics) and Redpanda (http://redpanda:9644/public_metrics) "+
 		"(default: the embedded broker's, when it serves them; none for other targets)")
 	f.findMax.register(fs)
 	registerSecurityFlags(fs, &f.security)

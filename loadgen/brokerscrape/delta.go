@@ -2,7 +2,6 @@ package brokerscrape
 
 import (
 	"math"
-	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -30,19 +29,28 @@ const (
 // in the order they are listed: the ones a delivery mode adds or slows.
 var BreakdownAPIs = []string{"Produce", "EndTxn", "AddPartitionsToTxn", "TxnOffsetCommit", "Fetch"}
 
-// series is one series' change between two scrapes.
+// series is one series' change between two scrapes (a gauge's value
+// after them).
 type series struct {
 	family string
 	labels map[string]string
-	value  float64   // counters
+	value  float64   // counters, untyped series (the change); gauges (the value after)
+	after  float64   // counters, untyped series and gauges: the value after
 	hist   histogram // histograms
+	// backwards is set on an untyped series that went backwards: a
+	// counter's reset if the series is a counter, nothing if it is a
+	// gauge, so only a reader that knows which says so.
+	backwards bool
 }
 
 // deltas are the changes of every counter and histogram series.
 type deltas struct {
 	counters, histograms []series
-	families             map[string]bool // families present after
-	reset                bool            // some series went backwards: the broker restarted
+	// untyped are the changes of series without a TYPE (the JMX
+	// exporter's rules that set none); gauges are the values after.
+	untyped, gauges []series
+	families        map[string]bool // families present after
+	reset           bool            // some counter went backwards: the broker restarted
 }
 
 // Compare turns two scrapes of url into a run's BrokerMetrics. A scrape
@@ -62,13 +70,18 @@ func Compare(url string, before, after *Snapshot, beforeErr, afterErr error) *re
 	}
 	out.Seconds = after.At.Sub(before.At).Seconds()
 	d := diff(before.Families, after.Families)
+	flavour := detect(d.families)
+	fillSeries(out, d)
+	if flavour == nil {
+		out.Warnings = append(out.Warnings, "no exactly_, Apache Kafka (JMX exporter) or redpanda_ metrics at "+url+
+			": not a broker's /metrics?")
+	} else {
+		out.Flavour = flavour.name
+		flavour.fill(out, &d)
+	}
 	if d.reset {
 		out.Warnings = append(out.Warnings, "a counter went backwards between the scrapes (the broker restarted?): its value after is counted from zero")
 	}
-	if !d.anyBroker() {
-		out.Warnings = append(out.Warnings, "no exactly_ metrics at "+url+": not an exactly broker's /metrics?")
-	}
-	fill(out, d)
 	return out
 }
 
@@ -106,6 +119,20 @@ func diff(before, after map[string]*dto.MetricFamily) deltas {
 					d.reset, s.hist = true, histogramOf(metric.GetHistogram())
 				}
 				d.histograms = append(d.histograms, s)
+			case dto.MetricType_UNTYPED:
+				s.value = metric.GetUntyped().GetValue()
+				s.after = s.value
+				if old != nil {
+					s.value -= old.GetUntyped().GetValue()
+				}
+				if s.value < 0 {
+					s.backwards, s.value = true, metric.GetUntyped().GetValue()
+				}
+				d.untyped = append(d.untyped, s)
+			case dto.MetricType_GAUGE:
+				s.value = metric.GetGauge().GetValue()
+				s.after = s.value
+				d.gauges = append(d.gauges, s)
 			}
 		}
 	}
@@ -118,16 +145,6 @@ func labelMap(metric *dto.Metric) map[string]string {
 		labels[pair.GetName()] = pair.GetValue()
 	}
 	return labels
-}
-
-// anyBroker reports whether any family is the broker's own.
-func (d deltas) anyBroker() bool {
-	for name := range d.families {
-		if strings.HasPrefix(name, brokerPrefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // matches reports whether s is of family and carries every label of want.
@@ -179,8 +196,9 @@ func (d deltas) histogram(family string, want map[string]string) histogram {
 	return merged
 }
 
-// fill sets out's series and derived figures from d.
-func fill(out *report.BrokerMetrics, d deltas) {
+// fillSeries sets out's counters and histograms that moved, whatever
+// the flavour.
+func fillSeries(out *report.BrokerMetrics, d deltas) {
 	for _, s := range d.counters {
 		if s.value != 0 {
 			if out.Counters == nil {
@@ -198,6 +216,10 @@ func fill(out *report.BrokerMetrics, d deltas) {
 				P50: finite(s.hist.quantile(0.5)), P99: finite(s.hist.quantile(0.99))}
 		}
 	}
+}
+
+// fillExactly sets the derived figures from this broker's own names.
+func fillExactly(out *report.BrokerMetrics, d *deltas) {
 	for _, api := range BreakdownAPIs {
 		if time, ok := apiTime(d, api); ok {
 			out.APIs = append(out.APIs, time)
@@ -206,12 +228,12 @@ func fill(out *report.BrokerMetrics, d deltas) {
 	if d.families[fsyncTotal] && out.Seconds > 0 {
 		out.FsyncsPerSecond = pointer(d.counter(fsyncTotal, nil) / out.Seconds)
 	}
-	out.MarkersWritten = d.counter(markersWritten, nil)
-	out.TransactionsCommitted = d.counter(txnCommitted, nil)
-	out.TransactionsAborted = d.counter(txnAborted, nil)
-	out.DuplicatesDropped = d.counter(duplicates, nil)
-	if ended := out.TransactionsCommitted + out.TransactionsAborted; ended > 0 {
-		out.MarkersPerCommit = pointer(out.MarkersWritten / ended)
+	markers := d.counter(markersWritten, nil)
+	committed, aborted := d.counter(txnCommitted, nil), d.counter(txnAborted, nil)
+	out.MarkersWritten, out.TransactionsCommitted, out.TransactionsAborted = &markers, &committed, &aborted
+	out.DuplicatesDropped = pointer(d.counter(duplicates, nil))
+	if ended := committed + aborted; ended > 0 {
+		out.MarkersPerCommit = pointer(markers / ended)
 	}
 	if endTxn := d.histogram(endTxnSeconds, nil); endTxn.count > 0 {
 		out.EndTxnMeanMs = pointer(endTxn.sum / endTxn.count * 1000)
@@ -220,7 +242,7 @@ func fill(out *report.BrokerMetrics, d deltas) {
 
 // apiTime is api's time breakdown; ok is false when it served no request
 // between the scrapes.
-func apiTime(d deltas, api string) (report.APITime, bool) {
+func apiTime(d *deltas, api string) (report.APITime, bool) {
 	want := map[string]string{"api": api}
 	total := d.histogram(totalSeconds, want)
 	requests := d.counter(requestsTotal, want)

@@ -23,7 +23,12 @@ type brokerRow struct {
 	// Markers, MarkersPerCommit, Fsyncs (per second), Duplicates and
 	// Transactions ("committed / aborted") are the broker's counts.
 	Markers, MarkersPerCommit, Fsyncs, Duplicates, Transactions string
-	Warnings                                                    []string
+	// Flavour is whose metric names were read ("exactly", "kafka-jmx",
+	// "redpanda"); Statistic is "median" when the times are the broker's
+	// medians rather than means over the cell. Other is the figures only
+	// other brokers publish (bytes in/out, under-replicated), "" without.
+	Flavour, Statistic, Other string
+	Notes, Warnings           []string
 }
 
 // brokerPart is one part of a request's time.
@@ -58,7 +63,12 @@ func brokerRows(files []*fileView, names []string) []brokerRow {
 
 func newBrokerRow(file *fileView, run *Run, first bool) brokerRow {
 	metrics := run.BrokerMetrics
+	flavour := metrics.Flavour
+	if flavour == "" {
+		flavour = "exactly"
+	}
 	row := brokerRow{File: file, Name: run.Name, FirstOfName: first, Warnings: metrics.Warnings,
+		Flavour: flavour, Notes: metrics.Notes,
 		RecordsPerSecond: number(run.Throughput.RecordsPerSecond, 0), AckP99: percentiles(run.Latency[LatencyProduceAck], 99),
 		ProduceRequests: "-", ProduceTotal: "-", EndTxn: "-", AddPartitions: "-", TxnOffsetCommit: "-", Fetch: "-",
 		Markers: "-", MarkersPerCommit: "-", Fsyncs: "-", Duplicates: "-", Transactions: "-"}
@@ -66,10 +76,15 @@ func newBrokerRow(file *fileView, run *Run, first bool) brokerRow {
 		return row // no figures: the warnings say why
 	}
 	for _, api := range metrics.APIs {
+		if !api.Mean() {
+			row.Statistic = api.Statistic
+		}
 		switch api.API {
 		case "Produce":
 			row.ProduceRequests, row.ProduceTotal = fmt.Sprintf("%.0f", api.Requests), shortMillis(api.TotalMs)
-			row.Parts = produceParts(api)
+			if !api.TotalOnly {
+				row.Parts = produceParts(api)
+			}
 		case "EndTxn":
 			row.EndTxn = shortMillis(api.TotalMs)
 		case "AddPartitionsToTxn":
@@ -80,16 +95,43 @@ func newBrokerRow(file *fileView, run *Run, first bool) brokerRow {
 			row.Fetch = shortMillis(api.TotalMs)
 		}
 	}
-	row.Markers = fmt.Sprintf("%.0f", metrics.MarkersWritten)
-	if metrics.MarkersPerCommit != nil {
-		row.MarkersPerCommit = fmt.Sprintf("%.2f", *metrics.MarkersPerCommit)
+	row.Markers = optional("%.0f", metrics.MarkersWritten)
+	row.MarkersPerCommit = optional("%.2f", metrics.MarkersPerCommit)
+	row.Fsyncs = optional("%.1f", metrics.FsyncsPerSecond)
+	row.Duplicates = optional("%.0f", metrics.DuplicatesDropped)
+	if metrics.TransactionsCommitted != nil && metrics.TransactionsAborted != nil {
+		row.Transactions = fmt.Sprintf("%.0f / %.0f", *metrics.TransactionsCommitted, *metrics.TransactionsAborted)
 	}
-	if metrics.FsyncsPerSecond != nil {
-		row.Fsyncs = fmt.Sprintf("%.1f", *metrics.FsyncsPerSecond)
-	}
-	row.Duplicates = fmt.Sprintf("%.0f", metrics.DuplicatesDropped)
-	row.Transactions = fmt.Sprintf("%.0f / %.0f", metrics.TransactionsCommitted, metrics.TransactionsAborted)
+	row.Other = otherFigures(metrics)
 	return row
+}
+
+// optional formats x, "-" when it is absent.
+func optional(format string, x *float64) string {
+	if x == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *x)
+}
+
+// otherFigures lists the figures only other brokers publish, as
+// "bytes in 1.2 MB/s, out 0.4 MB/s, under-replicated partitions 0"; ""
+// without any.
+func otherFigures(metrics *BrokerMetrics) string {
+	var parts []string
+	if metrics.BytesIn != nil {
+		parts = append(parts, fmt.Sprintf("bytes in %.2f MB/s", *metrics.BytesIn/metrics.Seconds/1e6))
+	}
+	if metrics.BytesOut != nil {
+		parts = append(parts, fmt.Sprintf("bytes out %.2f MB/s", *metrics.BytesOut/metrics.Seconds/1e6))
+	}
+	if metrics.UnderReplicatedPartitions != nil {
+		parts = append(parts, fmt.Sprintf("under-replicated partitions %.0f", *metrics.UnderReplicatedPartitions))
+	}
+	if metrics.UnderReplicatedReplicas != nil {
+		parts = append(parts, fmt.Sprintf("under-replicated replicas %.0f", *metrics.UnderReplicatedReplicas))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // produceParts splits a Produce request's mean time into its parts, each

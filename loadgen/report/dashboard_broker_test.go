@@ -21,7 +21,7 @@ func brokerResults() *Results {
 		{Name: "transactional@100ms", Mode: "transactional", Status: StatusPass, Latency: map[string]*Histogram{},
 			Throughput: Throughput{RecordsPerSecond: 40000},
 			BrokerMetrics: &BrokerMetrics{URL: "http://127.0.0.1:9644/metrics", Seconds: 10, FsyncsPerSecond: float(12.5),
-				MarkersWritten: 600, MarkersPerCommit: float(3), TransactionsCommitted: 190, TransactionsAborted: 10, DuplicatesDropped: 4,
+				MarkersWritten: float(600), MarkersPerCommit: float(3), TransactionsCommitted: float(190), TransactionsAborted: float(10), DuplicatesDropped: float(4),
 				APIs: []APITime{{API: "Produce", Requests: 1000, QueueMs: 0.1, LocalMs: 0.4, DurabilityMs: 1.5, SendMs: 0, TotalMs: 2},
 					{API: "EndTxn", Requests: 200, TotalMs: 3.25}, {API: "AddPartitionsToTxn", Requests: 200, TotalMs: 0.2}}}},
 		{Name: "idempotent", Mode: "idempotent", Status: StatusPass, Latency: map[string]*Histogram{},

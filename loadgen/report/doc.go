@@ -67,7 +67,9 @@
 //	}
 //
 // BrokerMetrics, the broker's /metrics scraped before the load and after
-// it drained (brokermetrics.go): "url", "seconds" between the scrapes,
+// it drained (brokermetrics.go): "url", "flavour" (whose names: "exactly",
+// "kafka-jmx", "redpanda"; absent in results written before), "notes"
+// (what the flavour does not publish), "seconds" between the scrapes,
 // "warnings" (a failed scrape: no figures, the run is judged as usual),
 // "counters" (deltas by series, e.g. "exactly_requests_total{api=\"Produce\"}"),
 // "histograms" (by series: "count", "sum", "p50", "p99" in seconds, from
@@ -76,7 +78,12 @@
 // "total_p99_ms"), "fsyncs_per_second", "markers_per_commit" (markers
 // written per committed or aborted transaction), "markers_written",
 // "duplicates_dropped", "transactions_committed", "transactions_aborted",
-// "end_txn_mean_ms".
+// "end_txn_mean_ms" (these absent when the flavour does not publish them);
+// other brokers only: "bytes_in", "bytes_out", "records_in",
+// "under_replicated_partitions" (Kafka), "under_replicated_replicas"
+// (Redpanda), "gauges" (coordinator gauges after the load), and per API
+// "statistic" ("median": Kafka's medians, not means) and "total_only"
+// (Redpanda: no split).
 //
 // Overhead, the ratios of a run of interleaved rounds: in each round
 // every slot ran once, on a fresh topic, in an order rotated by one per

@@ -22,7 +22,7 @@ func WriteBrokerSide(w io.Writer, results *Results) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nbroker-side (the broker's /metrics before and after each cell; mean ms per request):")
+	fmt.Fprintln(w, "\nbroker-side (the broker's /metrics before and after each cell; mean ms per request unless noted below):")
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "run\trecords/s\tProduce ms\tqueue / local / durability / send\tEndTxn ms\tAddPartitionsToTxn ms\tmarkers/commit\tfsyncs/s\tdup dropped\t")
 	for _, row := range rows {
@@ -33,6 +33,19 @@ func WriteBrokerSide(w io.Writer, results *Results) error {
 		return fmt.Errorf("write broker-side table: %w", err)
 	}
 	for _, row := range rows {
+		if row.Flavour != "exactly" {
+			fmt.Fprintf(w, "  %s: %s broker's metric names", row.Name, row.Flavour)
+			if row.Statistic != "" {
+				fmt.Fprintf(w, "; times are the broker's %ss, not means over the cell", row.Statistic)
+			}
+			fmt.Fprintln(w)
+		}
+		if row.Other != "" {
+			fmt.Fprintf(w, "  %s: %s\n", row.Name, row.Other)
+		}
+		for _, note := range row.Notes {
+			fmt.Fprintf(w, "  %s: note: %s\n", row.Name, note)
+		}
 		for _, warning := range row.Warnings {
 			fmt.Fprintf(w, "  %s: warning: %s\n", row.Name, warning)
 		}
