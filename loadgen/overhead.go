@@ -52,6 +52,14 @@ type OverheadSpec struct {
 	SustainableRate int `yaml:"-" json:"sustainable_rate,omitempty"`
 	// SustainableSource says where SustainableRate came from.
 	SustainableSource string `yaml:"-" json:"sustainable_source,omitempty"`
+	// Records caps the records of each run of the rounds; 0: the
+	// workload's. At a fixed rate a run is always given what its rate
+	// sends in its time.
+	Records int64 `yaml:"records" json:"records,omitempty"`
+	// Modes are the modes of the rounds' slots; empty: the workload's
+	// (a suite with a fault matrix measures the cost of fewer modes than
+	// it checks).
+	Modes []string `yaml:"modes" json:"modes,omitempty"`
 	// Faults are the fault plans the rounds run under, one set of tables
 	// each; an entry's modes restrict its slots and its duration
 	// replaces the workload's. Empty: the rounds run without faults.
@@ -79,6 +87,11 @@ func (o *OverheadSpec) validate(w Workload) error {
 	for _, fraction := range o.Fractions {
 		if !(fraction > 0 && fraction <= 1) {
 			return fmt.Errorf("fractions: %v is not a share in (0, 1] like 0.5", fraction)
+		}
+	}
+	for _, mode := range o.Modes {
+		if _, ok := modes.Lookup(mode); !ok {
+			return fmt.Errorf("modes: %q is not one of %v", mode, modes.Names())
 		}
 	}
 	for i, entry := range o.Faults {
@@ -153,7 +166,11 @@ func overheadSlots(w Workload) []overheadSlot {
 	baseline := modes.Baseline()
 	slots := []overheadSlot{{name: baseline, key: baseline, mode: baseline},
 		{name: baseline + aaSuffix, key: baseline + "-aa", mode: baseline, noiseFloor: true}}
-	for _, mode := range w.Modes {
+	slotModes := w.Modes
+	if w.Overhead != nil && len(w.Overhead.Modes) > 0 {
+		slotModes = w.Overhead.Modes
+	}
+	for _, mode := range slotModes {
 		if mode == baseline {
 			continue
 		}
@@ -245,6 +262,14 @@ func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]ru
 					slot := slots[(i+round-1)%len(slots)]
 					single := workload
 					single.Overhead, single.Rate, single.Modes, single.Faults = nil, rate, []string{slot.mode}, nil
+					if workload.Overhead.Records > 0 {
+						single.Records = workload.Overhead.Records
+					}
+					if rate > 0 {
+						// The record bound must not end a run before its time bound does.
+						seconds := time.Duration(single.Warmup + single.Duration).Seconds()
+						single.Records = max(single.Records, int64(math.Ceil(float64(rate)*seconds*1.1)))
+					}
 					if table.entry.Plan != "" && !(table.baselineWithoutFaults && slot.mode == modes.Baseline()) {
 						entry := table.entry
 						entry.Modes = nil

@@ -116,6 +116,12 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		for i := range w.Faults {
 			w.Faults[i].Modes = nil // --mode applies to every plan of the matrix
 		}
+		if w.Overhead != nil {
+			w.Overhead.Modes = nil // and to the cost rounds' slots
+			for i := range w.Overhead.Faults {
+				w.Overhead.Faults[i].Modes = nil
+			}
+		}
 	}
 	if f.faultPlans != "" {
 		var entries []loadgen.MatrixEntry

@@ -89,6 +89,10 @@ var compareMeasures = []compareMeasure{
 		rounds: func(row OverheadRow) RatioStat { return row.AckP99 },
 		band:   func(band NoiseBand) (float64, float64) { return band.AckP99Low, band.AckP99High },
 		single: func(run *Run) float64 { return run.Latency[LatencyProduceAck].Percentile(99) }},
+	{Name: "e2e p99 ms", HigherIsBetter: false, format: func(v float64) string { return number(v, 2) },
+		rounds: func(row OverheadRow) RatioStat { return row.EndToEndP99 },
+		band:   func(band NoiseBand) (float64, float64) { return band.EndToEndP99Low, band.EndToEndP99High },
+		single: func(run *Run) float64 { return run.Latency[LatencyEndToEnd].Percentile(99) }},
 }
 
 // Texts of cells that have no interval.

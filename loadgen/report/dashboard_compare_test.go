@@ -133,7 +133,9 @@ func TestDashboardRoundsColourOnlyBeyondTheFloor(t *testing.T) {
 	}
 	for _, slot := range []string{"at-least-once", "at-least-once (A/A)"} {
 		for _, cell := range slotCells(t, page, slot) {
-			if colouredCell.MatchString(cell) || !strings.Contains(cell, "within noise") {
+			// The fixtures have no live consumers: their end-to-end
+			// column is "-" in both files.
+			if colouredCell.MatchString(cell) || !(strings.Contains(cell, "within noise") || strings.HasSuffix(cell, ">-</td>")) {
 				t.Errorf("%s unchanged between the files but: %s", slot, cell)
 			}
 		}

@@ -13,7 +13,11 @@ import (
 type overheadTable struct {
 	File  *fileView
 	Title string
-	Rows  []overheadTableRow
+	// Faults names the fault plan of the table's rounds ("": none): its
+	// rows then also show the end-to-end ratio, recovery, delayed
+	// records and the checker's counts.
+	Faults string
+	Rows   []overheadTableRow
 }
 
 // overheadTableRow is one slot of an overhead table. Classes are CSS
@@ -26,6 +30,11 @@ type overheadTableRow struct {
 	RecordsPerSecond, AckP99       string
 	Ratio, Verdict, RatioClass     string
 	P99Ratio, P99Verdict, P99Class string
+	// EndToEndRatio and EndToEndClass compare the p99 end-to-end latency;
+	// Recovery, Delayed and Checked are the slot's FaultCost texts (tables
+	// under faults only).
+	EndToEndRatio, EndToEndClass string
+	Recovery, Delayed, Checked   string
 	// Rounds says how the slot's rounds fared in the checker ("5/5 pass").
 	Rounds string
 	// Matrix is the fault matrix's verdict for the slot's mode over the
@@ -43,16 +52,33 @@ func overheadTables(files []*fileView) []overheadTable {
 			continue
 		}
 		for _, load := range overhead.Loads {
-			table := overheadTable{File: file, Title: fmt.Sprintf("%s: vs %s at %s, %d rounds, %d producers sharing each slot's load",
+			table := overheadTable{File: file, Faults: load.Faults, Title: fmt.Sprintf("%s: vs %s at %s, %d rounds, %d producers sharing each slot's load",
 				file.Label, overhead.Baseline, LoadText(load.Rate), overhead.Rounds, overhead.Producers)}
+			if load.Faults != "" {
+				table.Title = fmt.Sprintf("%s: under %s, vs %s under the same faults at %s, %d rounds",
+					file.Label, load.Faults, overhead.Baseline, LoadText(load.Rate), overhead.Rounds)
+				if load.BaselineWithoutFaults {
+					table.Title += fmt.Sprintf(" (%s ran without them: they cannot touch it)", overhead.Baseline)
+				}
+				if load.NotApplicable != "" {
+					table.Title += ": " + load.NotApplicable
+				}
+			}
 			if len(load.Rows) > 0 {
 				base := load.Rows[0]
 				table.Rows = append(table.Rows, overheadTableRow{Slot: overhead.Baseline, Baseline: true,
 					RecordsPerSecond: number(base.Throughput.BaselineMedian(), 0), AckP99: number(base.AckP99.BaselineMedian(), 2),
 					Ratio: "1 (baseline)", P99Ratio: "1 (baseline)", Rounds: roundsText(file, load.BaselineRuns),
+					EndToEndRatio: "1 (baseline)", Recovery: load.BaselineCost.RecoveryText(), Delayed: load.BaselineCost.DelayedText(),
+					Checked: load.BaselineCost.CheckedText(),
 					Matrix: matrixVerdict(files, overhead.Baseline), MatrixClass: matrixClass(files, overhead.Baseline)})
 			}
 			for _, row := range load.Rows {
+				if row.CannotBite != "" {
+					table.Rows = append(table.Rows, overheadTableRow{Slot: row.Slot, Verdict: "cannot be touched: " + row.CannotBite,
+						Matrix: matrixVerdict(files, row.Mode), MatrixClass: matrixClass(files, row.Mode)})
+					continue
+				}
 				verdict, p99Verdict := row.ThroughputVerdict(), row.AckP99.Verdict
 				if row.NoiseFloor {
 					verdict = "noise floor " + BandText(load.NoiseBand.ThroughputLow, load.NoiseBand.ThroughputHigh)
@@ -62,6 +88,8 @@ func overheadTables(files []*fileView) []overheadTable {
 					RecordsPerSecond: number(row.Throughput.Median(), 0), AckP99: number(row.AckP99.Median(), 2),
 					Ratio: row.Throughput.RatioText(), Verdict: verdict, RatioClass: throughputClass(row),
 					P99Ratio: row.AckP99.RatioText(), P99Verdict: p99Verdict, P99Class: latencyClass(row),
+					EndToEndRatio: row.EndToEndP99.RatioText() + " " + row.EndToEndP99.Verdict, EndToEndClass: endToEndClass(row),
+					Recovery: row.Cost.RecoveryText(), Delayed: row.Cost.DelayedText(), Checked: row.Cost.CheckedText(),
 					Rounds: roundsText(file, row.Runs), Matrix: matrixVerdict(files, row.Mode), MatrixClass: matrixClass(files, row.Mode)})
 			}
 			tables = append(tables, table)
@@ -97,6 +125,14 @@ func latencyClass(row OverheadRow) string {
 		return ""
 	}
 	return verdictClass(row.AckP99.Verdict)
+}
+
+// endToEndClass colours the end-to-end ratio as latencyClass does.
+func endToEndClass(row OverheadRow) string {
+	if row.NoiseFloor {
+		return ""
+	}
+	return verdictClass(row.EndToEndP99.Verdict)
 }
 
 // roundsText counts the passing runs among a slot's rounds (named by

@@ -25,7 +25,7 @@
 //	  "passed": true,                         // every run met its expectation (unsupported runs do not fail)
 //	  "runs": [ Run, … ],
 //	  "find_max": FindMax                     // --find-max only; added in v1, omitted when absent
-//	  "overhead": Overhead                    // added in v1; only for interleaved rounds (the overhead workload)
+//	  "overhead": Overhead                    // added in v1; only for interleaved rounds (the overhead workload, the cost rounds of the standard suite); loads[].faults names the fault plan of a cost table
 //	  "group_protocols": GroupProtocolComparison  // added in v1; only for a comparison of group protocols (grouprotocols.go)
 //	}
 //

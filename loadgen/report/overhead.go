@@ -122,7 +122,7 @@ type OverheadRow struct {
 	// EndToEndP99 compares the p99 end-to-end latency of the live
 	// consumers (lower is better; empty without consumers). Added within
 	// schema version 1.
-	EndToEndP99 RatioStat `json:"end_to_end_p99"`
+	EndToEndP99 RatioStat `json:"end_to_end_p99,omitzero"`
 	// Cost is what the load's fault plan did to this slot; nil without
 	// faults. Added within schema version 1.
 	Cost *FaultCost `json:"cost,omitempty"`
