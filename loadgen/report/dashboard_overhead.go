@@ -71,7 +71,7 @@ func overheadTables(files []*fileView) []overheadTable {
 					Ratio: "1 (baseline)", P99Ratio: "1 (baseline)", Rounds: roundsText(file, load.BaselineRuns),
 					EndToEndRatio: "1 (baseline)", Recovery: load.BaselineCost.RecoveryText(), Delayed: load.BaselineCost.DelayedText(),
 					Checked: load.BaselineCost.CheckedText(),
-					Matrix: matrixVerdict(files, overhead.Baseline), MatrixClass: matrixClass(files, overhead.Baseline)})
+					Matrix:  matrixVerdict(files, overhead.Baseline), MatrixClass: matrixClass(files, overhead.Baseline)})
 			}
 			for _, row := range load.Rows {
 				if row.CannotBite != "" {
