@@ -134,7 +134,7 @@ func TestOverheadSectionFromRounds(t *testing.T) {
 // with one table per load, each with the A/A row and one row per slot.
 func TestOverheadRunAgainstEmbeddedBroker(t *testing.T) {
 	workload := overheadWorkload(t)
-	workload.Overhead.Rounds, workload.Overhead.Rates = 2, []int{0, 5000}
+	workload.Overhead.Rounds, workload.Overhead.Rates, workload.Overhead.Fractions = 2, []int{0, 5000}, nil
 	workload.Duration, workload.Warmup, workload.Records = Duration(700*time.Millisecond), 0, 4000
 	workload.Partitions = 2
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -114,6 +114,9 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	if err := options.Workload.Validate(); err != nil {
 		return nil, err
 	}
+	if options.Workload.Overhead.NeedsSustainableRate() {
+		return nil, errors.New("overhead.fractions: the rounds at shares of the sustainable rate need that rate (the command searches it, or takes --sustainable-rate)")
+	}
 	runID := options.RunID
 	if runID == 0 {
 		runID = rand.Uint64()

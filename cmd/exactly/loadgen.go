@@ -171,6 +171,11 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	switch f.groupProtocol {
 	case "":
 	case loadgen.GroupProtocolBoth:
+		// The comparison of protocols replaces a suite's cost rounds
+		// (an overhead workload without a matrix is refused below).
+		if len(w.Faults) > 0 {
+			w.Overhead = nil
+		}
 		if w.GroupProtocols == nil {
 			w.GroupProtocols = &loadgen.GroupProtocolsSpec{Rounds: loadgen.DefaultProtocolRounds}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,8 +39,12 @@ func TestRoundsFlag(t *testing.T) {
 	if _, err := apply("security", "--rounds", "-2"); err == nil || !strings.Contains(err.Error(), "want 1 or more") {
 		t.Errorf("--rounds -2: %v, want a refusal", err)
 	}
-	if _, err := apply("standard", "--rounds", "3"); err == nil || !strings.Contains(err.Error(), "--workload overhead") {
-		t.Errorf("--rounds on the standard workload: %v, want a refusal naming --workload overhead", err)
+	if _, err := apply("latency", "--rounds", "3"); err == nil || !strings.Contains(err.Error(), "--workload overhead") {
+		t.Errorf("--rounds on the latency workload: %v, want a refusal naming --workload overhead", err)
+	}
+	workload, err = apply("standard", "--rounds", "5")
+	if err != nil || workload.Overhead == nil || workload.Overhead.Rounds != 5 {
+		t.Errorf("--rounds 5 on the standard suite: its cost rounds %+v, err %v", workload.Overhead, err)
 	}
 	workload, err = apply("standard", "--group-protocol", "both", "--rounds", "4")
 	if err != nil || workload.GroupProtocols == nil || workload.GroupProtocols.Rounds != 4 {
@@ -54,5 +59,49 @@ func TestRoundsFlag(t *testing.T) {
 	}
 	if _, err := apply("group-protocols", "--group-protocol", "classic"); err == nil {
 		t.Error("--group-protocol classic on the comparison workload: accepted")
+	}
+}
+
+// TestFaultsFlagOnCostRounds: --faults makes an overhead workload's
+// rounds run under the plans (it has no matrix to replace); on the
+// standard suite it replaces the matrix and the cost rounds' plans
+// alike, and --mode picks the cost rounds' slots as well as the
+// matrix's modes.
+func TestFaultsFlagOnCostRounds(t *testing.T) {
+	apply := func(workloadName string, args ...string) loadgen.Workload {
+		t.Helper()
+		fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var flags loadgenFlags
+		flags.register(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		workload, err := loadgen.LoadWorkload(workloadName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := flags.apply(&workload); err != nil {
+			t.Fatalf("%s %v: %v", workloadName, args, err)
+		}
+		return workload
+	}
+	plans := func(entries []loadgen.MatrixEntry) []string {
+		var names []string
+		for _, entry := range entries {
+			names = append(names, entry.Plan)
+		}
+		return names
+	}
+	overhead := apply("overhead", "--faults", "ack-loss,zombie-producer")
+	if len(overhead.Faults) != 0 || !slices.Equal(plans(overhead.Overhead.Faults), []string{"ack-loss", "zombie-producer"}) {
+		t.Errorf("overhead --faults: matrix %v, rounds under %v", plans(overhead.Faults), plans(overhead.Overhead.Faults))
+	}
+	standard := apply("standard", "--faults", "conn-reset")
+	if !slices.Equal(plans(standard.Faults), []string{"conn-reset"}) || !slices.Equal(plans(standard.Overhead.Faults), []string{"conn-reset"}) {
+		t.Errorf("standard --faults conn-reset: matrix %v, cost rounds %v", plans(standard.Faults), plans(standard.Overhead.Faults))
+	}
+	if standard := apply("standard", "--mode", "at-least-once,idempotent"); len(standard.Overhead.Modes) != 0 {
+		t.Errorf("standard --mode: the cost rounds keep their own modes %v", standard.Overhead.Modes)
 	}
 }
