@@ -1,9 +1,13 @@
 package loadgen
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/verify"
@@ -136,5 +140,98 @@ func TestOverheadSectionUnderFaults(t *testing.T) {
 	}
 	if strings.Contains(table.String(), "overhead vs") {
 		t.Errorf("the fault-free overhead table printed without fault-free rounds:\n%s", table.String())
+	}
+}
+
+// TestCostRoundsUnderFaultsAgainstEmbeddedBroker runs cost rounds against
+// our broker under lost acks and a broker killed 1.5 s into each run and
+// restarted 300 ms later: every slot of every round runs under its plan,
+// nothing is lost, idempotent and transactional duplicate nothing, and
+// every round of every slot shows the restart as a dip it recovered from.
+func TestCostRoundsUnderFaultsAgainstEmbeddedBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cost rounds under faults: about 40 s")
+	}
+	restart := filepath.Join(t.TempDir(), "quick-restart.yaml")
+	if err := os.WriteFile(restart, []byte(`name: quick-restart
+description: SIGKILL the broker 1.5 s into the load, restart it 300 ms later
+seed: 1
+duration: 3500ms
+processes:
+  - action: kill-restart
+    after: 1500ms
+    count: 1
+    down: 300ms
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	workload := overheadWorkload(t)
+	workload.Modes = []string{"at-least-once", "transactional"}
+	workload.Transaction.CommitIntervals = []Duration{Duration(100 * time.Millisecond)}
+	workload.Overhead.Rounds, workload.Overhead.Rates, workload.Overhead.Fractions = 2, []int{4000}, nil
+	workload.Overhead.Faults = []MatrixEntry{{Plan: "ack-loss"}, {Plan: restart}}
+	workload.Duration, workload.Warmup, workload.Partitions, workload.Consumers = Duration(time.Second), 0, 2, 1
+	workload.RecordSize = 256
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	results, err := Run(ctx, Options{Workload: workload, Target: newQuickGroupsEmbedded(t), Self: testSelf()})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, run := range results.Runs {
+		if run.Status != report.StatusPass {
+			t.Errorf("%s: %s (%s)", run.Name, run.Status, run.Reason)
+		}
+	}
+	var table strings.Builder
+	if err := report.WriteOverhead(&table, results); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(table.String())
+	loads := results.Overhead.Loads
+	if len(loads) != 2 || loads[0].Faults != "ack-loss" || loads[1].Faults != "quick-restart" {
+		t.Fatalf("loads %+v: want ack-loss then quick-restart", loads)
+	}
+	for _, load := range loads {
+		if len(load.Rows) != 2 || !load.Rows[0].NoiseFloor || load.Rows[1].Slot != "transactional@100ms" {
+			t.Fatalf("%s rows %+v: want the A/A row and transactional", load.Faults, load.Rows)
+		}
+		costs := map[string]*report.FaultCost{"at-least-once": load.BaselineCost}
+		for _, row := range load.Rows {
+			costs[row.Slot] = row.Cost
+			if len(row.Throughput.Ratios) != 2 || len(row.AckP99.Ratios) != 2 || len(row.EndToEndP99.Ratios) != 2 {
+				t.Errorf("%s %s: ratios %v / %v / %v, want two rounds each", load.Faults, row.Slot,
+					row.Throughput.Ratios, row.AckP99.Ratios, row.EndToEndP99.Ratios)
+			}
+		}
+		for slot, cost := range costs {
+			if cost == nil || cost.Lost != 0 || cost.Failed != 0 || len(cost.DelayedAck) != 2 {
+				t.Errorf("%s %s: cost %+v: want two checked rounds, nothing lost", load.Faults, slot, cost)
+				continue
+			}
+			if slot != "at-least-once" && !strings.HasPrefix(slot, "at-least-once") && cost.Duplicated != 0 {
+				t.Errorf("%s %s: %d duplicated", load.Faults, slot, cost.Duplicated)
+			}
+			switch load.Faults {
+			case "ack-loss":
+				if cost.RecoveryNote != "continuous" {
+					t.Errorf("ack-loss %s: recovery %q, want continuous", slot, cost.RecoveryText())
+				}
+			case "quick-restart":
+				if len(cost.RecoverySeconds) != 2 || cost.NotRecovered != 0 {
+					t.Errorf("quick-restart %s: recovery %v: want both rounds measured and back", slot, cost.RecoverySeconds)
+				}
+				for _, seconds := range cost.RecoverySeconds {
+					if seconds <= 0 || seconds > 3 {
+						t.Errorf("quick-restart %s: recovered in %v s; a 300 ms outage must show, and be over within the run", slot, seconds)
+					}
+				}
+			}
+		}
+	}
+	for _, run := range results.Runs {
+		if run.Slot != "" && run.FaultPlan == "quick-restart" && (run.Recovery == nil || len(run.Recovery.Faults) != 1 || run.AckTimeline == nil) {
+			t.Errorf("%s: recovery %+v, timeline %v", run.Name, run.Recovery, run.AckTimeline != nil)
+		}
 	}
 }
