@@ -22,7 +22,7 @@ func matrixWorkload(t *testing.T, entries ...MatrixEntry) Workload {
 		t.Fatal(err)
 	}
 	workload.Duration = Duration(2 * time.Second)
-	workload.Faults = entries
+	workload.Faults, workload.Overhead = entries, nil // the matrix only, not its cost rounds
 	if err := workload.Validate(); err != nil {
 		t.Fatal(err)
 	}

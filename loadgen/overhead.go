@@ -3,7 +3,6 @@ package loadgen
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -200,6 +199,17 @@ type costTable struct {
 	baselineWithoutFaults bool
 }
 
+// skipsRate says why the table has no rounds at rate ("" when it has):
+// a fault of the consume stage only (a crashed consumer, group churn) at
+// saturation would measure how far the stage falls behind a producer
+// that outruns it, not the fault.
+func (table costTable) skipsRate(rate int) string {
+	if rate == 0 && consumeSideOnly(table.plan) {
+		return "not at saturation: " + table.plan.Name + " touches only the consume stage, which a saturating producer outruns whatever the fault"
+	}
+	return ""
+}
+
 // cannotBiteSlot is a slot a plan's faults cannot touch, and why.
 type cannotBiteSlot struct {
 	slot   overheadSlot
@@ -219,11 +229,16 @@ func costTables(w Workload) ([]costTable, error) {
 			}
 			table.plan = plan
 		}
-		for _, slot := range overheadSlots(w) {
+		// An entry's modes are its slots' (group churn needs a consume
+		// stage: eos-pipeline, not idempotent).
+		slotWorkload := w
+		if len(entry.Modes) > 0 {
+			spec := *w.Overhead
+			spec.Modes = entry.Modes
+			slotWorkload.Overhead = &spec
+		}
+		for _, slot := range overheadSlots(slotWorkload) {
 			baselineSlot := slot.mode == modes.Baseline()
-			if !baselineSlot && len(entry.Modes) > 0 && !slices.Contains(entry.Modes, slot.mode) {
-				continue
-			}
 			// launched and cluster true: only what the mode itself rules
 			// out is left; what the target rules out shows when it runs.
 			if reason := notApplicable(table.plan, slot.mode, true, true); reason != "" {
@@ -257,6 +272,9 @@ func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]ru
 	for _, table := range tables {
 		slots := table.slots
 		for _, rate := range rates {
+			if table.skipsRate(rate) != "" {
+				continue
+			}
 			for round := 1; round <= workload.Overhead.Rounds; round++ {
 				for i := range slots {
 					slot := slots[(i+round-1)%len(slots)]
@@ -373,6 +391,11 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 					byRound[run.Slot] = make([]*report.Run, spec.Rounds)
 				}
 				byRound[run.Slot][run.Round-1] = run
+			}
+			if reason := table.skipsRate(rate); reason != "" {
+				overhead.Loads = append(overhead.Loads, report.OverheadLoad{Rate: rate, Faults: table.plan.Name,
+					NotApplicable: reason, BaselineRuns: []string{}})
+				continue
 			}
 			overhead.Loads = append(overhead.Loads, buildOverheadLoad(table, rate, spec.fractionOf(rate), byRound))
 		}

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/exactly-eos/exactly/loadgen/report"
@@ -15,6 +16,7 @@ import (
 func faultCost(rounds []*report.Run) *report.FaultCost {
 	cost := &report.FaultCost{RecoverySeconds: []float64{}, DelayedAck: []int64{}, DelayedEndToEnd: []int64{}}
 	var notes []string
+	var pauses []int64 // group churn's median rebalance pause per round, ms
 	longest := 0.0
 	for _, run := range rounds {
 		if run == nil || run.Status == report.StatusNotApplicable || run.Status == report.StatusUnsupported {
@@ -29,6 +31,9 @@ func faultCost(rounds []*report.Run) *report.FaultCost {
 		if run.Delayed != nil {
 			cost.DelayedAck = append(cost.DelayedAck, run.Delayed.ProduceAck)
 			cost.DelayedEndToEnd = append(cost.DelayedEndToEnd, run.Delayed.EndToEnd)
+		}
+		if run.RebalancePauses != nil && run.RebalancePauses.Events > 0 {
+			pauses = append(pauses, int64(run.RebalancePauses.MedianMs))
 		}
 		switch recovery := run.Recovery; {
 		case recovery == nil:
@@ -61,6 +66,10 @@ func faultCost(rounds []*report.Run) *report.FaultCost {
 	} else if len(notes) > 0 {
 		slices.Sort(notes)
 		cost.RecoveryNote = slices.Compact(notes)[0]
+		if cost.RecoveryNote == "consume side" && len(pauses) > 0 {
+			// What a consume-side fault costs is the stage's pause.
+			cost.RecoveryNote = fmt.Sprintf("consume side: rebalance pause %.0f ms", medianOf(pauses))
+		}
 	}
 	cost.DelayedAckMedian = medianOf(cost.DelayedAck)
 	cost.DelayedEndToEndMedian = medianOf(cost.DelayedEndToEnd)

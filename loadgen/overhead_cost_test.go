@@ -235,3 +235,39 @@ processes:
 		}
 	}
 }
+
+// TestConsumeSideFaultsOnlyAtFixedLoads: group churn's slots are the
+// entry's modes (a consume stage is needed), and it runs at a fixed load
+// only: at saturation its table says why it did not run.
+func TestConsumeSideFaultsOnlyAtFixedLoads(t *testing.T) {
+	workload := costWorkload(t)
+	workload.Overhead.Rates = []int{0, 2000}
+	workload.Overhead.Faults = []MatrixEntry{{Plan: "group-churn", Modes: []string{"at-least-once", "eos-pipeline"}}}
+	plans, err := planOverheadRuns(workload, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := map[string]bool{}
+	for _, plan := range plans {
+		slots[plan.slot] = true
+		if plan.workload.Rate != 2000 {
+			t.Errorf("%s at %d/s: group churn runs at fixed loads only", plan.name, plan.workload.Rate)
+		}
+	}
+	if len(plans) != 2*3 || !slots["eos-pipeline"] || !slots["at-least-once (A/A)"] {
+		t.Errorf("%d runs of slots %v: want 2 rounds of at-least-once, its A/A and eos-pipeline", len(plans), slots)
+	}
+	var runs []*report.Run
+	for _, plan := range plans {
+		runs = append(runs, &report.Run{Name: plan.name, Mode: plan.mode, Round: plan.round, Slot: plan.slot,
+			Status: report.StatusPass, Recovery: &report.Recovery{ConsumeSide: true},
+			RebalancePauses: &report.RebalancePauses{Events: 3, MedianMs: 400}})
+	}
+	overhead := buildOverhead(workload, plans, runs)
+	if len(overhead.Loads) != 2 || !strings.Contains(overhead.Loads[0].NotApplicable, "not at saturation") {
+		t.Fatalf("loads %+v: want saturation not applicable, then the fixed load", overhead.Loads)
+	}
+	if note := overhead.Loads[1].BaselineCost.RecoveryNote; note != "consume side: rebalance pause 400 ms" {
+		t.Errorf("baseline recovery %q", note)
+	}
+}
