@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -32,7 +33,9 @@ func WriteCost(w io.Writer, results *Results) error {
 		}
 		loadText := costLoadText(load)
 		if load.NotApplicable != "" {
-			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t\t\t\t\t\t\n", load.Faults, loadText, "every slot", load.NotApplicable)
+			// The reason is the line's last cell, outside the columns,
+			// so that it does not widen them.
+			fmt.Fprintf(table, "%s\t%s\t%s\n", load.Faults, loadText, load.NotApplicable)
 			continue
 		}
 		baseline := overhead.Baseline
@@ -50,7 +53,7 @@ func WriteCost(w io.Writer, results *Results) error {
 			load.BaselineCost.RecoveryText(), load.BaselineCost.DelayedText(), load.BaselineCost.CheckedText())
 		for _, row := range load.Rows {
 			if row.CannotBite != "" {
-				fmt.Fprintf(table, "\t\t%s\tcannot be touched: %s\t\t\t\t\t\t\n", row.Slot, row.CannotBite)
+				fmt.Fprintf(table, "\t\t%s\tcannot be touched: %s\n", row.Slot, row.CannotBite)
 				continue
 			}
 			throughput := ratioVerdict(row.Throughput, row.ThroughputVerdict())
@@ -104,9 +107,7 @@ func ratioVerdict(stat RatioStat, verdict string) string {
 	if len(stat.Ratios) == 0 {
 		return "-"
 	}
-	if verdict == "within noise" {
-		verdict = "≈"
-	}
+	verdict = strings.Replace(verdict, "within noise", "≈", 1)
 	return compactRatio(stat) + " " + verdict
 }
 
