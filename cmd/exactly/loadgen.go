@@ -82,10 +82,12 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.commitRecords, "commit-records", -1, "end a transaction after this many records (0: no cap)")
 	fs.Float64Var(&f.abortShare, "abort-share", -1, "fraction of transactions aborted on purpose")
 	fs.StringVar(&f.keys, "keys", "", "key distribution: none, uniform or zipf")
-	fs.StringVar(&f.faultPlans, "faults", "", "comma-separated fault plans (shipped: "+strings.Join(faults.PlanNames(), ", ")+", or YAML files): run the modes under each, replacing the workload's fault matrix")
+	fs.StringVar(&f.faultPlans, "faults", "", "comma-separated fault plans (shipped: "+strings.Join(faults.PlanNames(), ", ")+", or YAML files): run the modes under each, replacing the workload's fault matrix; "+
+		"the cost rounds of a workload that has them (standard, quick, cost, overhead) run under each plan too")
 	fs.StringVar(&f.database, "db", "", "application database of consumer-dedup and external-offsets: postgres://… URL or an SQLite file (default: an SQLite file in a temporary directory)")
 	fs.Int64Var(&f.dedupWindow, "dedup-window", 0, "consumer-dedup window: keys of the last N offsets of each partition are remembered")
-	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of an overhead workload (--workload overhead): every mode once per round, ratios to at-least-once with a 95% interval over the rounds and an A/A pair as the noise floor; "+
+	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of the cost rounds (the standard and quick suites after their matrix, --workload cost, --workload overhead): "+
+		"every mode once per round under each fault plan, ratios to at-least-once with a 95% interval over the rounds and an A/A pair as the noise floor; "+
 		"of the security workload (--workload security): every mode over every protocol once per round, ratios to PLAINTEXT likewise; "+
 		"or of a comparison of group protocols (--group-protocol both, --workload group-protocols)")
 	fs.StringVar(&f.groupProtocol, "group-protocol", "", "consumer group protocol of every group consumer (eos-pipeline, consumer-dedup, external-offsets, "+
@@ -94,7 +96,7 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 		"the target must serve it); both: every run with a group under each, interleaved over --rounds rounds (default 3), "+
 		"comparing their rebalance pauses under group-churn (--workload group-protocols does that for the three group modes)")
 	fs.StringVar(&f.profile, "profile", "", "profile the load generator into profiles/loadgen-<run id>/: cpu, mem, block, mutex or trace")
-	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix (the quick workload, about a minute and a half)")
+	fs.BoolVar(&f.quick, "quick", false, "run the short fault matrix and cost rounds under lost acks (the quick workload, about 2½ minutes)")
 	fs.BoolVar(&f.listPlans, "list-plans", false, "list the shipped fault plans and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output: only the summary tables and where the results are")
 	fs.BoolVar(&f.jsonProgress, "json-progress", false, "progress as JSON lines on stdout (events suite, cell_started, status, cell_finished, suite_finished) instead of text and tables, for scripts")
@@ -233,7 +235,8 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlagSet("loadgen", "Measures what each delivery guarantee costs under faults and checks every record.\n"+
 		"With no flags: the standard suite (delivery modes x fault plans, broker-level and application-level\n"+
-		"exactly-once side by side, about 6 minutes) against the\n"+
+		"exactly-once side by side, then what each guarantee costs under lost acks, a broker crash and a\n"+
+		"zombie producer with 95% intervals; about 10 minutes) against the\n"+
 		"embedded broker, with the expectations table; exit status 0 iff no run failed its expectation\n"+
 		"(unsupported, untestable and not-applicable runs are listed, not failed).\n\n"+
 		"Delivery modes, in Kafka's client settings:\n"+modes.Help()+"\n"+
