@@ -72,8 +72,12 @@ func startOperatorCluster(t *testing.T) *operatorCluster {
 	return cluster
 }
 
-func (c *operatorCluster) script(id int) string  { return filepath.Join(c.dir, fmt.Sprintf("start-%d.sh", id)) }
-func (c *operatorCluster) pidFile(id int) string { return filepath.Join(c.dir, fmt.Sprintf("broker-%d.pid", id)) }
+func (c *operatorCluster) script(id int) string {
+	return filepath.Join(c.dir, fmt.Sprintf("start-%d.sh", id))
+}
+func (c *operatorCluster) pidFile(id int) string {
+	return filepath.Join(c.dir, fmt.Sprintf("broker-%d.pid", id))
+}
 
 // hooks are the --fault-exec flags that act on the members by pid.
 func (c *operatorCluster) hooks() []string {

@@ -214,7 +214,9 @@ func TestRunHookActionsFailures(t *testing.T) {
 
 	hooks, _ = hookScript(t, "")
 	cluster.Hooks = hooks
-	cluster.Recovered = func(ctx context.Context, broker Broker) error { return errors.New("t/0 has ISR [1 3] of replicas [1 2 3]") }
+	cluster.Recovered = func(ctx context.Context, broker Broker) error {
+		return errors.New("t/0 has ISR [1 3] of replicas [1 2 3]")
+	}
 	err = RunHookActions(context.Background(), actions, cluster)
 	var recovery *RecoveryError
 	if !errors.As(err, &recovery) || !strings.Contains(err.Error(), "node 2 (127.0.0.5:9092) was not back") ||
