@@ -191,3 +191,23 @@ func TestLoadgenFaultExecHooks(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultExecFlagErrors: --fault-exec is for --bootstrap, and each one
+// is name=command with a known name; a mistake is one line before anything
+// runs.
+func TestFaultExecFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fault-exec", "kill=true"}, "--fault-exec is for a cluster the load generator did not launch (--bootstrap host:port)"},
+		{[]string{"--bootstrap", "127.0.0.1:1", "--fault-exec", "stop=true"}, `hook "stop" is not one of [kill start pause resume]`},
+		{[]string{"--bootstrap", "127.0.0.1:1", "--fault-exec", "kill"}, "want name=command"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"loadgen", "--faults", "leader-kill"}, c.args...), &stdout, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}
