@@ -30,7 +30,8 @@ func (e *faultEnv) selectBroker(ctx context.Context, action faults.ProcessAction
 // cluster's Metadata names it: the one that leads the most partitions of
 // the run's topic (leader-kill, leader-pause, broker-partition), the
 // transaction coordinator of the run's first load producer
-// (coordinator-kill), or for an action that does not select, the broker
+// (coordinator-kill), the coordinator of its consume group
+// (group-coordinator-kill), or for an action that does not select, the broker
 // at its index in node id order or else one drawn with the plan's seed
 // (the same brokers on every run of the plan).
 func (e *faultEnv) pickBroker(ctx context.Context, action faults.ProcessAction, fired int) (faults.Broker, error) {
@@ -51,7 +52,9 @@ func (e *faultEnv) pickBroker(ctx context.Context, action faults.ProcessAction, 
 	case faults.ProcessLeaderKill, faults.ProcessLeaderPause, faults.ProcessBrokerPartition:
 		node, err = topLeader(metadata, e.topic)
 	case faults.ProcessCoordinatorKill:
-		node, err = transactionCoordinator(ctx, client, e.firstTransactionalID)
+		node, err = findCoordinator(ctx, client, coordinatorTransaction, e.firstTransactionalID)
+	case faults.ProcessGroupCoordinatorKill:
+		node, err = findCoordinator(ctx, client, coordinatorGroup, e.groupID)
 	default:
 		if len(brokers) == 0 {
 			return faults.Broker{}, errors.New("metadata lists no broker")
@@ -138,29 +141,35 @@ func topLeader(response *kmsg.MetadataResponse, topic string) (int32, error) {
 	return best, nil
 }
 
-// transactionCoordinator is the node FindCoordinator names for
-// transactionalID.
-func transactionCoordinator(ctx context.Context, client *kgo.Client, transactionalID string) (int32, error) {
+// FindCoordinator's coordinator types.
+const (
+	coordinatorGroup       int8 = 0
+	coordinatorTransaction int8 = 1
+)
+
+// findCoordinator is the node FindCoordinator names for key (a group id or
+// a transactional id, by kind).
+func findCoordinator(ctx context.Context, client *kgo.Client, kind int8, key string) (int32, error) {
 	request := kmsg.NewPtrFindCoordinatorRequest()
-	request.CoordinatorType = 1
-	request.CoordinatorKey = transactionalID
-	request.CoordinatorKeys = []string{transactionalID}
+	request.CoordinatorType = kind
+	request.CoordinatorKey = key
+	request.CoordinatorKeys = []string{key}
 	response, err := request.RequestWith(ctx, client)
 	if err != nil {
-		return -1, fmt.Errorf("find the coordinator of %s: %w", transactionalID, err)
+		return -1, fmt.Errorf("find the coordinator of %s: %w", key, err)
 	}
 	if len(response.Coordinators) > 0 {
 		coordinator := response.Coordinators[0]
 		if err := kerr.ErrorForCode(coordinator.ErrorCode); err != nil {
-			return -1, fmt.Errorf("find the coordinator of %s: %w", transactionalID, err)
+			return -1, fmt.Errorf("find the coordinator of %s: %w", key, err)
 		}
 		return coordinator.NodeID, nil
 	}
 	if err := kerr.ErrorForCode(response.ErrorCode); err != nil {
-		return -1, fmt.Errorf("find the coordinator of %s: %w", transactionalID, err)
+		return -1, fmt.Errorf("find the coordinator of %s: %w", key, err)
 	}
 	if response.NodeID < 0 {
-		return -1, errors.New("find the coordinator of " + transactionalID + ": no coordinator")
+		return -1, errors.New("find the coordinator of " + key + ": no coordinator")
 	}
 	return response.NodeID, nil
 }

@@ -34,6 +34,7 @@ type faultEnv struct {
 	// after a fault on an external cluster.
 	topic, firstTransactionalID string
 	topics                      []string
+	groupID                     string // the consume stage's group, for group-coordinator-kill
 	// hooks, when the plan's process faults act on a cluster the load
 	// generator did not launch, are the operator's --fault-exec commands
 	// (nil otherwise); targetOptions reach that cluster.
@@ -78,7 +79,7 @@ func isCluster(options Options) bool {
 // admin client and the verification readers never go through the proxy.
 func startFaultEnv(ctx context.Context, plan runPlan, options Options) (*faultEnv, runPlan, error) {
 	env := &faultEnv{log: faults.NewEventLog(faultCounter(options.Metrics)), self: options.Self, plan: plan.faults, topic: plan.topic,
-		firstTransactionalID: loadTransactionalID(plan, 0), topics: plan.stageTopics()}
+		firstTransactionalID: loadTransactionalID(plan, 0), topics: plan.stageTopics(), groupID: plan.groupID()}
 	if hooks := externalHooks(options); hooks != nil && plan.faults.NeedsProcesses() {
 		env.hooks, env.targetOptions = hooks, plan.targetOptions()
 	} else if cluster, ok := options.Target.(*clusterTarget); ok && plan.faults.NeedsProcesses() {

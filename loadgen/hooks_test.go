@@ -95,7 +95,7 @@ func hookPlanFile(t *testing.T, dir, name, action string) string {
 // TestHooksAgainstBootstrap runs process faults through --fault-exec
 // hooks against a cluster the runner did not launch (kfake, named by its
 // addresses as --bootstrap would): each hook fires once per fault with
-// the broker Metadata names, and the cells pass. A failing hook ends its
+// the broker Metadata or FindCoordinator names, and the cells pass. A failing hook ends its
 // cell as an error naming the hook and stops the suite.
 func TestHooksAgainstBootstrap(t *testing.T) {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
@@ -118,6 +118,7 @@ func TestHooksAgainstBootstrap(t *testing.T) {
 		MatrixEntry{Plan: hookPlanFile(t, dir, "hook-leader-kill", "leader-kill"), Modes: []string{ModeIdempotent}},
 		MatrixEntry{Plan: hookPlanFile(t, dir, "hook-leader-pause", "leader-pause"), Modes: []string{ModeTransactional}},
 		MatrixEntry{Plan: hookPlanFile(t, dir, "hook-restart", "kill-restart"), Modes: []string{ModeIdempotent}},
+		MatrixEntry{Plan: hookPlanFile(t, dir, "hook-group-coordinator-kill", "group-coordinator-kill"), Modes: []string{ModeEOSPipeline}},
 	)
 	results, err := Run(t.Context(), Options{Workload: workload, Target: target, FaultHooks: hooks})
 	if err != nil {
@@ -138,7 +139,7 @@ func TestHooksAgainstBootstrap(t *testing.T) {
 		}
 	}
 	data, _ := os.ReadFile(calls)
-	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); len(lines) != 6 || !strings.HasPrefix(lines[0], "kill ") ||
+	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); len(lines) != 8 || !strings.HasPrefix(lines[0], "kill ") ||
 		!strings.Contains(lines[0], ":") {
 		t.Errorf("hook calls:\n%s", data)
 	}

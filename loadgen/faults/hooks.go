@@ -112,7 +112,7 @@ func (h *Hooks) Command(name HookName) string { return h.commands[name] }
 // the partition proxies of a launched cluster and no hook serves it.
 func HooksFor(kind ProcessActionKind) (down, up HookName, ok bool) {
 	switch kind {
-	case ProcessKillRestart, ProcessLeaderKill, ProcessCoordinatorKill:
+	case ProcessKillRestart, ProcessLeaderKill, ProcessCoordinatorKill, ProcessGroupCoordinatorKill:
 		return HookKill, HookStart, true
 	case ProcessPause, ProcessLeaderPause:
 		return HookPause, HookResume, true

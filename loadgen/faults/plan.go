@@ -117,16 +117,24 @@ const (
 	// believing it leads (a launched cluster, or --fault-exec pause and
 	// resume hooks).
 	ProcessLeaderPause ProcessActionKind = "leader-pause"
+	// ProcessGroupCoordinatorKill is kill-restart of the broker that
+	// coordinates the run's consume group (FindCoordinator of the group;
+	// in a mode without one, the broker that would) when the action fires.
+	ProcessGroupCoordinatorKill ProcessActionKind = "group-coordinator-kill"
 )
 
 // processActionKinds lists every kind, in the order errors name them.
 var processActionKinds = []ProcessActionKind{ProcessKillRestart, ProcessPause, ProcessLeaderKill, ProcessCoordinatorKill,
-	ProcessBrokerPartition, ProcessLeaderPause}
+	ProcessBrokerPartition, ProcessLeaderPause, ProcessGroupCoordinatorKill}
 
 // Selects reports whether the action picks its broker when it fires (by
 // the run's Selector) rather than by index or round robin.
 func (k ProcessActionKind) Selects() bool {
-	return k == ProcessLeaderKill || k == ProcessCoordinatorKill || k == ProcessBrokerPartition || k == ProcessLeaderPause
+	switch k {
+	case ProcessLeaderKill, ProcessCoordinatorKill, ProcessBrokerPartition, ProcessLeaderPause, ProcessGroupCoordinatorKill:
+		return true
+	}
+	return false
 }
 
 // Selector finds, when an action that Selects fires, the index of the
