@@ -31,7 +31,7 @@ func loadChurnPlan(t *testing.T) faults.Plan {
 func TestGroupChurnApplicability(t *testing.T) {
 	plan := loadChurnPlan(t)
 	for _, mode := range AllModes {
-		reason := notApplicable(plan, mode, true, true)
+		reason := notApplicable(plan, mode, faultReach{launched: true, cluster: true})
 		if applies := slices.Contains(GroupChurnModes, mode); applies != (reason == "") {
 			t.Errorf("%s: not-applicable reason %q, want applicable = %v", mode, reason, applies)
 		}

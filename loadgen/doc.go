@@ -5,7 +5,9 @@
 //
 // This package is the runner: a workload (workload.go) expands into cells,
 // one per mode and fault plan (matrix.go, which also says which cells are
-// not applicable); each cell starts its faults (faultenv.go), its consume
+// not applicable); each cell starts its faults (faultenv.go; process
+// faults on a cluster it did not launch run the operator's --fault-exec
+// hooks on the broker clusterfaults.go picks from Metadata), its consume
 // stage (load.go, stage.go) and its producers (producer.go, or the single
 // writers of singlewriter.go), drains, reads back and checks what it wrote
 // (check.go, readback.go, polls.go) and is judged against its expectation

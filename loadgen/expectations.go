@@ -139,12 +139,15 @@ func (e expectation) describe() string {
 
 // evidence is what a run showed besides the checker's counts.
 type evidence struct {
-	faultsFired       int64
-	faultCounts       map[faults.Kind]int64
-	zombieWrites      int64 // records or commits the zombie tried after it was fenced
-	churnAborts       int64 // transactions with records group-churn workers aborted to leave
-	offenders         map[string][]string
-	loadErr           error
+	faultsFired  int64
+	faultCounts  map[faults.Kind]int64
+	zombieWrites int64 // records or commits the zombie tried after it was fenced
+	churnAborts  int64 // transactions with records group-churn workers aborted to leave
+	offenders    map[string][]string
+	loadErr      error
+	// hookErr is a --fault-exec hook that failed or a broker that did
+	// not come back after its fault: the run stopped there.
+	hookErr           error
 	notApplicableNote string
 }
 
@@ -197,6 +200,11 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 	run.Expectation = expectation
 	defer func() { expectation.Verdict = run.Status }()
 	if run.Status == report.StatusUnsupported || run.Status == report.StatusNotApplicable {
+		expectation.Why = run.Reason
+		return
+	}
+	if proof.hookErr != nil {
+		run.Status, run.Reason = report.StatusError, "the run stopped: "+proof.hookErr.Error()
 		expectation.Why = run.Reason
 		return
 	}

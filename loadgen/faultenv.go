@@ -29,14 +29,23 @@ type faultEnv struct {
 	// process faults act on (nil on other targets).
 	cluster *clusterTarget
 	// topic is the run's load topic and firstTransactionalID its first
-	// load producer's transactional id, for the cluster's Selector.
+	// load producer's transactional id, for the cluster's Selector;
+	// topics are all the run's topics, whose ISRs must be full again
+	// after a fault on an external cluster.
 	topic, firstTransactionalID string
-	admin                       *kgo.Client    // the launched broker's admin client, or nil
-	self                        SelfCommand    // how to start workers
-	plan                        faults.Plan    // the run's fault plan
-	onStop                      []func() error // cleanups, run in reverse by close
-	mu                          sync.Mutex     // guards notes
-	notes                       []string       // diagnostics worth a line in the results
+	topics                      []string
+	groupID                     string // the consume stage's group, for group-coordinator-kill
+	// hooks, when the plan's process faults act on a cluster the load
+	// generator did not launch, are the operator's --fault-exec commands
+	// (nil otherwise); targetOptions reach that cluster.
+	hooks         *faults.Hooks
+	targetOptions []kgo.Opt
+	admin         *kgo.Client    // the launched broker's admin client, or nil
+	self          SelfCommand    // how to start workers
+	plan          faults.Plan    // the run's fault plan
+	onStop        []func() error // cleanups, run in reverse by close
+	mu            sync.Mutex     // guards notes
+	notes         []string       // diagnostics worth a line in the results
 }
 
 // canLaunch reports whether process faults can run against the target: only
@@ -44,6 +53,17 @@ type faultEnv struct {
 // the embedded target, the cluster target's own brokers).
 func canLaunch(options Options) bool {
 	return (options.Target.Kind() == TargetEmbedded && options.Self.Path != "") || isCluster(options)
+}
+
+// externalHooks are the --fault-exec hooks process faults use against
+// options' target: a cluster the load generator did not launch, named
+// by --bootstrap (nil for the targets it starts itself, or without
+// hooks).
+func externalHooks(options Options) *faults.Hooks {
+	if options.Target.Kind() != TargetBootstrap {
+		return nil
+	}
+	return options.FaultHooks
 }
 
 // isCluster reports whether the target is a cluster the load generator
@@ -59,8 +79,10 @@ func isCluster(options Options) bool {
 // admin client and the verification readers never go through the proxy.
 func startFaultEnv(ctx context.Context, plan runPlan, options Options) (*faultEnv, runPlan, error) {
 	env := &faultEnv{log: faults.NewEventLog(faultCounter(options.Metrics)), self: options.Self, plan: plan.faults, topic: plan.topic,
-		firstTransactionalID: loadTransactionalID(plan, 0)}
-	if cluster, ok := options.Target.(*clusterTarget); ok && plan.faults.NeedsProcesses() {
+		firstTransactionalID: loadTransactionalID(plan, 0), topics: plan.stageTopics(), groupID: plan.groupID()}
+	if hooks := externalHooks(options); hooks != nil && plan.faults.NeedsProcesses() {
+		env.hooks, env.targetOptions = hooks, plan.targetOptions()
+	} else if cluster, ok := options.Target.(*clusterTarget); ok && plan.faults.NeedsProcesses() {
 		// The cluster's brokers record this run's kills in its log, until
 		// the run ends.
 		env.cluster = cluster
@@ -131,22 +153,32 @@ func (e *faultEnv) note(format string, args ...any) {
 }
 
 // startProcessFaults runs the plan's process actions against the launched
-// broker from now until stop is called; stop returns once every action has
-// finished (a killed broker is running again, a paused one resumed).
-func (e *faultEnv) startProcessFaults(ctx context.Context) (stop func() error) {
-	if (e.broker == nil && e.cluster == nil) || len(e.plan.Processes) == 0 {
+// broker, or through the hooks against an external cluster, from now
+// until stop is called; stop returns once every action has finished (a
+// killed broker is running again, a paused one resumed). A hook that
+// fails, or a broker that does not come back, ends the actions at once
+// and calls failed with the error, so that the load stops too.
+func (e *faultEnv) startProcessFaults(ctx context.Context, failed func(error)) (stop func() error) {
+	if (e.broker == nil && e.cluster == nil && e.hooks == nil) || len(e.plan.Processes) == 0 {
 		return func() error { return nil }
-	}
-	processes, selector := []*faults.Process(nil), faults.Selector(nil)
-	if e.cluster != nil {
-		processes, selector = e.cluster.processes, e.selectBroker
-	} else {
-		processes = []*faults.Process{e.broker.process}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- faults.RunProcessActions(ctx, e.plan.Processes, processes, selector)
+		var err error
+		switch {
+		case e.hooks != nil:
+			err = faults.RunHookActions(ctx, e.plan.Processes, faults.External{Hooks: e.hooks, Log: e.log,
+				Select: e.pickBroker, Recovered: e.brokerRecovered})
+		case e.cluster != nil:
+			err = faults.RunProcessActions(ctx, e.plan.Processes, e.cluster.processes, e.selectBroker)
+		default:
+			err = faults.RunProcessActions(ctx, e.plan.Processes, []*faults.Process{e.broker.process}, nil)
+		}
+		if faults.IsHookFailure(err) {
+			failed(err)
+		}
+		done <- err
 	}()
 	return func() error {
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -188,7 +189,7 @@ func PlanModes(plan faults.Plan) []string {
 	all := modes.Names()
 	var applicable []string
 	for _, mode := range all {
-		if notApplicable(plan, mode, true, true) == "" {
+		if notApplicable(plan, mode, faultReach{launched: true, cluster: true}) == "" {
 			applicable = append(applicable, mode)
 		}
 	}
@@ -198,19 +199,24 @@ func PlanModes(plan faults.Plan) []string {
 	return applicable
 }
 
-// notApplicable says why a plan cannot run in a mode against a target, or
-// "" when it can. launched reports whether the target's brokers are
-// processes the load generator launched (or can launch), cluster whether
-// they are a replicated cluster (leader-kill and coordinator-kill pick
-// their broker among its brokers).
-func notApplicable(plan faults.Plan, mode string, launched, cluster bool) string {
-	if plan.NeedsProcesses() && !launched {
-		return "not-applicable (needs a broker loadgen launched)"
-	}
-	for _, action := range plan.Processes {
-		if action.Action.Selects() && !cluster {
-			return "not-applicable (" + string(action.Action) + " needs a replicated cluster: --target cluster)"
-		}
+// faultReach is what a run's process faults can act on.
+type faultReach struct {
+	// launched: the target's brokers are processes the load generator
+	// launched (or can launch); cluster: a replicated cluster of them
+	// (leader-kill and coordinator-kill pick their broker among its
+	// brokers).
+	launched, cluster bool
+	// hooks are the --fault-exec commands that act on the brokers of a
+	// cluster it did not launch (nil: none).
+	hooks *faults.Hooks
+}
+
+// notApplicable says why a plan cannot run in a mode against a target
+// whose brokers the process faults reach as reach says, or "" when it
+// can.
+func notApplicable(plan faults.Plan, mode string, reach faultReach) string {
+	if reason := processesNotApplicable(plan, reach); reason != "" {
+		return reason
 	}
 	// A client fault applies to the modes whose spec lists it.
 	spec := specOf(mode)
@@ -231,16 +237,69 @@ func notApplicable(plan faults.Plan, mode string, launched, cluster bool) string
 	return ""
 }
 
+// processesNotApplicable says why the plan's process faults cannot run
+// on what reach reaches, or "".
+func processesNotApplicable(plan faults.Plan, reach faultReach) string {
+	switch {
+	case !plan.NeedsProcesses():
+		return ""
+	case reach.launched:
+		for _, action := range plan.Processes {
+			if action.Action.Selects() && !reach.cluster {
+				return "not-applicable (" + string(action.Action) + " needs a replicated cluster: --target cluster)"
+			}
+		}
+		return ""
+	case reach.hooks == nil:
+		return "not-applicable (needs a broker loadgen launched, or --fault-exec hooks that " + hookList(plan) +
+			" the brokers of a cluster it did not launch)"
+	}
+	for _, action := range plan.Processes {
+		if _, _, ok := faults.HooksFor(action.Action); !ok {
+			return "not-applicable (" + string(action.Action) + " needs the partition proxies of --target cluster; no --fault-exec hook does it)"
+		}
+		if missing := reach.hooks.Missing(action.Action); len(missing) > 0 {
+			names := make([]string, len(missing))
+			for i, name := range missing {
+				names[i] = string(name)
+			}
+			return "not-applicable (" + string(action.Action) + " needs the --fault-exec hook " + orList(names) + ")"
+		}
+	}
+	return ""
+}
+
+// hookList names the hooks a plan's process actions need: "kill and
+// start", "pause and resume".
+func hookList(plan faults.Plan) string {
+	var names []string
+	for _, action := range plan.Processes {
+		if down, up, ok := faults.HooksFor(action.Action); ok {
+			for _, name := range []faults.HookName{down, up} {
+				if !slices.Contains(names, string(name)) {
+					names = append(names, string(name))
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return "act on"
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // cellNotApplicable is notApplicable for plan on options' target, and
 // also says why a plan cannot run with the target's security: process
 // faults run their own PLAINTEXT broker, and the fault proxy reads and
 // rewrites Kafka requests, which TLS hides from it.
 func cellNotApplicable(plan runPlan, options Options) string {
-	if reason := notApplicable(plan.faults, plan.mode, canLaunch(options), isCluster(options)); reason != "" {
+	hooks := externalHooks(options)
+	if reason := notApplicable(plan.faults, plan.mode, faultReach{launched: canLaunch(options), cluster: isCluster(options),
+		hooks: hooks}); reason != "" {
 		return reason
 	}
 	switch protocol := plan.security.Config().Protocol; {
-	case plan.security != nil && plan.faults.NeedsProcesses():
+	case plan.security != nil && plan.faults.NeedsProcesses() && hooks == nil:
 		return "not-applicable (process faults launch a broker of their own, which listens on PLAINTEXT, not " + protocol + ")"
 	case plan.faults.NeedsProxy() && plan.security.Config().TLS():
 		return "not-applicable (the fault proxy reads Kafka requests, which " + protocol + " encrypts)"

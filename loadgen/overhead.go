@@ -241,7 +241,7 @@ func costTables(w Workload) ([]costTable, error) {
 			baselineSlot := slot.mode == modes.Baseline()
 			// launched and cluster true: only what the mode itself rules
 			// out is left; what the target rules out shows when it runs.
-			if reason := notApplicable(table.plan, slot.mode, true, true); reason != "" {
+			if reason := notApplicable(table.plan, slot.mode, faultReach{launched: true, cluster: true}); reason != "" {
 				if baselineSlot {
 					table.baselineWithoutFaults = true
 				} else {

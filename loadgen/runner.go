@@ -52,6 +52,10 @@ type Options struct {
 	// scraped before and after each cell into the cell's broker_metrics
 	// ("": none; see BrokerMetricsURL).
 	BrokerMetrics string
+	// FaultHooks are the operator's --fault-exec commands, with which
+	// process faults act on the brokers of a cluster the load generator
+	// did not launch (nil: such runs are not applicable).
+	FaultHooks *faults.Hooks
 }
 
 // runPlan is one run of a suite: a mode (and commit interval) under a fault
@@ -175,13 +179,20 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	suite := describeSuite(results, options, plans)
 	suite.Notes = notes
 	reporter.SuiteStarted(suite)
+	var stopped error
 	for i, plan := range plans {
 		if ctx.Err() != nil {
 			break
 		}
-		run := runCell(ctx, admin, plan, options, reporter, i+1)
+		run, stopErr := runCell(ctx, admin, plan, options, reporter, i+1)
 		run.Round, run.Slot = plan.round, plan.slot
 		results.Runs = append(results.Runs, run)
+		if stopErr != nil {
+			// The cluster's state is unknown after a failed hook: the
+			// cells left would measure it, not their mode.
+			stopped = fmt.Errorf("%s: %w; the %d cells left were not run", run.Name, stopErr, len(plans)-i-1)
+			break
+		}
 	}
 	results.FinishedAt = time.Now()
 	compareWithBaseline(results.Runs)
@@ -191,11 +202,14 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	if options.Workload.GroupProtocols != nil {
 		results.GroupProtocols = buildGroupProtocols(options.Workload, results.Runs)
 	}
-	results.Passed = len(results.Runs) > 0 && ctx.Err() == nil
+	results.Passed = len(results.Runs) > 0 && ctx.Err() == nil && stopped == nil
 	for _, run := range results.Runs {
 		if run.Status == report.StatusFail || run.Status == report.StatusError {
 			results.Passed = false
 		}
+	}
+	if stopped != nil {
+		return results, errors.Join(ctx.Err(), stopped)
 	}
 	return results, ctx.Err()
 }
@@ -229,13 +243,15 @@ func describeSuite(results *report.Results, options Options, plans []runPlan) pr
 }
 
 // runCell runs the plan of cell index with its progress reported: the
-// phases while it runs, then its verdict.
-func runCell(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, reporter progress.Reporter, index int) *report.Run {
+// phases while it runs, then its verdict. stopSuite is a failed
+// --fault-exec hook, after which no further cell should run.
+func runCell(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, reporter progress.Reporter, index int) (
+	run *report.Run, stopSuite error) {
 	tracker := newCellTracker(reporter, index)
 	reporter.CellStarted(index)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); tracker.run(stop) }()
-	run := runOne(ctx, admin, plan, options, tracker)
+	run, stopSuite = runOne(ctx, admin, plan, options, tracker)
 	close(stop)
 	<-done
 	finished := progress.Finished{Cell: index, Verdict: run.Status, Elapsed: run.FinishedAt.Sub(run.StartedAt),
@@ -251,13 +267,13 @@ func runCell(ctx context.Context, admin *kgo.Client, plan runPlan, options Optio
 		finished.Why = strings.TrimSuffix(strings.TrimPrefix(run.Reason, "not-applicable ("), ")")
 	}
 	reporter.CellFinished(finished)
-	return run
+	return run, stopSuite
 }
 
 // runOne runs one plan: faults, topics, load, drain, verification, verdict;
-// tracker follows its phases.
-func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, tracker *cellTracker) *report.Run {
-	run := &report.Run{Name: plan.name, Mode: plan.mode, ClientSettings: clientSettings(plan), StartedAt: time.Now(),
+// tracker follows its phases. stopSuite is a failed --fault-exec hook.
+func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Options, tracker *cellTracker) (run *report.Run, stopSuite error) {
+	run = &report.Run{Name: plan.name, Mode: plan.mode, ClientSettings: clientSettings(plan), StartedAt: time.Now(),
 		Latency: map[string]*report.Histogram{}, ErrorsByCode: map[string]int64{}}
 	run.FaultPlan = plan.faults.Name
 	if plan.usesGroup() {
@@ -267,13 +283,13 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 	if reason := cellNotApplicable(plan, options); reason != "" {
 		run.Status, run.Reason = report.StatusNotApplicable, reason
 		judgeRun(run, plan.faults, evidence{})
-		return run
+		return run, nil
 	}
 	env, plan, err := startFaultEnv(ctx, plan, options)
 	if err != nil {
 		failRun(run, err)
 		judgeRun(run, plan.faults, evidence{})
-		return run
+		return run, nil
 	}
 	defer env.close()
 	if env.admin != nil {
@@ -285,7 +301,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 	if err := createRunTopics(ctx, admin, plan); err != nil {
 		failRun(run, err)
 		judgeRun(run, plan.faults, evidence{})
-		return run
+		return run, nil
 	}
 	defer func() {
 		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -298,7 +314,7 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 	}()
 	proof := loadAndVerify(ctx, admin, plan, options, env, run, tracker)
 	judgeRun(run, plan.faults, proof)
-	return run
+	return run, proof.hookErr
 }
 
 // loadAndVerify drives the run's load with its faults, then reads back and
@@ -327,12 +343,19 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	live := &sampler{start: start, metrics: metrics, tracker: tracker}
 	go func() { defer close(samplerDone); live.run(stopSampler) }()
 
-	stopFaults := env.startProcessFaults(ctx)
+	// A failed --fault-exec hook stops the load at once.
+	loadCtx, stopLoad := context.WithCancelCause(ctx)
+	defer stopLoad(nil)
+	stopFaults := env.startProcessFaults(ctx, stopLoad)
 	var runErr error
 	if stageErr != nil {
 		runErr = errors.Join(stageErr, stopFaults())
 	} else {
-		runErr = load.drive(ctx, stopFaults, workers)
+		runErr = load.drive(loadCtx, stopFaults, workers)
+	}
+	var hookErr error
+	if cause := context.Cause(loadCtx); faults.IsHookFailure(cause) {
+		hookErr = cause
 	}
 	close(stopSampler)
 	<-samplerDone
@@ -348,7 +371,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 		run.AckTimeline = &report.AckTimeline{StepMillis: int(timelineStep / time.Millisecond), Acked: live.timeline}
 		run.Delayed = delayedOf(metrics)
 	}
-	proof = evidence{loadErr: runErr, zombieWrites: load.zombieWrites.Load(), churnAborts: load.churnAborts.Load()}
+	proof = evidence{loadErr: runErr, hookErr: hookErr, zombieWrites: load.zombieWrites.Load(), churnAborts: load.churnAborts.Load()}
 	defer func() {
 		run.FaultsFired = env.log.Total()
 		run.FaultEvents = env.events(start)
@@ -358,6 +381,9 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	if reason := metrics.unsupportedMode(); reason != "" {
 		run.Status, run.Reason = report.StatusUnsupported, reason
 		return proof
+	}
+	if hookErr != nil {
+		return proof // the cluster's state is unknown: nothing to verify against
 	}
 	tracker.enter(progress.PhaseVerifying, 0)
 	proof.offenders = verifyRun(ctx, admin, plan, ledger, logs, run)

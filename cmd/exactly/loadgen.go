@@ -51,6 +51,11 @@ type loadgenFlags struct {
 	listWorkloads, listPlans, quick                  bool
 	findMax                                          findMaxFlags
 	metricsListen, brokerMetrics                     string
+	// faultExec are the --fault-exec name=command hooks, bounded by
+	// faultExecTimeout each, with faultRecoveryTimeout for a broker to be
+	// back after its fault.
+	faultExec                              repeatedFlag
+	faultExecTimeout, faultRecoveryTimeout time.Duration
 	// security is how clients connect to a --bootstrap cluster.
 	security clientsec.Config
 	// live is the collectors --metrics-listen serves, started by
@@ -63,7 +68,8 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run (default: the workload's): "+strings.Join(modes.Names(), ", "))
 	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka), "+
 		"cluster (3 of our brokers launched as processes, a Raft metadata quorum, topics replicated 3 times with min.insync.replicas 2; "+
-		"the leader-kill, coordinator-kill and broker-partition fault plans need it; with broker-partition every connection goes through proxies that can cut a broker off); --bootstrap implies an existing cluster")
+		"the leader-kill, coordinator-kill, leader-pause and broker-partition fault plans need it, or for all but broker-partition --fault-exec with --bootstrap; "+
+		"with broker-partition every connection goes through proxies that can cut a broker off); --bootstrap implies an existing cluster")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port...] of an existing Kafka-compatible cluster")
 	fs.StringVar(&f.out, "out", "results", "directory for the results JSON file")
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of the embedded broker (default: a temporary directory, removed afterwards)")
@@ -107,8 +113,36 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 		"the broker's own figures (time per request, fsyncs, transaction markers) go into the results and the dashboard; "+
 		"also reads Apache Kafka through the JMX exporter (e.g. http://kafka:7071/metrics) and Redpanda (http://redpanda:9644/public_metrics) "+
 		"(default: the embedded broker's, when it serves them; none for other targets)")
+	fs.Var(&f.faultExec, "fault-exec", "name=command (repeatable): a command that acts on one broker of a cluster the load generator did not launch (--bootstrap), "+
+		"so that the process fault plans run against it. Names: kill (crash the broker), start (start a killed broker again), pause (stop it without killing it, "+
+		"like SIGSTOP), resume (let a paused broker run again, like SIGCONT). broker-restart, leader-kill and coordinator-kill need kill and start; "+
+		"leader-pause needs pause and resume. The command runs with sh -c; {id}, {host} and {port} are replaced by the target broker's node id, host and port "+
+		"as Metadata lists them (quoted for the shell where needed: do not quote them again), and EXACTLY_BROKER_ID, _HOST and _PORT are set. "+
+		"The broker is chosen when the fault fires: the leader of most of the run's partitions (leader-kill, leader-pause), the transaction coordinator "+
+		"of the run's first producer (coordinator-kill), or one drawn at random with the plan's seed (broker-restart). "+
+		"After start or resume the load generator waits until the broker is back in Metadata and every partition of the run's topics has all its replicas in sync. "+
+		"A start command that leaves the broker running in the background must send the broker's output elsewhere (e.g. >>broker.log 2>&1). "+
+		"Example: --fault-exec kill='ssh {host} sudo systemctl kill -s KILL kafka' --fault-exec start='ssh {host} sudo systemctl start kafka'. "+
+		"A command that exits non-zero or runs past --fault-exec-timeout fails its run, and the cells after it are not run")
+	fs.DurationVar(&f.faultExecTimeout, "fault-exec-timeout", faults.DefaultHookTimeout, "longest a --fault-exec command may run before it is killed and its run fails")
+	fs.DurationVar(&f.faultRecoveryTimeout, "fault-recovery-timeout", faults.DefaultRecoveryTimeout,
+		"with --fault-exec: longest wait after a start or resume command until the broker is back in Metadata with every partition's replicas in sync; "+
+			"past it the run fails and the cells after it are not run")
 	f.findMax.register(fs)
 	registerSecurityFlags(fs, &f.security)
+}
+
+// faultHooks parses --fault-exec (nil when none was given); the hooks
+// are for a cluster the load generator did not launch.
+func (f *loadgenFlags) faultHooks() (*faults.Hooks, error) {
+	if len(f.faultExec) == 0 {
+		return nil, nil
+	}
+	if f.bootstrap == "" {
+		return nil, errors.New("--fault-exec is for a cluster the load generator did not launch (--bootstrap host:port): " +
+			"it kills, starts, pauses and resumes the brokers of the other targets itself")
+	}
+	return faults.ParseHooks(f.faultExec, f.faultExecTimeout, f.faultRecoveryTimeout)
 }
 
 // apply overrides the workload's values with the flags that were set.
@@ -267,6 +301,10 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if err := checkSecurityFlags(&flags); err != nil {
 		return err
 	}
+	hooks, err := flags.faultHooks()
+	if err != nil {
+		return err
+	}
 	if flags.listWorkloads {
 		for _, name := range loadgen.WorkloadNames() {
 			fmt.Fprintln(stdout, name)
@@ -327,7 +365,7 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	options := loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database, RunID: rand.Uint64(),
-		Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target)}
+		Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target), FaultHooks: hooks}
 	printer := newProgressPrinter(stdout, flags)
 	if printer != nil {
 		options.Progress = printer

@@ -3,7 +3,9 @@
 //
 //  1. broker crash — Process: SIGKILL a broker the load generator launched
 //     and restart it on the same data dir (plan action kill-restart), or
-//     SIGSTOP/SIGCONT it (pause);
+//     SIGSTOP/SIGCONT it (pause); on a cluster it did not launch the
+//     operator's Hooks do the same (kill, start, pause, resume commands
+//     with the target broker's id, host and port; RunHookActions);
 //  2. producer→broker RPC lost — Proxy rules drop-request (the broker never
 //     sees the request) and drop-response (the broker wrote it, the ack is
 //     swallowed and the connection cut: "written but not acknowledged");
@@ -57,6 +59,7 @@
 //
 // A Plan (YAML, see LoadPlan) names a seed, proxy rules, process actions
 // and client actions. The shipped plans are none, ack-loss, request-loss,
-// conn-reset, broker-restart, zombie-producer, consumer-crash, group-churn
-// and fetch-loss.
+// conn-reset, broker-restart, leader-kill, coordinator-kill, leader-pause,
+// broker-partition, zombie-producer, consumer-crash, group-churn and
+// fetch-loss (PlanNames lists them).
 package faults

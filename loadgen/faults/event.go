@@ -37,6 +37,12 @@ const (
 	KindPause Kind = "pause"
 	// KindResume: a paused process was sent SIGCONT.
 	KindResume Kind = "resume"
+	// KindHookFailed: a --fault-exec hook exited non-zero, could not
+	// start, or did not finish within its timeout (Hooks.Run).
+	KindHookFailed Kind = "hook-failed"
+	// KindNotRecovered: after a fault a broker did not come back in
+	// Metadata with full ISRs within the bound (RunHookActions).
+	KindNotRecovered Kind = "not-recovered"
 	// KindCut: a broker was cut off the network by the partition proxies.
 	KindCut Kind = "cut"
 	// KindHeal: a cut-off broker was let back onto the network.

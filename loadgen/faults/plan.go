@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,20 +110,42 @@ const (
 	// keeps its own view of the cluster (a launched cluster; the run's
 	// Selector finds it).
 	ProcessBrokerPartition ProcessActionKind = "broker-partition"
+	// ProcessLeaderPause sends SIGSTOP to the broker that leads the most
+	// partitions of the run's topic when the action fires, waits Down,
+	// sends SIGCONT: with Down longer than the cluster's session timeout
+	// a successor is elected meanwhile, and the old leader wakes up still
+	// believing it leads (a launched cluster, or --fault-exec pause and
+	// resume hooks).
+	ProcessLeaderPause ProcessActionKind = "leader-pause"
+	// ProcessGroupCoordinatorKill is kill-restart of the broker that
+	// coordinates the run's consume group (FindCoordinator of the group;
+	// in a mode without one, the broker that would) when the action fires.
+	ProcessGroupCoordinatorKill ProcessActionKind = "group-coordinator-kill"
 )
+
+// processActionKinds lists every kind, in the order errors name them.
+var processActionKinds = []ProcessActionKind{ProcessKillRestart, ProcessPause, ProcessLeaderKill, ProcessCoordinatorKill,
+	ProcessBrokerPartition, ProcessLeaderPause, ProcessGroupCoordinatorKill}
 
 // Selects reports whether the action picks its broker when it fires (by
 // the run's Selector) rather than by index or round robin.
 func (k ProcessActionKind) Selects() bool {
-	return k == ProcessLeaderKill || k == ProcessCoordinatorKill || k == ProcessBrokerPartition
+	switch k {
+	case ProcessLeaderKill, ProcessCoordinatorKill, ProcessBrokerPartition, ProcessLeaderPause, ProcessGroupCoordinatorKill:
+		return true
+	}
+	return false
 }
 
 // Selector finds, when an action that Selects fires, the index of the
 // launched broker it acts on.
 type Selector func(ctx context.Context, action ProcessActionKind) (int, error)
 
-// ProcessAction is a fault on brokers the load generator launched as
-// subprocesses; it cannot run against an external cluster.
+// ProcessAction is a fault on broker processes: brokers the load
+// generator launched as subprocesses, or the brokers of a cluster it did
+// not launch through the operator's --fault-exec hooks (Hooks,
+// RunHookActions), where broker is an index among the brokers of
+// Metadata in node id order.
 //
 //	processes:
 //	  - action: kill-restart   # or pause
@@ -140,11 +163,8 @@ type ProcessAction struct {
 
 // Validate reports an action that cannot run.
 func (a ProcessAction) Validate() error {
-	switch a.Action {
-	case ProcessKillRestart, ProcessPause, ProcessLeaderKill, ProcessCoordinatorKill, ProcessBrokerPartition:
-	default:
-		return fmt.Errorf("action %q is not one of [%s %s %s %s %s]", a.Action, ProcessKillRestart, ProcessPause,
-			ProcessLeaderKill, ProcessCoordinatorKill, ProcessBrokerPartition)
+	if !slices.Contains(processActionKinds, a.Action) {
+		return fmt.Errorf("action %q is not one of %v", a.Action, processActionKinds)
 	}
 	if a.Action.Selects() && a.Broker != nil {
 		return fmt.Errorf("%s picks its broker when it fires: leave broker out", a.Action)
@@ -267,7 +287,7 @@ func (p Plan) Validate() error {
 func (p Plan) NeedsProxy() bool { return len(p.Rules) > 0 }
 
 // NeedsProcesses reports whether the plan acts on broker processes, which
-// only brokers the load generator launched allow.
+// only brokers the load generator launched allow, or --fault-exec hooks.
 func (p Plan) NeedsProcesses() bool { return len(p.Processes) > 0 }
 
 //go:embed plans/*.yaml
@@ -352,17 +372,28 @@ func RunProcessActions(ctx context.Context, actions []ProcessAction, processes [
 	return errors.Join(errs...)
 }
 
-// runProcessAction fires one action on its schedule, from now.
-func runProcessAction(ctx context.Context, action ProcessAction, processes []*Process, selector Selector) error {
+// onSchedule calls fire on schedule's firings, from now, until it is done,
+// ctx ends (not an error) or fire fails.
+func onSchedule(ctx context.Context, schedule Schedule, fire func(fired int) error) error {
 	start := time.Now()
-	for fired := 0; action.Count == 0 || fired < action.Count; fired++ {
-		at := time.Duration(action.After) + time.Duration(fired)*time.Duration(action.Every)
-		if fired > 0 && action.Every == 0 {
+	for fired := 0; schedule.Count == 0 || fired < schedule.Count; fired++ {
+		at := time.Duration(schedule.After) + time.Duration(fired)*time.Duration(schedule.Every)
+		if fired > 0 && schedule.Every == 0 {
 			return nil
 		}
 		if !wait.Until(ctx, start.Add(at)) {
 			return nil
 		}
+		if err := fire(fired); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runProcessAction fires one action on its schedule, from now.
+func runProcessAction(ctx context.Context, action ProcessAction, processes []*Process, selector Selector) error {
+	return onSchedule(ctx, action.Schedule, func(fired int) error {
 		target := processes[fired%len(processes)]
 		if action.Broker != nil {
 			target = processes[*action.Broker]
@@ -386,14 +417,14 @@ func runProcessAction(ctx context.Context, action ProcessAction, processes []*Pr
 			}
 			return fmt.Errorf("%s %s: %w", action.Action, target.Name(), err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func applyProcessAction(ctx context.Context, action ProcessAction, target *Process) error {
 	down := time.Duration(action.Down)
 	switch action.Action {
-	case ProcessPause:
+	case ProcessPause, ProcessLeaderPause:
 		if err := target.Pause(); err != nil {
 			return err
 		}

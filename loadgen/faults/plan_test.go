@@ -14,7 +14,7 @@ import (
 // Every shipped plan loads, validates and says what the brief asks of it.
 func TestStandardPlans(t *testing.T) {
 	want := []string{"ack-loss", "broker-partition", "broker-restart", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
-		"group-churn-steady", "leader-kill", "none", "request-loss", "zombie-producer"}
+		"group-churn-steady", "leader-kill", "leader-pause", "none", "request-loss", "zombie-producer"}
 	if got := PlanNames(); !slices.Equal(got, want) {
 		t.Fatalf("shipped plans %v, want %v", got, want)
 	}
@@ -47,6 +47,11 @@ func TestStandardPlans(t *testing.T) {
 			a := p.Processes
 			return len(a) == 1 && a[0].Action == ProcessBrokerPartition && a[0].Action.Selects() && a[0].Count == 2 &&
 				a[0].Every == Duration(12*time.Second) && a[0].Down == Duration(5*time.Second) && a[0].Broker == nil && !p.NeedsProxy()
+		},
+		"leader-pause": func(p Plan) bool {
+			a := p.Processes
+			return len(a) == 1 && a[0].Action == ProcessLeaderPause && a[0].Action.Selects() && a[0].Count == 2 &&
+				a[0].Down == Duration(5*time.Second) && a[0].Broker == nil && !p.NeedsProxy()
 		},
 		"coordinator-kill": func(p Plan) bool {
 			a := p.Processes
