@@ -14,7 +14,7 @@ import (
 // A fault after which no window within recoveryDipHorizon falls below the
 // level did not dip: its recovery is 0.
 const (
-	recoveryWindow     = 500 * time.Millisecond
+	recoveryWindow     = 200 * time.Millisecond
 	recoveryBefore     = 2 * time.Second
 	recoveryDipHorizon = 3 * time.Second
 	// recoverySkip leaves out the load's first steps, while the clients
