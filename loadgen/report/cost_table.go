@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -25,6 +26,7 @@ func WriteCost(w io.Writer, results *Results) error {
 		fmt.Fprintf(w, "fixed loads are shares of %s's sustainable rate, %d records/s (%s)\n", overhead.Baseline,
 			overhead.SustainableRate, overhead.SustainableSource)
 	}
+	var notes []string // what did not run, and why
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "fault\tload\tslot\tthroughput\tack p99\te2e p99\trecovery\t>1s ack/e2e\tlost/dup\t")
 	for _, load := range overhead.Loads {
@@ -33,9 +35,8 @@ func WriteCost(w io.Writer, results *Results) error {
 		}
 		loadText := costLoadText(load)
 		if load.NotApplicable != "" {
-			// The reason is the line's last cell, outside the columns,
-			// so that it does not widen them.
-			fmt.Fprintf(table, "%s\t%s\t%s\n", load.Faults, loadText, load.NotApplicable)
+			// Under the table: a short line would break its columns.
+			notes = append(notes, fmt.Sprintf("%s at %s: %s", load.Faults, loadText, load.NotApplicable))
 			continue
 		}
 		baseline := overhead.Baseline
@@ -53,7 +54,10 @@ func WriteCost(w io.Writer, results *Results) error {
 			load.BaselineCost.RecoveryText(), load.BaselineCost.DelayedText(), load.BaselineCost.CheckedText())
 		for _, row := range load.Rows {
 			if row.CannotBite != "" {
-				fmt.Fprintf(table, "\t\t%s\tcannot be touched: %s\n", row.Slot, row.CannotBite)
+				note := fmt.Sprintf("%s: %s cannot be touched (%s)", load.Faults, row.Slot, row.CannotBite)
+				if !slices.Contains(notes, note) {
+					notes = append(notes, note)
+				}
 				continue
 			}
 			throughput := ratioVerdict(row.Throughput, row.ThroughputVerdict())
@@ -69,6 +73,9 @@ func WriteCost(w io.Writer, results *Results) error {
 	}
 	if err := table.Flush(); err != nil {
 		return fmt.Errorf("write cost: %w", err)
+	}
+	for _, note := range notes {
+		fmt.Fprintln(w, "  "+note)
 	}
 	_, err := fmt.Fprintln(w, "the baseline's row shows its own values; the others are ratios to it, round by round. A ratio is faster\n"+
 		"or slower only when its interval lies outside the A/A floor (the baseline against itself), else ≈ (within noise).\n"+
