@@ -81,13 +81,11 @@ func medianOf(counts []int64) float64 {
 	if len(counts) == 0 {
 		return 0
 	}
-	sorted := slices.Clone(counts)
-	slices.Sort(sorted)
-	middle := len(sorted) / 2
-	if len(sorted)%2 == 1 {
-		return float64(sorted[middle])
+	values := make([]float64, len(counts))
+	for i, count := range counts {
+		values[i] = float64(count)
 	}
-	return float64(sorted[middle-1]+sorted[middle]) / 2
+	return stats.Median(values)
 }
 
 // notApplicableReason is the reason the runs were not applicable when

@@ -15,18 +15,7 @@ import (
 func TestRoundsFlag(t *testing.T) {
 	apply := func(workloadName string, args ...string) (loadgen.Workload, error) {
 		t.Helper()
-		fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		var flags loadgenFlags
-		flags.register(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		workload, err := loadgen.LoadWorkload(workloadName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return workload, flags.apply(&workload)
+		return applyLoadgenFlags(t, workloadName, args...)
 	}
 	workload, err := apply("overhead", "--rounds", "7")
 	if err != nil || workload.Overhead.Rounds != 7 {
@@ -70,18 +59,8 @@ func TestRoundsFlag(t *testing.T) {
 func TestFaultsFlagOnCostRounds(t *testing.T) {
 	apply := func(workloadName string, args ...string) loadgen.Workload {
 		t.Helper()
-		fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		var flags loadgenFlags
-		flags.register(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		workload, err := loadgen.LoadWorkload(workloadName)
+		workload, err := applyLoadgenFlags(t, workloadName, args...)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := flags.apply(&workload); err != nil {
 			t.Fatalf("%s %v: %v", workloadName, args, err)
 		}
 		return workload
@@ -104,4 +83,22 @@ func TestFaultsFlagOnCostRounds(t *testing.T) {
 	if standard := apply("standard", "--mode", "at-least-once,idempotent"); len(standard.Overhead.Modes) != 0 {
 		t.Errorf("standard --mode: the cost rounds keep their own modes %v", standard.Overhead.Modes)
 	}
+}
+
+// applyLoadgenFlags loads a workload and applies loadgen flags to it, as
+// the command does.
+func applyLoadgenFlags(t *testing.T, workloadName string, args ...string) (loadgen.Workload, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var flags loadgenFlags
+	flags.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	workload, err := loadgen.LoadWorkload(workloadName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return workload, flags.apply(&workload)
 }
