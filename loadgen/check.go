@@ -126,19 +126,6 @@ func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ver
 // reference it leaves for the topic's consumers.
 func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *verify.Ledger, logs []*verify.TrackedLog, reader readerSpec,
 	observations *runObservations, offenders map[string][]string) (*pendingCheck, readEnd) {
-	var stableNote string
-	if reader.isolation == verify.ReadCommitted && ledger.Totals().Uncertain > 0 {
-		// A transaction whose EndTxn errored may still be open: before
-		// the read, and outside its drain, wait for it to end (at the
-		// latest at its timeout, when the coordinator aborts it). Only
-		// then: a run whose every transaction ended has nothing to wait
-		// for.
-		wait := time.Duration(plan.workload.Transaction.Timeout) + stableGrace
-		if heldBack, err := awaitStable(ctx, admin, reader.topic, plan.workload.Partitions, wait); err == nil && heldBack > 0 {
-			stableNote = fmt.Sprintf("an open transaction still held the last stable offset %d offsets short of the end %s after the load "+
-				"(transaction.timeout.ms %s): the coordinator did not end it", heldBack, wait, plan.workload.Transaction.Timeout)
-		}
-	}
 	readCtx, cancel := context.WithTimeout(ctx, time.Duration(plan.workload.Drain))
 	defer cancel()
 	topic := observations.topic(reader.topic)
@@ -167,9 +154,6 @@ func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ve
 		check.notes = append(check.notes, "read back failed: "+err.Error())
 	} else if !complete {
 		check.notes = append(check.notes, fmt.Sprintf("read back incomplete within %s", plan.workload.Drain))
-	}
-	if stableNote != "" {
-		check.notes = append(check.notes, stableNote)
 	}
 	for kind, examples := range sampler.Finish() {
 		for _, example := range examples {

@@ -85,46 +85,6 @@ func readBack(ctx context.Context, admin *kgo.Client, seeds []kgo.Opt, topic str
 	return ends, true, nil
 }
 
-// stableGrace is how long past transaction.timeout.ms awaitStable waits
-// for open transactions to end: the coordinator aborts a transaction its
-// producer abandoned once the timeout passes, then writes the markers.
-const stableGrace = 10 * time.Second
-
-// awaitStable waits until no transaction is open on any partition of
-// topic: until every partition's last stable offset (the read_committed
-// end) has reached its high watermark, or wait has passed. A
-// read_committed read stops at the last stable offset, so a transaction
-// left open by a producer that died (or whose EndTxn answer was lost while
-// its coordinator moved) hides every committed record after its first one
-// until the coordinator aborts it at its timeout; reading before then
-// would count those records lost. It returns how many offsets an open
-// transaction still held back when it gave up (0: stable).
-func awaitStable(ctx context.Context, admin *kgo.Client, topic string, partitions int, wait time.Duration) (heldBack int64, err error) {
-	deadline := time.Now().Add(wait)
-	for {
-		stable, err := endOffsets(ctx, admin, topic, partitions, true)
-		if err != nil {
-			return 0, err
-		}
-		high, err := endOffsets(ctx, admin, topic, partitions, false)
-		if err != nil {
-			return 0, err
-		}
-		heldBack = 0
-		for partition := range min(len(stable), len(high)) {
-			heldBack += max(high[partition]-stable[partition], 0)
-		}
-		if heldBack == 0 || time.Now().After(deadline) {
-			return heldBack, nil
-		}
-		select {
-		case <-ctx.Done():
-			return heldBack, nil
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
 // liveConsumers read a run's final topic while it runs and record each
 // record's end-to-end latency (send → receipt). Each consumer goroutine owns
 // its client; received is shared (atomic), notify is signalled after each
