@@ -89,7 +89,8 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.abortShare, "abort-share", -1, "fraction of transactions aborted on purpose")
 	fs.StringVar(&f.keys, "keys", "", "key distribution: none, uniform or zipf")
 	fs.StringVar(&f.faultPlans, "faults", "", "comma-separated fault plans (shipped: "+strings.Join(faults.PlanNames(), ", ")+", or YAML files): run the modes under each, replacing the workload's fault matrix; "+
-		"the cost rounds of a workload that has them (standard, quick, cost, overhead) run under each plan too")
+		"the rounds of --workload cost or overhead run under each plan; the standard and quick suites' cost rounds run under them with --rounds N, "+
+		"and are left out without it")
 	fs.StringVar(&f.database, "db", "", "application database of consumer-dedup and external-offsets: postgres://… URL or an SQLite file (default: an SQLite file in a temporary directory)")
 	fs.Int64Var(&f.dedupWindow, "dedup-window", 0, "consumer-dedup window: keys of the last N offsets of each partition are remembered")
 	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of the cost rounds (the standard and quick suites after their matrix, --workload cost, --workload overhead): "+
@@ -164,15 +165,19 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		for _, plan := range strings.Split(f.faultPlans, ",") {
 			entries = append(entries, loadgen.MatrixEntry{Plan: strings.TrimSpace(plan)})
 		}
-		// An overhead workload's rounds run under the plans; a workload
-		// with a fault matrix runs its matrix under them, and its cost
-		// rounds (if any) too.
+		// An overhead workload's rounds run under the plans. A workload
+		// with a fault matrix runs its matrix under them; its cost rounds
+		// run under them too only when --rounds asks for them (a focused
+		// run of a few plans should not add minutes of rounds).
 		if w.Overhead != nil {
-			if len(w.Faults) == 0 {
+			switch {
+			case len(w.Faults) == 0:
 				w.Overhead.Faults = entries
 				entries = nil
-			} else {
+			case f.rounds > 0:
 				w.Overhead.Faults = append([]loadgen.MatrixEntry(nil), entries...)
+			default:
+				w.Overhead = nil
 			}
 		}
 		w.Faults = entries

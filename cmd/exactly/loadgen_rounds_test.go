@@ -53,9 +53,9 @@ func TestRoundsFlag(t *testing.T) {
 
 // TestFaultsFlagOnCostRounds: --faults makes an overhead workload's
 // rounds run under the plans (it has no matrix to replace); on the
-// standard suite it replaces the matrix and the cost rounds' plans
-// alike, and --mode picks the cost rounds' slots as well as the
-// matrix's modes.
+// standard suite it replaces the matrix and leaves the cost rounds out,
+// unless --rounds asks for them under the same plans; --mode picks the
+// cost rounds' slots as well as the matrix's modes.
 func TestFaultsFlagOnCostRounds(t *testing.T) {
 	apply := func(workloadName string, args ...string) loadgen.Workload {
 		t.Helper()
@@ -77,8 +77,13 @@ func TestFaultsFlagOnCostRounds(t *testing.T) {
 		t.Errorf("overhead --faults: matrix %v, rounds under %v", plans(overhead.Faults), plans(overhead.Overhead.Faults))
 	}
 	standard := apply("standard", "--faults", "conn-reset")
-	if !slices.Equal(plans(standard.Faults), []string{"conn-reset"}) || !slices.Equal(plans(standard.Overhead.Faults), []string{"conn-reset"}) {
-		t.Errorf("standard --faults conn-reset: matrix %v, cost rounds %v", plans(standard.Faults), plans(standard.Overhead.Faults))
+	if !slices.Equal(plans(standard.Faults), []string{"conn-reset"}) || standard.Overhead != nil {
+		t.Errorf("standard --faults conn-reset: matrix %v, cost rounds %+v; want the matrix only", plans(standard.Faults), standard.Overhead)
+	}
+	standard = apply("standard", "--faults", "conn-reset", "--rounds", "2")
+	if !slices.Equal(plans(standard.Faults), []string{"conn-reset"}) || standard.Overhead == nil ||
+		!slices.Equal(plans(standard.Overhead.Faults), []string{"conn-reset"}) || standard.Overhead.Rounds != 2 {
+		t.Errorf("standard --faults conn-reset --rounds 2: matrix %v, cost rounds %+v", plans(standard.Faults), standard.Overhead)
 	}
 	if standard := apply("standard", "--mode", "at-least-once,idempotent"); len(standard.Overhead.Modes) != 0 {
 		t.Errorf("standard --mode: the cost rounds keep their own modes %v", standard.Overhead.Modes)
