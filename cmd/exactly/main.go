@@ -6,6 +6,7 @@
 //	exactly cluster    run a local multi-broker cluster
 //	exactly loadgen    run the delivery-guarantee benchmark suite
 //	exactly dashboard  render result JSON files as an HTML dashboard
+//	exactly version    print the version (also: exactly --version)
 //
 // The load generator (package loadgen) runs against the broker embedded in
 // this command (target_embedded.go), which hands it to loadgen.StartTarget:
@@ -42,6 +43,7 @@ func subcommands() []subcommand {
 		{"cluster", "run a local cluster of brokers with replication", runCluster},
 		{"loadgen", "measure delivery guarantees (at-most-once … exactly-once) and check every record", runLoadgen},
 		{"dashboard", "render results JSON files into one self-contained HTML page", runDashboard},
+		{"version", "print the version, VCS revision and Go version of this binary", runVersion},
 	}
 }
 
@@ -55,6 +57,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
 	for _, sc := range subcommands() {
