@@ -20,6 +20,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/exactly-eos/exactly/internal/suggest"
 )
 
 // subcommand is one `exactly <name>` entry point. run receives the arguments
@@ -31,8 +34,21 @@ type subcommand struct {
 	run     func(args []string, stdout, stderr io.Writer) error
 }
 
-// errUsage marks errors whose message flag parsing has already printed.
+// errUsage marks errors whose message has already been printed.
 var errUsage = errors.New("usage")
+
+// usageErr is a mistake on the command line: run prints it as one line,
+// "exactly <command>: <message>", then where the flags are described, and
+// exits with status 2. It never prints the whole usage.
+type usageErr struct{ message string }
+
+func (e *usageErr) Error() string { return e.message }
+
+// usageError returns a usageErr with a formatted message; the message names
+// the flag and what it accepts (e.g. "--rate -5: must be 0 or more").
+func usageError(format string, args ...any) error {
+	return &usageErr{message: fmt.Sprintf(format, args...)}
+}
 
 // errNotYetAvailable is returned by subcommands that a later issue fills in.
 var errNotYetAvailable = errors.New("not yet available")
@@ -68,11 +84,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		err := sc.run(args[1:], stdout, stderr)
+		var mistake *usageErr
 		switch {
 		case err == nil:
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
+		case errors.As(err, &mistake):
+			fmt.Fprintf(stderr, "exactly %s: %s\nsee 'exactly %s --help'\n", sc.name, mistake.message, sc.name)
+			return 2
 		case errors.Is(err, errUsage):
 			return 2
 		default:
@@ -80,8 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(stderr, "exactly: unknown command %q\n\n", args[0])
-	usage(stderr)
+	fmt.Fprintf(stderr, "exactly: unknown command %q%s\nsee 'exactly --help'\n", args[0], suggest.DidYouMean(args[0], subcommandNames()))
 	return 2
 }
 
@@ -106,18 +125,92 @@ func newFlagSet(name, description string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args and maps flag errors to errUsage.
+// parseFlags parses args. --help prints the whole usage; any other
+// mistake (an unknown flag, a value that does not parse, a stray argument)
+// is one line, a usageErr, with a did-you-mean for a misspelt flag.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	output, usage := fs.Output(), fs.Usage
+	// The flag package prints the error and the whole usage itself;
+	// silence both and let run print the one line.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(output)
+	fs.Usage = usage
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
 			return err
 		}
-		return errUsage
+		return usageError("%s", flagMistake(fs, err))
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
-		fs.Usage()
-		return errUsage
+		return usageError("unexpected argument %q (flags start with --; values with spaces need quotes)", fs.Arg(0))
 	}
 	return nil
+}
+
+// flagMistake rewords the flag package's parse error in the words of
+// this command line: "unknown flag --rat; did you mean --rate?".
+func flagMistake(fs *flag.FlagSet, err error) string {
+	const undefined = "flag provided but not defined: -"
+	message := err.Error()
+	if name, ok := strings.CutPrefix(message, undefined); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if best := suggest.Closest(name, names); best != "" {
+			return fmt.Sprintf("unknown flag --%s; did you mean --%s?", name, best)
+		}
+		return fmt.Sprintf("unknown flag --%s", name)
+	}
+	// invalid value "x" for flag -brokers: parse error
+	if rest, ok := strings.CutPrefix(message, "invalid value "); ok {
+		if value, after, ok := strings.Cut(rest, " for flag -"); ok {
+			name, reason, _ := strings.Cut(after, ": ")
+			return fmt.Sprintf("--%s %s: %s", name, value, flagValueReason(fs.Lookup(name), reason))
+		}
+	}
+	// invalid boolean value "maybe" for -quiet: parse error
+	if rest, ok := strings.CutPrefix(message, "invalid boolean value "); ok {
+		if value, name, ok := strings.Cut(rest, " for -"); ok {
+			name, _, _ = strings.Cut(name, ":")
+			return fmt.Sprintf("--%s=%s: not true or false", name, value)
+		}
+	}
+	if name, ok := strings.CutPrefix(message, "flag needs an argument: -"); ok {
+		return fmt.Sprintf("--%s needs a value", name)
+	}
+	return message
+}
+
+// flagValueReason says what a flag of f's kind accepts, for a value that
+// did not parse.
+func flagValueReason(f *flag.Flag, reason string) string {
+	if f == nil {
+		return reason
+	}
+	type boolFlag interface{ IsBoolFlag() bool }
+	switch value := f.Value.(type) {
+	case boolFlag:
+		if value.IsBoolFlag() {
+			return "not true or false"
+		}
+	}
+	switch fmt.Sprintf("%T", f.Value) {
+	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
+		return "not a whole number"
+	case "*flag.float64Value":
+		return "not a number"
+	case "*flag.durationValue":
+		return "not a duration (e.g. 500ms, 30s, 2m)"
+	}
+	return reason
+}
+
+func subcommandNames() []string {
+	var names []string
+	for _, sc := range subcommands() {
+		names = append(names, sc.name)
+	}
+	return names
 }
