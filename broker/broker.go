@@ -397,6 +397,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			FS:            fsys,
 		},
 	}
+	b.configureMetrics()
 	if cfg.Replication != nil {
 		if cfg.Replication.ISR == nil {
 			return nil, errors.New("broker: replication without an ISR changer")

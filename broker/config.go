@@ -187,6 +187,8 @@ var brokerSettings = []setting{
 		doc: "Our extension (Kafka finalizes it as a cluster feature): 2 enables KIP-890 part 2 (epoch bump at every EndTxn v5, partitions added implicitly by Produce v12+ and TxnOffsetCommit v5+) and advertises the finalized feature transaction.version=2 in ApiVersions; 0 or 1 keep the classic protocol (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn v4) and advertise level 0 or 1."},
 	{name: "log.fsync", defaultValue: "never", kind: kindString, validate: fsyncPolicy,
 		doc: "Our extension (Kafka uses log.flush.interval.*): never (page cache, like Kafka's default), interval:<duration> (group commit) or always (fsync before acks=all is answered)."},
+	{name: "metrics.request.histograms", defaultValue: "default", kind: kindString, validate: requestHistograms,
+		doc: "Our extension: which per-API request-time series of /metrics have buckets (quantiles); the others have only _sum, _count and the +Inf bucket (rates and means). default: exactly_request_total_seconds of the APIs that carry a workload (Produce, Fetch, the transaction and consumer group APIs); all: every API and stage; none: no series of them."},
 }
 
 // topicSetting is a topic-level key and the broker keys it falls back to,

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"sync"
@@ -35,6 +36,33 @@ import (
 // clients are told COORDINATOR_LOAD_IN_PROGRESS meanwhile), and Close has
 // not begun.
 func (b *Broker) Ready() bool { return b.ready.Load() && b.ctx.Err() == nil }
+
+// requestHistograms validates metrics.request.histograms (config.go).
+func requestHistograms(v string) error {
+	_, err := metrics.ParseRequestHistograms(v)
+	return err
+}
+
+// requestHistograms reads metrics.request.histograms (settings.go).
+func (p *settingsParser) requestHistograms(name string) metrics.RequestHistograms {
+	v, ok := p.value(name, kindString)
+	if !ok {
+		return metrics.RequestHistogramsDefault
+	}
+	h, err := metrics.ParseRequestHistograms(v)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("broker setting %s: %w", name, err))
+	}
+	return h
+}
+
+// configureMetrics applies the metrics settings; Start calls it before
+// any listener accepts.
+func (b *Broker) configureMetrics() {
+	if b.metrics != nil {
+		b.metrics.SetRequestHistograms(b.config.settings.RequestHistograms)
+	}
+}
 
 // onSync is the storage.Options.OnSync hook: nil without metrics.
 func (b *Broker) onSync() func(time.Duration) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
@@ -108,6 +109,9 @@ type settings struct {
 	TransactionCleanupInterval time.Duration
 	// TransactionVersion is transaction.version (0–2; 2 is KIP-890 part 2).
 	TransactionVersion int16
+
+	// RequestHistograms is metrics.request.histograms (metrics_hooks.go).
+	RequestHistograms metrics.RequestHistograms
 }
 
 // acceptedUnread are broker settings accepted for compatibility that no
@@ -186,6 +190,8 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		TransactionStatePartitions: p.int32("transaction.state.log.num.partitions"),
 		TransactionCleanupInterval: p.duration("transaction.abort.timed.out.transaction.cleanup.interval.ms", time.Millisecond),
 		TransactionVersion:         p.int16("transaction.version"),
+
+		RequestHistograms: p.requestHistograms("metrics.request.histograms"),
 	}
 	if err := errors.Join(p.errs...); err != nil {
 		return settings{}, nil, err

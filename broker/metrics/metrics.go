@@ -10,6 +10,8 @@
 //
 // Each metric's doc comment names the Kafka JMX metric it stands for.
 // Units: seconds and bytes; histograms are classic (explicit buckets).
+// Which per-API request-time series have buckets is a setting
+// (requests.go).
 // The HTTP side (/metrics, /healthz, /readyz) is in http.go.
 package metrics
 
@@ -40,14 +42,16 @@ type Broker struct {
 	registry *prometheus.Registry
 
 	// Requests (Kafka's kafka.network:type=RequestMetrics).
-	requests       *prometheus.CounterVec   // exactly_requests_total{api}
-	requestErrors  *prometheus.CounterVec   // exactly_request_errors_total{api,error}
-	queueSeconds   *prometheus.HistogramVec // exactly_request_queue_seconds{api}
-	localSeconds   *prometheus.HistogramVec // exactly_request_local_seconds{api}
-	durabilitySecs *prometheus.HistogramVec // exactly_request_durability_wait_seconds{api}
-	sendSeconds    *prometheus.HistogramVec // exactly_request_send_seconds{api}
-	totalSeconds   *prometheus.HistogramVec // exactly_request_total_seconds{api}
+	requests       *prometheus.CounterVec // exactly_requests_total{api}
+	requestErrors  *prometheus.CounterVec // exactly_request_errors_total{api,error}
+	queueSeconds   *requestFamily         // exactly_request_queue_seconds{api}
+	localSeconds   *requestFamily         // exactly_request_local_seconds{api}
+	durabilitySecs *requestFamily         // exactly_request_durability_wait_seconds{api="Produce"}
+	sendSeconds    *requestFamily         // exactly_request_send_seconds{api}
+	totalSeconds   *requestFamily         // exactly_request_total_seconds{api}
 	apis           [maxAPIKey]atomic.Pointer[API]
+	apisMu         sync.Mutex             // API's slow path and SetRequestHistograms
+	histograms     RequestHistograms      // which request-time series have buckets (requests.go)
 	topicBytesIn   *prometheus.CounterVec // exactly_topic_bytes_in_total{topic}
 	topicBytesOut  *prometheus.CounterVec // exactly_topic_bytes_out_total{topic}
 	produceBatches *prometheus.CounterVec // exactly_produce_batches_total{topic}
@@ -88,7 +92,8 @@ type API struct {
 	// Local observes handler time excluding the durability wait
 	// (LocalTimeMs).
 	Local prometheus.Observer
-	// Durability observes the wait for fsync or the ISR (RemoteTimeMs).
+	// Durability observes the wait for fsync or the ISR (RemoteTimeMs);
+	// kept for Produce only, the one API that waits.
 	Durability prometheus.Observer
 	// Send observes response encode and write (ResponseQueueTimeMs +
 	// ResponseSendTimeMs).
@@ -135,18 +140,18 @@ func New() *Broker {
 		r.MustRegister(c)
 		return c
 	}
-	latency := func(name, help string) *prometheus.HistogramVec {
-		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, []string{"api"})
-		r.MustRegister(h)
-		return h
+	latency := func(name, help string, stage bool) *requestFamily {
+		f := newRequestFamily(name, help, stage)
+		r.MustRegister(f)
+		return f
 	}
 	m.requests = counterVec("exactly_requests_total", "Requests received, per Kafka API (Kafka: RequestMetrics RequestsPerSec).", "api")
 	m.requestErrors = counterVec("exactly_request_errors_total", "Non-zero error codes in responses, per API and Kafka error name (Kafka: RequestMetrics ErrorsPerSec).", "api", "error")
-	m.queueSeconds = latency("exactly_request_queue_seconds", "Time from a request's frame read to its handler's start (Kafka: RequestQueueTimeMs).")
-	m.localSeconds = latency("exactly_request_local_seconds", "Handler time excluding the durability wait; includes a Fetch long poll (Kafka: LocalTimeMs).")
-	m.durabilitySecs = latency("exactly_request_durability_wait_seconds", "Time an acks=all Produce waited for fsync and the ISR; 0 for requests that do not wait (Kafka: RemoteTimeMs).")
-	m.sendSeconds = latency("exactly_request_send_seconds", "Time from response encode start to the response written to the socket (Kafka: ResponseQueueTimeMs + ResponseSendTimeMs).")
-	m.totalSeconds = latency("exactly_request_total_seconds", "Time from frame read to response written (Kafka: TotalTimeMs).")
+	m.queueSeconds = latency("exactly_request_queue_seconds", "Time from a request's frame read to its handler's start (Kafka: RequestQueueTimeMs).", true)
+	m.localSeconds = latency("exactly_request_local_seconds", "Handler time excluding the durability wait; includes a Fetch long poll (Kafka: LocalTimeMs).", true)
+	m.durabilitySecs = latency("exactly_request_durability_wait_seconds", "Time a Produce waited for fsync and the ISR (acks=all); 0 for a Produce that does not wait; no other API waits (Kafka: RemoteTimeMs).", true)
+	m.sendSeconds = latency("exactly_request_send_seconds", "Time from response encode start to the response written to the socket (Kafka: ResponseQueueTimeMs + ResponseSendTimeMs).", true)
+	m.totalSeconds = latency("exactly_request_total_seconds", "Time from frame read to response written (Kafka: TotalTimeMs).", false)
 	m.topicBytesIn = counterVec("exactly_topic_bytes_in_total", "Record-batch bytes appended by Produce, per topic (Kafka: BrokerTopicMetrics BytesInPerSec).", "topic")
 	m.topicBytesOut = counterVec("exactly_topic_bytes_out_total", "Record-batch bytes sent in client Fetch responses, per topic (Kafka: BrokerTopicMetrics BytesOutPerSec).", "topic")
 	m.produceBatches = counterVec("exactly_produce_batches_total", "Record batches appended by Produce, per topic (Kafka: no direct equivalent; ProduceMessageConversionsPerSec counts per batch).", "topic")
@@ -185,32 +190,6 @@ func New() *Broker {
 // Registry is the registry holding every collector, for an HTTP handler
 // or a test's Gather.
 func (m *Broker) Registry() *prometheus.Registry { return m.registry }
-
-// API returns the request metrics of the API with the given key and
-// Kafka name, cached per key.
-func (m *Broker) API(key int16, name string) *API {
-	if key >= 0 && int(key) < maxAPIKey {
-		if a := m.apis[key].Load(); a != nil {
-			return a
-		}
-	}
-	a := &API{
-		Requests:   m.requests.WithLabelValues(name),
-		Queue:      m.queueSeconds.WithLabelValues(name),
-		Local:      m.localSeconds.WithLabelValues(name),
-		Durability: m.durabilitySecs.WithLabelValues(name),
-		Send:       m.sendSeconds.WithLabelValues(name),
-		Total:      m.totalSeconds.WithLabelValues(name),
-		name:       name,
-		errors:     m.requestErrors,
-	}
-	if key >= 0 && int(key) < maxAPIKey {
-		// Two racing callers build equal values (WithLabelValues returns
-		// the same children); either may win.
-		m.apis[key].CompareAndSwap(nil, a)
-	}
-	return a
-}
 
 // Topic returns the data metrics of a topic, creating its series on
 // first use. Callers cache the result (the broker keeps it on its topic).

@@ -2,6 +2,7 @@ package brokerscrape
 
 import (
 	"math"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -220,10 +221,18 @@ func fillSeries(out *report.BrokerMetrics, d deltas) {
 
 // fillExactly sets the derived figures from this broker's own names.
 func fillExactly(out *report.BrokerMetrics, d *deltas) {
+	var bucketless []string
 	for _, api := range BreakdownAPIs {
 		if time, ok := apiTime(d, api); ok {
 			out.APIs = append(out.APIs, time)
+			if total := d.histogram(totalSeconds, map[string]string{"api": api}); total.count > 0 && len(total.bounds) == 0 {
+				bucketless = append(bucketless, api)
+			}
 		}
+	}
+	if len(bucketless) > 0 {
+		out.Notes = append(out.Notes, "no p99 for "+strings.Join(bucketless, ", ")+": the broker publishes their "+totalSeconds+
+			" without buckets (its setting metrics.request.histograms), so their p99 is 0, unknown")
 	}
 	if d.families[fsyncTotal] && out.Seconds > 0 {
 		out.FsyncsPerSecond = pointer(d.counter(fsyncTotal, nil) / out.Seconds)

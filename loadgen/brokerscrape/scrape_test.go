@@ -2,14 +2,18 @@ package brokerscrape
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // fixtureServer serves testdata/before.txt on the first scrape and
@@ -163,6 +167,31 @@ func TestCompareCounterReset(t *testing.T) {
 	}
 	if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "backwards") {
 		t.Errorf("warnings = %v, want one about the reset", got.Warnings)
+	}
+}
+
+// TestCompareBucketlessTotal: a broker whose Produce total time has no
+// buckets (metrics.request.histograms=none) still gives the means; the
+// p99 is 0 and a note says it is unknown.
+func TestCompareBucketlessTotal(t *testing.T) {
+	scrape := func(count, sum float64) map[string]*dto.MetricFamily {
+		t.Helper()
+		text := fmt.Sprintf("# TYPE exactly_requests_total counter\nexactly_requests_total{api=\"Produce\"} %[1]v\n"+
+			"# TYPE exactly_request_total_seconds histogram\nexactly_request_total_seconds_bucket{api=\"Produce\",le=\"+Inf\"} %[1]v\n"+
+			"exactly_request_total_seconds_sum{api=\"Produce\"} %[2]v\nexactly_request_total_seconds_count{api=\"Produce\"} %[1]v\n", count, sum)
+		families, err := Parse(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return families
+	}
+	start := time.Now()
+	got := Compare("test", &Snapshot{At: start, Families: scrape(10, 0.01)}, &Snapshot{At: start.Add(time.Second), Families: scrape(110, 0.21)}, nil, nil)
+	if len(got.APIs) != 1 || got.APIs[0].Requests != 100 || !near(got.APIs[0].TotalMs, 2) || got.APIs[0].TotalP99Ms != 0 {
+		t.Fatalf("APIs = %+v, want Produce: 100 requests, 2 ms mean, p99 0", got.APIs)
+	}
+	if !slices.ContainsFunc(got.Notes, func(note string) bool { return strings.Contains(note, "no p99 for Produce") }) {
+		t.Errorf("notes = %v, want one saying Produce has no p99", got.Notes)
 	}
 }
 
