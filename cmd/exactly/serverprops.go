@@ -503,7 +503,7 @@ func (p *serverProps) applyQuorum(o *brokerOptions, given func(string) bool, con
 		notes = append(notes, fmt.Sprintf("controller.quorum.voters lists %d nodes; exactly's quorum has 3 voters, the three lowest ids, and the others receive the log without voting", len(entries)))
 	}
 	if given("controller-listen") || controller.name == "" {
-		if !listed && !given("controller-listen") {
+		if !listed && !given("controller-listen") && !given("controller-quorum") {
 			return nil, usageError("node.id %d is not a voter, and exactly runs a Raft non-voter on every member: add %s://host:port to listeners (or give --controller-listen) for its Raft transport (its quorum RPC takes port+100)", o.nodeID, firstNonEmpty(controller.name, "CONTROLLER"))
 		}
 		return notes, nil
