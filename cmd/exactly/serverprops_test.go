@@ -302,3 +302,27 @@ func TestBrokerCommandMistakes(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerHelpTellsTheTruth: `exactly broker --help` names the clients
+// the repository tests, says the coordinators and topic configs are
+// replicated in a cluster, and describes Kafka's server.properties.
+func TestBrokerHelpTellsTheTruth(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr strings.Builder
+	if code := run([]string{"broker", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := strings.Join(strings.Fields(stderr.String()), " ")
+	for _, want := range []string{"franz-go", "kcat", "sarama", "kafka-go", "move with leadership",
+		"AlterConfigs and IncrementalAlterConfigs sent to any member) go through the quorum",
+		"process.roles", "controller.listener.names", "ignored, one line each", "docs/server.properties"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	for _, stale := range []string{"kafkajs", "Java client", "local to each broker", "changes only the broker", "seed"} {
+		if strings.Contains(strings.ToLower(help), strings.ToLower(stale)) {
+			t.Errorf("--help still says %q", stale)
+		}
+	}
+}
