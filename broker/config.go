@@ -1,16 +1,15 @@
 package broker
 
 import (
-	"bufio"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/internal/suggest"
 )
 
 // This file is the one table of settings the broker understands: broker
@@ -426,58 +425,10 @@ func fsyncPolicy(v string) error {
 	return err
 }
 
-// ParseProperties parses key=value broker settings (e.g. from repeated
-// --config flags) and validates each against the settings table. Later
-// duplicates win. Unknown keys are an error.
-func ParseProperties(kv []string) (map[string]string, error) {
-	out := make(map[string]string, len(kv))
-	for _, entry := range kv {
-		key, value, ok := strings.Cut(entry, "=")
-		if !ok {
-			return nil, fmt.Errorf("broker setting %q: want key=value", entry)
-		}
-		if err := addProperty(out, strings.TrimSpace(key), strings.TrimSpace(value)); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// LoadPropertiesFile reads broker settings in server.properties format:
-// key=value or key:value lines, blank lines and lines starting with # or !
-// ignored. Every key is validated as ParseProperties does.
-func LoadPropertiesFile(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load broker settings: %w", err)
-	}
-	defer f.Close()
-	out := map[string]string{}
-	scanner := bufio.NewScanner(f)
-	for lineNumber := 1; scanner.Scan(); lineNumber++ {
-		line := strings.TrimSpace(scanner.Text())
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
-		}
-		cut := strings.IndexAny(line, "=:")
-		if cut < 0 {
-			return nil, fmt.Errorf("%s:%d: want key=value, got %q", path, lineNumber, line)
-		}
-		key, value := strings.TrimSpace(line[:cut]), strings.TrimSpace(line[cut+1:])
-		if err := addProperty(out, key, value); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, lineNumber, err)
-		}
-	}
-	if err := scanner.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return out, nil
-}
-
 func addProperty(out map[string]string, key, value string) error {
 	s, ok := findBrokerSetting(key)
 	if !ok {
-		return fmt.Errorf("unknown broker setting %q (known: %s)", key, strings.Join(brokerSettingNames(), ", "))
+		return &UnknownSettingError{Key: key, Closest: suggest.Closest(key, BrokerSettingNames())}
 	}
 	if err := s.check(value); err != nil {
 		return fmt.Errorf("broker setting %w", err)
@@ -486,7 +437,9 @@ func addProperty(out map[string]string, key, value string) error {
 	return nil
 }
 
-func brokerSettingNames() []string {
+// BrokerSettingNames returns the keys of the broker settings table,
+// sorted (listener.name.<name>.ssl.* forms aside).
+func BrokerSettingNames() []string {
 	names := make([]string, 0, len(brokerSettings))
 	for _, s := range brokerSettings {
 		names = append(names, s.name)

@@ -181,7 +181,7 @@ func TestListenerSettingErrors(t *testing.T) {
 		{"client auth", map[string]string{"ssl.client.auth": "yes"}, "", "none, requested or required"},
 		{"listener setting of no listener", map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0",
 			"listener.name.ssl.ssl.client.auth": "required"}, "", "no listener is named ssl"},
-		{"listener setting not ssl", map[string]string{"listener.name.ssl.max.connections": "3"}, "", "unknown broker setting"},
+		{"listener setting not ssl", map[string]string{"listener.name.ssl.max.connections": "3"}, "", "unknown setting"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,15 +22,18 @@ type repeatedFlag []string
 func (r *repeatedFlag) String() string     { return strings.Join(*r, ",") }
 func (r *repeatedFlag) Set(v string) error { *r = append(*r, v); return nil }
 
-const brokerDescription = `Runs a single Kafka-compatible broker. Unmodified Kafka clients (franz-go,
-librdkafka/kcat, sarama, kafkajs, the Java client) produce to and consume
-from it. Topics live under --data-dir, one directory per partition
-(<topic>-<partition>), with topic metadata in topics.json.
+const brokerDescription = `Runs one Kafka-compatible broker, alone or as a member of a replicated
+cluster. Kafka clients use it unmodified; the ones this repository tests
+against are franz-go (with franz-go's own kgo test suite in CI),
+librdkafka (kcat), sarama and kafka-go. Topics live under --data-dir, one
+directory per partition (<topic>-<partition>), with topic metadata in
+topics.json.
 
 Broker settings use Kafka's server.properties names, from --config-file and
-then --config (later wins): auto.create.topics.enable, num.partitions,
-default.replication.factor (1; a cluster member takes more, given with
---config), min.insync.replicas, log.segment.bytes,
+then --config (later wins; a flag given on the command line wins over
+both): auto.create.topics.enable, num.partitions,
+default.replication.factor (1 on a single broker; a cluster member takes
+more), min.insync.replicas, log.segment.bytes,
 log.roll.ms/hours, log.retention.ms/minutes/hours, log.retention.bytes,
 log.retention.check.interval.ms, log.index.interval.bytes,
 log.cleanup.policy (delete; compact or compact,delete for the log cleaner),
@@ -64,46 +68,76 @@ connections.max.reauth.ms (KIP-368 re-authentication; 0, no expiry, by
 default) and sasl.server.max.receive.size. SCRAM credentials are kept in
 <data-dir>/scram-credentials.json (salted, never passwords), managed with
 kafka-configs / AlterUserScramCredentials; --users-file adds users at start.
-Unknown settings are refused.
+An unknown setting is refused, naming the nearest known one.
+
+Kafka's own server.properties: --config-file reads Kafka 4.x's KRaft file
+as it is (docs/server.properties is one, for member 1 of a 3-broker cluster
+on this machine). Its other keys map to the flags: node.id (or broker.id)
+to --node-id; log.dirs (or log.dir; one directory) to --data-dir;
+controller.quorum.voters to --controller-quorum; process.roles
+broker,controller is a member that votes, broker alone a member that does
+not, controller alone is refused (there are no controller-only nodes);
+the listener that controller.listener.names names becomes
+--controller-listen (Raft on its port, the quorum RPC on port+100) and is
+taken out of listeners, advertised.listeners and
+listener.security.protocol.map; inter.broker.listener.name must name the
+PLAINTEXT client listener. controller.quorum.bootstrap.servers alone maps
+only when it names this node's own controller listener (a one-member
+quorum, as Kafka's 'kafka-storage format --standalone'); otherwise list the
+voters in controller.quorum.voters. Keys that do not apply here are
+ignored, one line each on stderr saying why: num.network.threads,
+num.io.threads, background.threads, socket.send.buffer.bytes,
+socket.receive.buffer.bytes, num.recovery.threads.per.data.dir,
+offsets.topic.replication.factor and
+transaction.state.log.replication.factor (derived: 1 alone, min(3,
+members listed) in a cluster), transaction.state.log.min.isr (derived:
+min(2, the replication factor)), log.flush.interval.messages/ms (see
+log.fsync), metadata.log.dir, share.coordinator.* and zookeeper.*.
+--config takes the same keys.
 
 SIGINT or SIGTERM stops the broker cleanly: in-flight requests finish and
 every partition log is flushed and closed.
 
-With --controller-quorum the broker is one member of a replicated cluster
-(KRaft-style combined mode): it runs a node of the Raft metadata quorum
-and replicates partitions as the quorum's controller assigns them. The
-list is Kafka's controller.quorum.voters shape, id@host:port,... naming
-the voters (the three lowest ids vote; list the same voters on every
-member). Each voter uses two ports: the Raft transport on the port given,
-and the quorum's request-forwarding RPC on that port + 100. A member whose
---node-id is not in the list joins as a non-voter and needs
---controller-listen (its own Raft host:port; its RPC is again port + 100).
-A voter given --controller-listen listens there (Raft on that port, RPC on
-port + 100) while the others reach it at its --controller-quorum address:
-that lets a proxy sit in front of every member, as the load generator's
-broker-partition fault does. --source-address IP makes every connection
-this member opens to the others (Raft, the quorum's RPC, replica fetching,
-transaction markers to other leaders) leave from that local IP address,
-so such a proxy can tell the members apart; clients are not affected.
-Then --data-dir holds quorum/ (the Raft log) and broker/ (the partitions),
-and default.replication.factor may exceed 1. Client topic administration
-(CreateTopics, DeleteTopics, CreatePartitions, auto-creation) goes through
-the quorum. Not yet replicated: the group and transaction coordinators are
-local to each broker (every member names the lowest-id live broker as the
-coordinator; its state does not move with leadership, and a transaction
-completes only when that broker leads every partition it wrote), and
-AlterConfigs changes only the broker it is sent to (configs given at
-creation reach every replica).`
+With --controller-quorum (or controller.quorum.voters) the broker is one
+member of a replicated cluster (KRaft-style combined mode): it runs a node
+of the Raft metadata quorum and replicates partitions as the quorum's
+controller assigns them. The list is Kafka's controller.quorum.voters
+shape, id@host:port,... naming the voters (the three lowest ids vote; list
+the same voters on every member). Each voter uses two ports: the Raft
+transport on the port given, and the quorum's request-forwarding RPC on
+that port + 100. A member whose --node-id is not in the list joins as a
+non-voter and needs --controller-listen (its own Raft host:port; its RPC
+is again port + 100). A voter given --controller-listen listens there (Raft
+on that port, RPC on port + 100) while the others reach it at its
+--controller-quorum address: that lets a proxy sit in front of every
+member, as the load generator's broker-partition fault does.
+--source-address IP makes every connection this member opens to the others
+(Raft, the quorum's RPC, replica fetching, transaction markers to other
+leaders) leave from that local IP address, so such a proxy can tell the
+members apart; clients are not affected. Then --data-dir holds quorum/
+(the Raft log) and broker/ (the partitions), and
+default.replication.factor may exceed 1. Client topic administration
+(CreateTopics, DeleteTopics, CreatePartitions, auto-creation) and topic
+configs (AlterConfigs and IncrementalAlterConfigs sent to any member) go
+through the quorum and reach every replica; broker settings are static
+(AlterConfigs on a broker resource is refused). The group and transaction
+coordinators are shards of the replicated __consumer_offsets and
+__transaction_state topics: the leader of each of their partitions
+coordinates the groups and transactional ids that hash to it, and a new
+leader loads their state before it serves them, so the coordinators move
+with leadership. A cluster member serves one PLAINTEXT listener (TLS and
+SASL listeners are for a single broker), and SCRAM credentials are kept
+per member (give every member the same --users-file).`
 
 func runBroker(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("broker", brokerDescription, stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "address to accept client connections on (Kafka's listeners), host:port")
 	advertised := fs.String("advertised", "", "host:port clients are told to connect to (Kafka's advertised.listeners); default: the listen address")
-	dataDir := fs.String("data-dir", "data", "directory for partition logs and topic metadata (Kafka's log.dirs)")
-	nodeID := fs.Int("node-id", 0, "this broker's id in Metadata (Kafka's node.id / broker.id)")
-	configFile := fs.String("config-file", "", "server.properties file of broker settings")
+	dataDir := fs.String("data-dir", "data", "directory for partition logs and topic metadata (Kafka's log.dirs, one directory)")
+	nodeID := fs.Int("node-id", 0, "this broker's id in Metadata, 0 or more (Kafka's node.id / broker.id)")
+	configFile := fs.String("config-file", "", "server.properties file: broker settings, and Kafka's KRaft keys (node.id, log.dirs, process.roles, controller.quorum.voters, ...) mapped to these flags")
 	var settings repeatedFlag
-	fs.Var(&settings, "config", "a broker setting as key=value, e.g. --config log.retention.ms=60000 (repeatable)")
+	fs.Var(&settings, "config", "a broker setting as key=value, e.g. --config log.retention.ms=60000 (repeatable; mapped as in --config-file)")
 	profileKind := fs.String("profile", "", "write a profile into profiles/: cpu, mem, block, mutex or trace")
 	controllerQuorum := fs.String("controller-quorum", "", "run as a cluster member: the quorum voters as id@host:port,... (Kafka's controller.quorum.voters; RPC on port+100)")
 	controllerListen := fs.String("controller-listen", "", "with --controller-quorum: the host:port this member's Raft listens on (its RPC on port+100); needed when --node-id is not a voter, else default: its --controller-quorum entry")
@@ -113,32 +147,32 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	properties := map[string]string{}
-	if *configFile != "" {
-		loaded, err := broker.LoadPropertiesFile(*configFile)
-		if err != nil {
-			return err
-		}
-		properties = loaded
+	if *nodeID < 0 || *nodeID > math.MaxInt32 {
+		return usageError("--node-id %d: must be 0..%d", *nodeID, math.MaxInt32)
 	}
-	// A cluster member takes default.replication.factor itself (the
-	// broker alone validates it as 1): clusternode.Config.Properties.
-	memberRF, hasMemberRF := "", false
-	if *controllerQuorum != "" {
-		settings, memberRF, hasMemberRF = takeSetting(settings, "default.replication.factor")
-	}
-	overrides, err := broker.ParseProperties(settings)
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	entries, err := readPropEntries(*configFile, settings)
 	if err != nil {
 		return err
 	}
-	for k, v := range overrides {
-		properties[k] = v
+	props, err := classifyProps(entries)
+	if err != nil {
+		return err
 	}
+	opts := brokerOptions{nodeID: *nodeID, listen: *listen, advertised: *advertised, dataDir: *dataDir,
+		controllerQuorum: *controllerQuorum, controllerListen: *controllerListen}
+	notes, err := props.apply(&opts, func(name string) bool { return given[name] })
+	if err != nil {
+		return err
+	}
+	for _, note := range notes {
+		fmt.Fprintf(stderr, "exactly broker: %s\n", note)
+	}
+	properties := props.settings
 	stopProfile, err := startProfile(*profileKind)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		fs.Usage()
-		return errUsage
+		return usageError("%v", err)
 	}
 	defer stopProfile()
 
@@ -153,33 +187,26 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if served != nil {
 		fmt.Fprintf(stdout, "metrics on %s\n", served.url())
 	}
-	if *controllerQuorum != "" {
-		if hasMemberRF {
-			properties["default.replication.factor"] = memberRF
-		}
-		voters, err := parseControllerQuorum(*controllerQuorum, int32(*nodeID), *controllerListen)
+	if opts.controllerQuorum != "" {
+		voters, err := parseControllerQuorum(opts.controllerQuorum, int32(opts.nodeID), opts.controllerListen)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
-			fs.Usage()
-			return errUsage
+			return usageError("%v", err)
 		}
 		cfg := clusternode.Config{
-			NodeID: int32(*nodeID), Listen: *listen, Advertised: *advertised, DataDir: *dataDir,
+			NodeID: int32(opts.nodeID), Listen: opts.listen, Advertised: opts.advertised, DataDir: opts.dataDir,
 			Voters: voters, Properties: properties, Logger: logger, SourceAddress: *sourceAddress,
 			Metrics: served.collectors(), UsersFile: *usersFile,
 		}
-		if err := memberBinds(&cfg, *controllerListen, *sourceAddress); err != nil {
-			fmt.Fprintln(stderr, err)
-			fs.Usage()
-			return errUsage
+		if err := memberBinds(&cfg, opts.controllerListen, *sourceAddress); err != nil {
+			return usageError("%v", err)
 		}
 		return runMember(ctx, cfg, stdout, logger, served)
 	}
 	b, err := broker.Start(ctx, broker.Config{
-		NodeID:     int32(*nodeID),
-		Listen:     *listen,
-		Advertised: *advertised,
-		DataDir:    *dataDir,
+		NodeID:     int32(opts.nodeID),
+		Listen:     opts.listen,
+		Advertised: opts.advertised,
+		DataDir:    opts.dataDir,
 		Properties: properties,
 		Logger:     logger,
 		Metrics:    served.collectors(),
@@ -189,7 +216,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	served.setReady(b.Ready)
-	fmt.Fprintf(stdout, "exactly broker %d listening on %s (data in %s)\n", *nodeID, b.Addr(), *dataDir)
+	fmt.Fprintf(stdout, "exactly broker %d listening on %s (data in %s)\n", opts.nodeID, b.Addr(), opts.dataDir)
 	if listeners := b.Listeners(); len(listeners) > 1 {
 		fmt.Fprintf(stdout, "listeners: %s\n", strings.Join(listeners, ","))
 	}

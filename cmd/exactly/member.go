@@ -23,6 +23,25 @@ const rpcPortOffset = 100
 // RPC on port+rpcPortOffset. A node id not in the list needs listen, its
 // own Raft address.
 func parseControllerQuorum(text string, nodeID int32, listen string) (map[int32]quorum.VoterAddrs, error) {
+	voters, err := quorumEntries(text)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := voters[nodeID]; !ok {
+		if listen == "" {
+			return nil, fmt.Errorf("--node-id %d is not in --controller-quorum: give --controller-listen host:port for this member's Raft transport", nodeID)
+		}
+		addrs, err := voterAddrs(listen)
+		if err != nil {
+			return nil, fmt.Errorf("--controller-listen: %w", err)
+		}
+		voters[nodeID] = addrs
+	}
+	return voters, nil
+}
+
+// quorumEntries parses id@host:port,... into each id's addresses.
+func quorumEntries(text string) (map[int32]quorum.VoterAddrs, error) {
 	voters := map[int32]quorum.VoterAddrs{}
 	for _, entry := range strings.Split(text, ",") {
 		idText, addr, ok := strings.Cut(strings.TrimSpace(entry), "@")
@@ -41,16 +60,6 @@ func parseControllerQuorum(text string, nodeID int32, listen string) (map[int32]
 			return nil, fmt.Errorf("--controller-quorum: %q: %w", entry, err)
 		}
 		voters[int32(id)] = addrs
-	}
-	if _, ok := voters[nodeID]; !ok {
-		if listen == "" {
-			return nil, fmt.Errorf("--node-id %d is not in --controller-quorum: give --controller-listen host:port for this member's Raft transport", nodeID)
-		}
-		addrs, err := voterAddrs(listen)
-		if err != nil {
-			return nil, fmt.Errorf("--controller-listen: %w", err)
-		}
-		voters[nodeID] = addrs
 	}
 	return voters, nil
 }
@@ -97,21 +106,36 @@ func runMember(ctx context.Context, cfg clusternode.Config, stdout io.Writer, lo
 	}
 	served.setReady(m.Broker().Ready)
 	fmt.Fprintf(stdout, "exactly broker %d listening on %s (cluster member; data in %s)\n", cfg.NodeID, m.Addr(), cfg.DataDir)
+	fmt.Fprintln(stdout, quorumLine(cfg))
 	<-ctx.Done()
 	logger.Info("signal received; shutting down")
 	return m.Close()
 }
 
-// takeSetting removes every key=value entry for name from settings and
-// returns the rest and the last value.
-func takeSetting(settings []string, name string) (rest []string, value string, found bool) {
-	for _, entry := range settings {
-		key, v, ok := strings.Cut(entry, "=")
-		if ok && strings.TrimSpace(key) == name {
-			value, found = strings.TrimSpace(v), true
-			continue
-		}
-		rest = append(rest, entry)
+// quorumLine says where this member's quorum listens: the Raft transport
+// on the port given, the quorum's RPC on that port + rpcPortOffset.
+func quorumLine(cfg clusternode.Config) string {
+	raft, rpc := cfg.RaftListen, cfg.RPCListen
+	if raft == "" {
+		raft, rpc = cfg.Voters[cfg.NodeID].Raft, cfg.Voters[cfg.NodeID].RPC
 	}
-	return rest, value, found
+	role := "a voter"
+	if !quorumVoter(cfg.Voters, cfg.NodeID) {
+		role = "not a voter"
+	}
+	return fmt.Sprintf("quorum: node %d (%s of %d listed), Raft transport on %s, quorum RPC on %s (the Raft port + %d)",
+		cfg.NodeID, role, len(cfg.Voters), raft, rpc, rpcPortOffset)
+}
+
+// quorumVoter reports whether id is one of the quorum's raft voters: the
+// three lowest ids listed (quorum.Config.Voters).
+func quorumVoter(voters map[int32]quorum.VoterAddrs, id int32) bool {
+	lower := 0
+	for other := range voters {
+		if other < id {
+			lower++
+		}
+	}
+	_, listed := voters[id]
+	return listed && lower < 3
 }
