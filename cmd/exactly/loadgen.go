@@ -65,7 +65,7 @@ type loadgenFlags struct {
 
 func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workload, "workload", "standard", "workload YAML file, or the name of a shipped workload ("+strings.Join(loadgen.WorkloadNames(), ", ")+")")
-	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run (default: the workload's): "+strings.Join(modes.Names(), ", "))
+	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run: "+strings.Join(modes.Names(), ", "))
 	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka), "+
 		"cluster (3 of our brokers launched as processes, a Raft metadata quorum, topics replicated 3 times with min.insync.replicas 2; "+
 		"the leader-kill, coordinator-kill, leader-pause and broker-partition fault plans need it, or for all but broker-partition --fault-exec with --bootstrap; "+
@@ -120,7 +120,7 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 		"leader-pause needs pause and resume. The command runs with sh -c; {id}, {host} and {port} are replaced by the target broker's node id, host and port "+
 		"as Metadata lists them (quoted for the shell where needed: do not quote them again), and EXACTLY_BROKER_ID, _HOST and _PORT are set. "+
 		"The broker is chosen when the fault fires: the leader of most of the run's partitions (leader-kill, leader-pause), the transaction coordinator "+
-		"of the run's first producer (coordinator-kill), or one drawn at random with the plan's seed (broker-restart). "+
+		"of the run's first producer (coordinator-kill), or one drawn at random, the same one for the same plan (broker-restart). "+
 		"After start or resume the load generator waits until the broker is back in Metadata and every partition of the run's topics has all its replicas in sync. "+
 		"A start command that leaves the broker running in the background must send the broker's output elsewhere (e.g. >>broker.log 2>&1). "+
 		"Example: --fault-exec kill='ssh {host} sudo systemctl kill -s KILL kafka' --fault-exec start='ssh {host} sudo systemctl start kafka'. "+
@@ -131,6 +131,9 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 			"past it the run fails and the cells after it are not run")
 	f.findMax.register(fs)
 	registerSecurityFlags(fs, &f.security)
+	markFromWorkload(fs, "mode", "records", "duration", "warmup", "drain", "record-size", "partitions", "replication-factor",
+		"producers", "consumers", "rate", "pipeline-workers", "commit-interval", "commit-records", "abort-share", "keys",
+		"faults", "dedup-window")
 }
 
 // faultHooks parses --fault-exec (nil when none was given); the hooks
@@ -222,14 +225,14 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		}
 	case loadgen.GroupProtocolClassic, loadgen.GroupProtocolConsumer:
 		if w.GroupProtocols != nil {
-			return fmt.Errorf("--group-protocol %s: workload %s compares both protocols; use --group-protocol both or another workload", f.groupProtocol, w.Name)
+			return usageError("--group-protocol %s: workload %s compares both protocols; use --group-protocol both or another workload", f.groupProtocol, w.Name)
 		}
 		w.GroupProtocol = f.groupProtocol
 	default:
-		return fmt.Errorf("--group-protocol %q: want classic, consumer or both", f.groupProtocol)
+		return usageError("--group-protocol %s: not classic, consumer or both", f.groupProtocol)
 	}
 	if f.rounds < 0 {
-		return fmt.Errorf("--rounds %d: want 1 or more", f.rounds)
+		return usageError("--rounds %d: must be 1 or more", f.rounds)
 	}
 	if f.rounds > 0 {
 		switch {
@@ -240,7 +243,7 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		case w.GroupProtocols != nil:
 			w.GroupProtocols.Rounds = f.rounds
 		default:
-			return fmt.Errorf("--rounds: workload %s does not run interleaved rounds (use --workload overhead or --workload security, or --group-protocol both)", w.Name)
+			return usageError("--rounds: workload %s does not run interleaved rounds (use --workload overhead or --workload security, or --group-protocol both)", w.Name)
 		}
 	}
 	if f.commitIntervals != "" {
@@ -251,8 +254,11 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 				if ms, msErr := strconv.Atoi(strings.TrimSpace(text)); msErr == nil {
 					interval = time.Duration(ms) * time.Millisecond
 				} else {
-					return fmt.Errorf("--commit-interval %q: not a duration like 100ms", text)
+					return usageError("--commit-interval %s: not a duration like 100ms", text)
 				}
+			}
+			if interval <= 0 {
+				return usageError("--commit-interval %s: must be more than 0 (e.g. 100ms)", strings.TrimSpace(text))
 			}
 			w.Transaction.CommitIntervals = append(w.Transaction.CommitIntervals, loadgen.Duration(interval))
 		}
@@ -285,6 +291,9 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := flags.check(fs); err != nil {
+		return err
+	}
 	if flags.listPlans {
 		for _, name := range faults.PlanNames() {
 			fmt.Fprintln(stdout, name)
@@ -300,15 +309,12 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	case flags.findMax.fractions != "" && !flagSet(fs, "workload"):
 		flags.workload = fractionWorkload
 	}
-	if flags.findMax.targets != "" && !flags.findMax.enabled {
-		return errors.New("--targets is for --find-max only; use --target for one target")
-	}
 	if err := checkSecurityFlags(&flags); err != nil {
 		return err
 	}
 	hooks, err := flags.faultHooks()
 	if err != nil {
-		return err
+		return usageError("%s", err.Error())
 	}
 	if flags.listWorkloads {
 		for _, name := range loadgen.WorkloadNames() {
