@@ -41,13 +41,13 @@ func WriteBrokerSide(w io.Writer, results *Results) error {
 			fmt.Fprintln(w)
 		}
 		if row.Other != "" {
-			fmt.Fprintf(w, "  %s: %s\n", row.Name, row.Other)
+			WriteWrapped(w, "  ", row.Name+": "+row.Other, SummaryWidth)
 		}
 		for _, note := range row.Notes {
-			fmt.Fprintf(w, "  %s: note: %s\n", row.Name, note)
+			WriteWrapped(w, "  ", row.Name+": note: "+note, SummaryWidth)
 		}
 		for _, warning := range row.Warnings {
-			fmt.Fprintf(w, "  %s: warning: %s\n", row.Name, warning)
+			WriteWrapped(w, "  ", row.Name+": warning: "+warning, SummaryWidth)
 		}
 	}
 	return nil
