@@ -48,9 +48,13 @@ type loadgenFlags struct {
 	rounds                                           int
 	groupProtocol                                    string
 	quiet, jsonProgress                              bool
-	listWorkloads, listPlans, quick                  bool
-	findMax                                          findMaxFlags
-	metricsListen, brokerMetrics                     string
+	// wide prints every column of the summary and the matrix; csv is a
+	// file for the runs as CSV ("": none).
+	wide                            bool
+	csv                             string
+	listWorkloads, listPlans, quick bool
+	findMax                         findMaxFlags
+	metricsListen, brokerMetrics    string
 	// faultExec are the --fault-exec name=command hooks, bounded by
 	// faultExecTimeout each, with faultRecoveryTimeout for a broker to be
 	// back after its fault.
@@ -107,7 +111,10 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.listPlans, "list-plans", false, "list the shipped fault plans and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output: only the summary tables and where the results are")
 	fs.BoolVar(&f.jsonProgress, "json-progress", false, "progress as JSON lines on stdout (events suite, cell_started, status, cell_finished, suite_finished) instead of text and tables, for scripts")
-	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads and exit")
+	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads with what each measures and its expected duration, and exit")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary (MB/s, every latency percentile, sent and acknowledged, each anomaly) "+
+		"and the whole expectation and observation in the fault matrix, however wide; by default the tables fit 120 columns")
+	fs.StringVar(&f.csv, "csv", "", "also write the runs to this CSV file: a header row, then one row per run with every column of the wide summary")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve the load generator's own Prometheus metrics on http://ADDR/metrics while it runs, "+
 		"e.g. 127.0.0.1:9645 (records sent, acknowledged and failed per mode, ack latency, checker counts so far, faults fired; default: off)")
 	fs.StringVar(&f.brokerMetrics, "broker-metrics", "", "URL of the target broker's Prometheus /metrics, read before and after each cell: "+
@@ -395,15 +402,18 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if flags.jsonProgress {
 		tables = io.Discard // the results file holds what the tables show
 	}
-	paths, err := writeLoadgenOutputs(tables, flags.out, results)
+	paths, err := writeLoadgenOutputs(tables, flags, results)
 	if err != nil {
 		return err
 	}
 	if printer != nil {
 		printer.SuiteFinished(progress.Outcome{Passed: results.Passed, Interrupted: runErr != nil,
-			ResultsPath: paths.results, DashboardPath: paths.dashboard})
+			ResultsPath: paths.results, DashboardPath: paths.dashboard, CSVPath: paths.csv})
 	} else {
 		fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", paths.results, paths.dashboard)
+		if paths.csv != "" {
+			fmt.Fprintf(stdout, "csv: %s\n", paths.csv)
+		}
 	}
 	switch {
 	case runErr != nil:
@@ -475,16 +485,17 @@ func newProgressPrinter(stdout io.Writer, flags loadgenFlags) *progress.Printer 
 	return progress.NewPrinter(stdout, progress.Plain, 0)
 }
 
-// outputPaths are the files a loadgen run wrote.
-type outputPaths struct{ results, dashboard string }
+// outputPaths are the files a loadgen run wrote (csv: "" for none).
+type outputPaths struct{ results, dashboard, csv string }
 
-// writeLoadgenOutputs prints the summary and the expectations table to w,
-// and writes the results file and its dashboard into dir.
-func writeLoadgenOutputs(w io.Writer, dir string, results *report.Results) (outputPaths, error) {
-	if err := report.WriteSummary(w, results); err != nil {
+// writeLoadgenOutputs prints the summary and the expectations table to w
+// (every column with --wide), and writes the results file and its
+// dashboard into --out, and the runs to --csv when given.
+func writeLoadgenOutputs(w io.Writer, flags loadgenFlags, results *report.Results) (outputPaths, error) {
+	if err := report.WriteSummaryWith(w, results, report.SummaryOptions{Wide: flags.wide}); err != nil {
 		return outputPaths{}, err
 	}
-	if err := loadgen.WriteMatrix(w, results); err != nil {
+	if err := loadgen.WriteMatrixWith(w, results, flags.wide); err != nil {
 		return outputPaths{}, err
 	}
 	if err := report.WriteOverhead(w, results); err != nil {
@@ -496,15 +507,44 @@ func writeLoadgenOutputs(w io.Writer, dir string, results *report.Results) (outp
 	if err := report.WriteBrokerSide(w, results); err != nil {
 		return outputPaths{}, err
 	}
-	path, err := report.Write(dir, results)
+	path, err := report.Write(flags.out, results)
 	if err != nil {
 		return outputPaths{}, err
 	}
+	csvPath, err := writeLoadgenCSV(flags.csv, results)
+	if err != nil {
+		return outputPaths{results: path}, err
+	}
 	page, err := writeLoadgenDashboard(path, results)
 	if err != nil {
-		return outputPaths{results: path}, fmt.Errorf("write dashboard: %w", err)
+		return outputPaths{results: path, csv: csvPath}, fmt.Errorf("write dashboard: %w", err)
 	}
-	return outputPaths{results: path, dashboard: page}, nil
+	return outputPaths{results: path, dashboard: page, csv: csvPath}, nil
+}
+
+// writeLoadgenCSV writes the runs of results to path as CSV (nothing
+// when path is empty) and returns the path written.
+func writeLoadgenCSV(path string, results *report.Results) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("--csv %s: %w", path, err)
+		}
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return "", fmt.Errorf("--csv %s: %w", path, err)
+	}
+	if err := report.WriteSummaryCSV(file, results); err != nil {
+		file.Close()
+		return "", fmt.Errorf("--csv %s: %w", path, err)
+	}
+	if err := file.Close(); err != nil {
+		return "", fmt.Errorf("--csv %s: %w", path, err)
+	}
+	return path, nil
 }
 
 // writeLoadgenDashboard writes the dashboard next to the results file,

@@ -220,6 +220,13 @@ type totals struct {
 	// violation) with, in parentheses, those read under read_uncommitted
 	// (expected).
 	abortedRead string
+	// committedAborted and uncommittedAborted are the aborted records
+	// read under read_committed and read_uncommitted; the saw flags say
+	// whether such readers were judged. skips and backs are the poll
+	// counts, when sawPolls.
+	committedAborted, uncommittedAborted   uint64
+	sawCommitted, sawUncommitted, sawPolls bool
+	skips, backs                           uint64
 	// violations is the sum of the aborted records read under
 	// read_committed, the inconsistent offsets, the poll skips and the
 	// moves back: the narrow table's "other".
@@ -268,6 +275,8 @@ func checkTotals(checks []Check) totals {
 		t.pollSkips, t.nonMonotonic = fmt.Sprint(skips), fmt.Sprint(backs)
 	}
 	t.violations = committed + t.inconsistent + skips + backs
+	t.committedAborted, t.uncommittedAborted, t.skips, t.backs = committed, uncommitted, skips, backs
+	t.sawCommitted, t.sawUncommitted, t.sawPolls = sawCommitted, sawUncommitted, sawPolls
 	return t
 }
 
