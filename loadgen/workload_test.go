@@ -87,3 +87,18 @@ func TestWorkloadFileMistakesAreOneLine(t *testing.T) {
 		}
 	}
 }
+
+// Every shipped workload has a description and an estimate of how long
+// it takes (what --list-workloads shows).
+func TestShippedWorkloadsDescribeThemselves(t *testing.T) {
+	for _, name := range WorkloadNames() {
+		workload, err := LoadWorkload(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expected, _, err := EstimatedDuration(workload)
+		if err != nil || expected <= 0 || workload.Description == "" {
+			t.Errorf("%s: estimate %v (%v), description %q", name, expected, err, workload.Description)
+		}
+	}
+}

@@ -5,9 +5,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 )
 
@@ -151,5 +154,34 @@ func TestLoadgenHelpShowsRealDefaults(t *testing.T) {
 	})
 	if count < 40 {
 		t.Errorf("only %d flags registered", count)
+	}
+}
+
+// --list-workloads lists every shipped workload with how long it takes
+// and what it measures, each line within 120 columns.
+func TestListWorkloads(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"loadgen", "--list-workloads"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	text := stdout.String()
+	for _, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > 120 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	for _, name := range loadgen.WorkloadNames() {
+		workload, err := loadgen.LoadWorkload(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` +(\d+m\d*s?|\d+s|\d+m) +(\S.*)$`).FindStringSubmatch(text)
+		if row == nil {
+			t.Errorf("no row for %s with a duration:\n%s", name, text)
+			continue
+		}
+		if first := strings.Fields(workload.Description)[0]; !strings.HasPrefix(row[2], first) {
+			t.Errorf("%s: %q does not start with its description %q", name, row[2], workload.Description)
+		}
 	}
 }

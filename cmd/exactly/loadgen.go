@@ -324,10 +324,7 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return usageError("%s", err.Error())
 	}
 	if flags.listWorkloads {
-		for _, name := range loadgen.WorkloadNames() {
-			fmt.Fprintln(stdout, name)
-		}
-		return nil
+		return listWorkloads(stdout)
 	}
 	workload, err := loadgen.LoadWorkload(flags.workload)
 	if err != nil {

@@ -281,8 +281,21 @@ func (p *Printer) remainingLocked(from int, elapsed time.Duration) time.Duration
 	if p.overheadCount > 0 {
 		overhead = p.overheadSum / time.Duration(p.overheadCount)
 	}
+	return remaining(p.suite.Cells, from, elapsed, overhead)
+}
+
+// ExpectedDuration is how long cells are expected to take, as the header
+// of a suite says before it starts: each cell to run its load plus the
+// usual time to set up, drain and check.
+func ExpectedDuration(cells []Cell) time.Duration {
+	return remaining(cells, 0, 0, defaultOverhead)
+}
+
+// remaining is the expected time of cells from index from on, each its
+// load plus overhead, less elapsed of the first.
+func remaining(cells []Cell, from int, elapsed, overhead time.Duration) time.Duration {
 	var total time.Duration
-	for _, cell := range p.suite.Cells {
+	for _, cell := range cells {
 		if cell.Index < from || cell.NotApplicable != "" {
 			continue
 		}
