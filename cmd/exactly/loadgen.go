@@ -112,8 +112,9 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output: only the summary tables and where the results are")
 	fs.BoolVar(&f.jsonProgress, "json-progress", false, "progress as JSON lines on stdout (events suite, cell_started, status, cell_finished, suite_finished) instead of text and tables, for scripts")
 	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads with what each measures and its expected duration, and exit")
-	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary (MB/s, every latency percentile, sent and acknowledged, each anomaly) "+
-		"and the whole expectation and observation in the fault matrix, however wide; by default the tables fit 120 columns")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary (MB/s, every latency percentile, sent and acknowledged, each anomaly), "+
+		"the whole expectation and observation in the fault matrix and the Produce split of the broker-side table, however wide; "+
+		"by default those tables fit 120 columns")
 	fs.StringVar(&f.csv, "csv", "", "also write the runs to this CSV file: a header row, then one row per run with every column of the wide summary")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve the load generator's own Prometheus metrics on http://ADDR/metrics while it runs, "+
 		"e.g. 127.0.0.1:9645 (records sent, acknowledged and failed per mode, ack latency, checker counts so far, faults fired; default: off)")
@@ -501,7 +502,7 @@ func writeLoadgenOutputs(w io.Writer, flags loadgenFlags, results *report.Result
 	if err := report.WriteGroupProtocols(w, results); err != nil {
 		return outputPaths{}, err
 	}
-	if err := report.WriteBrokerSide(w, results); err != nil {
+	if err := report.WriteBrokerSideWith(w, results, flags.wide); err != nil {
 		return outputPaths{}, err
 	}
 	path, err := report.Write(flags.out, results)

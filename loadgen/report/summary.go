@@ -123,39 +123,34 @@ func writeNarrowTable(w io.Writer, runs []*Run) error {
 			millis(run.Latency[LatencyProduceAck].Percentile(99)), millis(run.Latency[LatencyEndToEnd].Percentile(99)),
 			fmt.Sprint(totals.lost), fmt.Sprint(totals.duplicated), fmt.Sprint(totals.reordered), totals.other()})
 	}
-	// Every column but the first is as wide as its widest cell; the run
-	// names get what is left of SummaryWidth.
+	if err := writeFittedTable(w, rows); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	_, err := fmt.Fprintln(w, "  ack, e2e p99 in ms; other: aborted reads, inconsistent offsets, poll skips and moves back (--wide shows each)")
+	return err
+}
+
+// writeFittedTable prints rows (the first the header) right-aligned in
+// columns two apart within SummaryWidth: every column but the first is as
+// wide as its widest cell; the first (run names) gets what is left, names
+// too long for it shortened in the middle.
+func writeFittedTable(w io.Writer, rows [][]string) error {
 	const gap = 2
 	rest := 0
-	for column := 1; column < len(narrowHeader); column++ {
+	for column := 1; column < len(rows[0]); column++ {
 		widest := 0
 		for _, row := range rows {
 			widest = max(widest, utf8.RuneCountInString(row[column]))
 		}
 		rest += gap + widest
 	}
-	nameWidth := max(SummaryWidth-gap-rest, len("run"))
-	var buffer strings.Builder
-	table := tabwriter.NewWriter(&buffer, 0, 0, gap, ' ', tabwriter.AlignRight)
+	nameWidth := max(SummaryWidth-gap-rest, len(rows[0][0]))
+	table := tabwriter.NewWriter(&lineTrimmer{w: w}, 0, 0, gap, ' ', tabwriter.AlignRight)
 	for _, row := range rows {
 		row[0] = shorten(row[0], nameWidth)
 		fmt.Fprintln(table, strings.Join(row, "\t")+"\t")
 	}
-	if err := table.Flush(); err != nil {
-		return fmt.Errorf("write summary: %w", err)
-	}
-	for _, line := range strings.SplitAfter(buffer.String(), "\n") {
-		if line == "" {
-			continue
-		}
-		// A table of short names is right-aligned against the other
-		// columns; drop the padding the trailing cell leaves.
-		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprintln(w, "  ack, e2e p99 in ms; other: aborted reads, inconsistent offsets, poll skips and moves back (--wide shows each)")
-	return err
+	return table.Flush()
 }
 
 // shorten cuts text to width runes, replacing its middle with "…".
