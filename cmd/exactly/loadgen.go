@@ -160,7 +160,10 @@ func (f *loadgenFlags) faultHooks() (*faults.Hooks, error) {
 // apply overrides the workload's values with the flags that were set.
 func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	if f.modes != "" {
-		w.Modes = strings.Split(f.modes, ",")
+		w.Modes = nil
+		for _, mode := range strings.Split(f.modes, ",") {
+			w.Modes = append(w.Modes, strings.TrimSpace(mode))
+		}
 		for i := range w.Faults {
 			w.Faults[i].Modes = nil // --mode applies to every plan of the matrix
 		}
