@@ -27,6 +27,8 @@ type cellTracker struct {
 	metrics  *runMetrics
 	faults   func() int64
 	latest   report.Sample
+	// measured: the sampler has handed over a second of this phase.
+	measured bool
 }
 
 func newCellTracker(reporter progress.Reporter, index int) *cellTracker {
@@ -38,7 +40,7 @@ func (t *cellTracker) enter(phase progress.Phase, budget time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.phase, t.since, t.budget = phase, time.Now(), budget
-	t.latest = report.Sample{}
+	t.latest, t.measured = report.Sample{}, false
 }
 
 // startLoad enters the producing phase, which lasts until deadline; after
@@ -54,7 +56,7 @@ func (t *cellTracker) startLoad(start, deadline time.Time, drain time.Duration, 
 func (t *cellTracker) sampled(sample report.Sample) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.latest = sample
+	t.latest, t.measured = sample, true
 }
 
 // status is the cell's state at now. Producing past its deadline is
@@ -68,7 +70,7 @@ func (t *cellTracker) status(now time.Time) progress.Status {
 	}
 	if t.phase == progress.PhaseProducing {
 		status.RecordsPerSecond, status.MegabytesPerSecond = t.latest.RecordsPerSecond, t.latest.MegabytesPerSecond
-		status.P99Milliseconds = t.latest.P99Milliseconds
+		status.P99Milliseconds, status.Measured = t.latest.P99Milliseconds, t.measured
 	}
 	if t.metrics != nil {
 		status.Errors, status.Retries = t.metrics.errors.Load(), t.metrics.retries.Load()

@@ -204,12 +204,12 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 		return
 	}
 	if proof.hookErr != nil {
-		run.Status, run.Reason = report.StatusError, "the run stopped: "+proof.hookErr.Error()
+		run.Status, run.Reason = report.StatusError, "stopped, its records not checked: a --fault-exec command failed: "+proof.hookErr.Error()
 		expectation.Why = run.Reason
 		return
 	}
 	if len(seen.incomplete) > 0 {
-		run.Status, run.Reason = report.StatusError, strings.Join(seen.incomplete, "; ")
+		run.Status, run.Reason = report.StatusError, "could not read back everything it wrote, so its records were not all checked: "+strings.Join(seen.incomplete, "; ")
 		expectation.Why = run.Reason
 		return
 	}
@@ -234,16 +234,17 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 	case len(broken) > 0 && stalledPipeline(run, proof):
 		// The output lacks records because the pipeline stopped making
 		// progress, not because a transaction lost them: a liveness error.
-		run.Status, run.Reason = report.StatusError, "pipeline did not catch up ("+strings.Join(broken, ", ")+" on its output): "+proof.loadErr.Error()
+		run.Status, run.Reason = report.StatusError, "the pipeline fell behind and did not finish within the drain time, so its output lacks records ("+
+			strings.Join(broken, ", ")+"): a liveness problem, not a broken guarantee: "+proof.loadErr.Error()
 	case len(broken) > 0:
-		run.Status, run.Reason = report.StatusFail, strings.Join(broken, ", ")
+		run.Status, run.Reason = report.StatusFail, "the mode broke its guarantee: "+strings.Join(broken, ", ")
 		if proof.loadErr != nil {
-			run.Reason += "; load: " + proof.loadErr.Error()
+			run.Reason += "; the producers also reported: " + proof.loadErr.Error()
 		}
 	case proof.loadErr != nil && !hasFaults(plan):
-		run.Status, run.Reason = report.StatusError, proof.loadErr.Error()
+		run.Status, run.Reason = report.StatusError, "the load failed with no fault injected: "+proof.loadErr.Error()
 	case run.Producers.Acknowledged == 0:
-		run.Status, run.Reason = report.StatusError, "no record was acknowledged"
+		run.Status, run.Reason = report.StatusError, "no record was acknowledged, so there was nothing to check"
 	default:
 		run.Status, run.Reason = report.StatusPass, ""
 		if why := missingSign(want.sign, seen, proof); why != "" {
@@ -252,7 +253,8 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 		if proof.loadErr != nil && run.Status == report.StatusPass {
 			// Under faults a producer may give up (without retries);
 			// the bounds held over everything it sent.
-			run.Reason = "load error under faults (bounds held): " + proof.loadErr.Error()
+			run.Reason = "errors expected under this fault; lost, duplicated and reordered records within the mode's bounds (first error: " +
+				proof.loadErr.Error() + ")"
 		}
 	}
 	expectation.Why = run.Reason
@@ -280,38 +282,38 @@ func missingSign(want sign, seen observedCounts, proof evidence) string {
 		return ""
 	case signFaultFired:
 		if proof.faultsFired == 0 {
-			return "no fault fired: the expectation could not be tested"
+			return "no fault fired, so nothing tested the expectation"
 		}
 	case signDuplicates:
 		if proof.faultsFired == 0 {
-			return "no fault fired: the expectation could not be tested"
+			return "no fault fired, so nothing tested the expectation"
 		}
 		if seen.duplicated == 0 {
-			return fmt.Sprintf("%d faults fired but 0 duplicates: the fault did not act on this mode", proof.faultsFired)
+			return fmt.Sprintf("%d faults fired but 0 duplicates: nothing shows the fault acted on this mode", proof.faultsFired)
 		}
 	case signZombieWrites:
 		if proof.faultCounts[faults.KindZombieProducer] == 0 {
-			return "no zombie was made"
+			return "no zombie producer was made, so nothing tested the fencing"
 		}
 		if proof.zombieWrites == 0 {
-			return "the zombie never tried to write after it was fenced"
+			return "the zombie producer never tried to write after it was fenced, so nothing tested the fencing"
 		}
 	case signConsumerCrash:
 		if proof.faultCounts[faults.KindConsumerCrash] == 0 {
-			return "no consume worker was killed"
+			return "no consume worker was killed, so nothing tested the recovery"
 		}
 	case signProcessFault:
 		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 && proof.faultCounts[faults.KindCut] == 0 {
-			return "no broker was killed, paused or cut off"
+			return "no broker was killed, paused or cut off, so nothing tested the expectation"
 		}
 	case signGroupChurn, signChurnDuplicates:
 		switch {
 		case proof.faultCounts[faults.KindGroupJoin] == 0:
-			return "no wave of workers joined mid-run"
+			return "no wave of workers joined mid-run, so no rebalance tested the expectation"
 		case proof.churnAborts == 0:
-			return "no worker aborted a transaction with records to leave"
+			return "no worker aborted a transaction with records to leave, so nothing tested the expectation"
 		case want == signChurnDuplicates && seen.duplicated == 0:
-			return fmt.Sprintf("%d transactions aborted to leave but 0 duplicates: the fault did not act on this mode", proof.churnAborts)
+			return fmt.Sprintf("%d transactions aborted to leave but 0 duplicates: nothing shows the fault acted on this mode", proof.churnAborts)
 		}
 	}
 	return ""

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,5 +181,28 @@ func TestJudgeFailsAndUntestable(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "FAIL idempotent:ack-loss") || !strings.Contains(table.String(), "seq 7") {
 		t.Errorf("table lacks the FAIL row with its offender:\n%s", table.String())
+	}
+}
+
+// The reasons of a verdict read as sentences: a pass under faults whose
+// producers saw errors says the errors were expected and the bounds held;
+// a FAIL says the guarantee broke and how.
+func TestVerdictReasonsReadAsSentences(t *testing.T) {
+	ackLoss, err := faults.LoadPlan("ack-loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaveUp := &report.Run{Name: "at-most-once-acks1:ack-loss", Mode: ModeAtMostOnceAcks1, Producers: verify.LedgerTotals{Sent: 10, Acknowledged: 9},
+		Checks: []report.Check{{Reader: "read_committed", Complete: true}}}
+	judgeRun(gaveUp, ackLoss, evidence{faultsFired: 3, loadErr: errors.New("producer 0: record timed out")})
+	if want := "errors expected under this fault; lost, duplicated and reordered records within the mode's bounds " +
+		"(first error: producer 0: record timed out)"; gaveUp.Status != report.StatusPass || gaveUp.Reason != want {
+		t.Errorf("pass under faults with errors: %s %q, want pass %q", gaveUp.Status, gaveUp.Reason, want)
+	}
+	broken := &report.Run{Name: "idempotent:ack-loss", Mode: ModeIdempotent, Producers: verify.LedgerTotals{Sent: 10, Acknowledged: 10},
+		Checks: []report.Check{{Reader: "read_committed", Complete: true, Counts: verify.Counts{Duplicated: 2}}}}
+	judgeRun(broken, ackLoss, evidence{faultsFired: 3})
+	if want := "the mode broke its guarantee: 2 duplicated"; broken.Status != report.StatusFail || broken.Reason != want {
+		t.Errorf("fail: %s %q, want %q", broken.Status, broken.Reason, want)
 	}
 }

@@ -9,11 +9,14 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/exactly-eos/exactly/internal/suggest"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
@@ -203,6 +206,9 @@ func LoadWorkload(nameOrPath string) (Workload, error) {
 	}
 	workload, err := ParseWorkload(data)
 	if err != nil {
+		if _, statErr := os.Stat(nameOrPath); statErr == nil {
+			return Workload{}, fmt.Errorf("workload file %s: %w", nameOrPath, err)
+		}
 		return Workload{}, fmt.Errorf("workload %s: %w", nameOrPath, err)
 	}
 	return workload, nil
@@ -215,7 +221,7 @@ func ParseWorkload(data []byte) (Workload, error) {
 	decoder := yaml.NewDecoder(bytes.NewReader(data))
 	decoder.KnownFields(true)
 	if err := decoder.Decode(&workload); err != nil {
-		return Workload{}, fmt.Errorf("parse: %w", err)
+		return Workload{}, yamlMistake(err, yamlKeys(reflect.TypeOf(workload)))
 	}
 	if err := workload.Validate(); err != nil {
 		return Workload{}, err
@@ -337,4 +343,62 @@ func (w Workload) Validate() error {
 		}
 	}
 	return nil
+}
+
+// yamlKeys lists the YAML keys of t's fields and of the structs they hold,
+// for a did-you-mean on an unknown key.
+func yamlKeys(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for i := range t.NumField() {
+		key, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if key == "" || key == "-" {
+			continue
+		}
+		keys = append(keys, key)
+		keys = append(keys, yamlKeys(t.Field(i).Type)...)
+	}
+	return keys
+}
+
+var (
+	yamlUnknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type \S+$`)
+	yamlWrongType    = regexp.MustCompile("^line (\\d+): cannot unmarshal !!\\w+ `(.*)` into (\\S+)$")
+)
+
+// yamlMistake rewords the YAML decoder's error as one line in the words
+// of a workload file: "line 2: unknown key partitons; did you mean
+// partitions?", "line 3: x is not a whole number".
+func yamlMistake(err error, keys []string) error {
+	var typeErr *yaml.TypeError
+	if !errors.As(err, &typeErr) {
+		return fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var parts []string
+	for _, message := range typeErr.Errors {
+		message = strings.TrimSpace(message)
+		if m := yamlUnknownField.FindStringSubmatch(message); m != nil {
+			message = fmt.Sprintf("line %s: unknown key %s%s", m[1], m[2], suggest.DidYouMean(m[2], keys))
+		} else if m := yamlWrongType.FindStringSubmatch(message); m != nil {
+			want := "a " + m[3]
+			switch {
+			case strings.HasPrefix(m[3], "int"), strings.HasPrefix(m[3], "uint"):
+				want = "a whole number"
+			case strings.HasPrefix(m[3], "float"):
+				want = "a number"
+			case m[3] == "bool":
+				want = "true or false"
+			case strings.HasPrefix(m[3], "[]"):
+				want = "a list"
+			}
+			message = fmt.Sprintf("line %s: %s is not %s", m[1], m[2], want)
+		}
+		parts = append(parts, message)
+	}
+	return errors.New(strings.Join(parts, "; "))
 }

@@ -71,3 +71,34 @@ func TestParseWorkloadRejectsBadInput(t *testing.T) {
 		t.Fatalf("missing workload error = %v, want the list of shipped workloads", err)
 	}
 }
+
+// A mistake in a workload file is one line naming the line and the key:
+// an unknown key with a did-you-mean, a value of the wrong type in words.
+func TestWorkloadFileMistakesAreOneLine(t *testing.T) {
+	for text, want := range map[string]string{
+		"name: x\npartitons: 3\n":                  "line 2: unknown key partitons; did you mean partitions?",
+		"name: x\nrate: fast\n":                    "line 2: fast is not a whole number",
+		"transaction: {abort_shar: 0.5}\n":         "line 1: unknown key abort_shar; did you mean abort_share?",
+		"name: x\ntransaction: {abort_share: 2}\n": "transaction.abort_share: 2 is outside 0..1",
+	} {
+		_, err := ParseWorkload([]byte(text))
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: error %v, want %q", text, err, want)
+		}
+	}
+}
+
+// Every shipped workload has a description and an estimate of how long
+// it takes (what --list-workloads shows).
+func TestShippedWorkloadsDescribeThemselves(t *testing.T) {
+	for _, name := range WorkloadNames() {
+		workload, err := LoadWorkload(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expected, _, err := EstimatedDuration(workload)
+		if err != nil || expected <= 0 || workload.Description == "" {
+			t.Errorf("%s: estimate %v (%v), description %q", name, expected, err, workload.Description)
+		}
+	}
+}

@@ -48,6 +48,10 @@ AlterConfigs on any broker) reach every replica.
 --metrics-listen host:PORT serves each broker's Prometheus metrics: broker i
 on PORT+i-1 (/metrics, /healthz, /readyz).`
 
+// maxClusterBrokers is the most brokers `exactly cluster` runs on one
+// machine.
+const maxClusterBrokers = 100
+
 // clusterMember is one child broker process.
 type clusterMember struct {
 	id     int32
@@ -60,7 +64,7 @@ type clusterMember struct {
 
 func runCluster(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cluster", clusterDescription, stderr)
-	brokers := fs.Int("brokers", 3, "number of brokers to run (1..100)")
+	brokers := fs.Int("brokers", 3, fmt.Sprintf("number of brokers to run (1..%d)", maxClusterBrokers))
 	dataDir := fs.String("data-dir", "", "directory holding one data directory per broker (required)")
 	listen := fs.String("listen", "127.0.0.1:9092", "first broker's listen address; the others take the following ports")
 	readyTimeout := fs.Duration("ready-timeout", time.Minute, "how long to wait for every broker to see the whole cluster")
@@ -71,21 +75,24 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := checkFlagRules(fs, []flagRule{
+		{"brokers", intIn(*brokers, 1, maxClusterBrokers), fmt.Sprintf("1..%d", maxClusterBrokers)},
+		{"ready-timeout", above(readyTimeout, 0), "more than 0s (e.g. 1m)"},
+		{"stop-timeout", above(stopTimeout, 0), "more than 0s (e.g. 20s)"},
+	}); err != nil {
+		return err
+	}
 	host, port, err := clusterListen(*listen, *brokers)
-	if err != nil || *dataDir == "" {
-		if err == nil {
-			err = errors.New("--data-dir is required")
-		}
-		fmt.Fprintln(stderr, err)
-		fs.Usage()
-		return errUsage
+	if err != nil {
+		return usageError("%s", err.Error())
+	}
+	if *dataDir == "" {
+		return usageError("--data-dir is required (e.g. --data-dir /tmp/exactly-cluster)")
 	}
 	metricsHost, metricsPort := "", 0
 	if *metricsListen != "" {
 		if metricsHost, metricsPort, err = clusterMetricsListen(*metricsListen, *brokers); err != nil {
-			fmt.Fprintln(stderr, err)
-			fs.Usage()
-			return errUsage
+			return usageError("%s", err.Error())
 		}
 	}
 	exe, err := os.Executable()
@@ -137,8 +144,8 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 // clusterListen checks --listen and --brokers and returns the host and
 // the first port; every derived port must fit.
 func clusterListen(listen string, brokers int) (string, int, error) {
-	if brokers < 1 || brokers > 100 {
-		return "", 0, fmt.Errorf("--brokers %d: must be 1..100", brokers)
+	if brokers < 1 || brokers > maxClusterBrokers {
+		return "", 0, fmt.Errorf("--brokers %d: must be 1..%d", brokers, maxClusterBrokers)
 	}
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {

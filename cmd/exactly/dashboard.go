@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,9 +39,7 @@ profiles/), are linked.
 		return err
 	}
 	if len(inputs) == 0 {
-		fmt.Fprintln(stderr, "no results files given")
-		fs.Usage()
-		return errUsage
+		return usageError("no results files given (exactly dashboard results/a.json [results/b.json ...])")
 	}
 	results := make([]*report.Results, 0, len(inputs))
 	outputDir := filepath.Dir(*output)
@@ -71,11 +68,8 @@ profiles/), are linked.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, errUsage
+		if err := parseFlagsOnly(fs, args); err != nil {
+			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -53,7 +53,7 @@ func TestDashboardCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"dashboard"}, 2, "no results files given"},
-		{[]string{"dashboard", "-o"}, 2, "flag needs an argument"},
+		{[]string{"dashboard", "-o"}, 2, "exactly dashboard: -o needs a value\n"},
 		{[]string{"dashboard", filepath.Join(dir, "missing.json")}, 1, "read results"},
 		{[]string{"dashboard", older, "-o", filepath.Join(dir, "x.html")}, 1, "schema_version 0 is older than this build reads (schema_version 1)"},
 	}

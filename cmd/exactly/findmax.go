@@ -281,10 +281,10 @@ func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.R
 		tables = io.Discard
 	}
 	if len(results.Runs) > 0 {
-		if err := report.WriteSummary(tables, results); err != nil {
+		if err := report.WriteSummaryWith(tables, results, report.SummaryOptions{Wide: flags.wide}); err != nil {
 			return err
 		}
-		if err := loadgen.WriteMatrix(tables, results); err != nil {
+		if err := loadgen.WriteMatrixWith(tables, results, flags.wide); err != nil {
 			return err
 		}
 	}
@@ -296,9 +296,16 @@ func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.R
 	if err != nil {
 		return err
 	}
+	csvPath, err := writeLoadgenCSV(flags.csv, results)
+	if err != nil {
+		return err
+	}
 	page, err := writeLoadgenDashboard(path, results)
 	if err != nil {
 		return fmt.Errorf("write dashboard: %w", err)
+	}
+	if csvPath != "" && !flags.jsonProgress {
+		fmt.Fprintf(stdout, "csv: %s\n", csvPath)
 	}
 	if flags.jsonProgress {
 		line, _ := json.Marshal(map[string]any{"event": "find_max_finished", "passed": results.Passed,

@@ -29,7 +29,7 @@ func parseFractions(text string) ([]float64, error) {
 	for _, field := range strings.Split(text, ",") {
 		fraction, err := strconv.ParseFloat(strings.TrimSpace(field), 64)
 		if err != nil || fraction <= 0 || fraction > 1 {
-			return nil, fmt.Errorf("--rate-fraction %q: not a fraction in (0, 1] like 0.5", field)
+			return nil, fmt.Errorf("--rate-fraction %s: must be fractions in (0, 1] (e.g. 0.5,0.8)", strings.TrimSpace(field))
 		}
 		fractions = append(fractions, fraction)
 	}

@@ -48,9 +48,13 @@ type loadgenFlags struct {
 	rounds                                           int
 	groupProtocol                                    string
 	quiet, jsonProgress                              bool
-	listWorkloads, listPlans, quick                  bool
-	findMax                                          findMaxFlags
-	metricsListen, brokerMetrics                     string
+	// wide prints every column of the summary and the matrix; csv is a
+	// file for the runs as CSV ("": none).
+	wide                            bool
+	csv                             string
+	listWorkloads, listPlans, quick bool
+	findMax                         findMaxFlags
+	metricsListen, brokerMetrics    string
 	// faultExec are the --fault-exec name=command hooks, bounded by
 	// faultExecTimeout each, with faultRecoveryTimeout for a broker to be
 	// back after its fault.
@@ -65,7 +69,7 @@ type loadgenFlags struct {
 
 func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workload, "workload", "standard", "workload YAML file, or the name of a shipped workload ("+strings.Join(loadgen.WorkloadNames(), ", ")+")")
-	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run (default: the workload's): "+strings.Join(modes.Names(), ", "))
+	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run: "+strings.Join(modes.Names(), ", "))
 	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka), "+
 		"cluster (3 of our brokers launched as processes, a Raft metadata quorum, topics replicated 3 times with min.insync.replicas 2; "+
 		"the leader-kill, coordinator-kill, leader-pause and broker-partition fault plans need it, or for all but broker-partition --fault-exec with --bootstrap; "+
@@ -107,7 +111,11 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.listPlans, "list-plans", false, "list the shipped fault plans and exit")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output: only the summary tables and where the results are")
 	fs.BoolVar(&f.jsonProgress, "json-progress", false, "progress as JSON lines on stdout (events suite, cell_started, status, cell_finished, suite_finished) instead of text and tables, for scripts")
-	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads and exit")
+	fs.BoolVar(&f.listWorkloads, "list-workloads", false, "list the shipped workloads with what each measures and its expected duration, and exit")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary (MB/s, every latency percentile, sent and acknowledged, each anomaly), "+
+		"the whole expectation and observation in the fault matrix and the Produce split of the broker-side table, however wide; "+
+		"by default those tables fit 120 columns")
+	fs.StringVar(&f.csv, "csv", "", "also write the runs to this CSV file: a header row, then one row per run with every column of the wide summary")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve the load generator's own Prometheus metrics on http://ADDR/metrics while it runs, "+
 		"e.g. 127.0.0.1:9645 (records sent, acknowledged and failed per mode, ack latency, checker counts so far, faults fired; default: off)")
 	fs.StringVar(&f.brokerMetrics, "broker-metrics", "", "URL of the target broker's Prometheus /metrics, read before and after each cell: "+
@@ -120,7 +128,7 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 		"leader-pause needs pause and resume. The command runs with sh -c; {id}, {host} and {port} are replaced by the target broker's node id, host and port "+
 		"as Metadata lists them (quoted for the shell where needed: do not quote them again), and EXACTLY_BROKER_ID, _HOST and _PORT are set. "+
 		"The broker is chosen when the fault fires: the leader of most of the run's partitions (leader-kill, leader-pause), the transaction coordinator "+
-		"of the run's first producer (coordinator-kill), or one drawn at random with the plan's seed (broker-restart). "+
+		"of the run's first producer (coordinator-kill), or one drawn at random, the same one for the same plan (broker-restart). "+
 		"After start or resume the load generator waits until the broker is back in Metadata and every partition of the run's topics has all its replicas in sync. "+
 		"A start command that leaves the broker running in the background must send the broker's output elsewhere (e.g. >>broker.log 2>&1). "+
 		"Example: --fault-exec kill='ssh {host} sudo systemctl kill -s KILL kafka' --fault-exec start='ssh {host} sudo systemctl start kafka'. "+
@@ -131,6 +139,9 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 			"past it the run fails and the cells after it are not run")
 	f.findMax.register(fs)
 	registerSecurityFlags(fs, &f.security)
+	markFromWorkload(fs, "mode", "records", "duration", "warmup", "drain", "record-size", "partitions", "replication-factor",
+		"producers", "consumers", "rate", "pipeline-workers", "commit-interval", "commit-records", "abort-share", "keys",
+		"faults", "dedup-window")
 }
 
 // faultHooks parses --fault-exec (nil when none was given); the hooks
@@ -149,7 +160,10 @@ func (f *loadgenFlags) faultHooks() (*faults.Hooks, error) {
 // apply overrides the workload's values with the flags that were set.
 func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	if f.modes != "" {
-		w.Modes = strings.Split(f.modes, ",")
+		w.Modes = nil
+		for _, mode := range strings.Split(f.modes, ",") {
+			w.Modes = append(w.Modes, strings.TrimSpace(mode))
+		}
 		for i := range w.Faults {
 			w.Faults[i].Modes = nil // --mode applies to every plan of the matrix
 		}
@@ -222,14 +236,14 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		}
 	case loadgen.GroupProtocolClassic, loadgen.GroupProtocolConsumer:
 		if w.GroupProtocols != nil {
-			return fmt.Errorf("--group-protocol %s: workload %s compares both protocols; use --group-protocol both or another workload", f.groupProtocol, w.Name)
+			return usageError("--group-protocol %s: workload %s compares both protocols; use --group-protocol both or another workload", f.groupProtocol, w.Name)
 		}
 		w.GroupProtocol = f.groupProtocol
 	default:
-		return fmt.Errorf("--group-protocol %q: want classic, consumer or both", f.groupProtocol)
+		return usageError("--group-protocol %s: not classic, consumer or both", f.groupProtocol)
 	}
 	if f.rounds < 0 {
-		return fmt.Errorf("--rounds %d: want 1 or more", f.rounds)
+		return usageError("--rounds %d: must be 1 or more", f.rounds)
 	}
 	if f.rounds > 0 {
 		switch {
@@ -240,7 +254,7 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		case w.GroupProtocols != nil:
 			w.GroupProtocols.Rounds = f.rounds
 		default:
-			return fmt.Errorf("--rounds: workload %s does not run interleaved rounds (use --workload overhead or --workload security, or --group-protocol both)", w.Name)
+			return usageError("--rounds: workload %s does not run interleaved rounds (use --workload overhead or --workload security, or --group-protocol both)", w.Name)
 		}
 	}
 	if f.commitIntervals != "" {
@@ -251,8 +265,11 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 				if ms, msErr := strconv.Atoi(strings.TrimSpace(text)); msErr == nil {
 					interval = time.Duration(ms) * time.Millisecond
 				} else {
-					return fmt.Errorf("--commit-interval %q: not a duration like 100ms", text)
+					return usageError("--commit-interval %s: not a duration like 100ms", text)
 				}
+			}
+			if interval <= 0 {
+				return usageError("--commit-interval %s: must be more than 0 (e.g. 100ms)", strings.TrimSpace(text))
 			}
 			w.Transaction.CommitIntervals = append(w.Transaction.CommitIntervals, loadgen.Duration(interval))
 		}
@@ -285,6 +302,9 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := flags.check(fs); err != nil {
+		return err
+	}
 	if flags.listPlans {
 		for _, name := range faults.PlanNames() {
 			fmt.Fprintln(stdout, name)
@@ -300,21 +320,15 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	case flags.findMax.fractions != "" && !flagSet(fs, "workload"):
 		flags.workload = fractionWorkload
 	}
-	if flags.findMax.targets != "" && !flags.findMax.enabled {
-		return errors.New("--targets is for --find-max only; use --target for one target")
-	}
 	if err := checkSecurityFlags(&flags); err != nil {
 		return err
 	}
 	hooks, err := flags.faultHooks()
 	if err != nil {
-		return err
+		return usageError("%s", err.Error())
 	}
 	if flags.listWorkloads {
-		for _, name := range loadgen.WorkloadNames() {
-			fmt.Fprintln(stdout, name)
-		}
-		return nil
+		return listWorkloads(stdout)
 	}
 	workload, err := loadgen.LoadWorkload(flags.workload)
 	if err != nil {
@@ -389,15 +403,18 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	if flags.jsonProgress {
 		tables = io.Discard // the results file holds what the tables show
 	}
-	paths, err := writeLoadgenOutputs(tables, flags.out, results)
+	paths, err := writeLoadgenOutputs(tables, flags, results)
 	if err != nil {
 		return err
 	}
 	if printer != nil {
 		printer.SuiteFinished(progress.Outcome{Passed: results.Passed, Interrupted: runErr != nil,
-			ResultsPath: paths.results, DashboardPath: paths.dashboard})
+			ResultsPath: paths.results, DashboardPath: paths.dashboard, CSVPath: paths.csv})
 	} else {
 		fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", paths.results, paths.dashboard)
+		if paths.csv != "" {
+			fmt.Fprintf(stdout, "csv: %s\n", paths.csv)
+		}
 	}
 	switch {
 	case runErr != nil:
@@ -469,16 +486,17 @@ func newProgressPrinter(stdout io.Writer, flags loadgenFlags) *progress.Printer 
 	return progress.NewPrinter(stdout, progress.Plain, 0)
 }
 
-// outputPaths are the files a loadgen run wrote.
-type outputPaths struct{ results, dashboard string }
+// outputPaths are the files a loadgen run wrote (csv: "" for none).
+type outputPaths struct{ results, dashboard, csv string }
 
-// writeLoadgenOutputs prints the summary and the expectations table to w,
-// and writes the results file and its dashboard into dir.
-func writeLoadgenOutputs(w io.Writer, dir string, results *report.Results) (outputPaths, error) {
-	if err := report.WriteSummary(w, results); err != nil {
+// writeLoadgenOutputs prints the summary and the expectations table to w
+// (every column with --wide), and writes the results file and its
+// dashboard into --out, and the runs to --csv when given.
+func writeLoadgenOutputs(w io.Writer, flags loadgenFlags, results *report.Results) (outputPaths, error) {
+	if err := report.WriteSummaryWith(w, results, report.SummaryOptions{Wide: flags.wide}); err != nil {
 		return outputPaths{}, err
 	}
-	if err := loadgen.WriteMatrix(w, results); err != nil {
+	if err := loadgen.WriteMatrixWith(w, results, flags.wide); err != nil {
 		return outputPaths{}, err
 	}
 	if err := report.WriteOverhead(w, results); err != nil {
@@ -487,18 +505,47 @@ func writeLoadgenOutputs(w io.Writer, dir string, results *report.Results) (outp
 	if err := report.WriteGroupProtocols(w, results); err != nil {
 		return outputPaths{}, err
 	}
-	if err := report.WriteBrokerSide(w, results); err != nil {
+	if err := report.WriteBrokerSideWith(w, results, flags.wide); err != nil {
 		return outputPaths{}, err
 	}
-	path, err := report.Write(dir, results)
+	path, err := report.Write(flags.out, results)
 	if err != nil {
 		return outputPaths{}, err
+	}
+	csvPath, err := writeLoadgenCSV(flags.csv, results)
+	if err != nil {
+		return outputPaths{results: path}, err
 	}
 	page, err := writeLoadgenDashboard(path, results)
 	if err != nil {
-		return outputPaths{results: path}, fmt.Errorf("write dashboard: %w", err)
+		return outputPaths{results: path, csv: csvPath}, fmt.Errorf("write dashboard: %w", err)
 	}
-	return outputPaths{results: path, dashboard: page}, nil
+	return outputPaths{results: path, dashboard: page, csv: csvPath}, nil
+}
+
+// writeLoadgenCSV writes the runs of results to path as CSV (nothing
+// when path is empty) and returns the path written.
+func writeLoadgenCSV(path string, results *report.Results) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("--csv %s: %w", path, err)
+		}
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return "", fmt.Errorf("--csv %s: %w", path, err)
+	}
+	if err := report.WriteSummaryCSV(file, results); err != nil {
+		file.Close()
+		return "", fmt.Errorf("--csv %s: %w", path, err)
+	}
+	if err := file.Close(); err != nil {
+		return "", fmt.Errorf("--csv %s: %w", path, err)
+	}
+	return path, nil
 }
 
 // writeLoadgenDashboard writes the dashboard next to the results file,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -104,11 +105,12 @@ func TestLoadgenJSONProgress(t *testing.T) {
 }
 
 // TestLoadgenQuiet: --quiet prints no progress, only the tables and the
-// paths.
+// paths; --csv writes the runs next to them, a header and a row per run.
 func TestLoadgenQuiet(t *testing.T) {
 	out := t.TempDir()
+	csvPath := filepath.Join(out, "runs.csv")
 	var stdout, stderr bytes.Buffer
-	if code := run(smallSuite(out, "--quiet"), &stdout, &stderr); code != 0 {
+	if code := run(smallSuite(out, "--quiet", "--csv", csvPath), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	text := stdout.String()
@@ -119,5 +121,18 @@ func TestLoadgenQuiet(t *testing.T) {
 	}
 	if !strings.Contains(text, fmt.Sprintf("results: %s", out)) || !strings.Contains(text, "matrix: 1 pass, 1 not-applicable") {
 		t.Errorf("quiet output lacks the tables or the results path:\n%s", text)
+	}
+	if !strings.Contains(text, "csv: "+csvPath+"\n") {
+		t.Errorf("quiet output does not say where the CSV is:\n%s", text)
+	}
+	file, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	records, err := csv.NewReader(file).ReadAll()
+	if err != nil || len(records) != 3 || records[0][0] != "run" || records[1][0] != "idempotent:none" || records[1][3] != "pass" ||
+		records[2][3] != "not-applicable" {
+		t.Errorf("CSV %v (%v): want a header and the two runs", records, err)
 	}
 }

@@ -25,7 +25,7 @@ func TestRoundsFlag(t *testing.T) {
 	if err != nil || workload.Security.Rounds != 3 {
 		t.Fatalf("--rounds 3 on security: %+v, err %v", workload.Security, err)
 	}
-	if _, err := apply("security", "--rounds", "-2"); err == nil || !strings.Contains(err.Error(), "want 1 or more") {
+	if _, err := apply("security", "--rounds", "-2"); err == nil || !strings.Contains(err.Error(), "--rounds -2: must be 1 or more") {
 		t.Errorf("--rounds -2: %v, want a refusal", err)
 	}
 	if _, err := apply("latency", "--rounds", "3"); err == nil || !strings.Contains(err.Error(), "--workload overhead") {

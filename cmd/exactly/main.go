@@ -21,6 +21,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/exactly-eos/exactly/internal/suggest"
 )
@@ -120,15 +122,122 @@ func newFlagSet(name, description string, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: exactly %s [flags]\n\n%s\n\nFlags:\n", name, description)
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	return fs
+}
+
+// fromWorkload holds, per flag set, the flags whose unset value means
+// "the workload's": their help says so instead of a placeholder default.
+var fromWorkload sync.Map // *flag.FlagSet -> map[string]bool
+
+// markFromWorkload notes that the named flags of fs default to the
+// workload's values.
+func markFromWorkload(fs *flag.FlagSet, names ...string) {
+	marked := map[string]bool{}
+	if old, ok := fromWorkload.Load(fs); ok {
+		marked = old.(map[string]bool)
+	}
+	for _, name := range names {
+		marked[name] = true
+	}
+	fromWorkload.Store(fs, marked)
+}
+
+// printFlags prints every flag of fs in the style of the flag package,
+// with two dashes: "  --name type", then its description indented, with
+// "(default X)" for a default that is not the type's zero value and
+// "(default: the workload's)" for flags that take the workload's value
+// when unset.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	marked := map[string]bool{}
+	if found, ok := fromWorkload.Load(fs); ok {
+		marked = found.(map[string]bool)
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		var line strings.Builder
+		fmt.Fprintf(&line, "  %s", dashed(f.Name))
+		kind, usage := flag.UnquoteUsage(f)
+		if kind != "" {
+			line.WriteString(" " + kind)
+		}
+		switch {
+		case marked[f.Name]:
+			usage += " (default: the workload's)"
+		case !zeroDefault(f):
+			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+				usage += fmt.Sprintf(" (default %q)", f.DefValue)
+			} else {
+				usage += fmt.Sprintf(" (default %v)", f.DefValue)
+			}
+		}
+		for _, text := range wrap(usage, helpWidth) {
+			line.WriteString("\n    \t" + text)
+		}
+		fmt.Fprintln(w, line.String())
+	})
+}
+
+// dashed is how a flag is written: --name, or -o for a single letter.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// helpWidth is the width a flag's description is wrapped at, after its
+// indent: the help reads in an 80-column terminal.
+const helpWidth = 72
+
+// wrap breaks text into lines of at most width runes at spaces (a word
+// longer than width gets a line of its own); newlines in text are kept.
+func wrap(text string, width int) []string {
+	var lines []string
+	for _, paragraph := range strings.Split(text, "\n") {
+		line := ""
+		for _, word := range strings.Fields(paragraph) {
+			switch {
+			case line == "":
+				line = word
+			case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width:
+				lines = append(lines, line)
+				line = word
+			default:
+				line += " " + word
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// zeroDefault reports whether f's default is its type's zero value,
+// which the help leaves out (as the flag package does).
+func zeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "0s", "false", "[]":
+		return true
+	}
+	return false
 }
 
 // parseFlags parses args. --help prints the whole usage; any other
 // mistake (an unknown flag, a value that does not parse, a stray argument)
 // is one line, a usageErr, with a did-you-mean for a misspelt flag.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q (flags start with --; values with spaces need quotes)", fs.Arg(0))
+	}
+	return nil
+}
+
+// parseFlagsOnly is parseFlags for a command that takes arguments after
+// its flags: they are left in fs.Args().
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
 	output, usage := fs.Output(), fs.Usage
 	// The flag package prints the error and the whole usage itself;
 	// silence both and let run print the one line.
@@ -143,9 +252,6 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 			return err
 		}
 		return usageError("%s", flagMistake(fs, err))
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected argument %q (flags start with --; values with spaces need quotes)", fs.Arg(0))
 	}
 	return nil
 }
@@ -167,18 +273,18 @@ func flagMistake(fs *flag.FlagSet, err error) string {
 	if rest, ok := strings.CutPrefix(message, "invalid value "); ok {
 		if value, after, ok := strings.Cut(rest, " for flag -"); ok {
 			name, reason, _ := strings.Cut(after, ": ")
-			return fmt.Sprintf("--%s %s: %s", name, value, flagValueReason(fs.Lookup(name), reason))
+			return fmt.Sprintf("%s %s: %s", dashed(name), value, flagValueReason(fs.Lookup(name), reason))
 		}
 	}
 	// invalid boolean value "maybe" for -quiet: parse error
 	if rest, ok := strings.CutPrefix(message, "invalid boolean value "); ok {
 		if value, name, ok := strings.Cut(rest, " for -"); ok {
 			name, _, _ = strings.Cut(name, ":")
-			return fmt.Sprintf("--%s=%s: not true or false", name, value)
+			return fmt.Sprintf("%s=%s: not true or false", dashed(name), value)
 		}
 	}
 	if name, ok := strings.CutPrefix(message, "flag needs an argument: -"); ok {
-		return fmt.Sprintf("--%s needs a value", name)
+		return fmt.Sprintf("%s needs a value", dashed(name))
 	}
 	return message
 }

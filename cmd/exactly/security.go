@@ -225,7 +225,7 @@ func writeSecurityOutputs(stdout io.Writer, flags loadgenFlags, results *report.
 		tables = io.Discard
 	}
 	if len(results.Runs) > 0 {
-		if err := report.WriteSummary(tables, results); err != nil {
+		if err := report.WriteSummaryWith(tables, results, report.SummaryOptions{Wide: flags.wide}); err != nil {
 			return err
 		}
 	}
@@ -236,9 +236,16 @@ func writeSecurityOutputs(stdout io.Writer, flags loadgenFlags, results *report.
 	if err != nil {
 		return err
 	}
+	csvPath, err := writeLoadgenCSV(flags.csv, results)
+	if err != nil {
+		return err
+	}
 	page, err := writeLoadgenDashboard(path, results)
 	if err != nil {
 		return fmt.Errorf("write dashboard: %w", err)
+	}
+	if csvPath != "" && !flags.jsonProgress {
+		fmt.Fprintf(stdout, "csv: %s\n", csvPath)
 	}
 	if flags.jsonProgress {
 		line, _ := json.Marshal(map[string]any{"event": "security_finished", "passed": results.Passed,

@@ -78,6 +78,9 @@ type Status struct {
 	Phase   Phase
 	Elapsed time.Duration
 	Budget  time.Duration
+	// Measured says a second of producing has been measured: before it
+	// the figures below are zero and the status shows none.
+	Measured bool
 	// Throughput and latency over the last second of producing (zero
 	// outside the producing phases).
 	RecordsPerSecond   float64
@@ -130,8 +133,9 @@ type Outcome struct {
 	Passed bool
 	// Interrupted: the suite was stopped before its last cell.
 	Interrupted bool
-	// ResultsPath and DashboardPath are the files written (empty: none).
-	ResultsPath, DashboardPath string
+	// ResultsPath, DashboardPath and CSVPath are the files written
+	// (empty: none).
+	ResultsPath, DashboardPath, CSVPath string
 }
 
 // Discard is a Reporter that shows nothing (--quiet).

@@ -130,7 +130,7 @@ func (p *Printer) Status(status Status) {
 			"name": p.cellName(status.Cell), "phase": status.Phase, "phase_seconds": status.Elapsed.Seconds(),
 			"phase_budget_seconds": status.Budget.Seconds(), "overrun_seconds": status.Overrun().Seconds(),
 			"records_per_second": status.RecordsPerSecond, "megabytes_per_second": status.MegabytesPerSecond,
-			"p99_ms": status.P99Milliseconds, "errors": status.Errors, "retries": status.Retries, "faults": status.Faults,
+			"measured": status.Measured, "p99_ms": status.P99Milliseconds, "errors": status.Errors, "retries": status.Retries, "faults": status.Faults,
 			"passed": p.verdicts["pass"], "failed": p.failedLocked(),
 			"elapsed_seconds": now.Sub(p.started).Seconds(), "eta_seconds": p.etaLocked(now).Seconds()})
 	case Terminal:
@@ -158,7 +158,11 @@ func (p *Printer) Status(status Status) {
 func (p *Printer) statusLineLocked(status Status, now time.Time) string {
 	var line strings.Builder
 	fmt.Fprintf(&line, "cell %d/%d %s  %s", status.Cell, len(p.suite.Cells), p.cellName(status.Cell), phaseText(status))
-	if status.Phase == PhaseProducing || status.Phase == PhaseFlushing {
+	switch {
+	case status.Phase != PhaseProducing && status.Phase != PhaseFlushing:
+	case !status.Measured:
+		line.WriteString("  starting…") // no second measured yet: no figures to show
+	default:
 		fmt.Fprintf(&line, "  %.0f rec/s  p99 %.1f ms", status.RecordsPerSecond, status.P99Milliseconds)
 	}
 	fmt.Fprintf(&line, "  faults %d  errors %d", status.Faults, status.Errors)
@@ -226,9 +230,13 @@ func (p *Printer) SuiteFinished(outcome Outcome) {
 	defer p.mu.Unlock()
 	elapsed := p.now().Sub(p.started)
 	if p.style == JSON {
-		p.emit(map[string]any{"event": "suite_finished", "passed": outcome.Passed, "interrupted": outcome.Interrupted,
+		event := map[string]any{"event": "suite_finished", "passed": outcome.Passed, "interrupted": outcome.Interrupted,
 			"verdicts": p.verdicts, "seconds": elapsed.Seconds(), "results": outcome.ResultsPath,
-			"dashboard": outcome.DashboardPath})
+			"dashboard": outcome.DashboardPath}
+		if outcome.CSVPath != "" {
+			event["csv"] = outcome.CSVPath
+		}
+		p.emit(event)
 		return
 	}
 	p.clearLiveLocked()
@@ -252,6 +260,9 @@ func (p *Printer) SuiteFinished(outcome Outcome) {
 	if outcome.DashboardPath != "" {
 		fmt.Fprintf(p.out, "dashboard: %s (open it in a browser)\n", outcome.DashboardPath)
 	}
+	if outcome.CSVPath != "" {
+		fmt.Fprintf(p.out, "csv: %s\n", outcome.CSVPath)
+	}
 }
 
 // etaLocked estimates the time left: the running cell's expected rest and
@@ -270,8 +281,21 @@ func (p *Printer) remainingLocked(from int, elapsed time.Duration) time.Duration
 	if p.overheadCount > 0 {
 		overhead = p.overheadSum / time.Duration(p.overheadCount)
 	}
+	return remaining(p.suite.Cells, from, elapsed, overhead)
+}
+
+// ExpectedDuration is how long cells are expected to take, as the header
+// of a suite says before it starts: each cell to run its load plus the
+// usual time to set up, drain and check.
+func ExpectedDuration(cells []Cell) time.Duration {
+	return remaining(cells, 0, 0, defaultOverhead)
+}
+
+// remaining is the expected time of cells from index from on, each its
+// load plus overhead, less elapsed of the first.
+func remaining(cells []Cell, from int, elapsed, overhead time.Duration) time.Duration {
 	var total time.Duration
-	for _, cell := range p.suite.Cells {
+	for _, cell := range cells {
 		if cell.Index < from || cell.NotApplicable != "" {
 			continue
 		}

@@ -32,7 +32,7 @@ func playSuite(p *Printer, clock *fakeClock) {
 	for second := 1; second <= 14; second++ {
 		clock.advance(time.Second)
 		status := Status{Cell: 1, Phase: PhaseProducing, Elapsed: time.Duration(second) * time.Second, Budget: 12 * time.Second,
-			RecordsPerSecond: 2000, P99Milliseconds: 4.5}
+			Measured: true, RecordsPerSecond: 2000, P99Milliseconds: 4.5}
 		p.Status(status)
 	}
 	p.CellFinished(Finished{Cell: 1, Verdict: "pass", Elapsed: 14 * time.Second, RecordsPerSecond: 1999, Observed: "lost 0, dup 0"})
@@ -173,5 +173,24 @@ func TestETAAdaptsToFinishedCells(t *testing.T) {
 	clock.advance(4 * time.Second)
 	if got := p.etaLocked(clock.now); got != 9*time.Second {
 		t.Errorf("4 s into the last cell: %s, want 9s (3 s load + 10 s overhead - 4 s)", got)
+	}
+}
+
+// Before the first second of producing is measured the status line
+// shows no figures (not "0 rec/s p99 0.0 ms"); after it, the figures.
+func TestFirstStatusLineHasNoFiguresYet(t *testing.T) {
+	p, out, clock := newTestPrinter(Terminal, 0)
+	p.SuiteStarted(testSuite())
+	p.CellStarted(1)
+	clock.advance(time.Second)
+	p.Status(Status{Cell: 1, Phase: PhaseProducing, Elapsed: 300 * time.Millisecond, Budget: 12 * time.Second})
+	first := out.String()[strings.LastIndex(out.String(), "\r\033[K"):]
+	if !strings.Contains(first, "producing 0.3s/12s  starting…  faults 0") || strings.Contains(first, "rec/s") || strings.Contains(first, "p99") {
+		t.Errorf("first live line %q", first)
+	}
+	p.Status(Status{Cell: 1, Phase: PhaseProducing, Elapsed: 1300 * time.Millisecond, Budget: 12 * time.Second, Measured: true})
+	second := out.String()[strings.LastIndex(out.String(), "\r\033[K"):]
+	if !strings.Contains(second, "  0 rec/s  p99 0.0 ms") {
+		t.Errorf("a measured second of nothing is shown as such: %q", second)
 	}
 }

@@ -51,7 +51,7 @@ func TestDashboardShowsSharperAnomalies(t *testing.T) {
 	}
 }
 
-// TestSummaryShowsSharperAnomalies: the summary table has columns for
+// TestSummaryShowsSharperAnomalies: the wide summary table has columns for
 // inconsistent offsets and the consumers' poll skips and moves back, "-"
 // for runs whose polls were not judged; aborted records polled by
 // read_committed consumers count as aborted reads.
@@ -60,7 +60,7 @@ func TestSummaryShowsSharperAnomalies(t *testing.T) {
 	results.Runs[5].Checks = append(results.Runs[5].Checks, Check{Reader: PollReader, Topic: "in", Consumers: "pipeline workers",
 		Counts: verify.Counts{PollSkips: 6, NonMonotonicPolls: 2, InconsistentOffsets: 5, AbortedVisible: 3}})
 	var summary strings.Builder
-	if err := WriteSummary(&summary, results); err != nil {
+	if err := WriteSummaryWith(&summary, results, SummaryOptions{Wide: true}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(summary.String(), "\n")
@@ -80,5 +80,29 @@ func TestSummaryShowsSharperAnomalies(t *testing.T) {
 				t.Errorf("idempotent (no consumers): %q", got)
 			}
 		}
+	}
+}
+
+// The default summary sums those anomalies in its "other" column.
+func TestNarrowSummarySumsOtherAnomalies(t *testing.T) {
+	results := loadFixture(t, kfakeFixture)
+	results.Runs[5].Checks = append(results.Runs[5].Checks, Check{Reader: PollReader, Topic: "in", Consumers: "pipeline workers",
+		Counts: verify.Counts{PollSkips: 6, NonMonotonicPolls: 2, InconsistentOffsets: 5, AbortedVisible: 3}})
+	var summary strings.Builder
+	if err := WriteSummary(&summary, results); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(summary.String(), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 0 && fields[0] == "eos-pipeline" {
+			found = true
+			if other := fields[len(fields)-1]; other != "16" {
+				t.Errorf("eos-pipeline: other = %s, want 3+5+6+2 = 16: %q", other, line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no eos-pipeline row:\n%s", summary.String())
 	}
 }

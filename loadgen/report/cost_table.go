@@ -20,14 +20,15 @@ func WriteCost(w io.Writer, results *Results) error {
 	if overhead == nil || !hasFaultLoads(overhead) {
 		return nil
 	}
-	fmt.Fprintf(w, "\nwhat each guarantee costs under each fault class: %d rounds, ratio to %s under the same faults, "+
-		"median of the rounds [%.0f%% bootstrap interval]\n", overhead.Rounds, overhead.Baseline, overhead.Confidence*100)
+	fmt.Fprintln(w)
+	WriteWrapped(w, "", fmt.Sprintf("what each guarantee costs under each fault class: %d rounds, ratio to %s under the same faults, "+
+		"median of the rounds [%.0f%% bootstrap interval]", overhead.Rounds, overhead.Baseline, overhead.Confidence*100), SummaryWidth)
 	if overhead.SustainableRate > 0 {
 		fmt.Fprintf(w, "fixed loads are shares of %s's sustainable rate, %d records/s (%s)\n", overhead.Baseline,
 			overhead.SustainableRate, overhead.SustainableSource)
 	}
 	var notes []string // what did not run, and why
-	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	table := tabwriter.NewWriter(&lineTrimmer{w: w}, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "fault\tload\tslot\tthroughput\tack p99\te2e p99\trecovery\t>1s ack/e2e\tlost/dup\t")
 	for _, load := range overhead.Loads {
 		if load.Faults == "" {
@@ -75,7 +76,7 @@ func WriteCost(w io.Writer, results *Results) error {
 		return fmt.Errorf("write cost: %w", err)
 	}
 	for _, note := range notes {
-		fmt.Fprintln(w, "  "+note)
+		WriteWrapped(w, "  ", note, SummaryWidth)
 	}
 	_, err := fmt.Fprintln(w, "the baseline's row shows its own values; the others are ratios to it, round by round. A ratio is faster\n"+
 		"or slower only when its interval lies outside the A/A floor (the baseline against itself), else ≈ (within noise).\n"+

@@ -93,11 +93,19 @@ func TestDashboardWithoutBrokerMetricsHasNoBrokerSide(t *testing.T) {
 }
 
 // TestWriteBrokerSide: the terminal's broker-side table has a line per run
-// with broker metrics, the Produce split and markers per commit, and the
-// failed scrape's warning; nothing without broker metrics.
+// with broker metrics, the Produce split (--wide) and markers per commit,
+// and the failed scrape's warning; nothing without broker metrics. The
+// default table leaves the split out.
 func TestWriteBrokerSide(t *testing.T) {
+	var narrow strings.Builder
+	if err := WriteBrokerSide(&narrow, brokerResults()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(narrow.String(), "0.10 / 0.40 / 1.50 / 0.00") || !strings.Contains(narrow.String(), "3.25") {
+		t.Errorf("default table:\n%s", narrow.String())
+	}
 	var text strings.Builder
-	if err := WriteBrokerSide(&text, brokerResults()); err != nil {
+	if err := WriteBrokerSideWith(&text, brokerResults(), true); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")

@@ -112,7 +112,7 @@ func WriteGroupProtocols(w io.Writer, results *Results) error {
 	}
 	fmt.Fprintf(w, "\nrebalance pause under group-churn, %s: %d rounds interleaved; median over the rounds [%.0f%% bootstrap interval]\n",
 		strings.Join(comparison.Protocols, " vs "), comparison.Rounds, comparison.Confidence*100)
-	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	table := tabwriter.NewWriter(&lineTrimmer{w: w}, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "run\tprotocol\tpassed\tlost\tdup\tmedian pause ms\ttotal paused ms\tmedian pause ratio\ttotal paused ratio")
 	for _, row := range comparison.Rows {
 		for i, side := range row.Sides {

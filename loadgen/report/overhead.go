@@ -306,9 +306,10 @@ func WriteOverhead(w io.Writer, results *Results) error {
 			continue // in the cost table
 		}
 		printed = true
-		fmt.Fprintf(w, "\noverhead vs %s at %s: %d rounds, %d producers; median ratio of the rounds [%.0f%% bootstrap interval]\n",
-			overhead.Baseline, LoadText(load.Rate), overhead.Rounds, overhead.Producers, overhead.Confidence*100)
-		table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w)
+		WriteWrapped(w, "", fmt.Sprintf("overhead vs %s at %s: %d rounds, %d producers; median ratio of the rounds [%.0f%% bootstrap interval]",
+			overhead.Baseline, LoadText(load.Rate), overhead.Rounds, overhead.Producers, overhead.Confidence*100), SummaryWidth)
+		table := tabwriter.NewWriter(&lineTrimmer{w: w}, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(table, "slot\trecords/s\tthroughput ratio\tverdict\tack p99 ms\tp99 ratio\tverdict\t")
 		if len(load.Rows) > 0 {
 			base := load.Rows[0]

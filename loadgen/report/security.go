@@ -202,7 +202,7 @@ func WriteSecurity(w io.Writer, results *Results) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\n%s\n", s.Title())
-	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	table := tabwriter.NewWriter(&lineTrimmer{w: w}, 0, 0, 2, ' ', 0)
 	if len(s.Rows) > 0 {
 		fmt.Fprintln(table, "mode\tprotocol\trecords/s\tratio [95% CI]\tack p99 ms\tratio [95% CI]\te2e p99 ms\t")
 		for _, row := range s.Rows {
@@ -242,7 +242,7 @@ func writeSecurityRest(w io.Writer, table *tabwriter.Writer, s *Security) error 
 	}
 	fmt.Fprintf(w, "\nconsume CPU per GB, one consumer reading %s from the start, median of %d passes (%s)\n",
 		byteText(s.Consume[0].Bytes), s.Consume[0].Passes, s.ConsumeNote)
-	table = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	table = tabwriter.NewWriter(&lineTrimmer{w: w}, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "protocol\tfetch path\tCPU s/GB\tratio\tpaired by pass [95% CI]\tMB/s\t")
 	for _, cost := range s.Consume {
 		if cost.Error != "" {

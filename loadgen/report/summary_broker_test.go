@@ -19,7 +19,7 @@ func TestWriteBrokerSideOtherFlavour(t *testing.T) {
 		BytesIn: &bytesIn, UnderReplicatedPartitions: &underReplicated,
 	}}}}
 	var out bytes.Buffer
-	if err := WriteBrokerSide(&out, results); err != nil {
+	if err := WriteBrokerSideWith(&out, results, true); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
