@@ -143,7 +143,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	controllerListen := fs.String("controller-listen", "", "with --controller-quorum: the host:port this member's Raft listens on (its RPC on port+100); needed when --node-id is not a voter, else default: its --controller-quorum entry")
 	sourceAddress := fs.String("source-address", "", "with --controller-quorum: the local IP address connections to the other members are made from (default: the system's choice)")
 	usersFile := fs.String("users-file", "", "YAML file of SASL users (name, password, optional mechanisms) whose SCRAM credentials are stored at start; see README, Authentication (SASL)")
-	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics on this host:port (/metrics, /healthz, /readyz), e.g. 127.0.0.1:9644; default off")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics on this host:port (/metrics, /healthz, /readyz), e.g. 127.0.0.1:9644; default off. Which request times have histogram buckets: --config metrics.request.histograms=default (Produce, Fetch, the transaction and group APIs), all or none")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

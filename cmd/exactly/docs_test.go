@@ -312,7 +312,9 @@ func exactlyCommand(cmd []string) (invocation, bool) {
 		return invocation{}, false
 	}
 	i++
-	if i >= len(cmd) {
+	// "exactly loadgen: --rate -5: must be …" is the program's output
+	// quoted in a session, not a command.
+	if i >= len(cmd) || strings.HasSuffix(cmd[i], ":") {
 		return invocation{}, false
 	}
 	return invocation{sub: cmd[i], args: cmd[i+1:]}, true
