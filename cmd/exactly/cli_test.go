@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/exactly-eos/exactly/loadgen"
+	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/modes"
 )
 
@@ -182,6 +183,35 @@ func TestListWorkloads(t *testing.T) {
 		}
 		if first := strings.Fields(workload.Description)[0]; !strings.HasPrefix(row[2], first) {
 			t.Errorf("%s: %q does not start with its description %q", name, row[2], workload.Description)
+		}
+	}
+}
+
+// --list-plans lists every shipped fault plan with its description, each
+// line within 120 columns.
+func TestListPlans(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"loadgen", "--list-plans"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	text := stdout.String()
+	for _, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > 120 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	for _, name := range faults.PlanNames() {
+		plan, err := faults.LoadPlan(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` +(\S.*)$`).FindStringSubmatch(text)
+		if row == nil {
+			t.Errorf("no row for %s:\n%s", name, text)
+			continue
+		}
+		if first := strings.Fields(plan.Description)[0]; !strings.HasPrefix(row[1], first) {
+			t.Errorf("%s: %q does not start with its description %q", name, row[1], plan.Description)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/loadgen"
+	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/findmax"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
@@ -62,4 +63,28 @@ func roundedDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm", minutes)
 	}
 	return fmt.Sprintf("%dm%02ds", minutes, seconds)
+}
+
+// listPlans prints each shipped fault plan with its description, wrapped
+// like listWorkloads.
+func listPlans(w io.Writer) error {
+	names := faults.PlanNames()
+	nameWidth := len("fault plan")
+	for _, name := range names {
+		nameWidth = max(nameWidth, len(name))
+	}
+	fmt.Fprintf(w, "%-*s  %s\n", nameWidth, "fault plan", "what it does (--faults NAME,..., or a YAML file of your own)")
+	for _, name := range names {
+		plan, err := faults.LoadPlan(name)
+		if err != nil {
+			return err
+		}
+		prefix := fmt.Sprintf("%-*s  ", nameWidth, name)
+		lines := wrap(plan.Description, report.SummaryWidth-len(prefix))
+		fmt.Fprintln(w, prefix+lines[0])
+		for _, line := range lines[1:] {
+			fmt.Fprintln(w, strings.Repeat(" ", len(prefix))+line)
+		}
+	}
+	return nil
 }

@@ -306,10 +306,7 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if flags.listPlans {
-		for _, name := range faults.PlanNames() {
-			fmt.Fprintln(stdout, name)
-		}
-		return nil
+		return listPlans(stdout)
 	}
 	if flags.quick {
 		flags.workload = "quick"
