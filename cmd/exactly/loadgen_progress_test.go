@@ -35,9 +35,16 @@ func TestLoadgenPlainProgress(t *testing.T) {
 		t.Fatalf("non-terminal output has terminal control characters:\n%q", text)
 	}
 	lines := strings.Split(text, "\n")
-	header := regexp.MustCompile(`^exactly loadgen [0-9a-f]{16}: workload standard, 2 cells \(1 to run, 1 not applicable here\), against embedded \(exactly broker`)
-	if !header.MatchString(lines[0]) || !strings.HasPrefix(lines[1], "expected duration about ") {
+	header := regexp.MustCompile(`^exactly loadgen [0-9a-f]{16}: workload standard, 2 cells \(1 to run, 1 not applicable here\)$`)
+	if !header.MatchString(lines[0]) || !strings.HasPrefix(lines[1], "  against embedded (exactly broker") {
 		t.Errorf("header:\n%s\n%s", lines[0], lines[1])
+	}
+	expected := 2
+	for strings.HasPrefix(lines[expected], "    ") { // the target's description, wrapped
+		expected++
+	}
+	if !strings.HasPrefix(lines[expected], "expected duration about ") {
+		t.Errorf("no expected duration after the header:\n%s", strings.Join(lines[:expected+1], "\n"))
 	}
 	var cellLines []string
 	for _, line := range lines {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Style is how a Printer renders progress.
@@ -96,12 +97,12 @@ func (p *Printer) SuiteStarted(suite Suite) {
 	if skipped > 0 {
 		counts += fmt.Sprintf(" (%d to run, %d not applicable here)", len(suite.Cells)-skipped, skipped)
 	}
-	fmt.Fprintf(p.out, "exactly loadgen %s: workload %s, %s, against %s (%s)\n",
-		suite.RunID, suite.Workload, counts, suite.Target, suite.TargetDescription)
-	fmt.Fprintf(p.out, "expected duration about %s; each cell sets up, produces under its faults, drains, then reads back and checks every record\n",
+	fmt.Fprintf(p.out, "exactly loadgen %s: workload %s, %s\n", suite.RunID, suite.Workload, counts)
+	printWrapped(p.out, fmt.Sprintf("  against %s (%s)", suite.Target, suite.TargetDescription), "    ")
+	fmt.Fprintf(p.out, "expected duration about %s; each cell produces under its faults, drains, then reads back and checks every record\n",
 		clock(expected))
 	for _, note := range suite.Notes {
-		fmt.Fprintln(p.out, note)
+		printWrapped(p.out, note, "  ")
 	}
 }
 
@@ -205,10 +206,11 @@ func (p *Printer) CellFinished(finished Finished) {
 	}
 	p.clearLiveLocked()
 	width := len(fmt.Sprint(len(p.suite.Cells)))
-	line := fmt.Sprintf("[%*d/%d] %-14s %-34s", width, finished.Cell, len(p.suite.Cells),
+	line := fmt.Sprintf("[%*d/%d] %-10s %-34s", width, finished.Cell, len(p.suite.Cells),
 		strings.ToUpper(finished.Verdict), cell.Name)
+	indent := strings.Repeat(" ", 2*width+4)
 	if finished.Verdict == "not-applicable" {
-		fmt.Fprintln(p.out, line+"  "+finished.Why)
+		printWrapped(p.out, line+"  "+finished.Why, indent)
 		return
 	}
 	line += fmt.Sprintf(" %6.1fs", finished.Elapsed.Seconds())
@@ -218,10 +220,40 @@ func (p *Printer) CellFinished(finished Finished) {
 	if finished.Observed != "" {
 		line += "  " + finished.Observed
 	}
-	fmt.Fprintln(p.out, line)
+	printWrapped(p.out, line, indent)
 	if finished.Why != "" && finished.Verdict != "pass" {
-		fmt.Fprintf(p.out, "%*s why: %s\n", 2*width+3, "", finished.Why)
+		printWrapped(p.out, indent+"why: "+finished.Why, indent+"     ")
 	}
+}
+
+// lineWidth is the width the permanent lines are wrapped to, that of the
+// summary tables.
+const lineWidth = 120
+
+// printWrapped prints text wrapped at lineWidth, breaking after the
+// commas and semicolons between the checker's counts or before a " | "
+// (or at spaces when a part is longer), each further line after indent.
+func printWrapped(w io.Writer, text, indent string) {
+	for utf8.RuneCountInString(text) > lineWidth {
+		cut := -1
+		for i, r := range text {
+			if utf8.RuneCountInString(text[:i]) >= lineWidth {
+				break
+			}
+			if r == ' ' && i > len(indent) && (text[i-1] == ',' || text[i-1] == ';' || strings.HasPrefix(text[i:], " | ")) {
+				cut = i
+			}
+		}
+		if cut < 0 {
+			cut = strings.LastIndex(string([]rune(text)[:lineWidth]), " ")
+		}
+		if cut <= len(indent) {
+			break
+		}
+		fmt.Fprintln(w, strings.TrimRight(text[:cut], " "))
+		text = indent + strings.TrimLeft(text[cut:], " ")
+	}
+	fmt.Fprintln(w, strings.TrimRight(text, " "))
 }
 
 // SuiteFinished prints the totals and where the results are.

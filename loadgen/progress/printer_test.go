@@ -66,12 +66,13 @@ func TestPlainOutput(t *testing.T) {
 		t.Fatalf("plain output has terminal control characters:\n%q", text)
 	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	if !strings.HasPrefix(lines[0], "exactly loadgen 00000000000000aa: workload standard, 3 cells (2 to run, 1 not applicable here), against embedded (127.0.0.1:9092)") {
-		t.Errorf("header %q", lines[0])
+	if lines[0] != "exactly loadgen 00000000000000aa: workload standard, 3 cells (2 to run, 1 not applicable here)" ||
+		lines[1] != "  against embedded (127.0.0.1:9092)" {
+		t.Errorf("header %q, %q", lines[0], lines[1])
 	}
 	// Expected: (3 s + 3 s overhead) twice; the not-applicable cell takes none.
-	if !strings.Contains(lines[1], "expected duration about 12s") {
-		t.Errorf("expected-duration line %q", lines[1])
+	if !strings.Contains(lines[2], "expected duration about 12s") {
+		t.Errorf("expected-duration line %q", lines[2])
 	}
 	cellLine := regexp.MustCompile(`^\[(\d)/3\] (\S+)`)
 	var cells, verdicts []string
@@ -192,5 +193,33 @@ func TestFirstStatusLineHasNoFiguresYet(t *testing.T) {
 	second := out.String()[strings.LastIndex(out.String(), "\r\033[K"):]
 	if !strings.Contains(second, "  0 rec/s  p99 0.0 ms") {
 		t.Errorf("a measured second of nothing is shown as such: %q", second)
+	}
+}
+
+// TestCellLinesWrapAt120: a cell's permanent line with the checker's long
+// account is wrapped at 120 columns after a comma or semicolon, its
+// further lines indented, and nothing of it lost.
+func TestCellLinesWrapAt120(t *testing.T) {
+	p, out, clock := newTestPrinter(Plain, 0)
+	p.SuiteStarted(testSuite())
+	p.CellStarted(1)
+	clock.advance(3 * time.Second)
+	observed := "lost 0, dup 0, reord 11, poll-skips 0, non-monotonic 0; faults 33 (drop-response 33); " +
+		"writer recoveries 30 (found written 255, resent 11); input copies 341, dropped 341, unprotected 0 (window 20000 offsets)"
+	p.CellFinished(Finished{Cell: 1, Verdict: "fail", Elapsed: 3 * time.Second, RecordsPerSecond: 1987, Observed: observed,
+		Why: strings.Repeat("a reason that goes on, ", 8)})
+	var cellLines []string
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")[3:] {
+		if len(line) > 120 {
+			t.Errorf("a line of %d columns: %q", len(line), line)
+		}
+		cellLines = append(cellLines, line)
+	}
+	if len(cellLines) < 3 || !strings.HasPrefix(cellLines[0], "[1/3] FAIL ") || !strings.HasPrefix(cellLines[1], "      non-monotonic") {
+		t.Fatalf("cell lines not wrapped as expected:\n%s", strings.Join(cellLines, "\n"))
+	}
+	joined := strings.Join(strings.Fields(strings.Join(cellLines, " ")), " ")
+	if !strings.Contains(joined, strings.Join(strings.Fields(observed), " ")) {
+		t.Errorf("the wrapped lines lost part of the account:\n%s", strings.Join(cellLines, "\n"))
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -256,6 +257,14 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 }
 
 func defaultTitle(files []*fileView) string {
+	if len(files) == 1 {
+		var workload struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(files[0].Results.Workload, &workload) == nil && workload.Name != "" {
+			return fmt.Sprintf("exactly loadgen: workload %s against %s", workload.Name, files[0].Label)
+		}
+	}
 	var parts []string
 	for _, file := range files {
 		parts = append(parts, file.Label)

@@ -61,7 +61,7 @@ func newFileView(index int, results *Results, profiles []string) *fileView {
 }
 
 // labelFiles names each file by letter and target kind, with the run id
-// when two files share a kind.
+// when two files share a kind; a page of one file needs no letter.
 func labelFiles(files []*fileView) {
 	kinds := map[string]int{}
 	for _, file := range files {
@@ -73,6 +73,9 @@ func labelFiles(files []*fileView) {
 			kind = "unknown target"
 		}
 		file.Label = file.Letter + " " + kind
+		if len(files) == 1 {
+			file.Label = kind
+		}
 		if kinds[file.Results.Target.Kind] > 1 && file.Results.RunID != "" {
 			file.Label += " " + shortID(file.Results.RunID)
 		}
