@@ -216,7 +216,7 @@ func TestOverheadRunAgainstEmbeddedBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(table.String())
-	for _, want := range []string{"overhead vs at-least-once", "at-least-once (A/A)", "transactional@1s", "noise floor ±", "at 5000 records/s offered"} {
+	for _, want := range []string{"overhead vs at-least-once", "at-least-once (A/A)", "transactional@1s", "floor ±", "at 5000 records/s offered"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("overhead table does not show %q:\n%s", want, table.String())
 		}

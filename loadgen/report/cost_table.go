@@ -28,22 +28,28 @@ func WriteCost(w io.Writer, results *Results) error {
 			overhead.SustainableRate, overhead.SustainableSource)
 	}
 	var notes []string // what did not run, and why
-	table := tabwriter.NewWriter(&lineTrimmer{w: w}, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "fault\tload\tslot\tthroughput\tack p99\te2e p99\trecovery\t>1s ack/e2e\tlost/dup\t")
+	// Two tables, so that each fits 120 columns: the ratios, then what the
+	// fault did to each slot. Each fault and load is a heading line
+	// between the rows (alignedRows keeps the columns across them).
+	var ratios, tolls []alignedRow
+	ratios = append(ratios, alignedRow{cells: []string{"  slot", "throughput", "ack p99", "e2e p99"}})
+	tolls = append(tolls, alignedRow{cells: []string{"  slot", "recovery", ">1s ack/e2e", "lost/dup"}})
 	for _, load := range overhead.Loads {
 		if load.Faults == "" {
 			continue
 		}
 		loadText := costLoadText(load)
 		if load.NotApplicable != "" {
-			// Under the table: a short line would break its columns.
 			notes = append(notes, fmt.Sprintf("%s at %s: %s", load.Faults, loadText, load.NotApplicable))
 			continue
 		}
+		heading := alignedRow{heading: fmt.Sprintf("%s at %s", load.Faults, loadText)}
 		baseline := overhead.Baseline
 		if load.BaselineWithoutFaults {
-			baseline += " (no faults)"
+			// In the heading: in the slot column it would widen every row.
+			heading.heading += fmt.Sprintf(" (%s ran without faults: the plan cannot touch it)", baseline)
 		}
+		ratios, tolls = append(ratios, heading), append(tolls, heading)
 		var throughput, ackP99, endToEndP99 string
 		if len(load.Rows) > 0 {
 			first := load.Rows[0]
@@ -51,8 +57,9 @@ func WriteCost(w io.Writer, results *Results) error {
 			ackP99 = millisText(first.AckP99.BaselineMedian())
 			endToEndP99 = millisText(first.EndToEndP99.BaselineMedian())
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", load.Faults, loadText, baseline, throughput, ackP99, endToEndP99,
-			load.BaselineCost.RecoveryText(), load.BaselineCost.DelayedText(), load.BaselineCost.CheckedText())
+		ratios = append(ratios, alignedRow{cells: []string{"  " + baseline, throughput, ackP99, endToEndP99}})
+		tolls = append(tolls, alignedRow{cells: []string{"  " + baseline, load.BaselineCost.RecoveryText(),
+			load.BaselineCost.DelayedText(), load.BaselineCost.CheckedText()}})
 		for _, row := range load.Rows {
 			if row.CannotBite != "" {
 				note := fmt.Sprintf("%s: %s cannot be touched (%s)", load.Faults, row.Slot, row.CannotBite)
@@ -68,18 +75,24 @@ func WriteCost(w io.Writer, results *Results) error {
 				ackP99 = "floor " + BandText(load.NoiseBand.AckP99Low, load.NoiseBand.AckP99High)
 				endToEndP99 = "floor " + BandText(load.NoiseBand.EndToEndP99Low, load.NoiseBand.EndToEndP99High)
 			}
-			fmt.Fprintf(table, "\t\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Slot, throughput, ackP99, endToEndP99,
-				row.Cost.RecoveryText(), row.Cost.DelayedText(), row.Cost.CheckedText())
+			ratios = append(ratios, alignedRow{cells: []string{"  " + row.Slot, throughput, ackP99, endToEndP99}})
+			tolls = append(tolls, alignedRow{cells: []string{"  " + row.Slot, row.Cost.RecoveryText(),
+				row.Cost.DelayedText(), row.Cost.CheckedText()}})
 		}
 	}
-	if err := table.Flush(); err != nil {
+	fmt.Fprintln(w, "ratios to the baseline (its own row shows its values):")
+	if err := writeAligned(w, ratios); err != nil {
+		return fmt.Errorf("write cost: %w", err)
+	}
+	fmt.Fprintln(w, "what the fault did:")
+	if err := writeAligned(w, tolls); err != nil {
 		return fmt.Errorf("write cost: %w", err)
 	}
 	for _, note := range notes {
 		WriteWrapped(w, "  ", note, SummaryWidth)
 	}
-	_, err := fmt.Fprintln(w, "the baseline's row shows its own values; the others are ratios to it, round by round. A ratio is faster\n"+
-		"or slower only when its interval lies outside the A/A floor (the baseline against itself), else ≈ (within noise).\n"+
+	_, err := fmt.Fprintln(w, "ratios are taken round by round. A ratio is faster or slower only when its interval lies outside\n"+
+		"the A/A floor (the baseline against itself), else ≈ (within noise).\n"+
 		"recovery: from the fault until acknowledged throughput was back to 90% of what it was before (median of the\n"+
 		"rounds' worst); continuous: the fault hits a share of all requests, so only the delayed records say what it\n"+
 		"costs; >1s: records acknowledged (or read end to end) more than a second after they were due, median per round")
@@ -120,13 +133,18 @@ func ratioVerdict(stat RatioStat, verdict string) string {
 }
 
 // compactRatio renders a ratio and its interval with two decimals when
-// the interval is wide enough for them, else as RatioText.
+// the interval is wide enough for them to tell its ends apart (0.05),
+// three when it is narrower, else (under 0.005) as RatioText, with four.
 func compactRatio(stat RatioStat) string {
 	if len(stat.Ratios) == 0 {
 		return "-"
 	}
-	if stat.CIHigh-stat.CILow >= 0.1 {
+	switch width := stat.CIHigh - stat.CILow; {
+	case width >= 0.05:
 		return fmt.Sprintf("%.2f [%.2f, %.2f]", stat.MedianRatio, stat.CILow, stat.CIHigh)
+	case width >= 0.005:
+		// Three decimals still tell the interval's ends apart.
+		return fmt.Sprintf("%.3f [%.3f, %.3f]", stat.MedianRatio, stat.CILow, stat.CIHigh)
 	}
 	return stat.RatioText()
 }
@@ -137,4 +155,41 @@ func millisText(value float64) string {
 		return "-"
 	}
 	return number(value, 1) + " ms"
+}
+
+// alignedRow is a row of a table whose columns stay aligned across
+// heading lines: a heading is printed as it is, between the rows.
+type alignedRow struct {
+	heading string
+	cells   []string
+}
+
+// writeAligned prints rows with their columns aligned over every row,
+// two spaces apart, headings on lines of their own.
+func writeAligned(w io.Writer, rows []alignedRow) error {
+	var buffer strings.Builder
+	table := tabwriter.NewWriter(&buffer, 0, 0, 2, ' ', 0)
+	for _, row := range rows {
+		if row.heading == "" {
+			fmt.Fprintln(table, strings.Join(row.cells, "\t")+"\t")
+		}
+	}
+	if err := table.Flush(); err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSuffix(buffer.String(), "\n"), "\n")
+	next := 0
+	for _, row := range rows {
+		if row.heading != "" {
+			if _, err := fmt.Fprintln(w, row.heading); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := fmt.Fprintln(w, strings.TrimRight(lines[next], " ")); err != nil {
+			return err
+		}
+		next++
+	}
+	return nil
 }

@@ -319,11 +319,11 @@ func WriteOverhead(w io.Writer, results *Results) error {
 		for _, row := range load.Rows {
 			throughputVerdict, latencyVerdict := row.ThroughputVerdict(), row.AckP99.Verdict
 			if row.NoiseFloor {
-				throughputVerdict = "noise floor " + BandText(load.NoiseBand.ThroughputLow, load.NoiseBand.ThroughputHigh)
-				latencyVerdict = "noise floor " + BandText(load.NoiseBand.AckP99Low, load.NoiseBand.AckP99High)
+				throughputVerdict = "floor " + BandText(load.NoiseBand.ThroughputLow, load.NoiseBand.ThroughputHigh)
+				latencyVerdict = "floor " + BandText(load.NoiseBand.AckP99Low, load.NoiseBand.AckP99High)
 			}
-			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Slot, number(row.Throughput.Median(), 0), row.Throughput.RatioText(),
-				throughputVerdict, number(row.AckP99.Median(), 2), row.AckP99.RatioText(), latencyVerdict)
+			fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Slot, number(row.Throughput.Median(), 0), compactRatio(row.Throughput),
+				throughputVerdict, number(row.AckP99.Median(), 2), compactRatio(row.AckP99), latencyVerdict)
 		}
 		if err := table.Flush(); err != nil {
 			return fmt.Errorf("write overhead: %w", err)
@@ -332,7 +332,8 @@ func WriteOverhead(w io.Writer, results *Results) error {
 	if !printed {
 		return nil
 	}
-	_, err := fmt.Fprintln(w, "the A/A row is the baseline against itself: two identical runs measured that far apart (the noise floor);\n"+
-		"a ratio is faster or slower only when its interval excludes 1 and lies outside the noise floor, else within noise")
+	_, err := fmt.Fprintln(w, "the A/A row is the baseline against itself: two identical runs measured that far apart (the noise floor, its\n"+
+		"verdicts read floor ±x); a ratio is faster or slower only when its interval excludes 1 and lies outside the noise\n"+
+		"floor, else within noise")
 	return err
 }

@@ -61,3 +61,33 @@ func TestShorten(t *testing.T) {
 		}
 	}
 }
+
+// The cost table under faults and the overhead tables of every example
+// result fit SummaryWidth columns too: they are what the main job ends
+// with.
+func TestOverheadTablesFitWidth(t *testing.T) {
+	examples, _ := filepath.Glob("../../results/examples/*.json")
+	checked := 0
+	for _, file := range examples {
+		results, err := LoadResults(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if results.Overhead == nil {
+			continue
+		}
+		checked++
+		var tables strings.Builder
+		if err := WriteOverhead(&tables, results); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(tables.String(), "\n") {
+			if n := utf8.RuneCountInString(line); n > SummaryWidth {
+				t.Errorf("%s: a line of %d columns:\n%s", file, n, line)
+			}
+		}
+	}
+	if checked < 2 {
+		t.Fatalf("%d example results with overhead tables; want the cost and the overhead examples", checked)
+	}
+}
