@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -152,16 +153,46 @@ var inlineCodeRE = regexp.MustCompile("`([^`]+)`")
 
 // snippets returns the code lines (with backslash continuations joined) and
 // the inline code spans of a file.
+//
+// Two ways keep a line out: in a code block whose commands carry a `$ `
+// prompt, the lines without one are the program's output; and lines
+// between `<!-- docs-check: off -->` and `<!-- docs-check: on -->` show
+// mistakes on purpose (a table of wrong commands and their messages).
 func snippets(f docFile) []snippet {
+	var out []snippet
+	off := make([]bool, len(f.lines)+1) // by 1-based line number
+	checking := true
+	for i, line := range f.lines {
+		switch strings.TrimSpace(line) {
+		case "<!-- docs-check: off -->":
+			checking = false
+		case "<!-- docs-check: on -->":
+			checking = true
+		}
+		off[i+1] = !checking
+	}
+	for _, snippet := range snippetsOf(f) {
+		if !off[snippet.line] {
+			out = append(out, snippet)
+		}
+	}
+	return out
+}
+
+func snippetsOf(f docFile) []snippet {
 	var out []snippet
 	for _, r := range regions(f.lines) {
 		if r.code {
 			if nonShellFences[r.lang] {
 				continue
 			}
+			prompted := slices.ContainsFunc(r.lines, func(line string) bool { return strings.HasPrefix(line, "$ ") })
 			for i := 0; i < len(r.lines); i++ {
 				start := i
 				text := r.lines[i]
+				if prompted && !strings.HasPrefix(text, "$ ") {
+					continue // output
+				}
 				for strings.HasSuffix(strings.TrimRight(text, " "), "\\") && i+1 < len(r.lines) {
 					i++
 					text = strings.TrimSuffix(strings.TrimRight(text, " "), "\\") + " " + r.lines[i]
@@ -534,11 +565,16 @@ func TestDocsLinks(t *testing.T) {
 }
 
 // TestDocsCheckerFindsMistakes checks the checks themselves on made-up
-// lines: a renamed flag, an unknown command, a command after a pipe.
+// lines: a renamed flag, an unknown command, a command after a pipe, the
+// output lines of a session and a region kept out on purpose.
 func TestDocsCheckerFindsMistakes(t *testing.T) {
 	t.Parallel()
 	flags := map[string]map[string]bool{"loadgen": {"rate": true, "faults": true, "h": true, "help": true}}
-	doc := docFile{path: "x.md", lines: strings.Split("intro `exactly loadgen --rate 5`\n\n```sh\n$ exactly loadgen --rat=5 \\\n  --faults 'a b' | kcat -b x -P\ngo run ./cmd/exactly lodgen --rate 1\necho x # exactly loadgen --nope\n```\n", "\n")}
+	doc := docFile{path: "x.md", lines: strings.Split("intro `exactly loadgen --rate 5`\n\n```sh\nexactly loadgen --rat=5 \\\n  --faults 'a b' | kcat -b x -P\ngo run ./cmd/exactly lodgen --rate 1\necho x # exactly loadgen --nope\n```\n"+
+		// A session: the line without a prompt is output, not a command.
+		"```\n$ exactly loadgen --rate -5\nexactly loadgen: --rate -5: must be 0 or more\nexactly loadgen --nope\n```\n"+
+		// Mistakes shown on purpose are kept out.
+		"<!-- docs-check: off -->\n`exactly loadgen --bogus`\n<!-- docs-check: on -->\n", "\n")}
 	var problems []string
 	for _, s := range snippets(doc) {
 		for _, inv := range invocations(doc.path, s) {
@@ -550,7 +586,8 @@ func TestDocsCheckerFindsMistakes(t *testing.T) {
 		"x.md:6: exactly lodgen: no such command; did you mean loadgen?",
 	}
 	got := strings.Join(problems, "\n")
-	if len(problems) != len(want) || !strings.Contains(got, want[0]) || !strings.Contains(got, "x.md:6: exactly lodgen: no such command") {
+	if len(problems) != len(want) || !strings.Contains(got, want[0]) || !strings.Contains(got, "x.md:6: exactly lodgen: no such command") ||
+		strings.Contains(got, "nope") || strings.Contains(got, "bogus") {
 		t.Errorf("problems:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 	if s := githubSlug("Quick start 1: what each guarantee costs on `your` cluster"); s != "quick-start-1-what-each-guarantee-costs-on-your-cluster" {
