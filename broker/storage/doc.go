@@ -10,7 +10,8 @@
 // for removing files throughout, and the append lock only to capture the
 // segments and to publish each cleaned one.
 // One appender at a time (Append, Roll, Flush, Truncate, ApplyRetention,
-// DeleteRecordsBefore, AppendAbortedTxn, Close serialize on a mutex) and any
+// DeleteRecordsBefore, AppendAbortedTxn, SyncAbortedTxns, Close serialize
+// on a mutex) and any
 // number of concurrent readers (Read, ReadBatches, ScanHeaders,
 // OffsetForTimestamp, AbortedTxns). The appender writes bytes with pwrite
 // beyond the published end of the active segment, then publishes the new end
@@ -118,9 +119,28 @@
 //	26  8  last stable offset when it was aborted
 //	34  4  CRC-32C of bytes [0, 34)
 //
-// Written and synced by AppendAbortedTxn. On open the file is read whole; a
-// torn or corrupt entry and everything after it is dropped, as are entries
-// at or beyond the recovered log end. Truncation rewrites it.
+// Written by AppendAbortedTxn, without a sync of its own, to the file kept
+// open while the segment is active (created on the segment's first entry,
+// with a directory sync; closed when the segment rolls). It is synced with
+// its segment and always before the segment's data, so that a crash may
+// leave an entry whose marker is lost, never the reverse among synced
+// bytes: by the WaitDurable sync that covers the marker (fsync always) or
+// by the periodic one (interval) — WaitDurable of an offset at or past a
+// marker returns only once a sync that started after the entry was written
+// returned —; at roll, inline with every fsync policy (fsync never
+// included: a caller may snapshot state at the new segment's base); by
+// Flush, Close, truncation and SyncAbortedTxns. With fsync never an entry
+// written since the last of those is in the page cache only, like the
+// segment's tail, and a crash may keep its marker (written back by the OS)
+// and lose it: the caller must replay the markers after its last snapshot
+// to restore such entries, and sync the index (SyncAbortedTxns) before
+// taking a snapshot that is not at a roll.
+//
+// On open the file is read whole; a torn or corrupt entry and everything
+// after it is dropped, as are entries at or beyond the recovered log end,
+// and if any was dropped the file is rewritten with the rest and synced
+// (the offset of a lost marker is reused by the next append). Truncation
+// rewrites it.
 //
 // # checkpoint
 //
@@ -225,10 +245,13 @@
 // # Durability
 //
 // FsyncNever: the page cache; rolled segments are synced in the background
-// and WaitDurable returns at once. FsyncInterval: a goroutine syncs the
-// active segment every Interval; WaitDurable waits for the sync that covers
-// the offset. FsyncAlways: WaitDurable runs an fdatasync covering every
-// offset written so far, and concurrent waiters share it (group commit).
+// (their .txnindex inline, at the roll) and WaitDurable returns at once.
+// FsyncInterval: a goroutine syncs the active segment every Interval;
+// WaitDurable waits for the sync that covers the offset. FsyncAlways:
+// WaitDurable runs an fdatasync covering every offset written so far, and
+// concurrent waiters share it (group commit). A sync of the active segment
+// covers its .txnindex too (synced first): an offset is durable once the
+// transaction index entries of the markers up to it are.
 // After a failed write or sync the error is sticky: every later Append,
 // WaitDurable, Roll, Flush, Truncate returns it; reads go on.
 package storage

@@ -9,8 +9,9 @@ import "github.com/exactly-eos/exactly/internal/invariants"
 // assertInvariantsLocked checks the published state in invariants builds
 // (caller holds mu): segments non-empty and contiguous, each one's base
 // the previous one's end; logStart <= logEnd == the last segment's end;
-// logStart >= the first segment's base; the active segment's newest index
-// entries increasing and inside it.
+// logStart >= the first segment's base; only the active segment holds an
+// open transaction index; the active segment's newest index entries
+// increasing and inside it.
 func (l *Log) assertInvariantsLocked() {
 	if invariants.Enabled {
 		l.checkInvariantsLocked()
@@ -35,6 +36,8 @@ func (l *Log) checkInvariantsLocked() {
 		invariants.Check(s.size >= 0 && s.base <= s.end, "log %s: segment %d: size %d, end %d", l.dir, s.base, s.size, s.end)
 		invariants.Check(s.base <= s.lastBatchBase && (s.lastBatchBase < s.end || s.lastBatchBase == s.base),
 			"log %s: segment %d: newest batch base %d outside [base, end %d)", l.dir, s.base, s.lastBatchBase, s.end)
+		invariants.Check(s.txnFile == nil || i == len(l.segments)-1,
+			"log %s: sealed segment %d keeps its transaction index open", l.dir, s.base)
 		if i > 0 {
 			previous := l.segments[i-1]
 			invariants.Check(s.base == previous.end, "log %s: segment %d does not start at the previous segment's end %d (segment %d)",

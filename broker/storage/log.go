@@ -28,8 +28,8 @@ var (
 // Log is one partition's segmented log.
 //
 // Concurrency: one appender at a time — Append, Roll, Flush, Truncate,
-// ApplyRetention, DeleteRecordsBefore, AppendAbortedTxn and Close serialize
-// on appendMu — and any number of readers (Read, ReadBatches, ScanHeaders,
+// ApplyRetention, DeleteRecordsBefore, AppendAbortedTxn, SyncAbortedTxns
+// and Close serialize on appendMu — and any number of readers (Read, ReadBatches, ScanHeaders,
 // OffsetForTimestamp, AbortedTxns, the offset getters) concurrently with it.
 // Lock order: cleanMu, then removeMu, then appendMu, then checkpointMu, then mu, then
 // durability.mu; cleanerFileMu (the cleaner checkpoint's writes, by Clean
@@ -42,8 +42,9 @@ var (
 // without appendMu; the 64 MiB flush syncs its bulk without it. Still
 // under appendMu: the append's write, a roll's new segment file (file and
 // directory fsync) and, with fsync interval/always, the rolled segment's
-// sync, its indexes and checkpoint; the rest of the 64 MiB flush; and
-// truncation. mu is held for writing only to publish, never across I/O
+// sync, its indexes and checkpoint; with every policy, the rolled
+// segment's .txnindex sync (only if it had aborted transactions); the rest
+// of the 64 MiB flush; and truncation. mu is held for writing only to publish, never across I/O
 // (except truncateFully, see there).
 type Log struct {
 	dir  string
@@ -140,6 +141,7 @@ func Open(dir string, opts Options) (*Log, RecoveryReport, error) {
 	}
 	l := &Log{dir: dir, opts: opts, fs: opts.FS, onSync: opts.OnSync}
 	l.durability.changed = make(chan struct{})
+	l.durability.abortFloor, l.durability.abortFloorSinceCapture = math.MaxInt64, math.MaxInt64
 	report, err := l.recover()
 	if err != nil {
 		l.releaseSegments()
@@ -384,6 +386,22 @@ func (l *Log) rollLocked() error {
 	old.seals++
 	l.assertSegmentIndexesLocked(old)
 	l.mu.Unlock()
+	// The transaction index is synced inline with every fsync policy (with
+	// fsync never too, where the segment's data is synced in the
+	// background): the caller may snapshot its producer state at the new
+	// segment's base once this roll returns (the broker does), and a
+	// snapshot must not be past an entry a crash can lose — replay from
+	// the snapshot would not restore it. It is synced before the segment's
+	// data: a crash in between leaves entries past the recovered end,
+	// which recovery drops (loadAbortedTxns), never a marker without its
+	// entry. Only a segment that had aborted transactions has the file.
+	if err := l.syncTxnIndex(old); err != nil {
+		return l.fail(fmt.Errorf("roll %s: %w", l.dir, err))
+	}
+	if err := l.closeTxnIndex(old); err != nil {
+		return l.fail(fmt.Errorf("roll %s: close transaction index of segment %d: %w", l.dir, old.base, err))
+	}
+	l.abortsAllSynced() // only the rolled segment's index could hold unsynced entries
 	if l.flusher == nil {
 		if err := l.syncSegment(old.log.file); err != nil {
 			return l.fail(fmt.Errorf("roll %s: sync segment %d: %w", l.dir, old.base, err))
@@ -457,6 +475,11 @@ func (l *Log) flushLocked() error {
 		return err
 	}
 	active := l.active()
+	// The transaction index first, as in syncActive (see rollLocked).
+	if err := l.syncTxnIndex(active); err != nil {
+		return l.fail(fmt.Errorf("flush %s: %w", l.dir, err))
+	}
+	l.abortsAllSynced()
 	if err := l.syncSegment(active.log.file); err != nil {
 		return l.fail(fmt.Errorf("flush %s: sync segment %d: %w", l.dir, active.base, err))
 	}
@@ -526,7 +549,7 @@ func (l *Log) releaseSegments() error {
 	defer l.mu.Unlock()
 	var errs []error
 	for _, s := range l.segments {
-		errs = append(errs, s.log.release())
+		errs = append(errs, s.releaseFiles())
 	}
 	l.segments = nil
 	return errors.Join(errs...)

@@ -80,7 +80,9 @@ func (l *Log) recover() (RecoveryReport, error) {
 		}
 	}
 	for _, s := range l.segments {
-		l.loadAbortedTxns(s)
+		if err := l.loadAbortedTxns(s); err != nil {
+			return report, err
+		}
 	}
 	l.logEnd = l.active().end
 	l.logStart = max(saved.logStartOffset, l.segments[0].base)

@@ -158,6 +158,9 @@ func (l *Log) finishTruncation(s *segment) error {
 		return err
 	}
 	s.abortedPersisted = len(s.aborted)
+	// Every entry left is now synced: the rewrite covered this segment's,
+	// and the segments before it were synced when they rolled.
+	l.abortsAllSynced()
 	return l.writeCheckpoint(s.base, s.size, s.end)
 }
 
@@ -195,11 +198,12 @@ func (l *Log) truncateFully(offset int64) error {
 	var errs []error
 	for _, s := range old {
 		if s.base == offset {
-			errs = append(errs, s.log.release()) // its files were recreated by createSegment
+			errs = append(errs, s.releaseFiles()) // its files were recreated by createSegment
 			continue
 		}
-		errs = append(errs, s.removeFiles(l.fs, l.dir), s.log.release())
+		errs = append(errs, s.removeFiles(l.fs, l.dir), s.releaseFiles())
 	}
+	l.abortsAllSynced() // no entry is left
 	errs = append(errs, l.fs.SyncDir(l.dir), l.writeCheckpoint(offset, 0, offset))
 	if err := errors.Join(errs...); err != nil {
 		return l.fail(fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err))
@@ -213,7 +217,7 @@ func (l *Log) truncateFully(offset int64) error {
 func (l *Log) removeSegments(segments []*segment) error {
 	var errs []error
 	for _, s := range segments {
-		errs = append(errs, s.removeFiles(l.fs, l.dir), s.log.release())
+		errs = append(errs, s.removeFiles(l.fs, l.dir), s.releaseFiles())
 	}
 	if len(segments) > 0 {
 		errs = append(errs, l.fs.SyncDir(l.dir))
@@ -250,6 +254,17 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 	}
 	if err := l.rewriteCheckpoint(); err != nil {
 		return len(removed), l.fail(fmt.Errorf("retention %s: %w", l.dir, err))
+	}
+	// A caller may snapshot state at the log end once segments went (the
+	// broker keeps the producers whose batches were all deleted that way):
+	// no entry written so far may be lost under that snapshot (see
+	// rollLocked). An entry written after this returns is not covered; the
+	// caller syncs it with SyncAbortedTxns before its snapshot.
+	if l.abortsUnsynced() {
+		if err := l.syncTxnIndex(l.active()); err != nil {
+			return len(removed), l.fail(fmt.Errorf("retention %s: %w", l.dir, err))
+		}
+		l.abortsAllSynced()
 	}
 	return len(removed), nil
 }

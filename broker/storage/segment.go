@@ -76,6 +76,11 @@ type timeEntry struct {
 type segment struct {
 	base int64
 	log  *sharedFile
+	// txnFile is the open .txnindex of the active segment, opened by the
+	// first AppendAbortedTxn while it is active and closed (after a sync)
+	// when it rolls; nil otherwise: only the active segment holds one.
+	// Set and cleared under appendMu and mu (syncActive reads it under mu).
+	txnFile *sharedFile
 
 	// published state, guarded by Log.mu
 	size            int64 // bytes of whole batches visible to readers
@@ -101,7 +106,7 @@ type segment struct {
 	timesPersisted     int
 	indexesStale       bool // the index files may hold entries beyond the persisted counts
 	seals              int  // times the segment was sealed by a roll (guarded by Log.mu)
-	abortedPersisted   int
+	abortedPersisted   int  // entries written to the .txnindex (synced or not)
 	checkpointPosition int64
 }
 
@@ -386,6 +391,16 @@ func appendToFile(fs FS, name string, persisted, entrySize int, data []byte, sta
 		return errors.Join(err, file.Close())
 	}
 	return file.Close()
+}
+
+// releaseFiles drops the log's references to the segment's open files.
+func (s *segment) releaseFiles() error {
+	err := s.log.release()
+	if s.txnFile != nil {
+		err = errors.Join(err, s.txnFile.release())
+		s.txnFile = nil
+	}
+	return err
 }
 
 // removeFiles unlinks every file of the segment (missing ones are fine).
