@@ -115,8 +115,8 @@ func (p *partition) loadProducerState(options producers.Options) (replayed int, 
 // leaves a marker without an entry; without this, read_committed fetches
 // would return that transaction's records as committed after a restart.
 // Replay starts at the latest snapshot, which is taken only after every
-// earlier marker's entry was written, so every marker that can lack an
-// entry is replayed.
+// earlier marker's entry was written and synced (snapshotLocked), so
+// every marker that can lack an entry after a crash is replayed.
 func (p *partition) restoreAbortedIndex(replayed []storage.AbortedTxn) error {
 	for _, txn := range replayed {
 		present := false
@@ -349,6 +349,15 @@ func (p *partition) snapshotLocked(offset int64) {
 		// A marker is in the log and the state without its aborted-index
 		// entry: the next start must replay it (restoreAbortedIndex), so
 		// no snapshot may be taken past it.
+		return
+	}
+	// The transaction index is synced with its segment, not per entry
+	// (storage.Log.AppendAbortedTxn): a snapshot past an unsynced entry
+	// would let a crash lose the entry while its marker survives, and
+	// the replay that restores it starts at the snapshot. Nothing to sync
+	// is free.
+	if err := p.log.SyncAbortedTxns(); err != nil {
+		p.logger.Error("producer snapshot skipped: transaction index not synced", "partition", p.name(), "offset", offset, "error", err)
 		return
 	}
 	snapshot, err := p.producers.Snapshot(offset)
