@@ -33,7 +33,7 @@ func handleAlterConfigs(c *connection, req *kmsg.AlterConfigsRequest) kmsg.Respo
 			}
 		}
 		err := c.configResourceRefusal(resource.ResourceType, resource.ResourceName, kmsg.ACLOperationAlterConfigs)
-		if err == nil { // authorized (authorize.go)
+		if err == nil { // authorized (authorizationRules)
 			err = b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, req.ValidateOnly,
 				func(map[string]string) (map[string]string, error) { return overrides, nil })
 		}

@@ -22,7 +22,7 @@ func handleCreatePartitions(c *connection, req *kmsg.CreatePartitionsRequest) km
 	for _, rt := range req.Topics {
 		result := kmsg.NewCreatePartitionsResponseTopic()
 		result.Topic = rt.Topic
-		if !c.authorizedTopic(kmsg.ACLOperationAlter, rt.Topic) { // authorize.go
+		if !c.authorizedTopic(kmsg.ACLOperationAlter, rt.Topic) { // authorizationRules
 			result.ErrorCode, result.ErrorMessage = errorCode(errTopicAuthorization), errorMessage(errTopicAuthorization)
 			resp.Topics = append(resp.Topics, result)
 			continue

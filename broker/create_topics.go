@@ -27,7 +27,7 @@ func handleCreateTopics(c *connection, req *kmsg.CreateTopicsRequest) kmsg.Respo
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
-	// Authorization (authorize.go): Create on the Cluster, or else on each
+	// Authorization (authorizationRules): Create on the Cluster, or else on each
 	// topic; the configs are returned only with DescribeConfigs on it.
 	createCluster := c.authorizedCluster(kmsg.ACLOperationCreate)
 	for _, rt := range req.Topics {

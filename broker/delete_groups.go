@@ -18,7 +18,7 @@ func init() {
 }
 
 func handleDeleteGroups(ctx context.Context, c *connection, req *kmsg.DeleteGroupsRequest) kmsg.Response {
-	// Authorization (authorize.go): Delete on each group; the refused ones
+	// Authorization (authorizationRules): Delete on each group; the refused ones
 	// are not deleted.
 	errs := make([]error, len(req.Groups))
 	var authorized []string

@@ -92,7 +92,7 @@ func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Respo
 }
 
 // deleteTopicRefusal is Kafka's authorization of DeleteTopics
-// (authorize.go): Delete on the topic; a topic named by id also needs
+// (authorizationRules): Delete on the topic; a topic named by id also needs
 // Describe, and is refused without its name. An id that names no topic
 // passes here and is UNKNOWN_TOPIC_ID later.
 func (c *connection) deleteTopicRefusal(name *string, id [16]byte) error {

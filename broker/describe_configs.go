@@ -40,7 +40,7 @@ func handleDescribeConfigs(c *connection, req *kmsg.DescribeConfigsRequest) kmsg
 		}
 		err := c.configResourceRefusal(resource.ResourceType, resource.ResourceName, kmsg.ACLOperationDescribeConfigs)
 		switch {
-		case err != nil: // authorize.go
+		case err != nil: // authorizationRules
 		case resource.ResourceType == kmsg.ConfigResourceTypeTopic:
 			var config *topicConfig
 			if config, err = c.broker.describableTopicConfig(resource.ResourceName); err == nil {

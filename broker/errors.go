@@ -100,7 +100,7 @@ var errorCodes = []struct {
 	{errStorage, kerr.KafkaStorageError},
 	{errInvalidTxnState, kerr.InvalidTxnState},
 	{errNoCoordinator, kerr.CoordinatorNotAvailable},
-	// Authorization (authorize.go): the resource type decides the code.
+	// Authorization (authorizationRules): the resource type decides the code.
 	{errTopicAuthorization, kerr.TopicAuthorizationFailed},
 	{errGroupAuthorization, kerr.GroupAuthorizationFailed},
 	{errTransactionalIDAuthorization, kerr.TransactionalIDAuthorizationFailed},

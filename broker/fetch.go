@@ -119,7 +119,7 @@ func handleFetch(c *connection, r *request) {
 	c.goAsync(r, func() { c.serveFetch(r, req, topics, targets) })
 }
 
-// fetchAuthorization is Kafka's check for Fetch (authorize.go): a
+// fetchAuthorization is Kafka's check for Fetch (authorizationRules): a
 // follower needs ClusterAction on the Cluster, or every partition is
 // TOPIC_AUTHORIZATION_FAILED; a consumer needs Read on each topic.
 func (c *connection) fetchAuthorization(req *kmsg.FetchRequest) func(topic string) error {

@@ -61,7 +61,7 @@ func handleFindCoordinator(ctx context.Context, c *connection, req *kmsg.FindCoo
 }
 
 // findCoordinator is Broker.findCoordinator after Kafka's authorization
-// (authorize.go): Describe on the group, or on the transactional id; a
+// (authorizationRules): Describe on the group, or on the transactional id; a
 // refusal names no node.
 func (c *connection) findCoordinator(ctx context.Context, keyType int8, key string) coordinatorAnswer {
 	var refusal error

@@ -26,7 +26,7 @@ func init() {
 }
 
 func handleJoinGroup(ctx context.Context, c *connection, req *kmsg.JoinGroupRequest) kmsg.Response {
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorize.go
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorizationRules
 		return joinGroupResponse(req.Version, group.JoinResult{}, errGroupAuthorization)
 	}
 	result, err := c.broker.joinGroup(ctx, joinRequest(ctx, req))

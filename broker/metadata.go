@@ -23,7 +23,7 @@ import (
 // the controller's (cluster_topics.go) lists every topic of the roles and
 // auto-creates through the controller.
 //
-// With an authorizer (authorize.go), as Kafka: an all-topics request
+// With an authorizer (Broker.authorizer), as Kafka: an all-topics request
 // leaves out the topics the principal may not Describe; a named one it
 // may not Describe is TOPIC_AUTHORIZATION_FAILED (and not looked up); a
 // topic that would be auto-created needs Create on the Cluster or the

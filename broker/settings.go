@@ -69,7 +69,7 @@ type settings struct {
 	SASL saslSettings
 
 	// Authorizer is authorizer.class.name, super.users and
-	// allow.everyone.if.no.acl.found (authorize.go).
+	// allow.everyone.if.no.acl.found (openAuthorizer).
 	Authorizer authorizerSettings
 
 	// GroupMinSessionTimeout is group.min.session.timeout.ms.

@@ -74,7 +74,7 @@ func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffs
 }
 
 // txnOffsetCommitRefusal is Kafka's authorization of TxnOffsetCommit
-// (authorize.go): Write on the transactional id, then Read on the group;
+// (authorizationRules): Write on the transactional id, then Read on the group;
 // a refusal is every partition's error code. 0 is authorized.
 func (c *connection) txnOffsetCommitRefusal(req *kmsg.TxnOffsetCommitRequest) int16 {
 	switch {
