@@ -11,8 +11,8 @@ import (
 // DeleteTopics v1–6 (v6 may name topics by id) removes topics from the
 // metadata, then closes and deletes their partition logs. In-flight fetches
 // of a deleted partition end with UNKNOWN_TOPIC_OR_PARTITION. The internal
-// topics are refused with INVALID_TOPIC_EXCEPTION (internal_topics.go).
-// A cluster member asks the controller instead (cluster_topics.go).
+// topics are refused with INVALID_TOPIC_EXCEPTION (internalTopic.refuse).
+// A cluster member asks the controller instead (Broker.clusterDeleteTopic).
 func init() {
 	register(wire.APIDeleteTopics, 1, 6, kmsgHandler(handleDeleteTopics))
 }

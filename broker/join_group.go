@@ -11,7 +11,7 @@ import (
 )
 
 // JoinGroup v0–9 (classic protocol; consumer-protocol groups with members
-// refuse it, consumer_group_heartbeat.go). The call parks until the
+// refuse it, handleConsumerGroupHeartbeat). The call parks until the
 // rebalance it joins completes, so it runs on its own goroutine. A join parked when the broker closes answers
 // NOT_COORDINATOR.
 //

@@ -9,15 +9,16 @@ import (
 )
 
 // OffsetForLeaderEpoch v2–4 tells a client (or a follower truncating its
-// log, replica_fetcher.go) where a leader epoch ended. CurrentLeaderEpoch
-// is checked as in Fetch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), and
-// only the partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere).
-// Without replication every partition has had one epoch (0) since it was
-// created, so epoch 0 ends at the log end offset, and a later epoch is
-// unknown (-1, -1). A replicated partition answers from its leader-epoch
-// checkpoint (leader_epochs.go, Kafka's semantics): the current epoch ends
-// at the log end, an older one where the next higher epoch starts, and an
-// unknown one is answered for the largest epoch below it.
+// log, replicaFetcher.truncate) where a leader epoch ended.
+// CurrentLeaderEpoch is checked as in Fetch (FENCED_LEADER_EPOCH /
+// UNKNOWN_LEADER_EPOCH), and only the partition's leader answers
+// (NOT_LEADER_OR_FOLLOWER elsewhere). Without replication every partition
+// has had one epoch (0) since it was created, so epoch 0 ends at the log
+// end offset, and a later epoch is unknown (-1, -1). A replicated partition
+// answers from its leader-epoch checkpoint (leaderEpochCache.endOffsetFor,
+// Kafka's semantics): the current epoch ends at the log end, an older one
+// where the next higher epoch starts, and an unknown one is answered for
+// the largest epoch below it.
 func init() {
 	register(wire.APIOffsetForLeaderEpoch, 2, 4, kmsgHandler(handleOffsetForLeaderEpoch))
 }
