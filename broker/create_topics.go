@@ -28,8 +28,8 @@ func handleCreateTopics(c *connection, req *kmsg.CreateTopicsRequest) kmsg.Respo
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
-	// Authorization (authorizationRules): Create on the Cluster, or else on each
-	// topic; the configs are returned only with DescribeConfigs on it.
+	// Authorization (authorizationRules): Create on the Cluster, or else on
+	// each topic; the configs are returned only with DescribeConfigs on it.
 	createCluster := c.authorizedCluster(kmsg.ACLOperationCreate)
 	for _, rt := range req.Topics {
 		if seen[rt.Topic] == 1 && !createCluster && !c.authorizedTopic(kmsg.ACLOperationCreate, rt.Topic) {

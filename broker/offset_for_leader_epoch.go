@@ -26,8 +26,8 @@ func init() {
 func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	b := c.broker
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	// Authorization (authorizationRules): ClusterAction on the Cluster (brokers)
-	// covers every topic; otherwise each topic needs Describe.
+	// Authorization (authorizationRules): ClusterAction on the Cluster
+	// (brokers) covers every topic; otherwise each topic needs Describe.
 	clusterAction := c.authorizedCluster(kmsg.ACLOperationClusterAction)
 	for _, rt := range req.Topics {
 		answered := kmsg.NewOffsetForLeaderEpochResponseTopic()

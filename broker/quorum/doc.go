@@ -25,13 +25,14 @@
 //
 // # How it works
 //
-// [Node] (made by [Open]) opens the stores in Config.DataDir, starts raft and, on
-// the first start of an empty data dir, bootstraps the raft configuration
-// with the three lowest node ids of Config.Voters as voters (KRaft-style
-// combined mode: with 3 brokers all vote, with more, 3 do). Every other
-// node starts with an empty configuration and asks the leader over the
-// RPC to add it as a non-voter (raft AddNonvoter); it then receives the log
-// like the voters. A restart finds the state on disk and skips bootstrap.
+// [Node] (made by [Open]) opens the stores in Config.DataDir, starts raft
+// and, on the first start of an empty data dir, bootstraps the raft
+// configuration with the three lowest node ids of Config.Voters as voters
+// (KRaft-style combined mode: with 3 brokers all vote, with more, 3 do).
+// Every other node starts with an empty configuration and asks the leader
+// over the RPC to add it as a non-voter (raft AddNonvoter); it then
+// receives the log like the voters. A restart finds the state on disk and
+// skips bootstrap.
 //
 // Every node applies the committed log to the state machine (fsm,
 // applyCommand), a pure transition function over an immutable [Image]: a
