@@ -3,7 +3,8 @@
 // own ceiling (kfake acknowledging and discarding every produce).
 //
 // Each server runs as a subprocess (the test binary re-executed, see
-// server_test.go) so its CPU time and resident memory are read from
-// /proc/<pid> apart from the client's. The package has no non-test code;
-// README.md says how to run each benchmark and holds the latest numbers.
+// startServer and serveChild) so its CPU time and resident memory are read
+// from /proc/<pid> apart from the client's. The package has no non-test
+// code; README.md says how to run each benchmark and holds the latest
+// numbers.
 package bench

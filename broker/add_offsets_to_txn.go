@@ -22,8 +22,8 @@ func init() {
 
 func handleAddOffsetsToTxn(ctx context.Context, c *connection, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	// Authorization (authorize.go): Write on the transactional id, Read on
-	// the group.
+	// Authorization (authorizationRules): Write on the transactional id,
+	// Read on the group.
 	switch {
 	case !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID):
 		resp.ErrorCode = errorCode(errTransactionalIDAuthorization)

@@ -49,7 +49,8 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 		}
 		return resp
 	}
-	// v4+ comes from brokers (authorize.go): ClusterAction on the Cluster.
+	// v4+ comes from brokers (authorizationRules): ClusterAction on the
+	// Cluster.
 	if !c.authorizedCluster(kmsg.ACLOperationClusterAction) {
 		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return resp
@@ -85,9 +86,9 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 }
 
 // addPartitionsRefusal is Kafka's authorization of a v0–3 request
-// (authorize.go): without Write on the transactional id every partition is
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a topic without Write is
-// TOPIC_AUTHORIZATION_FAILED and the other partitions are
+// (authorizationRules): without Write on the transactional id every
+// partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a topic without Write
+// is TOPIC_AUTHORIZATION_FAILED and the other partitions are
 // OPERATION_NOT_ATTEMPTED. refused is false (codes nil) when all is
 // authorized.
 func (c *connection) addPartitionsRefusal(transactionalID string, partitions []txn.TopicPartition) (codes []int16, refused bool) {

@@ -11,11 +11,12 @@ import (
 
 // AlterConfigs v0–2 replaces a topic's whole set of config overrides
 // (entries with a null value are dropped). Values are validated against
-// config.go and enforced from the next request on: max.message.bytes,
-// min.insync.replicas and message.timestamp.type by the produce path,
-// segment and retention settings by the partition logs. In a cluster the
-// change goes through the controller to every replica. Broker resources
-// are refused: broker settings are static here.
+// the topic settings table (topicSettings) and enforced from the next
+// request on: max.message.bytes, min.insync.replicas and
+// message.timestamp.type by the produce path, segment and retention
+// settings by the partition logs. In a cluster the change goes through the
+// controller to every replica. Broker resources are refused: broker
+// settings are static here.
 func init() {
 	register(wire.APIAlterConfigs, 0, 2, kmsgHandler(handleAlterConfigs))
 }
@@ -33,7 +34,7 @@ func handleAlterConfigs(c *connection, req *kmsg.AlterConfigsRequest) kmsg.Respo
 			}
 		}
 		err := c.configResourceRefusal(resource.ResourceType, resource.ResourceName, kmsg.ACLOperationAlterConfigs)
-		if err == nil { // authorized (authorize.go)
+		if err == nil { // authorized (authorizationRules)
 			err = b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, req.ValidateOnly,
 				func(map[string]string) (map[string]string, error) { return overrides, nil })
 		}

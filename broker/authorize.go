@@ -24,12 +24,12 @@ import (
 // With authorizer.class.name empty there is no authorizer: every check
 // passes and the broker behaves as it did before ACLs existed.
 
-// aclsFile is the ACL store in the data directory (broker/acl's store.go
-// documents its format).
+// aclsFile is the ACL store in the data directory, [acl.Options.Path]
+// (broker/acl documents its format at its storeFile type).
 const aclsFile = "acls.json"
 
 // Authorization refusals, one per resource type, mapped to Kafka's codes
-// in errors.go.
+// in errorCodes.
 var (
 	errTopicAuthorization           = errors.New("not authorized to access the topic")
 	errGroupAuthorization           = errors.New("not authorized to access the group")

@@ -1,33 +1,39 @@
-// Package broker is a Kafka broker — single-node, or with Config.Replication
+// Package broker is a Kafka broker — single-node, or with [Config.Replication]
 // one member of a replicated cluster whose partitions it leads or follows
-// as a controller decides (cluster_roles.go; the leader side in
-// replica_leader.go, the follower side in replica_fetcher.go and
-// replica_append.go, leader epochs in leader_epochs.go; with
-// ReplicationConfig.Topics, client topic administration goes to the
-// controller, cluster_topics.go): a TCP listener speaking the
-// Kafka protocol, one file per Kafka API (produce.go, fetch.go, ...), topics
-// whose partitions are storage.Log segmented logs, the group coordinator
-// (groups.go), the transaction coordinator (transactions.go; partitions'
-// side of transactions — last stable offset, KIP-890 verification, markers
-// — in partition_txn.go; in a cluster both are sharded by the replicated
-// internal topics' partitions led here: cluster_shards.go), the broker settings table (config.go) and the
-// typed settings it is parsed into once at start (settings.go), the
-// connection limits (limits.go: connections in total and per IP, checked
-// at accept; in-flight request bytes, checked by each reader), the one
-// table mapping errors to Kafka error codes (errors.go), and, with
-// Config.Metrics, the hooks feeding broker/metrics (metrics_hooks.go: the
-// request time split, data and transaction counters, the scrape-time log
-// and group figures).
+// as a controller decides ([Broker.ApplyPartitionRoles]; the leader side in
+// partition.becomeLeader, partition.recordFollowerFetch and
+// Broker.maintainISRs, the follower side in the replicaFetcher goroutines
+// and partition.appendReplicated, leader epochs in leaderEpochCache; with
+// [ReplicationConfig.Topics], client topic administration goes to the
+// controller, a [TopicController]): a TCP listener speaking the
+// Kafka protocol, one file per Kafka API handler (handleProduce,
+// handleFetch, ...), topics whose partitions are [storage.Log] segmented
+// logs, the group coordinator ([group.Coordinator], opened by
+// openGroups), the transaction coordinator ([txn.Coordinator], opened by
+// openTransactions; partitions' side of transactions — last stable
+// offset, KIP-890 verification, markers — in partition.lastStableOffset,
+// partition.verifyTransactional and partition.appendMarker; in a cluster
+// both are sharded by the replicated internal topics' partitions led
+// here: coordinatorShards), the broker settings table (brokerSettings)
+// and the typed settings it is parsed into once at start (settings, by
+// parseSettings), the connection limits (connectionLimiter: connections
+// in total and per IP, checked at accept; in-flight request bytes,
+// checked by each reader), the one table mapping errors to Kafka error
+// codes (errorCodes, read by errorCode), and, with [Config.Metrics], the
+// hooks feeding broker/metrics (Broker.configureMetrics and the count
+// hooks such as Broker.countProduced: the request time split, data and
+// transaction counters, the scrape-time log and group figures).
 //
 // Goroutines and ownership:
 //
-//   - One accept loop per listener (Start → acceptLoop, listeners.go)
-//     owns that listener.
+//   - One accept loop per listener ([Start] → openListeners, then
+//     Broker.acceptLoop) owns that listener.
 //   - Each connection has a reader goroutine and a writer goroutine
-//     (conn.go). The reader reads frames in order and runs each request's
-//     handler; handlers that must not block the reader (Fetch long polls,
-//     the durability wait of acks=all) finish on their own goroutine. The
-//     writer sends responses strictly in request order.
+//     (connection.serve and connection.writeLoop). The reader reads frames
+//     in order and runs each request's handler; handlers that must not
+//     block the reader (Fetch long polls, the durability wait of acks=all)
+//     finish on their own goroutine. The writer sends responses strictly
+//     in request order.
 //   - Produce appends happen in the reader goroutine, so one connection's
 //     batches reach each partition in arrival order; partition.appendMu
 //     orders appends from different connections.
@@ -36,35 +42,37 @@
 //     snapshot swapped atomically.
 //   - The retention goroutine applies retention to every partition.
 //   - log.cleaner.threads log cleaner goroutines compact the logs whose
-//     cleanup.policy includes compact (log_cleaner.go), the internal
+//     cleanup.policy includes compact (logCleaner.run), the internal
 //     topics' logs included.
 //   - The transaction coordinator's core (broker/txn) starts no goroutine;
-//     its driver (txn.GoroutineDriver, started in transactions.go) runs a
-//     ticker that calls Tick and one goroutine per ending transaction that
-//     steps its completion, which writes markers into partitions under
-//     their append lock. The group coordinator's core likewise has only
-//     the ticker its driver (group.StartTicker) runs.
+//     its driver ([txn.GoroutineDriver], started by openTransactions
+//     through [txn.NewCoordinator]) runs a ticker that calls Tick and one
+//     goroutine per ending transaction that steps its completion, which
+//     writes markers into partitions under their append lock. The group
+//     coordinator's core likewise has only the ticker its driver
+//     ([group.StartTicker]) runs.
 //   - In a cluster (Config.Replication with a TopicController) the
 //     coordinators are sharded by the partitions of the replicated
-//     internal topics this broker leads (cluster_shards.go,
-//     cluster_groups.go, cluster_transactions.go): ApplyPartitionRoles
-//     starts one goroutine per newly led partition that loads its
-//     coordinator, and closes a shard that lost leadership on another;
-//     each shard runs the drivers above. Markers and KIP-890
+//     internal topics this broker leads (coordinatorShards, synced by
+//     Broker.syncGroupShards and Broker.syncTxnShards):
+//     ApplyPartitionRoles starts one goroutine per newly led partition
+//     that loads its coordinator, and closes a shard that lost leadership
+//     on another; each shard runs the drivers above. Markers and KIP-890
 //     verifications for other brokers go out through one franz-go client
-//     per peer broker (cluster_peers.go).
-//   - With replication on (Config.Replication; cluster_roles.go), one
-//     replica fetcher goroutine per source leader broker
-//     (replica_fetcher.go) truncates and appends the partitions this
+//     per peer broker (peers, Broker.peerRequest).
+//   - With replication on ([Config.Replication]; [Broker.ApplyPartitionRoles]),
+//     one replica fetcher goroutine per source leader broker
+//     (replicaFetcher.run) truncates and appends the partitions this
 //     broker follows, under their append locks; the ISR maintenance
-//     goroutine (maintainISRs, replica_leader.go) asks the controller to
+//     goroutine (Broker.maintainISRs) asks the controller to
 //     shrink or expand the ISRs of partitions led here, holding no lock
 //     while it waits for the answer. ApplyPartitionRoles runs on its
 //     caller's goroutine.
-//   - Each partition's idempotent-producer state is guarded by its append
-//     lock (producer_state.go); the producer-expiry goroutine takes that
-//     lock to forget idle producers. Producer ids come from producerIDs,
-//     an allocator of durably reserved id blocks (safe for concurrent use).
+//   - Each partition's idempotent-producer state (partition.producers) is
+//     guarded by its append lock; the producer-expiry goroutine takes that
+//     lock to forget idle producers (partition.expireProducers). Producer
+//     ids come from producerIDs, an allocator of durably reserved id
+//     blocks (safe for concurrent use).
 //
 // # Locks and disk I/O
 //
@@ -73,20 +81,22 @@
 // disk work may run under it; everything not listed as allowing I/O is
 // held only to read or publish memory.
 //
-//  0. replication.applyMu (cluster_roles.go): serializes
+//  0. replication.applyMu: serializes
 //     ApplyPartitionRoles. I/O: through what it calls — creating or
 //     growing a replica's topic (under 1), a new leader's leader-epoch
 //     checkpoint (under 6).
-//  1. Broker.metadataMu (topics.go): serializes topic metadata changes
+//  1. Broker.metadataMu (taken by createTopicWithID, deleteTopic,
+//     addPartitions and setTopicConfigs): serializes topic metadata changes
 //     (create, delete, add partitions, alter configs). I/O: opening and
 //     deleting partition logs, writing topics.json. Lookups never take it.
-//  2. Broker.topicsMu (RW; topics.go): the topic maps, pending topic
-//     names and partition lists. No I/O: a topic being created holds only
-//     its reserved name (pendingTopics), so lookups of other topics never
-//     wait on the disk; a create of the same name waits for the first.
+//  2. Broker.topicsMu (RW; lookups such as topicByName take it for
+//     reading): the topic maps, pending topic names and partition lists.
+//     No I/O: a topic being created holds only its reserved name
+//     (pendingTopics), so lookups of other topics never wait on the disk;
+//     a create of the same name waits for the first.
 //     Broker.connsMu (the connection set and the connection limits'
-//     counts, limits.go) is a leaf beside it; connectionLimiter.bytesMu
-//     (the in-flight request bytes) is another.
+//     counts in connectionLimiter) is a leaf beside it;
+//     connectionLimiter.bytesMu (the in-flight request bytes) is another.
 //  3. Transaction coordinator (broker/txn, see its doc): an id's
 //     entry.mu, then Coordinator.mu. I/O under entry.mu: the
 //     __transaction_state append and its durability wait. Markers are
@@ -95,7 +105,7 @@
 //  4. Group coordinator (broker/group, see its doc): group.mu, then
 //     Coordinator.mu, then the offset store's mu. I/O under group.mu: the
 //     __consumer_offsets append.
-//  5. partition.snapshotMu (partition.go): producer snapshot file writes,
+//  5. partition.snapshotMu: producer snapshot file writes,
 //     and close, delete and truncate, which take it before appendMu. I/O:
 //     the snapshot (temporary file, fsync, rename, directory fsync).
 //  6. partition.appendMu: appends, markers, the producer state. I/O: the
@@ -105,11 +115,11 @@
 //     not KIP-890 verification (done before taking it).
 //     With replication: a follower's appends of fetched batches, its
 //     truncation (with snapshotMu, as truncate), and the leader-epoch
-//     checkpoint rewrite (leader_epochs.go; once per leader change and
-//     per truncation).
-//     partition.replicaMu (replica_leader.go: the leader's follower
-//     positions, pending ISR) comes after it, never across I/O;
-//     partition.notifyMu is a leaf under both.
+//     checkpoint rewrite (leaderEpochCache.write; once per leader change
+//     and per truncation).
+//     partition.replicaMu (the leader's follower positions,
+//     partition.followers, and its pending ISR) comes after it, never
+//     across I/O; partition.notifyMu is a leaf under both.
 //  7. storage.Log (broker/storage, see Log): removeMu, then appendMu,
 //     then checkpointMu, then mu (RW), then durability.mu. Under its
 //     appendMu, still: the write(2) of an append; at a roll, the new
@@ -124,22 +134,22 @@
 //     reference). mu is never held across I/O but by a full truncation.
 //  8. producers.IDAllocator.mu, then FileBlockReserver.mu: I/O, the id
 //     block file rewrite once per block of ids.
-//  9. fetcherManager.mu, then replicaFetcher.mu (replica_fetcher.go):
+//  9. fetcherManager.mu, then replicaFetcher.mu:
 //     leaves guarding which partitions each fetcher follows; no I/O.
-//  10. coordinatorShards.mu (cluster_shards.go; one per internal topic)
-//     and peers.mu (cluster_peers.go): leaves guarding the coordinator
+//  10. coordinatorShards.mu (one per internal topic)
+//     and peers.mu: leaves guarding the coordinator
 //     shards of a cluster and the clients to other brokers; no I/O (a
 //     shard's coordinator is loaded and closed on goroutines of its own,
 //     without it). A shard's coordinator takes its locks (3, 4) as the
 //     single-node coordinator does; its appends go through the internal
 //     partition's locks (5, 6) and wait for the ISR with none held, and
 //     its requests to other brokers hold no broker lock.
-//  11. auth.Store.writeMu, then auth.Store.mu (broker/auth; sasl.go):
-//     leaves. I/O under writeMu: the SCRAM credentials file rewrite of
-//     an AlterUserScramCredentials (or the users file at start); mu,
-//     which every SASL authentication reads, is held only to read or
-//     swap the credential map.
-//  12. logCleaner.mu (log_cleaner.go): a leaf guarding which logs are
+//  11. auth.Store.writeMu, then auth.Store.mu (broker/auth; the store is
+//     Broker.credentials): leaves. I/O under writeMu: the SCRAM
+//     credentials file rewrite of an AlterUserScramCredentials (or the
+//     users file at start); mu, which every SASL authentication reads, is
+//     held only to read or swap the credential map.
+//  12. logCleaner.mu: a leaf guarding which logs are
 //     being cleaned, failed or stalled; no I/O. A cleaner goroutine takes
 //     a partition's appendMu (6) only to read its last stable offset and
 //     producers' last batches, then calls storage's Clean with no broker
@@ -171,9 +181,9 @@
 // durable, so the connection reads nothing more until it is.
 // That stays on the reader: appends of one connection must reach each
 // partition in arrival order, and the add precedes its batch's append.
-// SASL runs on the reader too (sasl.go): a SaslAuthenticate answer waits
-// for its PBKDF2 derivation (PLAIN; 4096+ iterations, about a
-// millisecond) and an AlterUserScramCredentials for the credentials
+// SASL runs on the reader too (connection.saslStep): a SaslAuthenticate
+// answer waits for its PBKDF2 derivation (PLAIN; 4096+ iterations, about
+// a millisecond) and an AlterUserScramCredentials for the credentials
 // file's durable rewrite; the connection's next request waits for them.
 package broker
 
@@ -217,7 +227,7 @@ type Config struct {
 	// Listen is the TCP address to listen on, e.g. "127.0.0.1:9092" or
 	// "127.0.0.1:0" for any free port: one PLAINTEXT listener named
 	// PLAINTEXT. The listeners setting (Properties), when set, wins over
-	// it (listeners.go).
+	// it (listenerSpecs).
 	Listen string
 	// Advertised is the host:port clients of Listen are told to connect
 	// to; empty means the listener's actual address. With the listeners
@@ -225,7 +235,8 @@ type Config struct {
 	Advertised string
 	// DataDir holds topic metadata and one directory per partition.
 	DataDir string
-	// Properties are broker settings by Kafka's names (see config.go);
+	// Properties are broker settings by Kafka's names (see
+	// [BrokerSettingNames]);
 	// unknown keys make Start fail.
 	Properties map[string]string
 	// UsersFile, if set, is a YAML file of users (broker/auth's
@@ -237,7 +248,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Replication, if set, makes the broker one member of a replicated
 	// cluster: partitions get leader or follower roles through
-	// ApplyPartitionRoles (cluster_roles.go). Nil is the single-node broker.
+	// [Broker.ApplyPartitionRoles]. Nil is the single-node broker.
 	Replication *ReplicationConfig
 	// Metrics, if set, receives the broker's metrics (broker/metrics);
 	// nil turns them off at the cost of a nil check per event. Serving
@@ -263,7 +274,7 @@ type Broker struct {
 	fs      storage.FS // Config.fs, or storage.OSFS
 	logger  *slog.Logger
 	// listeners are the open listeners, in the listeners setting's order
-	// (listeners.go); read-only after Start.
+	// (openListeners); read-only after Start.
 	listeners []*listener
 	// advertisedHost and advertisedPort are the first listener's
 	// advertised address (AdvertisedAddr, what a cluster member registers).
@@ -276,21 +287,22 @@ type Broker struct {
 	// producerOptions configure every partition's producer state.
 	producerOptions producers.Options
 
-	// authorizer checks every request against the ACLs (authorize.go);
+	// authorizer checks every request against the ACLs
+	// (connection.authorized);
 	// nil when authorizer.class.name is empty (everything allowed). Set
 	// by Start, then read-only.
 	authorizer *acl.Authorizer
 
-	// groups is the group coordinator (groups.go), set by Start and closed
+	// groups is the group coordinator (openGroups), set by Start and closed
 	// by Close after the last connection.
 	groups *group.Coordinator
 	// groupStore is the single-node __consumer_offsets store the group
 	// coordinator owns; the log cleaner compacts its logs. Nil in a cluster.
 	groupStore *group.LogStore
-	// cleaner is the log cleaner's state (log_cleaner.go), set by Start.
+	// cleaner is the log cleaner's state (startLogCleaner), set by Start.
 	cleaner *logCleaner
 
-	// transactions is the transaction coordinator (transactions.go) over
+	// transactions is the transaction coordinator (openTransactions) over
 	// txnLog; set by Start, closed by Close before the partition logs.
 	transactions *txn.Coordinator
 	txnLog       *txn.StorageLog
@@ -302,9 +314,10 @@ type Broker struct {
 	// metrics is Config.Metrics (nil = off); read-only.
 	metrics *metrics.Broker
 	// credentials are the SCRAM credentials SASL checks and
-	// Describe/AlterUserScramCredentials manage (sasl.go); set by Start.
+	// Describe/AlterUserScramCredentials manage (openCredentials); set by
+	// Start.
 	credentials *auth.Store
-	// saslStats counts SASL outcomes (sasl.go).
+	// saslStats counts SASL outcomes (connection.saslStep, saslFail).
 	saslStats saslStats
 	// ready is set at the end of Start: logs recovered, coordinators
 	// loaded (see Ready).
@@ -318,7 +331,7 @@ type Broker struct {
 	cancel context.CancelFunc
 
 	// internalTopics describes __consumer_offsets and __transaction_state
-	// to clients (internal_topics.go); set by loadTopics, then read-only.
+	// to clients (newInternalTopics); set by loadTopics, then read-only.
 	internalTopics []internalTopic
 
 	// metadataMu serializes changes of topic metadata (create, delete,
@@ -343,8 +356,8 @@ type Broker struct {
 	connsMu sync.Mutex
 	conns   map[*connection]struct{}
 	closing bool
-	// limits enforces the connection limits (limits.go); its connection
-	// counts are guarded by connsMu.
+	// limits enforces the connection limits (connectionLimiter); its
+	// connection counts are guarded by connsMu.
 	limits *connectionLimiter
 
 	connections sync.WaitGroup // one per connection (reader+writer)
@@ -552,7 +565,8 @@ func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
 // limit (counted over all listeners) is closed at once, here, without a
 // goroutine of its own, so a flood of them costs the broker one accept
 // and one close each. A TLS handshake never runs here: the connection's
-// goroutine does it (tls.go), so a slow client cannot stall the loop.
+// goroutine does it (connection.handshake), so a slow client cannot stall
+// the loop.
 func (b *Broker) acceptLoop(l *listener) {
 	defer b.background.Done()
 	var backoff time.Duration

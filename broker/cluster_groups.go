@@ -9,7 +9,7 @@ import (
 	"github.com/exactly-eos/exactly/broker/group"
 )
 
-// Group coordinators in a cluster (cluster_shards.go has the sharding):
+// Group coordinators in a cluster (coordinatorShards has the sharding):
 // __consumer_offsets is a replicated topic of the cluster, created through
 // the controller on the first FindCoordinator for a group, with
 // offsets.topic.num.partitions partitions, replication factor
@@ -25,7 +25,7 @@ import (
 //
 // Without a TopicController (the replication tests' fake controller) and
 // in the single-node broker, Broker.groups is the one coordinator of every
-// group over the local store (groups.go).
+// group over the local store (openGroups).
 
 // Refusing coordinators: what groupsFor returns for a group this broker
 // does not coordinate (yet).
@@ -76,7 +76,7 @@ func (b *Broker) syncGroupShards(view *clusterView) {
 // completeGroupTxn ends a producer's transaction in groupID's offsets (the
 // local transaction coordinator's OffsetCommitter). In a cluster the
 // group's __consumer_offsets partition may be led elsewhere: then the
-// marker goes to its leader (WriteTxnMarkers; cluster_peers.go).
+// marker goes to its leader (WriteTxnMarkers; Broker.writeRemoteMarkers).
 func (b *Broker) completeGroupTxn(ctx context.Context, groupID string, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) error {
 	if !b.clusterGroups() {
 		return b.groups.CompleteTxn(ctx, producerID, producerEpoch, commit)

@@ -62,7 +62,8 @@ type ReplicationConfig struct {
 	// fetchers; nil uses the brokers of the last ApplyPartitionRoles.
 	ResolveBroker func(id int32) (string, error)
 	// Topics, if set, is the controller client APIs create and delete
-	// topics through (cluster_topics.go); nil keeps them local.
+	// topics through (Broker.clusterCreateTopic, clusterDeleteTopic,
+	// clusterCreatePartitions, ...); nil keeps them local.
 	Topics TopicController
 	// InternalReplicationFactor is the replication factor of
 	// __consumer_offsets and __transaction_state (Kafka's
@@ -74,9 +75,9 @@ type ReplicationConfig struct {
 	// creation.
 	InternalReplicationFactor int32
 	// Dial, if set, dials every connection this broker opens to another
-	// broker (replica fetchers, the clients of cluster_peers.go), e.g. from
-	// a chosen source address so a partition proxy can cut this broker
-	// off; nil dials as kgo does by default.
+	// broker (replica fetchers, the peer clients of Broker.peerRequest),
+	// e.g. from a chosen source address so a partition proxy can cut this
+	// broker off; nil dials as kgo does by default.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
@@ -107,14 +108,14 @@ type replication struct {
 	// partitions, takes metadataMu and the partitions' locks).
 	applyMu sync.Mutex
 	view    atomic.Pointer[clusterView]
-	// fetchers runs one replica fetcher per source leader (replica_fetcher.go).
+	// fetchers runs one replica fetcher (replicaFetcher) per source leader.
 	fetchers *fetcherManager
 	// isrWake asks the ISR maintenance loop to look now (a follower caught up).
 	isrWake chan struct{}
 	// groups and txns are the group and transaction coordinators of the
 	// __consumer_offsets and __transaction_state partitions led here
-	// (cluster_shards.go); peers the clients to other brokers
-	// (cluster_peers.go).
+	// (coordinatorShards); peers the clients to other brokers
+	// (Broker.peerRequest).
 	groups coordinatorShards[*group.Coordinator]
 	txns   coordinatorShards[*txn.Coordinator]
 	peers  peers

@@ -21,7 +21,8 @@ import (
 // controller instead of changing the local topics, and the local replicas
 // appear (or go) when the controller's decision comes back through
 // ApplyPartitionRoles and RemoveTopics. Without it every path is the
-// single-node one of topics.go.
+// single-node one (createTopic, deleteTopic, addPartitions,
+// setTopicConfigs, autoCreateTopic).
 
 // TopicController creates and deletes topics in the cluster's metadata.
 // Each method returns once this broker has applied the change

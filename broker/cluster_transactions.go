@@ -10,7 +10,7 @@ import (
 	"github.com/exactly-eos/exactly/broker/txn"
 )
 
-// Transaction coordinators in a cluster (cluster_shards.go has the
+// Transaction coordinators in a cluster (coordinatorShards has the
 // sharding): __transaction_state is a replicated topic of the cluster,
 // created through the controller on the first FindCoordinator for a
 // transactional id, with transaction.state.log.num.partitions partitions,
@@ -26,22 +26,22 @@ import (
 //
 // Markers go to each data partition's current leader: through
 // writeTxnMarkers when that is this broker, else as a WriteTxnMarkers
-// request to it (cluster_peers.go), carrying the coordinator epoch; a
-// leader that moved answers NOT_LEADER_OR_FOLLOWER and the completion
-// retries with the roles of the time. Groups' offsets are completed by a
-// marker to their __consumer_offsets partition's leader, whose group shard
-// applies them before answering.
+// request to it (Broker.writeRemoteMarkers), carrying the coordinator
+// epoch; a leader that moved answers NOT_LEADER_OR_FOLLOWER and the
+// completion retries with the roles of the time. Groups' offsets are
+// completed by a marker to their __consumer_offsets partition's leader,
+// whose group shard applies them before answering.
 //
 // KIP-890: in a cluster the broker finalizes transaction.version 1 at
-// most (transactions.go), so clients add partitions (AddPartitionsToTxn)
+// most (openTransactions), so clients add partitions (AddPartitionsToTxn)
 // and groups (AddOffsetsToTxn) themselves; a partition leader still
 // verifies every transactional batch and TxnOffsetCommit with the id's
 // coordinator (part 1): the local shard, or AddPartitionsToTxn VerifyOnly
 // to the coordinator's broker.
 //
 // Producer ids: each broker's allocator hands out ids from its own stripe
-// of the id space (cluster_producer_ids.go), so coordinators on different
-// brokers never give two producers one id.
+// of the id space (stridedReserver, opened by openProducerIDs), so
+// coordinators on different brokers never give two producers one id.
 
 // Refusing coordinators: what transactionsFor returns for an id this
 // broker does not coordinate (yet).

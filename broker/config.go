@@ -453,7 +453,7 @@ type brokerConfig struct {
 	// set holds the keys given explicitly (static broker config), as
 	// DescribeConfigs reports them.
 	set map[string]string
-	// settings are the broker-wide settings as typed values (settings.go).
+	// settings are the broker-wide settings as typed values (parseSettings).
 	settings settings
 }
 
@@ -545,7 +545,7 @@ type topicConfig struct {
 	minInsyncReplica int64
 	logAppendTime    bool
 
-	// The log cleaner's settings (log_cleaner.go): cleanup.policy as two
+	// The log cleaner's settings (read by logCleaner): cleanup.policy as two
 	// flags, min.cleanable.dirty.ratio, min.compaction.lag.ms,
 	// max.compaction.lag.ms, delete.retention.ms.
 	compact            bool

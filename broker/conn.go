@@ -38,7 +38,8 @@ type connection struct {
 	netConn net.Conn
 	// rawConn is the socket for sendfile; nil when netConn is not a
 	// plain TCP connection (under TLS sendfile would put the file's bytes
-	// on the wire unencrypted: fetches take the copy path, sendfile.go).
+	// on the wire unencrypted: fetches take the copy path,
+	// fetchResponse.copyTo).
 	rawConn syscall.RawConn
 	// socket is the TCP socket under netConn, TLS or not, for TCP_CORK;
 	// nil when netConn is not TCP.
@@ -61,17 +62,19 @@ type connection struct {
 	stopReader bool
 
 	// addr is the peer's IP address, counted by the per-IP connection
-	// limit (limits.go); set before serve starts, read-only after.
+	// limit (connectionLimiter.admit); set before serve starts, read-only
+	// after.
 	addr netip.Addr
 	// listener is the listener the connection came in on (nil only for
 	// connections tests make by hand); protocol is its security protocol.
 	// Both set before serve starts, read-only after.
 	listener *listener
 	protocol SecurityProtocol
-	// identity is who the connection authenticated as (security.go).
+	// identity is who the connection authenticated as (set by
+	// setPrincipal).
 	identity connIdentity
-	// sasl is the connection's SASL state on a SASL listener (sasl.go);
-	// only the reader goroutine touches it.
+	// sasl is the connection's SASL state on a SASL listener (driven by
+	// saslStep); only the reader goroutine touches it.
 	sasl saslSession
 	// queued is the request bytes this connection holds, read but not
 	// yet released (guarded by connectionLimiter.bytesMu; only counted
@@ -94,17 +97,18 @@ type response struct {
 	// timing is the request's time split; zero when metrics are off.
 	timing requestTiming
 	// reserved is the request bytes held for this request under the
-	// request-byte limits (limits.go), returned once by whichever comes
-	// first: the request's release or the writer finishing the slot.
+	// request-byte limits (connectionLimiter.acquire), returned once by
+	// whichever comes first: the request's release or the writer finishing
+	// the slot.
 	reserved atomic.Int64
 }
 
 // requestTiming records when a request passed each stage, for the request
-// metrics (metrics_hooks.go explains the split). api is nil when metrics
-// are off; then nothing else is set. read and start are written by the
-// reader before the handler runs; encode and durability by whichever
-// goroutine completes the slot, before it closes done, which the writer
-// waits for before reading them.
+// metrics (observe splits it into the stages of [metrics.API]). api is nil
+// when metrics are off; then nothing else is set. read and start are
+// written by the reader before the handler runs; encode and durability by
+// whichever goroutine completes the slot, before it closes done, which the
+// writer waits for before reading them.
 //
 // The instants are monotonic nanoseconds (monotonicNow), not time.Time,
 // to keep the slot small: it is allocated for every request, metrics on

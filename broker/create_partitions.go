@@ -11,7 +11,7 @@ import (
 // CreatePartitions v0–3 grows a topic to a larger partition count; an
 // assignment, when given, must place each new partition on this broker
 // alone. validate_only checks without creating. A cluster member asks the
-// controller instead (cluster_topics.go).
+// controller instead (Broker.clusterCreatePartitions).
 func init() {
 	register(wire.APICreatePartitions, 0, 3, kmsgHandler(handleCreatePartitions))
 }
@@ -22,7 +22,7 @@ func handleCreatePartitions(c *connection, req *kmsg.CreatePartitionsRequest) km
 	for _, rt := range req.Topics {
 		result := kmsg.NewCreatePartitionsResponseTopic()
 		result.Topic = rt.Topic
-		if !c.authorizedTopic(kmsg.ACLOperationAlter, rt.Topic) { // authorize.go
+		if !c.authorizedTopic(kmsg.ACLOperationAlter, rt.Topic) { // authorizationRules
 			result.ErrorCode, result.ErrorMessage = errorCode(errTopicAuthorization), errorMessage(errTopicAuthorization)
 			resp.Topics = append(resp.Topics, result)
 			continue

@@ -11,11 +11,12 @@ import (
 // CreateTopics v2–7 creates topics with a partition count (-1: the
 // broker's num.partitions), replication factor 1 (or -1: the default), an
 // optional replica assignment that must place every partition on this
-// broker alone, and topic configs validated against config.go (unknown or
-// invalid ones fail with INVALID_CONFIG). validate_only checks without
-// creating. From v5 the response carries each topic's configs; v7 its id.
-// A cluster member asks the controller instead, with any replication
-// factor and no explicit assignment (cluster_topics.go).
+// broker alone, and topic configs validated against the topic settings
+// table (topicSettings; unknown or invalid ones fail with INVALID_CONFIG).
+// validate_only checks without creating. From v5 the response carries each
+// topic's configs; v7 its id. A cluster member asks the controller instead,
+// with any replication factor and no explicit assignment
+// (Broker.clusterCreateTopic).
 func init() {
 	register(wire.APICreateTopics, 2, 7, kmsgHandler(handleCreateTopics))
 }
@@ -27,8 +28,8 @@ func handleCreateTopics(c *connection, req *kmsg.CreateTopicsRequest) kmsg.Respo
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
-	// Authorization (authorize.go): Create on the Cluster, or else on each
-	// topic; the configs are returned only with DescribeConfigs on it.
+	// Authorization (authorizationRules): Create on the Cluster, or else on
+	// each topic; the configs are returned only with DescribeConfigs on it.
 	createCluster := c.authorizedCluster(kmsg.ACLOperationCreate)
 	for _, rt := range req.Topics {
 		if seen[rt.Topic] == 1 && !createCluster && !c.authorizedTopic(kmsg.ACLOperationCreate, rt.Topic) {

@@ -18,8 +18,8 @@ func init() {
 }
 
 func handleDeleteGroups(ctx context.Context, c *connection, req *kmsg.DeleteGroupsRequest) kmsg.Response {
-	// Authorization (authorize.go): Delete on each group; the refused ones
-	// are not deleted.
+	// Authorization (authorizationRules): Delete on each group; the refused
+	// ones are not deleted.
 	errs := make([]error, len(req.Groups))
 	var authorized []string
 	var authorizedIndex []int

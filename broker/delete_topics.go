@@ -11,8 +11,8 @@ import (
 // DeleteTopics v1–6 (v6 may name topics by id) removes topics from the
 // metadata, then closes and deletes their partition logs. In-flight fetches
 // of a deleted partition end with UNKNOWN_TOPIC_OR_PARTITION. The internal
-// topics are refused with INVALID_TOPIC_EXCEPTION (internal_topics.go).
-// A cluster member asks the controller instead (cluster_topics.go).
+// topics are refused with INVALID_TOPIC_EXCEPTION (internalTopic.refuse).
+// A cluster member asks the controller instead (Broker.clusterDeleteTopic).
 func init() {
 	register(wire.APIDeleteTopics, 1, 6, kmsgHandler(handleDeleteTopics))
 }
@@ -92,7 +92,7 @@ func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Respo
 }
 
 // deleteTopicRefusal is Kafka's authorization of DeleteTopics
-// (authorize.go): Delete on the topic; a topic named by id also needs
+// (authorizationRules): Delete on the topic; a topic named by id also needs
 // Describe, and is refused without its name. An id that names no topic
 // passes here and is UNKNOWN_TOPIC_ID later.
 func (c *connection) deleteTopicRefusal(name *string, id [16]byte) error {

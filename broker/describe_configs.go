@@ -10,13 +10,14 @@ import (
 )
 
 // DescribeConfigs v1–4 describes topic resources (every topic setting of
-// config.go with its effective value and source: DYNAMIC_TOPIC_CONFIG for a
-// topic override, STATIC_BROKER_CONFIG when a broker setting supplies it,
-// DEFAULT_CONFIG otherwise) and the broker resource (every broker setting,
-// STATIC_BROKER_CONFIG or DEFAULT_CONFIG, read-only). Synonyms list, most
-// specific first, every key that could supply the value; documentation and
-// types are included from v3. An internal topic is described with the
-// settings its coordinator opens the logs with (internal_topics.go).
+// topicSettings with its effective value and source: DYNAMIC_TOPIC_CONFIG
+// for a topic override, STATIC_BROKER_CONFIG when a broker setting supplies
+// it, DEFAULT_CONFIG otherwise) and the broker resource (every broker
+// setting, STATIC_BROKER_CONFIG or DEFAULT_CONFIG, read-only). Synonyms
+// list, most specific first, every key that could supply the value;
+// documentation and types are included from v3. An internal topic is
+// described with the settings its coordinator opens the logs with
+// (internalTopic.config, set by newInternalTopics).
 func init() {
 	register(wire.APIDescribeConfigs, 1, 4, kmsgHandler(handleDescribeConfigs))
 }
@@ -40,7 +41,7 @@ func handleDescribeConfigs(c *connection, req *kmsg.DescribeConfigsRequest) kmsg
 		}
 		err := c.configResourceRefusal(resource.ResourceType, resource.ResourceName, kmsg.ACLOperationDescribeConfigs)
 		switch {
-		case err != nil: // authorize.go
+		case err != nil: // authorizationRules
 		case resource.ResourceType == kmsg.ConfigResourceTypeTopic:
 			var config *topicConfig
 			if config, err = c.broker.describableTopicConfig(resource.ResourceName); err == nil {
@@ -73,7 +74,7 @@ func (b *Broker) describableTopicConfig(name string) (*topicConfig, error) {
 }
 
 // configTopic resolves a topic whose configs or partitions a request
-// changes; the internal topics are refused (internal_topics.go).
+// changes; the internal topics are refused (internalTopic.refuse).
 func (b *Broker) configTopic(name string) (*topic, error) {
 	if it := b.internalTopicByName(name); it != nil {
 		return nil, it.refuse("change")

@@ -27,7 +27,7 @@ func handleDescribeGroups(_ context.Context, c *connection, req *kmsg.DescribeGr
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	resp.Version = req.Version
 	for _, groupID := range req.Groups {
-		if !c.authorizedGroup(kmsg.ACLOperationDescribe, groupID) { // authorize.go
+		if !c.authorizedGroup(kmsg.ACLOperationDescribe, groupID) { // authorizationRules
 			resp.Groups = append(resp.Groups, describedGroup(req.Version, groupID, group.GroupDescription{}, errGroupAuthorization))
 			continue
 		}

@@ -22,7 +22,7 @@ func handleDescribeProducers(c *connection, req *kmsg.DescribeProducersRequest) 
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = requested.Topic
 		t := c.broker.topicByName(requested.Topic)
-		authorized := c.authorizedTopic(kmsg.ACLOperationRead, requested.Topic) // authorize.go
+		authorized := c.authorizedTopic(kmsg.ACLOperationRead, requested.Topic) // authorizationRules
 		for _, index := range requested.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = index

@@ -20,7 +20,7 @@ func handleDescribeTransactions(_ context.Context, c *connection, req *kmsg.Desc
 	for _, id := range req.TransactionalIDs {
 		state := kmsg.NewDescribeTransactionsResponseTransactionState()
 		state.TransactionalID = id
-		if !c.authorizedTransactionalID(kmsg.ACLOperationDescribe, id) { // authorize.go
+		if !c.authorizedTransactionalID(kmsg.ACLOperationDescribe, id) { // authorizationRules
 			state.ErrorCode = errorCode(errTransactionalIDAuthorization)
 			resp.TransactionStates = append(resp.TransactionStates, state)
 			continue

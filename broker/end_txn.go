@@ -32,7 +32,7 @@ func handleEndTxn(ctx context.Context, c *connection, req *kmsg.EndTxnRequest) k
 	}
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID) { // authorize.go
+	if !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID) { // authorizationRules
 		resp.ErrorCode = errorCode(errTransactionalIDAuthorization)
 		return resp
 	}

@@ -61,7 +61,8 @@ func errorCode(err error) int16 {
 			return m.code.Code
 		}
 	}
-	// A TopicController (cluster_topics.go) names the Kafka error itself.
+	// A TopicController (ReplicationConfig.Topics) names the Kafka error
+	// itself.
 	var kafkaErr *kerr.Error
 	if errors.As(err, &kafkaErr) {
 		return kafkaErr.Code
@@ -77,7 +78,8 @@ var errorCodes = []struct {
 	{errUnknownTopicID, kerr.UnknownTopicID},
 	{errInvalidTopic, kerr.InvalidTopicException},
 	// Kafka refuses client writes to internal topics with
-	// INVALID_TOPIC_EXCEPTION; internal_topics.go lists what else is refused.
+	// INVALID_TOPIC_EXCEPTION; the table above internalTopic lists what
+	// else is refused.
 	{errInternalTopic, kerr.InvalidTopicException},
 	{errTopicExists, kerr.TopicAlreadyExists},
 	{errInvalidPartitions, kerr.InvalidPartitions},
@@ -100,7 +102,7 @@ var errorCodes = []struct {
 	{errStorage, kerr.KafkaStorageError},
 	{errInvalidTxnState, kerr.InvalidTxnState},
 	{errNoCoordinator, kerr.CoordinatorNotAvailable},
-	// Authorization (authorize.go): the resource type decides the code.
+	// Authorization (authorizationRules): the resource type decides the code.
 	{errTopicAuthorization, kerr.TopicAuthorizationFailed},
 	{errGroupAuthorization, kerr.GroupAuthorizationFailed},
 	{errTransactionalIDAuthorization, kerr.TransactionalIDAuthorizationFailed},
@@ -216,9 +218,9 @@ func txnErrorCode(err error, api, version int16) int16 {
 // produceErrorCode is errorCode for a Produce partition of the given
 // request version. UNKNOWN_PRODUCER_ID exists from Produce v5 (Kafka 1.0);
 // older versions get OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka 0.11 answered.
-// Clients treat both alike (franz-go's sink.go resets the producer id or
-// bumps the epoch when the log start moved past its last acknowledged
-// offset).
+// Clients treat both alike (franz-go's sink.handleReqRespBatch resets the
+// producer id or bumps the epoch when the log start moved past its last
+// acknowledged offset).
 func produceErrorCode(err error, version int16) int16 {
 	code := errorCode(err)
 	if code == kerr.UnknownProducerID.Code && version < 5 {

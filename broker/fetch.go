@@ -19,7 +19,7 @@ import (
 // without copying record bytes into user space: for each partition the
 // handler resolves [position, size) regions of segment files up to the
 // high watermark, and the connection's writer sends them with sendfile(2)
-// (sendfile.go) between the response's other fields.
+// (fetchResponse.writeTo) between the response's other fields.
 //
 // Except over TLS (SSL and SASL_SSL listeners): sendfile cannot be used
 // there, since the kernel would put the file's bytes on the wire
@@ -38,12 +38,12 @@ import (
 // returned whole even when larger (KIP-74).
 //
 // Replication: a Fetch whose replica id is a broker's is a follower's
-// fetch (replica_leader.go): its fetch offset records the follower's log
-// end, it reads up to the log end rather than the high watermark, and a
-// rise of the high watermark ends its long poll. Consumers and followers
-// alike get NOT_LEADER_OR_FOLLOWER from a broker that does not lead the
-// partition, and FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a current
-// leader epoch older / newer than the partition's.
+// fetch (partition.recordFollowerFetch): its fetch offset records the
+// follower's log end, it reads up to the log end rather than the high
+// watermark, and a rise of the high watermark ends its long poll. Consumers
+// and followers alike get NOT_LEADER_OR_FOLLOWER from a broker that does
+// not lead the partition, and FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
+// for a current leader epoch older / newer than the partition's.
 //
 // Incremental fetch sessions are declined: the response's session id is 0
 // and every response is full; a request naming a session gets
@@ -51,7 +51,7 @@ import (
 //
 // Isolation: read_uncommitted reads up to the high watermark;
 // read_committed (KIP-98) up to the last stable offset (the first offset
-// of the oldest open transaction, partition_txn.go) and gets, per
+// of the oldest open transaction, partition.lastStableOffset) and gets, per
 // partition, the aborted transactions overlapping the returned range from
 // the aborted-transaction index, so the client drops aborted records.
 // Every response carries the LSO.
@@ -119,7 +119,7 @@ func handleFetch(c *connection, r *request) {
 	c.goAsync(r, func() { c.serveFetch(r, req, topics, targets) })
 }
 
-// fetchAuthorization is Kafka's check for Fetch (authorize.go): a
+// fetchAuthorization is Kafka's check for Fetch (authorizationRules): a
 // follower needs ClusterAction on the Cluster, or every partition is
 // TOPIC_AUTHORIZATION_FAILED; a consumer needs Read on each topic.
 func (c *connection) fetchAuthorization(req *kmsg.FetchRequest) func(topic string) error {

@@ -14,14 +14,14 @@ import (
 // FindCoordinator v0–6 names this broker as the coordinator of every group
 // (a single node leads every __consumer_offsets partition); in a cluster,
 // the current leader of the group's partition of the replicated
-// __consumer_offsets, created on first use (cluster_groups.go). v0–3 ask for
-// one key, v4+ for a batch (KIP-699), each answered on its own. Key type 0
-// is a group; key type 1 is a transactional id, whose coordinator is the
-// leader of its __transaction_state partition (txn.PartitionFor over
-// transaction.state.log.num.partitions) — this broker, which leads them
-// all, or in a cluster that partition's current leader; any other type is
-// INVALID_REQUEST. This broker is named by the advertised address of the
-// listener the request came in on.
+// __consumer_offsets, created on first use (Broker.clusterFindCoordinator).
+// v0–3 ask for one key, v4+ for a batch (KIP-699), each answered on its
+// own. Key type 0 is a group; key type 1 is a transactional id, whose
+// coordinator is the leader of its __transaction_state partition
+// (txn.PartitionFor over transaction.state.log.num.partitions) — this
+// broker, which leads them all, or in a cluster that partition's current
+// leader; any other type is INVALID_REQUEST. This broker is named by the
+// advertised address of the listener the request came in on.
 func init() {
 	register(wire.APIFindCoordinator, 0, 6, groupHandler(inReader, handleFindCoordinator))
 }
@@ -61,7 +61,7 @@ func handleFindCoordinator(ctx context.Context, c *connection, req *kmsg.FindCoo
 }
 
 // findCoordinator is Broker.findCoordinator after Kafka's authorization
-// (authorize.go): Describe on the group, or on the transactional id; a
+// (authorizationRules): Describe on the group, or on the transactional id; a
 // refusal names no node.
 func (c *connection) findCoordinator(ctx context.Context, keyType int8, key string) coordinatorAnswer {
 	var refusal error

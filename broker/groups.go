@@ -17,8 +17,8 @@ import (
 // This file wires the group coordinator (broker/group) into the broker:
 // opening and closing it with the broker, the topic-id resolver it needs
 // for OffsetCommit/OffsetFetch v10, and groupHandler, the name the group
-// API handlers (find_coordinator.go, join_group.go, ...) register the
-// connection's one kmsg adapter (kmsgAdapter, conn.go) under.
+// API handlers (handleFindCoordinator, handleJoinGroup, ...) register the
+// connection's one kmsg adapter (kmsgAdapter) under.
 //
 // Storage: committed offsets and group metadata live in Kafka's
 // __consumer_offsets record format (see broker/group's package doc), in
@@ -27,17 +27,17 @@ import (
 // <data-dir>/<topic>-<n>, and creating a topic removes a stale directory of
 // its name, so a user topic called __consumer_offsets must never share
 // directories with the coordinator. The internal topic is not in
-// topics.json; internal_topics.go describes it to clients (Metadata lists
-// it as internal, as Kafka does) and refuses their writes: clients use it
-// only through the group APIs. The partition count
+// topics.json; internalTopic (newInternalTopics) describes it to clients
+// (Metadata lists it as internal, as Kafka does) and refuses their writes:
+// clients use it only through the group APIs. The partition count
 // (offsets.topic.num.partitions) is recorded in offsets-topic.json in that
 // directory on first start: groups map to partitions by it, so a later
-// start with another count is refused rather than silently remapping.
-// As in Kafka the topic is compacted (cleanup.policy=compact, segments of
-// offsets.topic.segment.bytes): the log cleaner (log_cleaner.go) keeps the
+// start with another count is refused rather than silently remapping. As in
+// Kafka the topic is compacted (cleanup.policy=compact, segments of
+// offsets.topic.segment.bytes): the log cleaner (logCleaner) keeps the
 // latest record of each key and drops tombstones after
-// log.cleaner.delete.retention.ms; retention is off, since the replay
-// needs every live key. The replay reads the compacted log, gaps and all.
+// log.cleaner.delete.retention.ms; retention is off, since the replay needs
+// every live key. The replay reads the compacted log, gaps and all.
 //
 // Goroutines: the coordinator runs none of its own; the thin driver
 // started here (group.StartTicker) moves its time, firing session and
@@ -64,7 +64,7 @@ type offsetsTopicFormat struct {
 // connection is accepted.
 func (b *Broker) openGroups() error {
 	if b.clusterGroups() {
-		return nil // sharded over the replicated topic (cluster_groups.go)
+		return nil // sharded over the replicated topic (syncGroupShards, groupsFor)
 	}
 	settings := b.config.settings
 	partitions := int(settings.OffsetsTopicPartitions)

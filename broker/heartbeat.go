@@ -23,7 +23,7 @@ func handleHeartbeat(ctx context.Context, c *connection, req *kmsg.HeartbeatRequ
 	}
 	resp := kmsg.NewPtrHeartbeatResponse()
 	resp.Version = req.Version
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorize.go
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorizationRules
 		resp.ErrorCode = errorCode(errGroupAuthorization)
 		return resp
 	}

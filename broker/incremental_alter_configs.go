@@ -25,7 +25,7 @@ func handleIncrementalAlterConfigs(c *connection, req *kmsg.IncrementalAlterConf
 		result := kmsg.NewIncrementalAlterConfigsResponseResource()
 		result.ResourceType, result.ResourceName = resource.ResourceType, resource.ResourceName
 		err := c.configResourceRefusal(resource.ResourceType, resource.ResourceName, kmsg.ACLOperationAlterConfigs)
-		if err == nil { // authorized (authorize.go)
+		if err == nil { // authorized (authorizationRules)
 			err = b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, req.ValidateOnly,
 				func(current map[string]string) (map[string]string, error) {
 					return applyIncrementalChanges(current, resource.Configs)

@@ -38,11 +38,11 @@ func handleInitProducerID(ctx context.Context, c *connection, req *kmsg.InitProd
 		resp.ErrorCode = errorCode(fmt.Errorf("%w: empty transactional id", errInvalidRequest))
 		return resp
 	case req.TransactionalID != nil && !c.authorizedTransactionalID(kmsg.ACLOperationWrite, *req.TransactionalID):
-		resp.ErrorCode = errorCode(errTransactionalIDAuthorization) // authorize.go
+		resp.ErrorCode = errorCode(errTransactionalIDAuthorization) // authorizationRules
 		return resp
 	case req.TransactionalID == nil && !c.authorizedCluster(kmsg.ACLOperationIdempotentWrite) &&
 		!c.authorizedOnAnyTopic(kmsg.ACLOperationWrite):
-		resp.ErrorCode = errorCode(errClusterAuthorization) // authorize.go
+		resp.ErrorCode = errorCode(errClusterAuthorization) // authorizationRules
 		return resp
 	case req.TransactionalID != nil:
 		got, err := c.broker.transactionsFor(*req.TransactionalID).InitProducerID(ctx, initRequest(req))

@@ -10,12 +10,13 @@ import (
 )
 
 // Internal topics: __consumer_offsets (the group coordinator's log,
-// groups.go) and __transaction_state (the transaction coordinator's log,
-// transactions.go). Their partitions are storage logs owned by the
-// coordinators, not partition values, so they are neither in topics.json
-// nor in Broker.topics; this file is where the broker describes them to
-// clients, as Kafka does (Kafka's Topic.isInternal), and where every API
-// that names topics learns what a client may do with them:
+// opened by openGroups) and __transaction_state (the transaction
+// coordinator's log, opened by openTransactions). Their partitions are
+// storage logs owned by the coordinators, not partition values, so they are
+// neither in topics.json nor in Broker.topics; this file is where the
+// broker describes them to clients, as Kafka does (Kafka's
+// Topic.isInternal), and where every API that names topics learns what a
+// client may do with them:
 //
 //	API                         internal topic
 //	Metadata                    listed, IsInternal set (all topics, by name, by id); never auto-created: they always exist
@@ -29,9 +30,10 @@ import (
 //
 // In a cluster (Config.Replication with a TopicController) the table is
 // empty: the internal topics are replicated topics of the cluster,
-// created through the controller on first use (cluster_shards.go),
+// created through the controller on first use (Broker.ensureInternalTopic),
 // described from the roles with IsInternal set; clients still cannot
-// create, delete, grow or produce to them (cluster_topics.go, produce.go).
+// create, delete, grow or produce to them (Broker.clusterCreateTopic,
+// clusterDeleteTopic, clusterCreatePartitions, Broker.produceTopic).
 //
 // User topics are never internal, whatever their name: like Kafka, a user
 // topic may start with "__". A name listed here cannot be created as a
@@ -58,7 +60,7 @@ type internalTopic struct {
 // with the sorted user topics); clusterID must be known.
 func (b *Broker) newInternalTopics() []internalTopic {
 	if b.clusterGroups() {
-		return nil // replicated topics of the cluster (cluster_groups.go)
+		return nil // replicated topics of the cluster (Broker.ensureInternalTopic)
 	}
 	internal := func(name string, partitions int32, segmentBytes int32, owner string) internalTopic {
 		return internalTopic{

@@ -11,7 +11,7 @@ import (
 )
 
 // JoinGroup v0–9 (classic protocol; consumer-protocol groups with members
-// refuse it, consumer_group_heartbeat.go). The call parks until the
+// refuse it, handleConsumerGroupHeartbeat). The call parks until the
 // rebalance it joins completes, so it runs on its own goroutine. A join parked when the broker closes answers
 // NOT_COORDINATOR.
 //
@@ -26,7 +26,7 @@ func init() {
 }
 
 func handleJoinGroup(ctx context.Context, c *connection, req *kmsg.JoinGroupRequest) kmsg.Response {
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorize.go
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorizationRules
 		return joinGroupResponse(req.Version, group.JoinResult{}, errGroupAuthorization)
 	}
 	result, err := c.broker.joinGroup(ctx, joinRequest(ctx, req))

@@ -24,7 +24,7 @@ func handleLeaveGroup(ctx context.Context, c *connection, req *kmsg.LeaveGroupRe
 			leavers = append(leavers, group.Leaver{MemberID: m.MemberID, InstanceID: m.InstanceID})
 		}
 	}
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorize.go
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorizationRules
 		return leaveGroupResponse(req.Version, leavers, nil, errGroupAuthorization)
 	}
 	errs, err := c.broker.groupsFor(req.Group).Leave(ctx, req.Group, leavers)

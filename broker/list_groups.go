@@ -28,7 +28,7 @@ func handleListGroups(_ context.Context, c *connection, req *kmsg.ListGroupsRequ
 	resp := kmsg.NewPtrListGroupsResponse()
 	resp.Version = req.Version
 	resp.ErrorCode = errorCode(err)
-	// Authorization (authorize.go): Describe on the Cluster lists every
+	// Authorization (authorizationRules): Describe on the Cluster lists every
 	// group; otherwise only the groups the principal may Describe.
 	clusterDescribe := c.authorizedCluster(kmsg.ACLOperationDescribe)
 	for _, g := range listed {

@@ -37,7 +37,7 @@ func handleListOffsets(c *connection, req *kmsg.ListOffsetsRequest) kmsg.Respons
 		listed := kmsg.NewListOffsetsResponseTopic()
 		listed.Topic = rt.Topic
 		t := b.topicByName(rt.Topic)
-		authorized := c.authorizedTopic(kmsg.ACLOperationDescribe, rt.Topic) // authorize.go
+		authorized := c.authorizedTopic(kmsg.ACLOperationDescribe, rt.Topic) // authorizationRules
 		for _, rp := range rt.Partitions {
 			result := kmsg.NewListOffsetsResponseTopicPartition()
 			result.Partition = rp.Partition

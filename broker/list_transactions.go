@@ -31,7 +31,7 @@ func handleListTransactions(_ context.Context, c *connection, req *kmsg.ListTran
 	resp.UnknownStateFilters = result.UnknownStates
 	for _, listing := range result.Transactions {
 		if !c.authorizedTransactionalID(kmsg.ACLOperationDescribe, listing.TransactionalID) {
-			continue // authorize.go: only the ids the principal may Describe
+			continue // authorizationRules: only the ids the principal may Describe
 		}
 		resp.TransactionStates = append(resp.TransactionStates, kmsg.ListTransactionsResponseTransactionState{
 			TransactionalID: listing.TransactionalID, ProducerID: listing.ProducerID, TransactionState: listing.State.String(),

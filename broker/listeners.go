@@ -34,7 +34,7 @@ import (
 // Each listener has its own accept loop (acceptLoop); a connection takes
 // its listener's protocol (connection.protocol) and, on a TLS listener,
 // is wrapped in a tls.Conn whose handshake runs on the connection's own
-// goroutine (tls.go), never in the accept loop.
+// goroutine (connection.handshake), never in the accept loop.
 
 // defaultProtocolMap is listener.security.protocol.map's default.
 const defaultProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"

@@ -17,7 +17,8 @@ import (
 // compact the logs whose cleanup.policy includes compact — user
 // partitions, and the internal topics' logs (__consumer_offsets and
 // __transaction_state are compacted, as in Kafka) — by calling
-// storage's Log.Clean (broker/storage/cleaner.go, doc.go "Compaction").
+// [storage.Log.Clean] (the [storage] package doc explains compaction
+// under "Compaction").
 //
 // Scheduling: each goroutine, in a loop, asks every compacted log for its
 // CleanableStats and cleans the one with the highest dirty ratio among
@@ -43,11 +44,11 @@ import (
 // is a leaf held only to read or update them (never across I/O). A log in
 // busy is being cleaned by one goroutine; no other picks it. A partition's
 // upper bound and its producers' last batches are read together under its
-// appendMu (lock 6 in broker.go's order), before Clean runs, which takes
-// only storage's own locks (removeMu, and appendMu briefly per swap):
-// every offset past that upper bound, so every batch appended after the
-// capture, is beyond what Clean may rewrite. Broker.Close cancels b.ctx,
-// which aborts a Clean in progress (CleanOptions.Abort) and ends the
+// appendMu (lock 6 in the package doc's lock order), before Clean runs,
+// which takes only storage's own locks (removeMu, and appendMu briefly per
+// swap): every offset past that upper bound, so every batch appended after
+// the capture, is beyond what Clean may rewrite. Broker.Close cancels
+// b.ctx, which aborts a Clean in progress (CleanOptions.Abort) and ends the
 // goroutines before the logs close (they count in b.background).
 //
 // Errors: a failed clean is logged with the log's name and error, counted

@@ -12,18 +12,18 @@ import (
 // Metadata v0–13 describes this broker as the only broker and controller
 // (with replication on: the cluster's brokers, and each replicated
 // topic's leaders, epochs, replicas and ISR as the controller's roles last
-// said, cluster_roles.go; the rest as below),
-// and each requested topic (all topics for a null list, or for an empty
-// list at v0) with the broker as leader, sole replica and sole ISR member
-// of every partition, at leader epoch 0. Unknown topics are created when
-// auto.create.topics.enable is true and the request allows it (always
-// before v4). v10+ may name topics by id. The internal topics
-// (internal_topics.go) are listed like any other, with IsInternal set, as
-// Kafka does; only they are internal. A cluster member whose topics are
-// the controller's (cluster_topics.go) lists every topic of the roles and
-// auto-creates through the controller.
+// said, Broker.ApplyPartitionRoles; the rest as below), and each requested
+// topic (all topics for a null list, or for an empty list at v0) with the
+// broker as leader, sole replica and sole ISR member of every partition, at
+// leader epoch 0. Unknown topics are created when auto.create.topics.enable
+// is true and the request allows it (always before v4). v10+ may name
+// topics by id. The internal topics (Broker.internalTopics) are listed like
+// any other, with IsInternal set, as Kafka does; only they are internal. A
+// cluster member whose topics are the controller's
+// (ReplicationConfig.Topics; clusterMetadataTopics) lists every topic of
+// the roles and auto-creates through the controller.
 //
-// With an authorizer (authorize.go), as Kafka: an all-topics request
+// With an authorizer (Broker.authorizer), as Kafka: an all-topics request
 // leaves out the topics the principal may not Describe; a named one it
 // may not Describe is TOPIC_AUTHORIZATION_FAILED (and not looked up); a
 // topic that would be auto-created needs Create on the Cluster or the
@@ -206,7 +206,7 @@ func (b *Broker) describedTopics() []kmsg.MetadataResponseTopic {
 }
 
 // metadataBrokers lists the cluster's unfenced brokers as last applied
-// (cluster_roles.go), or this broker alone at the advertised address of
+// (by ApplyPartitionRoles), or this broker alone at the advertised address of
 // the listener c came in on (as Kafka answers per listener name).
 func (b *Broker) metadataBrokers(c *connection) []kmsg.MetadataResponseBroker {
 	self := kmsg.NewMetadataResponseBroker()

@@ -21,14 +21,14 @@ import (
 // pays only that check; with metrics, the request path uses per-API and
 // per-topic handles resolved once (no label lookup per request).
 //
-// The request time split (conn.go, the response slot's timing): read is
+// The request time split (requestTiming, the response slot's timing): read is
 // when the request's frame was read, start when its handler began
 // (queue = start - read: the header parse and the wait for a slot in the
 // connection's in-flight queue), encode when its response began to be
 // encoded (local = encode - start - durability), written when the writer
 // finished sending it (send = written - encode: waiting behind earlier
 // responses of the connection, then the write). durability is the acks=all
-// Produce wait for fsync and the ISR (produce.go's awaitDurable).
+// Produce wait for fsync and the ISR (connection.awaitDurable).
 
 // Ready reports whether the broker is ready to serve: Start has returned,
 // so the partition logs are recovered and the coordinators loaded (in a
@@ -37,13 +37,14 @@ import (
 // not begun.
 func (b *Broker) Ready() bool { return b.ready.Load() && b.ctx.Err() == nil }
 
-// requestHistograms validates metrics.request.histograms (config.go).
+// requestHistograms validates metrics.request.histograms (for
+// brokerSettings).
 func requestHistograms(v string) error {
 	_, err := metrics.ParseRequestHistograms(v)
 	return err
 }
 
-// requestHistograms reads metrics.request.histograms (settings.go).
+// requestHistograms reads metrics.request.histograms (for parseSettings).
 func (p *settingsParser) requestHistograms(name string) metrics.RequestHistograms {
 	v, ok := p.value(name, kindString)
 	if !ok {
@@ -199,7 +200,8 @@ func itoa16(v int16) string { return strconv.Itoa(int(v)) }
 // response (at any depth: response, topic, partition, member...). This is
 // the one place response error codes are counted for the kmsg-encoded
 // responses (kmsgAdapter, Produce); the zero-copy Fetch counts its
-// partitions' codes where it encodes them (fetch.go).
+// partitions' codes where it encodes them (countFetched, from
+// connection.serveFetch).
 func countResponseErrors(api *metrics.API, resp any) {
 	v := reflect.ValueOf(resp)
 	walkErrorCodes(api, v)

@@ -40,7 +40,7 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 	if req.Version < 7 {
 		commit.InstanceID = nil
 	}
-	// Authorization (authorize.go): Read on the group, or every partition
+	// Authorization (authorizationRules): Read on the group, or every partition
 	// fails; Read on each topic, or its partitions fail and are not
 	// committed.
 	groupAuthorized := c.authorizedGroup(kmsg.ACLOperationRead, req.Group)

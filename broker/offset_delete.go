@@ -20,7 +20,7 @@ func init() {
 func handleOffsetDelete(ctx context.Context, c *connection, req *kmsg.OffsetDeleteRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.Version = req.Version
-	// Authorization (authorize.go): Delete on the group; Read on each
+	// Authorization (authorizationRules): Delete on the group; Read on each
 	// topic, whose partitions are otherwise refused and kept.
 	if !c.authorizedGroup(kmsg.ACLOperationDelete, req.Group) {
 		resp.ErrorCode = errorCode(errGroupAuthorization)

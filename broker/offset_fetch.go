@@ -31,7 +31,7 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 	requireStable := req.Version >= 7 && req.RequireStable
 	if req.Version >= 8 {
 		for _, requested := range req.Groups {
-			if !c.authorizedGroup(kmsg.ACLOperationDescribe, requested.Group) { // authorize.go
+			if !c.authorizedGroup(kmsg.ACLOperationDescribe, requested.Group) { // authorizationRules
 				resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: requested.Group, ErrorCode: errorCode(errGroupAuthorization)})
 				continue
 			}
@@ -48,7 +48,7 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 		}
 		return resp
 	}
-	if !c.authorizedGroup(kmsg.ACLOperationDescribe, req.Group) { // authorize.go
+	if !c.authorizedGroup(kmsg.ACLOperationDescribe, req.Group) { // authorizationRules
 		return offsetFetchGroupRefused(req)
 	}
 	fetch := group.FetchRequest{Group: req.Group, RequireStable: requireStable}

@@ -9,15 +9,16 @@ import (
 )
 
 // OffsetForLeaderEpoch v2–4 tells a client (or a follower truncating its
-// log, replica_fetcher.go) where a leader epoch ended. CurrentLeaderEpoch
-// is checked as in Fetch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), and
-// only the partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere).
-// Without replication every partition has had one epoch (0) since it was
-// created, so epoch 0 ends at the log end offset, and a later epoch is
-// unknown (-1, -1). A replicated partition answers from its leader-epoch
-// checkpoint (leader_epochs.go, Kafka's semantics): the current epoch ends
-// at the log end, an older one where the next higher epoch starts, and an
-// unknown one is answered for the largest epoch below it.
+// log, replicaFetcher.truncate) where a leader epoch ended.
+// CurrentLeaderEpoch is checked as in Fetch (FENCED_LEADER_EPOCH /
+// UNKNOWN_LEADER_EPOCH), and only the partition's leader answers
+// (NOT_LEADER_OR_FOLLOWER elsewhere). Without replication every partition
+// has had one epoch (0) since it was created, so epoch 0 ends at the log
+// end offset, and a later epoch is unknown (-1, -1). A replicated partition
+// answers from its leader-epoch checkpoint (leaderEpochCache.endOffsetFor,
+// Kafka's semantics): the current epoch ends at the log end, an older one
+// where the next higher epoch starts, and an unknown one is answered for
+// the largest epoch below it.
 func init() {
 	register(wire.APIOffsetForLeaderEpoch, 2, 4, kmsgHandler(handleOffsetForLeaderEpoch))
 }
@@ -25,8 +26,8 @@ func init() {
 func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	b := c.broker
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	// Authorization (authorize.go): ClusterAction on the Cluster (brokers)
-	// covers every topic; otherwise each topic needs Describe.
+	// Authorization (authorizationRules): ClusterAction on the Cluster
+	// (brokers) covers every topic; otherwise each topic needs Describe.
 	clusterAction := c.authorizedCluster(kmsg.ACLOperationClusterAction)
 	for _, rt := range req.Topics {
 		answered := kmsg.NewOffsetForLeaderEpochResponseTopic()

@@ -11,7 +11,7 @@ import (
 
 // This file reads broker settings: key=value entries (--config) and
 // server.properties files, checked against the settings table
-// (config.go). A key that is not a broker setting is one line naming it,
+// (brokerSettings). A key that is not a broker setting is one line naming it,
 // where it was given and the nearest known key.
 
 // ParseProperties parses key=value broker settings (e.g. from repeated

@@ -15,8 +15,8 @@ import (
 )
 
 // This file is the broker's side of SASL: the per-connection session
-// state machine that SaslHandshake (sasl_handshake.go) and
-// SaslAuthenticate (sasl_authenticate.go) drive, the gate that decides
+// state machine that SaslHandshake (handleSASLHandshake) and
+// SaslAuthenticate (handleSASLAuthenticate) drive, the gate that decides
 // which requests a SASL listener serves in each state, KIP-368 session
 // expiry, the bare-token exchange of SaslHandshake v0, and opening the
 // credential store (broker/auth) with the users file at start.

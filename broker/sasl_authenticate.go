@@ -8,14 +8,15 @@ import (
 )
 
 // SaslAuthenticate v0–2 (API 36) carries one SASL token each way after a
-// SaslHandshake v1 (sasl.go has the state machine). A failed
-// authentication is SASL_AUTHENTICATION_FAILED with Kafka's message, and
-// the connection closes after the answer. The answer that completes the
-// exchange carries, from v1, session_lifetime_ms (KIP-368:
-// connections.max.reauth.ms, 0 when sessions do not expire). Without a
-// SaslHandshake first it is ILLEGAL_SASL_STATE and, on a SASL listener,
-// the connection closes; on an authenticated connection, or a listener
-// without SASL, it is ILLEGAL_SASL_STATE, as Kafka's KafkaApis answers.
+// SaslHandshake v1 (saslSession and connection.saslStep are the state
+// machine). A failed authentication is SASL_AUTHENTICATION_FAILED with
+// Kafka's message, and the connection closes after the answer. The answer
+// that completes the exchange carries, from v1, session_lifetime_ms
+// (KIP-368: connections.max.reauth.ms, 0 when sessions do not expire).
+// Without a SaslHandshake first it is ILLEGAL_SASL_STATE and, on a SASL
+// listener, the connection closes; on an authenticated connection, or a
+// listener without SASL, it is ILLEGAL_SASL_STATE, as Kafka's KafkaApis
+// answers.
 func init() {
 	register(wire.APISASLAuthenticate, 0, 2, kmsgHandler(handleSASLAuthenticate))
 }

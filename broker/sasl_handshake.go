@@ -9,15 +9,15 @@ import (
 )
 
 // SaslHandshake v0–1 (API 17) picks the SASL mechanism of a connection on
-// a SASL listener (sasl.go has the state machine). The answer always
-// lists sasl.enabled.mechanisms. A mechanism not enabled is
-// UNSUPPORTED_SASL_MECHANISM and the connection closes after the answer.
-// v1 wraps the tokens that follow in SaslAuthenticate requests; after v0
-// the next frames are bare tokens (serveRawSASLToken). On an
-// authenticated connection whose sessions expire (connections.max.reauth.ms)
-// and whose client used SaslAuthenticate v1+, it starts KIP-368
-// re-authentication; otherwise, and on listeners without SASL, it is
-// ILLEGAL_SASL_STATE, as Kafka's KafkaApis answers.
+// a SASL listener (saslSession and connection.startSASL are the state
+// machine). The answer always lists sasl.enabled.mechanisms. A mechanism
+// not enabled is UNSUPPORTED_SASL_MECHANISM and the connection closes after
+// the answer. v1 wraps the tokens that follow in SaslAuthenticate requests;
+// after v0 the next frames are bare tokens (serveRawSASLToken). On an
+// authenticated connection whose sessions expire
+// (connections.max.reauth.ms) and whose client used SaslAuthenticate v1+,
+// it starts KIP-368 re-authentication; otherwise, and on listeners without
+// SASL, it is ILLEGAL_SASL_STATE, as Kafka's KafkaApis answers.
 func init() {
 	register(wire.APISASLHandshake, 0, 1, kmsgHandler(handleSASLHandshake))
 }

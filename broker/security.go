@@ -8,9 +8,10 @@ import (
 )
 
 // This file holds what the security pieces share: a listener's security
-// protocol (listeners.go sets it), and a connection's identity, which
-// SASL authentication (sasl_*.go) or a TLS client certificate sets and
-// the authorizer (authorize.go) reads.
+// protocol (parseListenerSpecs sets it), and a connection's identity
+// (connIdentity), which SASL authentication (connection.saslStep) or a TLS
+// client certificate (connection.handshake) sets through setPrincipal and
+// the authorizer (connection.authorized) reads.
 
 // SecurityProtocol is a listener's security protocol, in Kafka's terms.
 type SecurityProtocol int8

@@ -13,7 +13,7 @@ import (
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
-// This file turns the broker settings (config.go's table, by Kafka's
+// This file turns the broker settings (the brokerSettings table, by Kafka's
 // names) into typed values once, when the broker starts: the rest of the
 // broker reads a field of settings, never a setting by name, so a
 // misspelt name is an error at start rather than a silent zero.
@@ -37,7 +37,7 @@ type settings struct {
 	RetentionCheckInterval time.Duration
 	// Fsync is log.fsync.
 	Fsync storage.FsyncPolicy
-	// CleanerEnable is log.cleaner.enable (log_cleaner.go).
+	// CleanerEnable is log.cleaner.enable (startLogCleaner).
 	CleanerEnable bool
 	// CleanerThreads is log.cleaner.threads.
 	CleanerThreads int32
@@ -55,21 +55,21 @@ type settings struct {
 
 	// Listeners are listeners, listener.security.protocol.map,
 	// advertised.listeners and each TLS listener's ssl.* settings
-	// (listeners.go, tls.go); nil when listeners is unset (Start then
-	// listens on Config.Listen alone).
+	// (parseListenerSpecs, tlsSettings); nil when listeners is unset (Start
+	// then listens on Config.Listen alone).
 	Listeners []listenerSpec
 
 	// Limits are the connection limits: max.connections,
 	// max.connections.per.ip, max.connections.per.ip.overrides,
 	// queued.max.request.bytes and
-	// max.inflight.request.bytes.per.connection (limits.go).
+	// max.inflight.request.bytes.per.connection (connectionLimiter).
 	Limits connectionLimits
 	// SASL is sasl.enabled.mechanisms, connections.max.reauth.ms and
-	// sasl.server.max.receive.size (sasl.go).
+	// sasl.server.max.receive.size (saslSession; connection.saslFrameLimit).
 	SASL saslSettings
 
 	// Authorizer is authorizer.class.name, super.users and
-	// allow.everyone.if.no.acl.found (authorize.go).
+	// allow.everyone.if.no.acl.found (openAuthorizer).
 	Authorizer authorizerSettings
 
 	// GroupMinSessionTimeout is group.min.session.timeout.ms.
@@ -110,7 +110,8 @@ type settings struct {
 	// TransactionVersion is transaction.version (0–2; 2 is KIP-890 part 2).
 	TransactionVersion int16
 
-	// RequestHistograms is metrics.request.histograms (metrics_hooks.go).
+	// RequestHistograms is metrics.request.histograms
+	// (settingsParser.requestHistograms).
 	RequestHistograms metrics.RequestHistograms
 }
 

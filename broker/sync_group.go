@@ -19,7 +19,7 @@ func init() {
 }
 
 func handleSyncGroup(ctx context.Context, c *connection, req *kmsg.SyncGroupRequest) kmsg.Response {
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorize.go
+	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorizationRules
 		return syncGroupResponse(req.Version, group.SyncResult{}, errGroupAuthorization)
 	}
 	sync := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}

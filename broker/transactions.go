@@ -27,7 +27,7 @@ import (
 // Retention is off: the coordinator replays the whole log at startup. The
 // topic is compacted (cleanup.policy=compact, segments of
 // transaction.state.log.segment.bytes), as in Kafka, by the log cleaner
-// (log_cleaner.go); an expired transactional id's tombstone goes after
+// (logCleaner); an expired transactional id's tombstone goes after
 // log.cleaner.delete.retention.ms.
 //
 // Goroutines: the coordinator's core runs none; its production driver
@@ -39,7 +39,7 @@ import (
 //
 // Transaction version: transaction.version (our broker property, default
 // 2) selects KIP-890 part 2. At 2 the broker advertises the finalized
-// feature transaction.version=2 (api_versions.go), EndTxn v5 bumps the
+// feature transaction.version=2 (appendFeatures), EndTxn v5 bumps the
 // epoch, and Produce v12+ / TxnOffsetCommit v5+ add their partition or
 // group to the transaction implicitly. Below 2 clients use the classic
 // protocol; EndTxn v5 then behaves as v4, and Produce and TxnOffsetCommit
@@ -60,11 +60,11 @@ func (b *Broker) openTransactions() error {
 	settings := b.config.settings
 	b.transactionVersion = settings.TransactionVersion
 	if b.clusterGroups() {
-		// Sharded over the replicated topic (cluster_transactions.go).
+		// Sharded over the replicated topic (syncTxnShards, transactionsFor).
 		// KIP-890 part 2's implicit adds are not done across brokers:
 		// the cluster finalizes transaction.version 1 at most, so clients
 		// add partitions and groups explicitly; part 1's verification is
-		// done, by asking the coordinator's broker (cluster_peers.go).
+		// done, by asking the coordinator's broker (Broker.remoteVerify).
 		b.transactionVersion = min(b.transactionVersion, 1)
 		return nil
 	}

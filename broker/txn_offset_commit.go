@@ -23,13 +23,13 @@ import (
 // coordinator checks the member (generation, member id, instance id:
 // KIP-447 fencing for consume-transform-produce) and stages the offsets
 // under the producer id in __consumer_offsets; they become visible when
-// the transaction's COMMIT completes the group (transactions.go), and are
-// dropped by an ABORT. OffsetFetch with RequireStable answers
-// UNSTABLE_OFFSET_COMMIT for partitions with staged offsets
-// (offset_fetch.go). Runs in the reader goroutine; the frame buffer is
-// released after the response is encoded (metadata strings are copied,
-// but the group handler adapter keeps the rule for every decoded
-// request).
+// the transaction's COMMIT completes the group (the OffsetCommitter
+// openTransactions gives the coordinator), and are dropped by an ABORT.
+// OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for
+// partitions with staged offsets (handleOffsetFetch). Runs in the reader
+// goroutine; the frame buffer is released after the response is encoded
+// (metadata strings are copied, but the group handler adapter keeps the
+// rule for every decoded request).
 func init() {
 	register(wire.APITxnOffsetCommit, 0, 6, groupHandler(inReader, handleTxnOffsetCommit))
 }
@@ -74,7 +74,7 @@ func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffs
 }
 
 // txnOffsetCommitRefusal is Kafka's authorization of TxnOffsetCommit
-// (authorize.go): Write on the transactional id, then Read on the group;
+// (authorizationRules): Write on the transactional id, then Read on the group;
 // a refusal is every partition's error code. 0 is authorized.
 func (c *connection) txnOffsetCommitRefusal(req *kmsg.TxnOffsetCommitRequest) int16 {
 	switch {
@@ -180,7 +180,7 @@ func (b *Broker) checkTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		return 0
 	}
 	// transaction.version 2 is never finalized in a cluster
-	// (transactions.go), so this implicit add is a single node's.
+	// (openTransactions), so this implicit add is a single node's.
 	if errors.Is(err, txn.ErrInvalidTxnState) && req.Version >= 5 && b.transactionVersion >= 2 {
 		err = b.transactions.AddOffsets(ctx, producer, req.Group)
 	}

@@ -1,7 +1,8 @@
 // Package acl is the broker's authorizer in Kafka's model (KIP-11, KIP-290):
 // access control entries bound to resource patterns, matched the way
 // Kafka's StandardAuthorizer matches them. It is a pure library: no
-// network; the only I/O is the store file (store.go).
+// network; the only I/O is the store file ([Options.Path], loaded by
+// [Open] and replaced on every change).
 //
 // A Binding says: Principal, from Host, is allowed (or denied) Operation on
 // the resources of ResourceType whose names match ResourceName under

@@ -73,7 +73,7 @@ func NewConversation(m Mechanism, store *Store) (Conversation, error) {
 // scramConversation is SCRAM through xdg-go's server conversation: two
 // client messages (client-first, client-final), two answers; a
 // client-final message with librdkafka's buggy nonce is checked by
-// scram_librdkafka.go instead.
+// scramTranscript.verifyLibrdkafkaFinal instead.
 type scramConversation struct {
 	mechanism    Mechanism
 	conversation *scram.ServerConversation

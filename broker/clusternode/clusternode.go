@@ -16,14 +16,14 @@
 //     and sets the topics' configs (broker.ApplyTopicConfigs).
 //   - Client topic administration (CreateTopics, DeleteTopics,
 //     CreatePartitions, auto-creation) goes to the quorum through
-//     broker.TopicController (topics.go), which returns once the apply loop
-//     has applied the image holding the change.
+//     [broker.TopicController] (implemented by topicController), which
+//     returns once the apply loop has applied the image holding the change.
 //
 // The group and transaction coordinators move with leadership: the broker
 // creates __consumer_offsets and __transaction_state through the
 // TopicController as replicated topics and shards its coordinators by the
-// partitions it leads (broker/cluster_shards.go). Topic configs given at
-// creation, and later changes by AlterConfigs or IncrementalAlterConfigs
+// partitions it leads (the broker's coordinatorShards). Topic configs given
+// at creation, and later changes by AlterConfigs or IncrementalAlterConfigs
 // sent to any member, are kept by the quorum and applied to every replica.
 //
 // Data layout: Config.DataDir/quorum holds the raft log and snapshots,

@@ -11,20 +11,21 @@ import (
 )
 
 // This file holds the state of a KIP-848 consumer group. A group is one
-// of two types: classic (JoinGroup/SyncGroup, group.go) or consumer
-// (ConsumerGroupHeartbeat): group.consumer is non-nil exactly for the
-// latter. A group's type is fixed while it has members; an empty classic
-// group becomes a consumer group on its first ConsumerGroupHeartbeat, and
-// an empty consumer group becomes classic on its first JoinGroup, as in
-// Kafka. Everything here is guarded by the owning group's mu.
+// of two types: classic (JoinGroup/SyncGroup, the state of group itself) or
+// consumer (ConsumerGroupHeartbeat): group.consumer is non-nil exactly for
+// the latter. A group's type is fixed while it has members; an empty
+// classic group becomes a consumer group on its first
+// ConsumerGroupHeartbeat, and an empty consumer group becomes classic on
+// its first JoinGroup, as in Kafka. Everything here is guarded by the
+// owning group's mu.
 //
 // Epochs: the group epoch advances whenever the target assignment must be
 // recomputed (a member joins, leaves or expires, a subscription changes,
 // or a subscribed topic appears or grows); the target assignment is then
 // computed at once, so the assignment epoch always equals the group epoch
 // after a heartbeat. Each member converges to its target by the steps of
-// reconcile.go, and its member epoch reaches the assignment epoch when it
-// has no partition left to revoke.
+// consumerGroup.reconcile, and its member epoch reaches the assignment
+// epoch when it has no partition left to revoke.
 //
 // Invariant (checked by checkConsumerOwnership in tests): a partition is
 // held — in assigned or pendingRevocation — by at most one member. A

@@ -8,10 +8,11 @@ import (
 )
 
 // Record formats of consumer groups (KIP-848), as Kafka writes them to
-// __consumer_offsets; doc.go has the byte layouts. Keys are not flexible
-// (int16 version, which is the record type, then int16-length strings);
-// values are flexible version 0 (compact strings and arrays with uvarint
-// lengths plus one, then a tagged-field section, empty here).
+// __consumer_offsets; the package doc has the byte layouts
+// ("__consumer_offsets record formats"). Keys are not flexible (int16
+// version, which is the record type, then int16-length strings); values are
+// flexible version 0 (compact strings and arrays with uvarint lengths plus
+// one, then a tagged-field section, empty here).
 const (
 	consumerGroupMetadataKeyVersion     int16 = 3
 	consumerPartitionMetadataKeyVersion int16 = 4 // read and ignored

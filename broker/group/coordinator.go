@@ -19,7 +19,7 @@ import (
 // on the callers' goroutines; time moves only when Tick is called (by the
 // thin driver, StartTicker, or by a test with a fake clock). mu guards the
 // group map, the transaction index and closed; each group has its own
-// mutex that serializes everything done to it (group.go). Tick takes each
+// mutex that serializes everything done to it (group.mu). Tick takes each
 // group's mutex in turn and fires what is due, so all state changes happen
 // under the owner's lock. Parked JoinGroup and SyncGroup calls are answered
 // through the JoinReply/SyncReply callbacks their callers passed.

@@ -1,30 +1,31 @@
 // Package group is the consumer group coordinator — the classic protocol
 // (JoinGroup/SyncGroup) and the consumer protocol of KIP-848
-// (ConsumerGroupHeartbeat; consumer_group.go has its epochs, states and
-// ownership invariant) — and the committed-offset store of the broker.
+// (ConsumerGroupHeartbeat; consumerGroup and the comment above its states
+// have its epochs, states and ownership invariant) — and the
+// committed-offset store of the broker.
 //
 // # API
 //
 // The coordinator is protocol-neutral: its methods take typed inputs
-// (api.go) and return typed results and errors; it imports no Kafka
-// protocol package. The broker's per-API files (broker/join_group.go, ...)
-// decode each request, apply its version's defaults, call the coordinator
-// and encode the answer for the response's version. The calls: Join, Sync,
-// Heartbeat, Leave, CommitOffsets, FetchOffsets, DeleteOffsets,
-// CommitTxnOffsets, DescribeGroup, ListGroups and DeleteGroups.
-// PartitionFor maps a group to its __consumer_offsets partition (for
-// FindCoordinator and for the store). CompleteTxn is for the transaction
-// coordinator: it ends a producer's transaction in every group holding its
-// TxnOffsetCommit offsets. Member ids start with the joining client's id
-// (JoinRequest.Client), and DescribeGroup reports each member's client id
-// and host.
+// ([JoinRequest], [SyncRequest], [CommitRequest], [FetchRequest], ...) and
+// return typed results and errors; it imports no Kafka protocol package.
+// The broker's per-API handlers (its handleJoinGroup, ...) decode each
+// request, apply its version's defaults, call the coordinator and encode
+// the answer for the response's version. The calls: Join, Sync, Heartbeat,
+// Leave, CommitOffsets, FetchOffsets, DeleteOffsets, CommitTxnOffsets,
+// DescribeGroup, ListGroups and DeleteGroups. PartitionFor maps a group to
+// its __consumer_offsets partition (for FindCoordinator and for the store).
+// CompleteTxn is for the transaction coordinator: it ends a producer's
+// transaction in every group holding its TxnOffsetCommit offsets. Member
+// ids start with the joining client's id (JoinRequest.Client), and
+// DescribeGroup reports each member's client id and host.
 //
 // # Errors
 //
-// Every refusal is an error wrapping one of the sentinels of errors.go
-// (ErrUnknownMember, ErrIllegalGeneration, ...) with context. The broker
+// Every refusal is an error wrapping one of the exported sentinels
+// ([ErrUnknownMember], [ErrIllegalGeneration], ...) with context. The broker
 // maps them to Kafka error codes in its one error table
-// (broker/errors.go); each sentinel's comment names its Kafka error.
+// (its errorCodes); each sentinel's comment names its Kafka error.
 // Per-partition outcomes (commits, fetches, offset deletes) and per-member
 // ones (leaves) are slices of errors indexed like the request.
 //

@@ -8,8 +8,8 @@ import (
 // Sentinel errors of the coordinator. Every error the coordinator returns
 // (or passes to a JoinGroup/SyncGroup reply) wraps exactly one of them
 // with %w and some context; the broker maps them to Kafka error codes
-// with errors.Is, in one table (broker/errors.go). The Kafka error each
-// one stands for is named in its comment.
+// with errors.Is, in one table (the broker's errorCodes). The Kafka error
+// each one stands for is named in its comment.
 var (
 	// ErrInvalidGroupID: the group id is empty (INVALID_GROUP_ID).
 	ErrInvalidGroupID = errors.New("invalid group id")

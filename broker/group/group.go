@@ -147,7 +147,7 @@ type group struct {
 	initialNewJoiner bool
 
 	// consumer is the KIP-848 state of a consumer-protocol group, nil for
-	// a classic group (consumer_group.go). Invariant: a consumer group has
+	// a classic group (see consumerGroup). Invariant: a consumer group has
 	// no classic members (members, pendingMembers empty) and its classic
 	// state is Empty.
 	consumer *consumerGroup

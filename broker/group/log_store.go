@@ -24,8 +24,9 @@ const replayReadBytes = 1 << 20
 
 // LogStore is the OffsetStore backed by broker/storage logs: partition n of
 // __consumer_offsets lives in dir/__consumer_offsets-n, holding real Kafka
-// record batches (doc.go). Partitions are opened at OpenLogStore if their
-// directory exists, otherwise on their first Append.
+// record batches (see "Batches and transactions" in the package doc).
+// Partitions are opened at OpenLogStore if their directory exists,
+// otherwise on their first Append.
 //
 // mu guards logs, txns and closed; appends to one partition are serialized
 // by its partitionTxns.mu (groups of one partition append concurrently).
@@ -342,8 +343,9 @@ func decodeStoreBatch(view wire.BatchView) (StoreBatch, error) {
 }
 
 // EncodeStoreBatch encodes batch as the Kafka record batch v2 the store
-// writes (doc.go), for a store that appends through another log — a
-// broker's replicated __consumer_offsets partition.
+// writes (see "Batches and transactions" in the package doc), for a store
+// that appends through another log — a broker's replicated
+// __consumer_offsets partition.
 func EncodeStoreBatch(batch StoreBatch) ([]byte, error) { return encodeStoreBatch(batch) }
 
 // ReplayLog calls apply for every batch of log (partition partition of

@@ -8,7 +8,8 @@ import (
 )
 
 // Key and value versions of the __consumer_offsets records this package
-// writes. doc.go documents the byte layouts.
+// writes. The package doc documents the byte layouts ("__consumer_offsets
+// record formats").
 const (
 	offsetCommitKeyVersion    int16 = 1
 	groupMetadataKeyVersion   int16 = 2

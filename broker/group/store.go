@@ -9,8 +9,8 @@ import (
 )
 
 // StoreRecord is one key/value record of the __consumer_offsets topic, in
-// Kafka's byte formats (doc.go). A nil Value is a tombstone: it deletes the
-// key.
+// Kafka's byte formats (see "__consumer_offsets record formats" in the
+// package doc). A nil Value is a tombstone: it deletes the key.
 type StoreRecord struct {
 	Key   []byte
 	Value []byte

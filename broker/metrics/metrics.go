@@ -11,8 +11,8 @@
 // Each metric's doc comment names the Kafka JMX metric it stands for.
 // Units: seconds and bytes; histograms are classic (explicit buckets).
 // Which per-API request-time series have buckets is a setting
-// (requests.go).
-// The HTTP side (/metrics, /healthz, /readyz) is in http.go.
+// ([RequestHistograms], [Broker.SetRequestHistograms]).
+// The HTTP side (/metrics, /healthz, /readyz) is [Handler] and [Serve].
 package metrics
 
 import (
@@ -51,7 +51,7 @@ type Broker struct {
 	totalSeconds   *requestFamily         // exactly_request_total_seconds{api}
 	apis           [maxAPIKey]atomic.Pointer[API]
 	apisMu         sync.Mutex             // API's slow path and SetRequestHistograms
-	histograms     RequestHistograms      // which request-time series have buckets (requests.go)
+	histograms     RequestHistograms      // which request-time series have buckets (SetRequestHistograms)
 	topicBytesIn   *prometheus.CounterVec // exactly_topic_bytes_in_total{topic}
 	topicBytesOut  *prometheus.CounterVec // exactly_topic_bytes_out_total{topic}
 	produceBatches *prometheus.CounterVec // exactly_produce_batches_total{topic}

@@ -21,7 +21,8 @@ import (
 // bucket, enough for rates and means (sum / count) but not for
 // histogram_quantile. RequestHistogramsAll brings every bucket back,
 // RequestHistogramsNone leaves none. The broker setting
-// metrics.request.histograms chooses (broker/config.go).
+// metrics.request.histograms chooses (the broker's settings table,
+// brokerSettings).
 //
 // A family keeps one name and one type whatever the choice: its series
 // with buckets and its bucketless series are two HistogramVecs collected

@@ -39,10 +39,11 @@
 //     (KAFKA-15591; Kafka 4.5 went back to rejecting, with
 //     OUT_OF_ORDER_SEQUENCE_NUMBER, on never-written partitions). franz-go
 //     handles UNKNOWN_PRODUCER_ID like OUT_OF_ORDER_SEQUENCE_NUMBER
-//     (kgo/sink.go): it bumps the epoch when the log start moved past its
-//     last acknowledged offset, and otherwise reports possible data loss and
-//     resets its producer id and sequences. The broker may map this error to
-//     either code; it only happens after a producer expired or lost state.
+//     (kgo's sink.handleReqRespBatch): it bumps the epoch when the log
+//     start moved past its last acknowledged offset, and otherwise reports
+//     possible data loss and resets its producer id and sequences. The
+//     broker may map this error to either code; it only happens after a
+//     producer expired or lost state.
 //   - A retry older than the 5-batch window (only a client with more than 5
 //     requests in flight can send one) is ErrOutOfOrderSequence, as in
 //     current Kafka; DUPLICATE_SEQUENCE_NUMBER is not used because the

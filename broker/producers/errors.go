@@ -4,7 +4,7 @@ import "errors"
 
 // The errors Check and CheckMarker return. Each is returned wrapped with
 // context (producer id, epochs, sequences); test with errors.Is. The broker
-// maps them to Kafka error codes in one place (see the table in doc.go).
+// maps them to Kafka error codes in one place (its errorCodes table).
 var (
 	// ErrOutOfOrderSequence: the batch's first sequence is not the
 	// successor of the producer's last sequence (a gap, or an old
@@ -20,8 +20,8 @@ var (
 
 	// ErrUnknownProducerID: the partition holds no state for the
 	// producer and the batch does not start at sequence 0. Kafka:
-	// UNKNOWN_PRODUCER_ID (59); see doc.go for why this package rejects
-	// instead of accepting as Kafka 2.5–4.4 did.
+	// UNKNOWN_PRODUCER_ID (59); see "Rules" in the package doc for why this
+	// package rejects instead of accepting as Kafka 2.5–4.4 did.
 	ErrUnknownProducerID = errors.New("unknown producer id")
 
 	// ErrInvalidBatch: the batch carries a producer id but a negative

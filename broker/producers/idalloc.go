@@ -72,7 +72,7 @@ func (a *IDAllocator) Next() (int64, error) {
 	return id, nil
 }
 
-// ID block file layout: see "Producer ids" in doc.go.
+// ID block file layout: see "Producer ids" in the package doc.
 const (
 	idFileMagic = "XPID"
 	idFileSize  = 16

@@ -14,7 +14,8 @@ import (
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
-// Snapshot file layout constants; doc.go describes the format byte by byte.
+// Snapshot file layout constants; the package doc ("Snapshot file format")
+// describes the format byte by byte.
 const (
 	snapshotMagic          = "XPRS"
 	snapshotVersion        = 1
@@ -49,8 +50,9 @@ func parseSnapshotFileName(name string) (int64, bool) {
 	return offset, true
 }
 
-// encodeSnapshot serializes the state as of log offset (see doc.go); a
-// producer updated since the last sweep is stamped with nowMillis.
+// encodeSnapshot serializes the state as of log offset (see "Snapshot file
+// format" in the package doc); a producer updated since the last sweep is
+// stamped with nowMillis.
 func (s *PartitionState) encodeSnapshot(offset, nowMillis int64) []byte {
 	entries := make([]*producerEntry, 0, len(s.producers))
 	size := snapshotHeaderSize

@@ -11,7 +11,7 @@
 //
 // The quorum is built on github.com/hashicorp/raft with raft-boltdb as log
 // and stable store, raft's file snapshot store and its network transport
-// over TCP (transport.go: a small stream layer that binds RaftBind,
+// over TCP (streamLayer: a small stream layer that binds RaftBind,
 // advertises the Voters entry and dials from SourceAddress).
 // hashicorp/raft drives its own goroutines, storage and transport: the
 // package supplies a raft.FSM and gets elections, log replication,
@@ -25,35 +25,37 @@
 //
 // # How it works
 //
-// Node (node.go) opens the stores in Config.DataDir, starts raft and, on
-// the first start of an empty data dir, bootstraps the raft configuration
-// with the three lowest node ids of Config.Voters as voters (KRaft-style
-// combined mode: with 3 brokers all vote, with more, 3 do). Every other
-// node starts with an empty configuration and asks the leader over the
-// RPC to add it as a non-voter (raft AddNonvoter); it then receives the log
-// like the voters. A restart finds the state on disk and skips bootstrap.
+// [Node] (made by [Open]) opens the stores in Config.DataDir, starts raft
+// and, on the first start of an empty data dir, bootstraps the raft
+// configuration with the three lowest node ids of Config.Voters as voters
+// (KRaft-style combined mode: with 3 brokers all vote, with more, 3 do).
+// Every other node starts with an empty configuration and asks the leader
+// over the RPC to add it as a non-voter (raft AddNonvoter); it then
+// receives the log like the voters. A restart finds the state on disk and
+// skips bootstrap.
 //
-// Every node applies the committed log to the state machine (fsm.go), a
-// pure transition function over an immutable Image (image.go): a command
-// builds the next image by copying what it changes and publishes it with
-// an atomic pointer swap, then closes the previous image's Changed channel.
-// Readers call Node.Image without taking a lock and wait on Changed (or use
-// Node.WaitFor) to learn of changes. Commands (commands.go) are versioned
-// JSON envelopes; every check that depends on the state — topic exists,
-// replication factor versus unfenced brokers, AlterPartition's epochs — is
-// made in the state machine when the entry is applied, so it is atomic with
-// the state and every node reaches the same result. A rejected or
-// malformed command changes nothing. Snapshots (snapshot.go) are the image
-// as versioned JSON.
+// Every node applies the committed log to the state machine (fsm,
+// applyCommand), a pure transition function over an immutable [Image]: a
+// command builds the next image by copying what it changes and publishes it
+// with an atomic pointer swap, then closes the previous image's Changed
+// channel. Readers call Node.Image without taking a lock and wait on
+// Changed (or use Node.WaitFor) to learn of changes. Commands (envelope,
+// encodeCommand) are versioned JSON envelopes; every check that depends on
+// the state — topic exists, replication factor versus unfenced brokers,
+// AlterPartition's epochs — is made in the state machine when the entry is
+// applied, so it is atomic with the state and every node reaches the same
+// result. A rejected or malformed command changes nothing. Snapshots
+// (fsmSnapshot, snapshotFile) are the image as versioned JSON.
 //
 // Requests (RegisterBroker, Heartbeat, CreateTopic, DeleteTopic,
 // CreatePartitions, AlterPartition) may be made on any node: a node that
 // is not the raft leader forwards them to the leader's RPC address over a
-// small length-prefixed JSON protocol of its own (rpc.go), retrying while
-// the leadership moves, bounded by the caller's context. After a write,
-// the calling node waits until its own image holds the effect.
+// small length-prefixed JSON protocol of its own (rpcRequest, rpcResponse,
+// callRPC), retrying while the leadership moves, bounded by the caller's
+// context. After a write, the calling node waits until its own image holds
+// the effect.
 //
-// The raft leader is the active controller (controller.go). It keeps each
+// The raft leader is the active controller (controller.run). It keeps each
 // broker's last heartbeat in memory — reset to now for every broker when a
 // node becomes leader, so a new controller does not fence everybody at
 // once — and fences a broker silent for Config.SessionTimeout with a
@@ -72,7 +74,7 @@
 // loop and one goroutine per connection, the controller loop, a non-voter's
 // join loop, and one loop per StartHeartbeats. Close ends all of them.
 //
-// Errors: every rejection wraps one of the exported sentinels (errors.go),
-// also across the forwarding RPC, so the broker can map them to Kafka
-// error codes.
+// Errors: every rejection wraps one of the exported sentinels
+// ([ErrNotController], [ErrUnknownBroker], ...), also across the forwarding
+// RPC, so the broker can map them to Kafka error codes.
 package quorum

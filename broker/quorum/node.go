@@ -21,7 +21,7 @@ import (
 // VoterAddrs are one node's two loopback-or-network addresses.
 type VoterAddrs struct {
 	Raft string // hashicorp/raft's network transport over TCP, host:port
-	RPC  string // the quorum's forwarding RPC (rpc.go), host:port
+	RPC  string // the quorum's forwarding RPC (rpcServer, callRPC), host:port
 }
 
 // Config configures a Node.
@@ -72,7 +72,7 @@ const maxVoters = 3
 //
 // Goroutines owned by a Node, all ended by Close: raft's own (log, FSM,
 // transport), the RPC server's accept and connection goroutines, the
-// controller loop (controller.go), the join loop of a non-voter, and one
+// controller loop (controller.run), the join loop of a non-voter, and one
 // heartbeat loop per StartHeartbeats. Node's methods are safe for
 // concurrent use.
 type Node struct {

@@ -23,8 +23,9 @@ import (
 // strictly alternating, client first. The client opens a connection per
 // request (metadata requests and heartbeats are a few per second) with the
 // request's context deadline as the connection deadline. A response's Code
-// names the sentinel its Error wraps (errors.go), so errors.Is works across
-// the RPC. Messages over maxRPCMessage bytes close the connection.
+// names the sentinel its Error wraps (sentinelName, remoteError), so
+// errors.Is works across the RPC. Messages over maxRPCMessage bytes close
+// the connection.
 const maxRPCMessage = 4 << 20
 
 // rpcOp names a request.

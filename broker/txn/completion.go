@@ -14,7 +14,7 @@ import (
 // participant, the groups' offsets, then CompleteCommit or CompleteAbort —
 // is a Completion, handed to the Driver, which calls Step until it is
 // done. The coordinator runs no goroutine and sets no timer for it: the
-// production driver (driver.go) steps each completion on its own
+// production driver ([GoroutineDriver]) steps each completion on its own
 // goroutine with a pause between attempts; a test steps it by hand. A
 // coordinator that loads a Prepare* state hands over the same Completion.
 

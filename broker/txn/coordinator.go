@@ -99,7 +99,7 @@ type Config struct {
 	// (metrics). Nil: nobody is told.
 	Observer Observer
 	// Driver runs the background work: Tick, the completions, the wait
-	// for a completion (default: NewGoroutineDriver, driver.go). Tests
+	// for a completion (default: [NewGoroutineDriver]). Tests
 	// inject one that does nothing by itself and step the coordinator.
 	Driver Driver
 }
@@ -135,7 +135,7 @@ func (c Config) withDefaults() Config {
 const offsetsTopic = "__consumer_offsets"
 
 // Coordinator is the transaction coordinator for every transactional id of
-// its log. See doc.go for its locking.
+// its log. See "Ownership and locking" in the package doc for its locking.
 type Coordinator struct {
 	cfg     Config
 	log     Log

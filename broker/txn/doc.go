@@ -14,14 +14,14 @@
 // # Typed API
 //
 // It is a library that knows nothing of the Kafka protocol: the entry
-// points take typed inputs (api.go: InitRequest, Producer, EndRequest,
-// ListFilter, TopicPartition) and return typed results and errors —
+// points take typed inputs ([InitRequest], [Producer], [EndRequest],
+// [ListFilter], [TopicPartition]) and return typed results and errors —
 // InitProducerID, AddPartitions, VerifyPartitions, AddOffsets, EndTxn,
 // DescribeTransaction, ListTransactions, and for the broker's produce and
 // TxnOffsetCommit paths VerifyPartition and AddProducedPartition (KIP-890's
-// implicit add). The broker's per-API files (init_producer_id.go,
-// add_partitions_to_txn.go, add_offsets_to_txn.go, end_txn.go,
-// describe_transactions.go, list_transactions.go) decode Kafka requests
+// implicit add). The broker's per-API handlers (handleInitProducerID,
+// handleAddPartitionsToTxn, handleAddOffsetsToTxn, handleEndTxn,
+// handleDescribeTransactions, handleListTransactions) decode Kafka requests
 // into these types, applying each version's rules (which fields exist,
 // whether EndTxn v5 runs transaction version 2), and encode the answers.
 // The broker supplies a Log (StorageLog over broker/storage), a PIDSource
@@ -30,12 +30,13 @@
 //
 // # Sentinel errors
 //
-// Every error an entry point returns wraps one sentinel of errors.go
-// (ErrProducerFenced, ErrInvalidTxnState, ...) with context; per-partition
-// answers (AddPartitions, VerifyPartitions) are one error per partition.
-// The broker maps sentinels to Kafka error codes in its one error table
-// (broker/errors.go), which also decides what depends on the request's
-// version: a fenced producer is PRODUCER_FENCED from InitProducerId v4,
+// Every error an entry point returns wraps one exported sentinel
+// ([ErrProducerFenced], [ErrInvalidTxnState], ...) with context;
+// per-partition answers (AddPartitions, VerifyPartitions) are one error per
+// partition. The broker maps sentinels to Kafka error codes in its one
+// error table (errorCodes, with txnErrorCode), which also
+// decides what depends on the request's version: a fenced producer is
+// PRODUCER_FENCED from InitProducerId v4,
 // AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2 and TxnOffsetCommit v3,
 // INVALID_PRODUCER_EPOCH before and in every Produce version.
 //
@@ -43,7 +44,7 @@
 //
 // The coordinator starts no goroutine, sets no timer and reads the clock
 // only through Config.Now; what needs a goroutine or a timer goes through
-// its Driver (driver.go), so a test drives it step by step, as etcd raft's
+// its [Driver], so a test drives it step by step, as etcd raft's
 // core is driven. Time moves by Tick(ctx, now), which aborts timed-out
 // transactions and expires idle ids as of now. The second phase of a
 // transaction is a Completion handed to Driver.Complete when Prepare* is
@@ -55,12 +56,12 @@
 // GoroutineDriver (the default), calls Tick every Config.CleanupInterval,
 // steps each completion on its own goroutine with
 // Config.MarkerRetryBackoff between failed attempts, and lets Await wait
-// Config.CompletionWait; step_test.go uses a driver that does nothing by
-// itself.
+// Config.CompletionWait; the step-by-step tests use a driver (stepDriver)
+// that does nothing by itself.
 //
 // # States
 //
-// Kafka's states and its table of legal transitions (state.go,
+// Kafka's states and its table of legal transitions ([State],
 // legalPrevious):
 //
 //	Empty             ← Empty, CompleteCommit, CompleteAbort
@@ -184,16 +185,17 @@
 //	             (this broker's extension; Kafka ignores unknown tags)
 //	10001  2     last producer epoch, int16 (this broker's extension; default -1)
 //
-// record.go encodes and decodes these by hand over wire's primitives; the
-// tests check the bytes against franz-go's generated codec for Kafka's
-// schema. A value of null (a tombstone) deletes the id. Load keeps the latest value
-// per key; a record that does not decode (ErrCorruptRecord) fails the load
-// rather than be guessed at. Values in state PrepareEpochFence are never
-// written and are refused on load. The groups extension exists because the
-// partitions alone name a __consumer_offsets partition, not the group: a
-// coordinator that reloads a Prepare* state must know which groups'
-// offsets to complete. A version 0 value (from Kafka) has no groups; its
-// __consumer_offsets partitions would then get no completion call.
+// encodeValue and decodeValue encode and decode these by hand over wire's
+// primitives; the tests check the bytes against franz-go's generated codec
+// for Kafka's schema. A value of null (a tombstone) deletes the id. Load
+// keeps the latest value per key; a record that does not decode
+// (ErrCorruptRecord) fails the load rather than be guessed at. Values in
+// state PrepareEpochFence are never written and are refused on load. The
+// groups extension exists because the partitions alone name a
+// __consumer_offsets partition, not the group: a coordinator that reloads a
+// Prepare* state must know which groups' offsets to complete. A version 0
+// value (from Kafka) has no groups; its __consumer_offsets partitions would
+// then get no completion call.
 //
 // # StorageLog layout
 //

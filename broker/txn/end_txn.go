@@ -10,7 +10,7 @@ import (
 // PrepareAbort is written first — from then on the outcome is decided,
 // without asking the participants — then markers go to every participant
 // and CompleteCommit/CompleteAbort is written, by the Driver stepping the
-// Completion (completion.go). The reply is sent once Prepare* is durable
+// [Completion] (Completion.Step). The reply is sent once Prepare* is durable
 // and either the transaction completed or the Driver's Await gave up: it
 // never claims success before the decision is durable, and normally the
 // next transaction does not meet ErrConcurrentTransactions. A retry after

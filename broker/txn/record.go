@@ -10,7 +10,8 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// Record format versions (see doc.go for the byte layouts).
+// Record format versions (see "Transaction log records" in the package
+// doc for the byte layouts).
 const (
 	// keyVersion is the only __transaction_state key version.
 	keyVersion int16 = 0
@@ -60,9 +61,10 @@ func decodeKey(data []byte) (string, error) {
 	return string(id), nil
 }
 
-// encodeValue encodes m as a value of version 1 (the layout is in doc.go):
-// the fixed fields, the participants grouped by topic (m.Partitions is
-// sorted), and the tags that are not at their default.
+// encodeValue encodes m as a value of version 1 (the layout is in the
+// package doc, "Transaction log records"): the fixed fields, the
+// participants grouped by topic (m.Partitions is sorted), and the tags that
+// are not at their default.
 func encodeValue(m *Metadata) []byte {
 	b := wire.AppendInt16(nil, valueVersion)
 	b = wire.AppendInt64(b, m.ProducerID)

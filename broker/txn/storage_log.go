@@ -26,11 +26,13 @@ const loadReadBytes = 1 << 20
 // to partition PartitionFor(transactionalID, partitions), one record per
 // batch: a real Kafka record batch (magic 2, uncompressed, no producer id)
 // whose record key and value are the __transaction_state key and value
-// (see doc.go). Append waits until the batch is durable per the storage
+// (see "Transaction log records" and "StorageLog layout" in the package
+// doc). Append waits until the batch is durable per the storage
 // fsync policy.
 //
 // The broker's log cleaner compacts the partitions (each id's latest
-// record stays); Load replays what is left, gaps included (see doc.go).
+// record stays); Load replays what is left, gaps included (see "StorageLog
+// layout" in the package doc).
 type StorageLog struct {
 	partitions []*storage.Log
 	now        func() time.Time

@@ -10,7 +10,7 @@ import (
 // timeout are aborted with an epoch bump (so the producer that opened them
 // is fenced), and transactional ids idle longer than Config.IDExpiration
 // are removed (a tombstone is written). Time moves only through Tick's
-// now: the production driver (driver.go) calls Tick every
+// now: the production driver ([GoroutineDriver]) calls Tick every
 // Config.CleanupInterval with Config.Now, tests call it with a fake clock.
 // Tick takes each id's lock like a request does, so the work runs under
 // the same rules as requests.
