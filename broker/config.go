@@ -115,7 +115,7 @@ var brokerSettings = []setting{
 	{name: "max.inflight.request.bytes.per.connection", defaultValue: "-1", kind: kindLong, validate: unlimitedOrPositive,
 		doc: "Our extension: queued.max.request.bytes for one connection; while it is reached that connection stops reading, and a request larger than it closes the connection. -1 is unlimited."},
 	{name: "listeners", null: true, kind: kindString, validate: validateEndpoints,
-		doc: "The listeners, NAME://host:port,... (listeners.go), e.g. PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093; port 0 is any free port, an empty host every interface. Unset: one PLAINTEXT listener on the --listen address (Config.Listen); set, it wins over it."},
+		doc: "The listeners, NAME://host:port,..., e.g. PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093; port 0 is any free port, an empty host every interface. Unset: one PLAINTEXT listener on the --listen address; set, it wins over it."},
 	{name: "listener.security.protocol.map", defaultValue: defaultProtocolMap, kind: kindString, validate: validateProtocolMap,
 		doc: "Each listener name's security protocol, NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; a map that is set replaces the default whole."},
 	{name: "advertised.listeners", null: true, kind: kindString, validate: validateEndpoints,
