@@ -28,7 +28,7 @@ type checkpoint struct {
 	recoveryOffset   int64 // offset of the batch starting at recoveryPosition (or the segment's end)
 }
 
-// encode lays the checkpoint out as doc.go describes.
+// encode lays the checkpoint out as the package doc's "checkpoint" section describes.
 func (c checkpoint) encode() []byte {
 	data := make([]byte, 0, checkpointSize)
 	data = append(data, checkpointMagic...)

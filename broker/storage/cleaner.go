@@ -72,7 +72,7 @@ const cleanerWriteChunk = 1 << 20
 
 func crc32Castagnoli(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
-// Clean compacts the log (Kafka's log cleaner, see doc.go "Compaction"):
+// Clean compacts the log (Kafka's log cleaner, see "Compaction" in the package doc):
 // it keeps the latest record of every key, drops aborted transactions'
 // data, expired tombstones and markers with nothing left to cover, and
 // rewrites the sealed segments below the cleanable end — the recovery

@@ -11,7 +11,7 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// Byte positions in a batch header the cleaner patches (see doc.go).
+// Byte positions in a batch header the cleaner patches (see ".log" in the package doc).
 const (
 	headerCRC           = 17
 	headerBaseTimestamp = 27

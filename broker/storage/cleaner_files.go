@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Files of the log cleaner (see doc.go, "Compaction"):
+// Files of the log cleaner (see "Compaction" in the package doc):
 //
 //	<dir>/cleaner-offset-checkpoint   first dirty offset and compacted end
 //	<dir>/<base>.<suffix>.cleaned     a cleaned segment being written

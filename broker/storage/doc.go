@@ -60,7 +60,7 @@
 // # .log
 //
 // Record batches v2 exactly as received, with the base offset patched by the
-// log (bytes 0..7 of each batch); see wire/batch.go:
+// log (bytes 0..7 of each batch); see [github.com/exactly-eos/exactly/wire.BatchView]:
 //
 //	offset  size  field
 //	     0     8  base offset            (assigned by Append; not covered by the CRC)
@@ -200,7 +200,7 @@
 //
 // # Compaction
 //
-// Clean (cleaner.go, Kafka's log cleaner) rewrites the sealed segments
+// [Log.Clean] (Kafka's log cleaner) rewrites the sealed segments
 // below the cleanable end — the first segment that is active, at or past
 // the recovery point (so recovery never rescans a cleaned segment), holds
 // an offset at or past the caller's upper bound (the last stable offset),

@@ -3,7 +3,7 @@ package storage
 import "github.com/exactly-eos/exactly/internal/invariants"
 
 // Run-time checks of the Log's invariants (the comment on Log.mu, the
-// index formats in doc.go), compiled in only with the invariants build
+// index formats in the package doc), compiled in only with the invariants build
 // tag. They run where the published state changes, under Log.mu.
 
 // assertInvariantsLocked checks the published state in invariants builds

@@ -38,7 +38,7 @@ var (
 // Disk I/O and locks: Read and OffsetForTimestamp scan the files without
 // any lock (they capture the segments under mu first), as ScanHeaders does; ApplyRetention unlinks files under
 // removeMu only; with fsync=never a rolled segment's sync, index files
-// and checkpoint are written by the flusher goroutine (rollflush.go)
+// and checkpoint are written by the flusher goroutine (Log.enqueueRollFlush)
 // without appendMu; the 64 MiB flush syncs its bulk without it. Still
 // under appendMu: the append's write, a roll's new segment file (file and
 // directory fsync) and, with fsync interval/always, the rolled segment's
@@ -53,7 +53,7 @@ type Log struct {
 	onSync func(time.Duration)
 	fs     FS
 
-	// cleanMu serializes Clean (cleaner.go); it is taken before removeMu,
+	// cleanMu serializes [Log.Clean]; it is taken before removeMu,
 	// which Clean holds throughout.
 	cleanMu sync.Mutex
 	// compactedEnd bounds the offsets a clean may have rewritten (from the
@@ -77,7 +77,7 @@ type Log struct {
 	// "appender-owned" may be read without mu by its holder.
 	appendMu sync.Mutex
 	// checkpointMu guards lastCheckpoint and the checkpoint file, and
-	// serializes the collection of roll flushes (rollflush.go); it is held
+	// serializes the collection of roll flushes (Log.collectRollFlushes); it is held
 	// across the checkpoint's write. Lock order: after appendMu and
 	// removeMu, before mu.
 	checkpointMu sync.Mutex
@@ -419,7 +419,7 @@ func (l *Log) rollLocked() error {
 	l.assertInvariantsLocked()
 	l.mu.Unlock()
 	if l.flusher != nil {
-		l.enqueueRollFlush(old) // its flusher collects the result (rollflush.go)
+		l.enqueueRollFlush(old) // its flusher collects the result (Log.collectRollFlushes)
 		return nil
 	}
 	l.advanceDurable(old.end)

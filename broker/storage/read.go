@@ -9,8 +9,8 @@ import (
 	"sort"
 )
 
-// Byte positions of the batch header fields the log reads (see doc.go and
-// wire/batch.go).
+// Byte positions of the batch header fields the log reads (see ".log" in the package doc and
+// [github.com/exactly-eos/exactly/wire.BatchView]).
 const (
 	headerSize            = 61
 	headerLengthField     = 8

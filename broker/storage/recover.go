@@ -23,7 +23,7 @@ type RecoveryReport struct {
 	IndexesRebuilt  int    // segments whose index files were damaged or missing and rebuilt
 }
 
-// recover loads the segments of l.dir into l (see doc.go, "Recovery").
+// recover loads the segments of l.dir into l (see "Recovery" in the package doc).
 func (l *Log) recover() (RecoveryReport, error) {
 	report := RecoveryReport{TruncatedAt: -1}
 	if err := l.recoverSwaps(); err != nil {

@@ -22,7 +22,7 @@ type AbortedTxn struct {
 	ProducerID, FirstOffset, LastOffset, LastStableOffset int64
 }
 
-// encode lays the entry out as doc.go describes.
+// encode lays the entry out as ".txnindex" in the package doc describes.
 func (t AbortedTxn) encode() []byte {
 	data := make([]byte, 0, abortedEntrySize)
 	data = binary.BigEndian.AppendUint16(data, abortedEntryVersion)
@@ -53,7 +53,7 @@ func decodeAbortedTxns(data []byte) []AbortedTxn {
 //
 // The entry is written to the index file, kept open while the segment is
 // active, without a sync of its own: it becomes durable with the segment,
-// under the log's fsync policy (doc.go, "Durability"). With fsync always or
+// under the log's fsync policy ("Durability" in the package doc). With fsync always or
 // interval, WaitDurable of the marker's offset (or of any later one) returns
 // only once an fdatasync of the index that covers the entry returned; a
 // roll syncs the sealed segment's index before the Append that rolled
