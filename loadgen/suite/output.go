@@ -37,8 +37,8 @@ type Output struct {
 	JSONProgress bool
 }
 
-// Paths are the files a suite wrote ("" for one it did not write).
-type Paths struct{ Results, Dashboard, CSV string }
+// written are the files a suite wrote ("" for one it did not write).
+type written struct{ Results, Dashboard, CSV string }
 
 // tables prints the tables of a suite's results to w.
 type tables func(w io.Writer, results *report.Results, wide bool) error
@@ -63,47 +63,47 @@ type finish struct {
 // file holds what they show), writes the results JSON file into o.Dir,
 // the runs to o.CSV when set and the dashboard next to the results file,
 // then says where they are, as done says.
-func (o Output) writeResults(results *report.Results, print tables, done finish) (Paths, error) {
+func (o Output) writeResults(results *report.Results, print tables, done finish) (written, error) {
 	out := o.Stdout
 	if o.JSONProgress {
 		out = io.Discard
 	}
 	if err := print(out, results, o.Wide); err != nil {
-		return Paths{}, err
+		return written{}, err
 	}
 	path, err := report.Write(o.Dir, results)
 	if err != nil {
-		return Paths{}, err
+		return written{}, err
 	}
 	csvPath, err := writeCSV(o.CSV, results)
 	if err != nil {
-		return Paths{Results: path}, err
+		return written{Results: path}, err
 	}
 	page, err := writeDashboard(path, results)
 	if err != nil {
-		return Paths{Results: path, CSV: csvPath}, fmt.Errorf("write dashboard: %w", err)
+		return written{Results: path, CSV: csvPath}, fmt.Errorf("write dashboard: %w", err)
 	}
-	paths := Paths{Results: path, Dashboard: page, CSV: csvPath}
+	files := written{Results: path, Dashboard: page, CSV: csvPath}
 	switch {
 	case done.printer != nil:
 		done.printer.SuiteFinished(progress.Outcome{Passed: results.Passed, Interrupted: done.interrupted,
-			ResultsPath: paths.Results, DashboardPath: paths.Dashboard, CSVPath: paths.CSV})
+			ResultsPath: files.Results, DashboardPath: files.Dashboard, CSVPath: files.CSV})
 	case done.event == "":
-		fmt.Fprintf(o.Stdout, "results: %s\ndashboard: %s\n", paths.Results, paths.Dashboard)
-		if paths.CSV != "" {
-			fmt.Fprintf(o.Stdout, "csv: %s\n", paths.CSV)
+		fmt.Fprintf(o.Stdout, "results: %s\ndashboard: %s\n", files.Results, files.Dashboard)
+		if files.CSV != "" {
+			fmt.Fprintf(o.Stdout, "csv: %s\n", files.CSV)
 		}
 	case o.JSONProgress:
 		line, _ := json.Marshal(map[string]any{"event": done.event, "passed": results.Passed,
-			"interrupted": done.interrupted, "results": paths.Results, "dashboard": paths.Dashboard})
+			"interrupted": done.interrupted, "results": files.Results, "dashboard": files.Dashboard})
 		fmt.Fprintf(o.Stdout, "%s\n", line)
 	default:
-		if paths.CSV != "" {
-			fmt.Fprintf(o.Stdout, "csv: %s\n", paths.CSV)
+		if files.CSV != "" {
+			fmt.Fprintf(o.Stdout, "csv: %s\n", files.CSV)
 		}
-		fmt.Fprintf(o.Stdout, "results: %s\ndashboard: %s\n", paths.Results, paths.Dashboard)
+		fmt.Fprintf(o.Stdout, "results: %s\ndashboard: %s\n", files.Results, files.Dashboard)
 	}
-	return paths, nil
+	return files, nil
 }
 
 // matrixTables are the tables of a suite run in one [loadgen.Run]: the
