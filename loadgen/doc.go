@@ -52,4 +52,10 @@
 // The cluster is a Target (target.go): kfake or an existing cluster here,
 // or the embedded broker, which the exactly command (cmd/exactly)
 // provides, so that this package does not link the broker.
+//
+// What one `exactly loadgen` invocation runs with these pieces — a
+// workload in one [Run], a [FindMax] search and the runs at fractions of
+// the rate it finds, the security workload over each protocol — and the
+// one writer of its tables, results file, dashboard and CSV file are
+// package [github.com/exactly-eos/exactly/loadgen/suite]'s.
 package loadgen

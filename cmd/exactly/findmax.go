@@ -1,21 +1,15 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/findmax"
-	"github.com/exactly-eos/exactly/loadgen/modes"
-	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
 // findMaxFlags are the settings of `exactly loadgen --find-max`.
@@ -73,14 +67,10 @@ func (f *findMaxFlags) config() findmax.Config {
 }
 
 // targetConfigs are the targets to search: --targets, else the one of
-// --target or --bootstrap.
-func (f *findMaxFlags) targetConfigs(flags loadgenFlags) ([]loadgen.TargetConfig, error) {
+// --target or --bootstrap (started with self).
+func (f *findMaxFlags) targetConfigs(flags loadgenFlags, self loadgen.SelfCommand) ([]loadgen.TargetConfig, error) {
 	if f.targets == "" {
-		kind, bootstrap := flags.target, []string(nil)
-		if flags.bootstrap != "" {
-			kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
-		}
-		self, _ := selfCommand() // an error: StartTarget finds the binary itself
+		kind, bootstrap := flags.targetKind()
 		return []loadgen.TargetConfig{{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir, StartEmbedded: startEmbedded, Self: self,
 			Security: flags.security}}, nil
 	}
@@ -98,229 +88,22 @@ func (f *findMaxFlags) targetConfigs(flags loadgenFlags) ([]loadgen.TargetConfig
 	return configs, nil
 }
 
-// runFindMax runs the sustainable-rate search of every mode of workload on
-// each target, prints each step and the tables, and writes the results
-// file (its find_max section) and dashboard.
-func runFindMax(ctx context.Context, flags loadgenFlags, workload loadgen.Workload, stdout io.Writer) error {
-	fractions, err := parseFractions(flags.findMax.fractions)
-	if err != nil {
-		return err
-	}
-	var latency loadgen.Workload
-	if len(fractions) > 0 {
-		if !slices.Contains(workload.Modes, modes.Baseline()) {
-			return fmt.Errorf("--rate-fraction takes fractions of %s's sustainable rate: add it to --mode", modes.Baseline())
-		}
-		if latency, err = fractionWorkloadOf(flags, fractionWorkload); err != nil {
-			return err
-		}
-	}
-	return runFindMaxThen(ctx, flags, workload, latency, fractions, stdout)
-}
+// fractionWorkload is the workload --rate-fraction runs unless --workload
+// names another (without --find-max, where --workload is the search's).
+const fractionWorkload = "latency"
 
-// runFindMaxThen is runFindMax with the workload run at fractions of
-// at-least-once's sustainable rate, on the first target, after its search
-// (none when fractions is empty).
-func runFindMaxThen(ctx context.Context, flags loadgenFlags, workload, latency loadgen.Workload, fractions []float64,
-	stdout io.Writer) error {
-	configs, err := flags.findMax.targetConfigs(flags)
-	if err != nil {
-		return err
+// parseFractions parses --rate-fraction: comma-separated fractions in (0, 1].
+func parseFractions(text string) ([]float64, error) {
+	if text == "" {
+		return nil, nil
 	}
-	self, err := selfCommand()
-	if err != nil {
-		return err
-	}
-	search := flags.findMax.config()
-	described := workload // the workload the results file names
-	if len(fractions) > 0 {
-		described = latency // its runs are the latency workload's
-	}
-	results, err := newFindMaxResults(described, nil)
-	if err != nil {
-		return err
-	}
-	results.FindMax = &report.FindMax{Criteria: findMaxCriteria(flags, workload, search)}
-	progress := stdout
-	if flags.quiet || flags.jsonProgress {
-		progress = io.Discard
-	}
-	var runErr error
-	for i, config := range configs {
-		var after func(loadgen.Target, report.FindMaxTarget) error
-		if i == 0 && len(fractions) > 0 {
-			after = func(target loadgen.Target, searched report.FindMaxTarget) error {
-				runs, load, err := runAtFractions(ctx, target, latency, flags, baselineRate(searched),
-					"find-max on "+target.Kind(), fractions, stdout)
-				results.Runs, results.FindMax.EqualLoad = append(results.Runs, runs...), load
-				return err
-			}
+	var fractions []float64
+	for _, field := range strings.Split(text, ",") {
+		fraction, err := strconv.ParseFloat(strings.TrimSpace(field), 64)
+		if err != nil || fraction <= 0 || fraction > 1 {
+			return nil, fmt.Errorf("--rate-fraction %s: must be fractions in (0, 1] (e.g. 0.5,0.8)", strings.TrimSpace(field))
 		}
-		searched, err := findMaxOn(ctx, config, workload, self, flags, search, progress, after)
-		if err != nil && searched == nil {
-			return err
-		}
-		if i == 0 {
-			results.Target = searched.Target
-		}
-		results.FindMax.Targets = append(results.FindMax.Targets, *searched)
-		if runErr = err; runErr != nil {
-			break // interrupted, or the runs at rate fractions could not run
-		}
+		fractions = append(fractions, fraction)
 	}
-	results.FinishedAt = time.Now()
-	results.Passed = findMaxPassed(results.FindMax) && runsPassed(results.Runs)
-	return writeFindMaxOutputs(stdout, flags, results, runErr)
-}
-
-// findMaxCriteria are the criteria of search with workload's steps, for
-// the results file.
-func findMaxCriteria(flags loadgenFlags, workload loadgen.Workload, search findmax.Config) report.FindMaxCriteria {
-	criteria := report.FindMaxCriteria{Tolerance: search.Tolerance,
-		MaxP99Millis: float64(search.MaxP99) / float64(time.Millisecond), Precision: search.Precision,
-		StartRecordsPerSecond: search.Start, Retries: max(search.Retries, 0), MaxSteps: search.MaxSteps, BudgetSeconds: search.Budget.Seconds(),
-		StepWarmupSeconds: time.Duration(workload.Warmup).Seconds(), StepSeconds: time.Duration(workload.Duration).Seconds()}
-	if search.Confirmations >= 0 {
-		criteria.ConfirmSeconds, criteria.Confirmations, criteria.StepDown = flags.findMax.confirm.Seconds(), search.Confirmations, search.StepDown
-	}
-	return criteria
-}
-
-// newFindMaxResults starts the results of a --find-max or --rate-fraction
-// invocation of workload (on target, when known).
-func newFindMaxResults(workload loadgen.Workload, target loadgen.Target) (*report.Results, error) {
-	workloadJSON, err := json.Marshal(workload)
-	if err != nil {
-		return nil, fmt.Errorf("encode workload: %w", err)
-	}
-	results := &report.Results{SchemaVersion: report.SchemaVersion, Tool: "exactly loadgen", RunID: fmt.Sprintf("%016x", rand.Uint64()),
-		StartedAt: time.Now(), Machine: report.CurrentMachine(), Workload: workloadJSON, Runs: []*report.Run{}}
-	if target != nil {
-		results.Target = report.Target{Kind: target.Kind(), Bootstrap: target.Bootstrap(), Description: target.Description()}
-	}
-	return results, nil
-}
-
-// findMaxOn starts one target and searches every mode on it. A nil result
-// means the target could not be used.
-func findMaxOn(ctx context.Context, config loadgen.TargetConfig, workload loadgen.Workload, self loadgen.SelfCommand,
-	flags loadgenFlags, search findmax.Config, progress io.Writer, after func(loadgen.Target, report.FindMaxTarget) error) (*report.FindMaxTarget, error) {
-	target, err := loadgen.StartTarget(ctx, config)
-	if err != nil {
-		return nil, err
-	}
-	defer target.Close()
-	if err := loadgen.Preflight(ctx, target, workload); err != nil {
-		return nil, err
-	}
-	confirmation := "no confirmation"
-	if search.Confirmations >= 0 && flags.findMax.confirm > 0 {
-		confirmation = fmt.Sprintf("then a confirmation step of %s warm-up + %s", workload.Warmup, flags.findMax.confirm)
-	}
-	fmt.Fprintf(progress, "find-max on %s (%s): %s; steps of %s warm-up + %s, at most %d steps and %s per mode, %s\n",
-		target.Kind(), target.Description(), strings.Join(workload.Modes, ", "), workload.Warmup, workload.Duration,
-		search.MaxSteps, search.Budget, confirmation)
-	counts := map[string]int{}
-	observe := func(name string, s findmax.Step) {
-		counts[name]++
-		verdict := "held"
-		if !s.Held {
-			verdict = "failed: " + s.Why
-		}
-		retry := ""
-		if s.Attempt > 1 {
-			retry = fmt.Sprintf(" (retry %d)", s.Attempt-1)
-		}
-		if s.Confirmation {
-			retry = " (confirmation)"
-		}
-		fmt.Fprintf(progress, "  %s %s step %d: target %d rec/s%s, achieved %.0f, ack p99 %.2f ms, %.1fs: %s\n",
-			target.Kind(), name, counts[name], s.Target, retry, s.Achieved, float64(s.P99)/float64(time.Millisecond), s.Took.Seconds(), verdict)
-	}
-	searched, err := loadgen.FindMax(ctx, loadgen.FindMaxOptions{
-		Options: loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database,
-			Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target)},
-		Search: search, ConfirmDuration: flags.findMax.confirm, Observe: observe})
-	if err == nil && after != nil {
-		err = after(target, searched)
-	}
-	return &searched, err
-}
-
-// findMaxPassed reports whether no step of the search failed its checks
-// (a step that could not keep its rate did not fail them; one that lost
-// or duplicated what its mode must not did).
-func findMaxPassed(section *report.FindMax) bool {
-	for _, target := range section.Targets {
-		for _, mode := range target.Modes {
-			for _, step := range mode.Steps {
-				if step.Status == report.StatusFail {
-					return false
-				}
-			}
-		}
-	}
-	return len(section.Targets) > 0
-}
-
-// runsPassed reports whether no run failed or errored.
-func runsPassed(runs []*report.Run) bool {
-	for _, run := range runs {
-		if run.Status == report.StatusFail || run.Status == report.StatusError {
-			return false
-		}
-	}
-	return true
-}
-
-// writeFindMaxOutputs prints the find-max tables and writes the results
-// file and its dashboard.
-func writeFindMaxOutputs(stdout io.Writer, flags loadgenFlags, results *report.Results, runErr error) error {
-	tables := stdout
-	if flags.jsonProgress {
-		tables = io.Discard
-	}
-	if len(results.Runs) > 0 {
-		if err := report.WriteSummaryWith(tables, results, report.SummaryOptions{Wide: flags.wide}); err != nil {
-			return err
-		}
-		if err := loadgen.WriteMatrixWith(tables, results, flags.wide); err != nil {
-			return err
-		}
-	}
-	if err := report.WriteFindMax(tables, results.FindMax); err != nil {
-		return err
-	}
-	report.WriteEqualLoad(tables, results.FindMax.EqualLoad)
-	path, err := report.Write(flags.out, results)
-	if err != nil {
-		return err
-	}
-	csvPath, err := writeLoadgenCSV(flags.csv, results)
-	if err != nil {
-		return err
-	}
-	page, err := writeLoadgenDashboard(path, results)
-	if err != nil {
-		return fmt.Errorf("write dashboard: %w", err)
-	}
-	if csvPath != "" && !flags.jsonProgress {
-		fmt.Fprintf(stdout, "csv: %s\n", csvPath)
-	}
-	if flags.jsonProgress {
-		line, _ := json.Marshal(map[string]any{"event": "find_max_finished", "passed": results.Passed,
-			"interrupted": runErr != nil, "results": path, "dashboard": page})
-		fmt.Fprintf(stdout, "%s\n", line)
-	} else {
-		fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", path, page)
-	}
-	switch {
-	case errors.Is(runErr, context.Canceled):
-		return fmt.Errorf("interrupted: %w", runErr)
-	case runErr != nil:
-		return runErr
-	case !results.Passed:
-		return errors.New("a find-max step failed its checks (status \"fail\" in the steps of the results file), or a run at a rate fraction failed")
-	}
-	return nil
+	return fractions, nil
 }

@@ -6,23 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/clientsec"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/livemetrics"
 	"github.com/exactly-eos/exactly/loadgen/modes"
-	"github.com/exactly-eos/exactly/loadgen/progress"
-	"github.com/exactly-eos/exactly/loadgen/report"
+	"github.com/exactly-eos/exactly/loadgen/suite"
 )
 
 // selfCommand is how the load generator runs this binary again: the
@@ -346,80 +341,11 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopMetrics()
-	switch {
-	case flags.findMax.enabled:
-		return runFindMax(ctx, flags, workload, stdout)
-	case flags.findMax.fractions != "":
-		return runFractions(ctx, flags, workload, stdout)
-	case workload.EqualLoad != nil && flags.rate < 0:
-		return runEqualLoad(ctx, flags, workload, stdout)
-	case workload.Security != nil:
-		return runSecurity(ctx, flags, workload, stdout)
-	}
-	kind, bootstrap := flags.target, []string(nil)
-	if flags.bootstrap != "" {
-		kind, bootstrap = loadgen.TargetBootstrap, strings.Split(flags.bootstrap, ",")
-	}
-	self, err := selfCommand()
+	spec, err := flags.suiteSpec(workload, hooks, stdout)
 	if err != nil {
 		return err
 	}
-	properties := loadgen.LaunchedBrokerProperties(workload)
-	target, err := loadgen.StartTarget(ctx, loadgen.TargetConfig{Kind: kind, Bootstrap: bootstrap, DataDir: flags.dataDir,
-		StartEmbedded: embeddedFor(properties), Self: self, BrokerProperties: properties,
-		PartitionProxies: loadgen.NeedsPartitionProxies(workload), Security: flags.security})
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	if err := loadgen.Preflight(ctx, target, workload); err != nil {
-		return err
-	}
-	if workload.Overhead.NeedsSustainableRate() {
-		if err := resolveSustainableRate(ctx, &workload, target, self, flags, stdout); err != nil {
-			return err
-		}
-	}
-	options := loadgen.Options{Workload: workload, Target: target, Self: self, Database: flags.database, RunID: rand.Uint64(),
-		Metrics: flags.live, BrokerMetrics: loadgen.BrokerMetricsURL(flags.brokerMetrics, target), FaultHooks: hooks}
-	printer := newProgressPrinter(stdout, flags)
-	if printer != nil {
-		options.Progress = printer
-	}
-	profileDir := filepath.Join("profiles", fmt.Sprintf("loadgen-%016x", options.RunID))
-	stopProfile, err := startProfileIn(flags.profile, profileDir)
-	if err != nil {
-		return err
-	}
-	results, runErr := loadgen.Run(ctx, options)
-	stopProfile() // before the dashboard, which links the profile's files
-	if results == nil {
-		return runErr
-	}
-	tables := stdout
-	if flags.jsonProgress {
-		tables = io.Discard // the results file holds what the tables show
-	}
-	paths, err := writeLoadgenOutputs(tables, flags, results)
-	if err != nil {
-		return err
-	}
-	if printer != nil {
-		printer.SuiteFinished(progress.Outcome{Passed: results.Passed, Interrupted: runErr != nil,
-			ResultsPath: paths.results, DashboardPath: paths.dashboard, CSVPath: paths.csv})
-	} else {
-		fmt.Fprintf(stdout, "results: %s\ndashboard: %s\n", paths.results, paths.dashboard)
-		if paths.csv != "" {
-			fmt.Fprintf(stdout, "csv: %s\n", paths.csv)
-		}
-	}
-	switch {
-	case runErr != nil:
-		return fmt.Errorf("interrupted: %w", runErr)
-	case !results.Passed:
-		return errors.New("at least one run failed its expectation (FAIL or ERROR above)")
-	}
-	return nil
+	return suite.Run(ctx, spec)
 }
 
 // startLoadgenMetrics serves the load generator's /metrics when
@@ -461,100 +387,4 @@ func planHelp() string {
 		text.WriteString("\n")
 	}
 	return strings.TrimSuffix(text.String(), "\n")
-}
-
-// newProgressPrinter returns the printer of the run's progress on stdout:
-// none with --quiet, JSON lines with --json-progress, else text, with a
-// live line when stdout is a terminal and plain lines when it is not.
-func newProgressPrinter(stdout io.Writer, flags loadgenFlags) *progress.Printer {
-	switch {
-	case flags.quiet:
-		return nil
-	case flags.jsonProgress:
-		return progress.NewPrinter(stdout, progress.JSON, 0)
-	}
-	if file, ok := stdout.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
-		width, _, err := term.GetSize(int(file.Fd()))
-		if err != nil {
-			width = 0
-		}
-		return progress.NewPrinter(stdout, progress.Terminal, width)
-	}
-	return progress.NewPrinter(stdout, progress.Plain, 0)
-}
-
-// outputPaths are the files a loadgen run wrote (csv: "" for none).
-type outputPaths struct{ results, dashboard, csv string }
-
-// writeLoadgenOutputs prints the summary and the expectations table to w
-// (every column with --wide), and writes the results file and its
-// dashboard into --out, and the runs to --csv when given.
-func writeLoadgenOutputs(w io.Writer, flags loadgenFlags, results *report.Results) (outputPaths, error) {
-	if err := report.WriteSummaryWith(w, results, report.SummaryOptions{Wide: flags.wide}); err != nil {
-		return outputPaths{}, err
-	}
-	if err := loadgen.WriteMatrixWith(w, results, flags.wide); err != nil {
-		return outputPaths{}, err
-	}
-	if err := report.WriteOverhead(w, results); err != nil {
-		return outputPaths{}, err
-	}
-	if err := report.WriteGroupProtocols(w, results); err != nil {
-		return outputPaths{}, err
-	}
-	if err := report.WriteBrokerSideWith(w, results, flags.wide); err != nil {
-		return outputPaths{}, err
-	}
-	path, err := report.Write(flags.out, results)
-	if err != nil {
-		return outputPaths{}, err
-	}
-	csvPath, err := writeLoadgenCSV(flags.csv, results)
-	if err != nil {
-		return outputPaths{results: path}, err
-	}
-	page, err := writeLoadgenDashboard(path, results)
-	if err != nil {
-		return outputPaths{results: path, csv: csvPath}, fmt.Errorf("write dashboard: %w", err)
-	}
-	return outputPaths{results: path, dashboard: page, csv: csvPath}, nil
-}
-
-// writeLoadgenCSV writes the runs of results to path as CSV (nothing
-// when path is empty) and returns the path written.
-func writeLoadgenCSV(path string, results *report.Results) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", fmt.Errorf("--csv %s: %w", path, err)
-		}
-	}
-	file, err := os.Create(path)
-	if err != nil {
-		return "", fmt.Errorf("--csv %s: %w", path, err)
-	}
-	if err := report.WriteSummaryCSV(file, results); err != nil {
-		file.Close()
-		return "", fmt.Errorf("--csv %s: %w", path, err)
-	}
-	if err := file.Close(); err != nil {
-		return "", fmt.Errorf("--csv %s: %w", path, err)
-	}
-	return path, nil
-}
-
-// writeLoadgenDashboard writes the dashboard next to the results file,
-// linking the profiles of this run found next to it or under profiles/.
-func writeLoadgenDashboard(resultsPath string, results *report.Results) (string, error) {
-	page := strings.TrimSuffix(resultsPath, filepath.Ext(resultsPath)) + ".html"
-	dir := filepath.Dir(page)
-	found := report.FindProfiles(results.RunID, dir, filepath.Join(dir, "profiles"), "profiles")
-	options := report.DashboardOptions{Generated: time.Now(),
-		Profiles: map[string][]string{results.RunID: report.RelativeLinks(dir, found...)}}
-	if err := report.WriteDashboardWith(page, options, results); err != nil {
-		return "", err
-	}
-	return page, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/exactly-eos/exactly/internal/selfsigned"
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/clientsec"
+	"github.com/exactly-eos/exactly/loadgen/suite"
 )
 
 // securityListener is one protocol the security workload runs over: a
@@ -36,6 +37,20 @@ const securityUser = "exactly-loadgen"
 // header) and what stops it; a variable so that tests can run the
 // workload against other listeners.
 var startSecurityListeners = startEmbeddedSecurity
+
+// startListeners is startSecurityListeners as the suite takes it
+// ([suite.StartListeners]).
+func startListeners(ctx context.Context, dataDir string, spec loadgen.SecuritySpec) ([]suite.Listener, loadgen.Target, func() error, error) {
+	listeners, parent, stop, err := startSecurityListeners(ctx, dataDir, spec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out := make([]suite.Listener, len(listeners))
+	for i, listener := range listeners {
+		out[i] = suite.Listener{Protocol: listener.protocol, Target: listener.target, FetchPath: listener.fetchPath}
+	}
+	return out, parent, stop, nil
+}
 
 // startEmbeddedSecurity starts the embedded broker with a PLAINTEXT, an SSL
 // and a SASL_SSL listener on free loopback ports: a certificate for

@@ -13,7 +13,7 @@ import (
 // embeddedTarget is our own broker, started in this process on a loopback
 // port with its log in a temporary directory: loadgen's "embedded" target.
 // It lives here, not in package loadgen, so that the load generator does
-// not link the broker; runLoadgen hands startEmbedded to
+// not link the broker; the suite spec hands startEmbedded to
 // loadgen.StartTarget.
 type embeddedTarget struct {
 	broker  *broker.Broker
