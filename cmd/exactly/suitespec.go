@@ -113,7 +113,12 @@ func (f *loadgenFlags) workloadNamed(name string) (loadgen.Workload, error) {
 	if err != nil {
 		return loadgen.Workload{}, err
 	}
-	if err := f.apply(&workload); err != nil {
+	// A workload the suite loads itself (the sustainable-rate search of
+	// cost rounds at fractions) takes the load's shape from the flags but
+	// not --rounds: those are the named workload's rounds.
+	flags := *f
+	flags.rounds = 0
+	if err := flags.apply(&workload); err != nil {
 		return loadgen.Workload{}, fmt.Errorf("workload %s: %w", workload.Name, err)
 	}
 	return workload, nil
