@@ -81,9 +81,10 @@ func (p *partition) append(origin appendOrigin, records []byte, info *appendInfo
 // appendLocked is the one append path's critical section (caller holds
 // appendMu, released through unlockAppend so that a snapshot prepared
 // here is written after it). Nothing is written when it fails before the
-// storage append; after it, a failure leaves the log with the batches
-// and the partition refusing appends (abortIndexBehind) or the log
-// failed, as storage does on a write error.
+// storage append. A failure after it leaves the batches in the log: a
+// failed aborted-index write sets abortIndexBehind (the partition refuses
+// appends until a restart restores the entry); a follower's failed
+// leader-epoch checkpoint or replay goes back to the fetcher.
 func (p *partition) appendLocked(origin appendOrigin, records []byte, info *appendInfo, options *appendOptions) (appendOutcome, error) {
 	// Gates, in the order each origin always checked them.
 	switch origin {
