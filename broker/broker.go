@@ -108,7 +108,8 @@
 //  5. partition.snapshotMu: producer snapshot file writes,
 //     and close, delete and truncate, which take it before appendMu. I/O:
 //     the snapshot (temporary file, fsync, rename, directory fsync).
-//  6. partition.appendMu: appends, markers, the producer state. I/O: the
+//  6. partition.appendMu: appends, markers, the producer state (every
+//     origin's append runs partition.appendLocked under it). I/O: the
 //     storage append itself and what storage still does under its own
 //     append lock (below); not producer snapshots (encoded under it,
 //     written after it by unlockAppend), not retention's file removal,

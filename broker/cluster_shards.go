@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/exactly-eos/exactly/broker/group"
-	"github.com/exactly-eos/exactly/wire"
 )
 
 // Coordinator shards: in a cluster (Config.Replication with a
@@ -200,46 +199,18 @@ func (cs *coordinatorShards[C]) close() {
 // appendCoordinatorBatch appends one batch a coordinator built (offsets,
 // group metadata, a marker, a transaction state record) as the
 // partition's leader at leaderEpoch and derives the producer state from it
-// exactly as a follower does from the replicated copy. It returns the
-// batch's last offset; NOT_LEADER_OR_FOLLOWER when the partition is no
+// exactly as a follower does from the replicated copy, through the one
+// append path as originCoordinator ([partition.appendLocked]). It returns
+// the batch's last offset; NOT_LEADER_OR_FOLLOWER when the partition is no
 // longer led here at that epoch.
 func (p *partition) appendCoordinatorBatch(records []byte, leaderEpoch int32) (int64, error) {
-	view, err := wire.ParseBatch(records)
+	var scratch [1]batchInfo
+	info, err := analyzeRecords(originCoordinator, records, 0, 0, scratch[:0])
 	if err != nil {
 		return -1, fmt.Errorf("coordinator batch for %s: %w", p.name(), err)
 	}
-	p.appendMu.Lock()
-	last, err := func() (int64, error) {
-		if p.closed.Load() {
-			return -1, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
-		}
-		epoch, err := p.appendEpochLocked()
-		if err != nil {
-			return -1, err
-		}
-		if epoch != leaderEpoch {
-			return -1, fmt.Errorf("%w: %s is led at epoch %d, not %d", errNotLeader, p.name(), epoch, leaderEpoch)
-		}
-		view.SetPartitionLeaderEpoch(epoch)
-		result, err := p.log.Append(records)
-		if err != nil {
-			return -1, fmt.Errorf("%w: append to %s: %w", errStorage, p.name(), err)
-		}
-		p.noteAppend(result)
-		view.SetBaseOffset(result.FirstOffset)
-		if err := p.applyReplicatedBatch(view); err != nil {
-			return -1, err
-		}
-		p.refreshUnstable()
-		return result.LastOffset, nil
-	}()
-	p.unlockAppend()
-	if err != nil {
-		return -1, err
-	}
-	p.wakeWaiters()
-	p.leaderAppended()
-	return last, nil
+	outcome, err := p.append(originCoordinator, records, &info, &appendOptions{leaderEpoch: leaderEpoch})
+	return outcome.lastOffset, err
 }
 
 // appendInternalReplicated is appendCoordinatorBatch with acks=all: the

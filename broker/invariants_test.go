@@ -28,7 +28,7 @@ func TestInvariantUnstableOffset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := wire.ParseBatch(records)
+	info, err := analyzeRecords(originClient, records, 0, 1<<62, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +46,6 @@ func TestInvariantUnstableOffset(t *testing.T) {
 			t.Fatalf("violation %q, want one about unstableOffset", message)
 		}
 	}()
-	p.appendProducedLocked(records, batch, false)
+	p.appendLocked(originClient, records, &info, &appendOptions{})
 	t.Fatal("the append published a last stable offset that disagrees with the producer state")
 }

@@ -266,7 +266,7 @@ func walkErrorCodes(api *metrics.API, v reflect.Value) {
 // countProduced counts one Produce partition's append (metrics on):
 // bytes, batches and records appended, or a duplicate, or an out-of-order
 // refusal.
-func (b *Broker) countProduced(t *topic, records []byte, result produced, err error) {
+func (b *Broker) countProduced(t *topic, info *appendInfo, result appendOutcome, err error) {
 	switch {
 	case errors.Is(err, producers.ErrOutOfOrderSequence):
 		b.metrics.OutOfOrderSequence()
@@ -275,15 +275,9 @@ func (b *Broker) countProduced(t *topic, records []byte, result produced, err er
 		b.metrics.IdempotentDuplicate()
 	default:
 		m := b.topicMetrics(t)
-		batches, count := 0, 0
-		wire.ForEachBatch(records, func(batch wire.BatchView) error {
-			batches++
-			count += int(batch.RecordCount())
-			return nil
-		})
-		m.BytesIn.Add(float64(len(records)))
-		m.Batches.Add(float64(batches))
-		m.Records.Add(float64(count))
+		m.BytesIn.Add(float64(info.bytes()))
+		m.Batches.Add(float64(len(info.batches)))
+		m.Records.Add(float64(info.records))
 	}
 }
 

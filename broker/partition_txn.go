@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/producers"
-	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -69,16 +68,6 @@ func (p *partition) refreshUnstable() {
 // partition's name; an error it returns stands for a failed index write.
 // It lets tests act inside the window between the two steps.
 var beforeAbortedIndexAppend atomic.Pointer[func(partition string) error]
-
-// nextLastStable is the LSO the producer state implies now, before it is
-// published: the oldest open transaction's first offset, or the log end
-// when none is open (caller holds appendMu).
-func (p *partition) nextLastStable() int64 {
-	if offset, ok := p.producers.FirstUnstableOffset(); ok {
-		return offset
-	}
-	return p.log.LogEndOffset()
-}
 
 // publishLastStable stores the LSO for lock-free readers (caller holds appendMu).
 func (p *partition) publishLastStable() {
@@ -166,80 +155,19 @@ type markerResult struct {
 }
 
 // appendMarker writes a COMMIT or ABORT control batch for the producer and
-// closes its open transaction on the partition. A marker whose producer
-// epoch is older than the partition's is stale (the transaction it ends
-// was superseded) and is skipped without writing.
+// closes its open transaction on the partition, through the one append
+// path as originMarker ([partition.appendLocked]: an ABORT's
+// aborted-index entry is written there). A marker whose producer epoch is
+// older than the partition's is stale (the transaction it ends was
+// superseded) and is skipped without writing.
 func (p *partition) appendMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) (markerResult, error) {
-	p.appendMu.Lock()
-	result, err := p.appendMarkerLocked(producerID, producerEpoch, coordinatorEpoch, commit)
-	p.unlockAppend()
-	if err == nil && result.offset >= 0 {
-		p.wakeWaiters()
-		p.leaderAppended()
-	}
-	return result, err
-}
-
-func (p *partition) appendMarkerLocked(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) (markerResult, error) {
-	if p.closed.Load() {
-		return markerResult{offset: -1}, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
-	}
-	if p.abortIndexBehind {
-		return markerResult{offset: -1}, fmt.Errorf("%w: %s: an aborted transaction is missing from the index until restart", errStorage, p.name())
-	}
 	marker := producers.Marker{ProducerID: producerID, ProducerEpoch: producerEpoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit}
-	if err := p.producers.CheckMarker(marker); err != nil {
-		if errors.Is(err, producers.ErrInvalidProducerEpoch) {
-			p.logger.Warn("stale transaction marker skipped", "partition", p.name(), "error", err)
-			return markerResult{offset: -1}, nil
-		}
-		return markerResult{offset: -1}, fmt.Errorf("%s: %w", p.name(), err)
-	}
-	epoch, err := p.appendEpochLocked()
+	records := wire.BuildControlBatch(producerID, producerEpoch, commit, coordinatorEpoch, time.Now().UnixMilli())
+	var scratch [1]batchInfo
+	info, err := analyzeRecords(originMarker, records, 0, 0, scratch[:0])
 	if err != nil {
-		return markerResult{offset: -1}, err
+		return markerResult{offset: -1}, fmt.Errorf("marker for %s: %w", p.name(), err)
 	}
-	batch := wire.BuildControlBatch(producerID, producerEpoch, commit, coordinatorEpoch, time.Now().UnixMilli())
-	if view, err := wire.ParseBatch(batch); err == nil {
-		view.SetPartitionLeaderEpoch(epoch)
-	}
-	appendResult, err := p.log.Append(batch)
-	if err != nil {
-		return markerResult{offset: -1}, fmt.Errorf("%w: append marker to %s: %w", errStorage, p.name(), err)
-	}
-	p.noteAppend(appendResult)
-	marker.Offset = appendResult.FirstOffset
-	completed := p.producers.ApplyMarker(marker)
-	p.producersDirty = true
-	delete(p.verifications, producerID)
-	// Invariant: an aborted transaction is in the aborted index before the
-	// LSO moves past its marker. A read_committed fetch reads the LSO
-	// first and the index after it (readPartition), and returns every
-	// record below the LSO that the index does not name; publishing the
-	// LSO first would open a window (the index append syncs a file) in
-	// which a fetch reads the aborted records as committed. Consumers
-	// that fetched in that window lost nothing visible: they processed
-	// the aborted records, and an exactly-once pipeline copied them into
-	// its committed output.
-	if completed.Aborted {
-		aborted := storage.AbortedTxn{ProducerID: producerID, FirstOffset: completed.FirstOffset,
-			LastOffset: completed.LastOffset, LastStableOffset: p.nextLastStable()}
-		err := error(nil)
-		if hook := beforeAbortedIndexAppend.Load(); hook != nil {
-			err = (*hook)(p.name())
-		}
-		if err == nil {
-			err = p.log.AppendAbortedTxn(aborted)
-		}
-		if err != nil {
-			// The LSO stays below the aborted records: the log has
-			// failed and refuses further appends, so nothing moves it;
-			// and no snapshot is taken, so the next start replays the
-			// marker and restores its entry.
-			p.abortIndexBehind = true
-			return markerResult{offset: -1}, fmt.Errorf("%w: aborted transaction index of %s: %w", errStorage, p.name(), err)
-		}
-	}
-	p.refreshUnstable()
-	return markerResult{offset: appendResult.LastOffset}, nil
+	outcome, err := p.append(originMarker, records, &info, &appendOptions{marker: marker})
+	return markerResult{offset: outcome.lastOffset}, err
 }

@@ -1,8 +1,8 @@
 package broker
 
 import (
-	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -12,7 +12,8 @@ import (
 
 // Produce v3–13 (record batch v2 only; v13 names topics by id) walks the
 // request as a zero-copy view over the frame buffer. Each partition's
-// batches are validated from their headers and CRC-32C (never decompressed)
+// batches are validated from their headers and CRC-32C (never decompressed;
+// one pass over the headers, [analyzeRecords], which every later step uses)
 // and checked against max.message.bytes before any byte of that partition
 // is written; then their base offsets and leader epoch are patched in place
 // and the same bytes are appended to the log.
@@ -279,22 +280,21 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 			return appended{}, err
 		}
 	}
-	if err := validateBatches(records, tc); err != nil {
+	// The one pass over the batch headers: the request's batches are
+	// validated and described here, before any is written.
+	var scratch [1]batchInfo
+	info, err := analyzeRecords(originClient, records, 0, tc.maxMessageBytes, scratch[:0])
+	if err != nil {
 		return appended{}, fmt.Errorf("%s: %w", p.name(), err)
 	}
 	appendTime := int64(-1)
 	if tc.logAppendTime {
 		appendTime = time.Now().UnixMilli()
+		info.stampLogAppendTime(appendTime)
 	}
-	if appendTime >= 0 {
-		wire.ForEachBatch(records, func(batch wire.BatchView) error {
-			stampLogAppendTime(batch, appendTime)
-			return nil
-		})
-	}
-	result, err := p.appendProduced(records, tx)
+	result, err := p.appendClient(records, &info, tx)
 	if b.metrics != nil {
-		b.countProduced(t, records, result, err)
+		b.countProduced(t, &info, result, err)
 	}
 	if err != nil {
 		// The partition goes back with the error: its log start offset
@@ -309,46 +309,40 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 	return appended{partition: p, baseOffset: result.firstOffset, lastOffset: result.lastOffset, logAppendTime: appendTime}, nil
 }
 
-// validateBatches checks every batch of a partition: structure, magic 2,
-// CRC-32C, size within max.message.bytes, and a record count matching the
-// offset delta. Control batches are the broker's own and refused from
-// clients.
-func validateBatches(records []byte, tc *topicConfig) error {
-	if len(records) == 0 {
-		return fmt.Errorf("%w: no record batch", errInvalidRecord)
+// appendProduced appends a client's records after the one pass over them
+// (with no max.message.bytes: the topic's limit is Produce's,
+// produceToPartition); see appendClient.
+func (p *partition) appendProduced(records []byte, tx produceTxn) (appendOutcome, error) {
+	var scratch [1]batchInfo
+	info, err := analyzeRecords(originClient, records, 0, math.MaxInt64, scratch[:0])
+	if err != nil {
+		return noAppend, fmt.Errorf("%s: %w", p.name(), err)
 	}
-	return wire.ForEachBatch(records, func(batch wire.BatchView) error {
-		if int64(batch.Size()) > tc.maxMessageBytes {
-			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", errMessageTooLarge, batch.Size(), tc.maxMessageBytes)
-		}
-		if err := batch.Validate(); err != nil {
-			return err
-		}
-		if batch.Control() {
-			return fmt.Errorf("%w: clients may not write control batches", errInvalidRecord)
-		}
-		if count := batch.RecordCount(); count <= 0 || int64(batch.LastOffsetDelta()) != int64(count)-1 {
-			return fmt.Errorf("%w: %d records with last offset delta %d", errInvalidRecord, count, batch.LastOffsetDelta())
-		}
-		return nil
-	})
+	return p.appendClient(records, &info, tx)
 }
 
-// Byte offsets in a record batch v2 header of the fields LogAppendTime
-// rewrites (see wire/batch.go).
-const (
-	batchAttributesOffset   = 21
-	batchMaxTimestampOffset = 35
-)
-
-// stampLogAppendTime marks the batch's timestamps as the broker's append
-// time, as Kafka does for message.timestamp.type=LogAppendTime: the
-// timestamp-type attribute is set, max timestamp becomes the append time,
-// and the CRC (which covers both) is recomputed.
-func stampLogAppendTime(batch wire.BatchView, now int64) {
-	raw := batch.Bytes()
-	attributes := binary.BigEndian.Uint16(raw[batchAttributesOffset:])
-	binary.BigEndian.PutUint16(raw[batchAttributesOffset:], attributes|wire.AttrTimestampType)
-	binary.BigEndian.PutUint64(raw[batchMaxTimestampOffset:], uint64(now))
-	batch.UpdateCRC()
+// appendClient appends a Produce request's records for this partition
+// (info is their analyzeRecords pass) through the one append path as
+// originClient. Idempotent data must be one batch; a transactional batch
+// is verified with the coordinator first (KIP-890), outside appendMu, and
+// a transactional batch without a producer id is refused. Under appendMu
+// the idempotent batch is checked against the producer state, appended
+// and recorded: a duplicate of one of the producer's 5 newest batches is
+// answered with the original offsets and not written; an out-of-order,
+// fenced or unknown-producer batch is refused with nothing written.
+func (p *partition) appendClient(records []byte, info *appendInfo, tx produceTxn) (appendOutcome, error) {
+	var options appendOptions
+	switch {
+	case len(info.batches) > 1 && info.producerBatches > 0:
+		return noAppend, errIdempotentMultiBatch
+	case info.idempotent() && info.batches[0].transactional():
+		guard, err := p.verifyTransactional(tx, info.batches[0].view)
+		if err != nil {
+			return noAppend, err
+		}
+		options.guard = guard
+	case info.transactional:
+		return noAppend, fmt.Errorf("%w: transactional batch without a producer id", errInvalidRecord)
+	}
+	return p.append(originClient, records, info, &options)
 }

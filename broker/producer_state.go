@@ -15,7 +15,7 @@ import (
 //
 //   - Ownership: partition.producers is guarded by partition.appendMu. A
 //     Produce checks a batch, appends it and records it without releasing
-//     the lock (appendProduced), so no batch of the same producer can be
+//     lock ([partition.appendLocked]), so no batch of the same producer can be
 //     checked against state that misses an earlier accepted one, whichever
 //     connection it came from. The expiry loop (Broker.expireProducers)
 //     takes the same lock, as do retention, truncation and close.
@@ -86,7 +86,8 @@ func (p *partition) loadProducerState(options producers.Options) (replayed int, 
 	if from < logEnd {
 		err = p.log.ScanHeaders(from, func(batch wire.BatchView) error {
 			replayed++
-			completed, err := replayBatch(state, batch)
+			info := newBatchInfo(batch, batch.BaseOffset())
+			completed, err := replayBatch(state, &info)
 			if completed.Aborted {
 				lastStable := batch.LastOffset() + 1
 				if offset, ok := state.FirstUnstableOffset(); ok {
@@ -111,7 +112,7 @@ func (p *partition) loadProducerState(options producers.Options) (replayed int, 
 
 // restoreAbortedIndex puts back the aborted-index entries of replayed ABORT
 // markers that the index lacks. The marker is appended to the log before
-// its entry is written (appendMarkerLocked), so a crash between the two
+// its entry is written ([partition.applyProducerBatchLocked]), so a crash between the two
 // leaves a marker without an entry; without this, read_committed fetches
 // would return that transaction's records as committed after a restart.
 // Replay starts at the latest snapshot, which is taken only after every
@@ -138,176 +139,41 @@ func (p *partition) restoreAbortedIndex(replayed []storage.AbortedTxn) error {
 	return nil
 }
 
-// replayBatch applies one batch header found in the log to the state: data
-// batches through Replay, transaction markers through ApplyMarker. It
-// returns the transaction a marker completed (zero for other batches).
-func replayBatch(state *producers.PartitionState, batch wire.BatchView) (producers.CompletedTransaction, error) {
-	if batch.ProducerID() < 0 {
+// replayBatch applies one batch found in the log (or appended by an origin
+// that replays: [partition.applyProducerBatchLocked]) to the state, at the
+// offsets batch has: data batches through Replay, transaction markers
+// through ApplyMarker. It returns the transaction a marker completed (zero
+// for other batches).
+func replayBatch(state *producers.PartitionState, batch *batchInfo) (producers.CompletedTransaction, error) {
+	if batch.producerID < 0 {
 		return producers.CompletedTransaction{}, nil
 	}
-	if !batch.Control() {
-		state.Replay(batchForState(batch, batch.BaseOffset(), batch.LastOffset()))
+	if !batch.control() {
+		state.Replay(batch.producerBatch())
 		return producers.CompletedTransaction{}, nil
 	}
-	records, err := batch.RecordIterator()
+	records, err := batch.view.RecordIterator()
 	if err != nil {
-		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d: %w", batch.BaseOffset(), err)
+		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d: %w", batch.baseOffset, err)
 	}
 	if !records.Next() {
-		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d has no record: %v", batch.BaseOffset(), records.Err())
+		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d has no record: %v", batch.baseOffset, records.Err())
 	}
 	record := records.Record()
 	control, err := wire.ParseControlRecord(record.Key, record.Value)
 	if err != nil {
-		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d: %w", batch.BaseOffset(), err)
+		return producers.CompletedTransaction{}, fmt.Errorf("control batch at %d: %w", batch.baseOffset, err)
 	}
 	if !control.IsTransactionMarker() {
 		return producers.CompletedTransaction{}, nil
 	}
 	return state.ApplyMarker(producers.Marker{
-		ProducerID:       batch.ProducerID(),
-		ProducerEpoch:    batch.ProducerEpoch(),
+		ProducerID:       batch.producerID,
+		ProducerEpoch:    batch.producerEpoch,
 		CoordinatorEpoch: control.CoordinatorEpoch,
-		Offset:           batch.BaseOffset(),
+		Offset:           batch.baseOffset,
 		Commit:           control.Type == wire.ControlCommit,
 	}), nil
-}
-
-// batchForState is what the state machine needs from a batch header that
-// is (or will be) at [first, last].
-func batchForState(batch wire.BatchView, first, last int64) producers.Batch {
-	return producers.Batch{
-		ProducerID:    batch.ProducerID(),
-		ProducerEpoch: batch.ProducerEpoch(),
-		BaseSequence:  batch.BaseSequence(),
-		LastSequence:  batch.LastSequence(),
-		FirstOffset:   first,
-		LastOffset:    last,
-		MaxTimestamp:  batch.MaxTimestamp(),
-		Transactional: batch.Transactional(),
-	}
-}
-
-// produced is the outcome of appendProduced.
-type produced struct {
-	firstOffset, lastOffset int64
-	// duplicate: the batch was written before; the offsets (and
-	// maxTimestamp) are the original's and nothing was written now.
-	duplicate    bool
-	maxTimestamp int64
-}
-
-// producerBatch returns the single batch of records when it carries a
-// producer id. Plain (non-idempotent) data may hold any number of batches;
-// idempotent data must be one batch (errIdempotentMultiBatch).
-func producerBatch(records []byte) (wire.BatchView, bool, error) {
-	first, err := wire.ParseBatch(records)
-	if err != nil {
-		return wire.BatchView{}, false, err
-	}
-	if first.Size() == len(records) {
-		return first, first.ProducerID() >= 0, nil
-	}
-	err = wire.ForEachBatch(records, func(batch wire.BatchView) error {
-		if batch.ProducerID() >= 0 {
-			return errIdempotentMultiBatch
-		}
-		return nil
-	})
-	return wire.BatchView{}, false, err
-}
-
-// appendProduced appends a Produce request's validated records for this
-// partition. An idempotent batch is checked against the producer state, then
-// appended and recorded, all under appendMu: a duplicate of one of the
-// producer's 5 newest batches is answered with the original offsets and not
-// written; an out-of-order, fenced or unknown-producer batch is refused with
-// nothing written.
-func (p *partition) appendProduced(records []byte, tx produceTxn) (produced, error) {
-	batch, idempotent, err := producerBatch(records)
-	if err != nil {
-		return produced{}, err
-	}
-	var guard *verificationGuard
-	if idempotent && batch.Transactional() {
-		if guard, err = p.verifyTransactional(tx, batch); err != nil {
-			return produced{}, err
-		}
-	} else if err := checkNotTransactional(records); err != nil {
-		return produced{}, err
-	}
-	p.appendMu.Lock()
-	var result produced
-	if guard != nil {
-		err = p.checkGuard(batch.ProducerID(), guard)
-	}
-	if err == nil {
-		result, err = p.appendProducedLocked(records, batch, idempotent)
-	}
-	p.unlockAppend()
-	if err == nil && !result.duplicate {
-		p.wakeWaiters()
-		p.leaderAppended()
-	}
-	return result, err
-}
-
-// checkNotTransactional refuses transactional batches without a producer
-// id (a transaction needs one) in plain data.
-func checkNotTransactional(records []byte) error {
-	return wire.ForEachBatch(records, func(batch wire.BatchView) error {
-		if batch.Transactional() {
-			return fmt.Errorf("%w: transactional batch without a producer id", errInvalidRecord)
-		}
-		return nil
-	})
-}
-
-// appendProducedLocked is appendProduced's critical section (caller holds appendMu).
-func (p *partition) appendProducedLocked(records []byte, batch wire.BatchView, idempotent bool) (produced, error) {
-	if p.closed.Load() {
-		return produced{}, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
-	}
-	if p.abortIndexBehind {
-		return produced{}, fmt.Errorf("%w: %s: an aborted transaction is missing from the index until restart", errStorage, p.name())
-	}
-	var state producers.Batch
-	if idempotent {
-		state = batchForState(batch, -1, -1)
-		verdict, err := p.producers.Check(state)
-		if err != nil {
-			return produced{}, fmt.Errorf("%s: %w", p.name(), err)
-		}
-		if verdict.Duplicate {
-			return produced{firstOffset: verdict.FirstOffset, lastOffset: verdict.LastOffset,
-				duplicate: true, maxTimestamp: verdict.MaxTimestamp}, nil
-		}
-	}
-	epoch, err := p.appendEpochLocked()
-	if err != nil {
-		return produced{}, err
-	}
-	// PartitionLeaderEpoch lies before the part of a v2 batch the CRC
-	// covers (attributes onward), so stamping it needs no new CRC.
-	wire.ForEachBatch(records, func(batch wire.BatchView) error {
-		batch.SetPartitionLeaderEpoch(epoch)
-		return nil
-	})
-	result, err := p.log.Append(records)
-	if err != nil {
-		return produced{}, fmt.Errorf("%w: append to %s: %w", errStorage, p.name(), err)
-	}
-	p.noteAppend(result)
-	if idempotent {
-		state.FirstOffset, state.LastOffset = result.FirstOffset, result.LastOffset
-		p.producers.Update(state)
-		p.producersDirty = true
-		if state.Transactional && p.unstableOffset < 0 {
-			p.unstableOffset = state.FirstOffset
-		}
-	}
-	p.publishLastStable()
-	return produced{firstOffset: result.FirstOffset, lastOffset: result.LastOffset}, nil
 }
 
 // noteAppend takes a snapshot when an append rolled a segment (caller

@@ -2,10 +2,6 @@ package broker
 
 import (
 	"errors"
-	"fmt"
-
-	"github.com/exactly-eos/exactly/broker/storage"
-	"github.com/exactly-eos/exactly/wire"
 )
 
 // The follower side of one partition: appending the leader's batches,
@@ -34,116 +30,13 @@ var errDiverged = errors.New("fetched batches do not continue the log")
 var errStaleFetch = errors.New("fetch answer for an old leader epoch")
 
 // appendReplicated appends batches fetched from the leader at leader epoch
-// epoch. Batches wholly below the log end (a refetch) are skipped, a
-// trailing partial batch is ignored.
+// epoch, through the one append path as originReplication
+// ([partition.appendLocked]). Batches wholly below the log end (a refetch)
+// are skipped, a trailing partial batch is ignored ([analyzeRecords]).
 func (p *partition) appendReplicated(records []byte, epoch int32) error {
-	p.appendMu.Lock()
-	err := p.appendReplicatedLocked(records, epoch)
-	p.unlockAppend()
-	if err == nil {
-		p.wakeWaiters()
-	}
+	var info appendInfo // filled under appendMu, against the log end
+	_, err := p.append(originReplication, records, &info, &appendOptions{leaderEpoch: epoch})
 	return err
-}
-
-func (p *partition) appendReplicatedLocked(records []byte, epoch int32) error {
-	role := p.role.Load()
-	if role == nil || role.leader == p.nodeID || role.leaderEpoch != epoch {
-		return errStaleFetch
-	}
-	if p.closed.Load() {
-		return fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
-	}
-	if p.abortIndexBehind {
-		return fmt.Errorf("%w: %s: an aborted transaction is missing from the index until restart", errStorage, p.name())
-	}
-	kept, views, err := continuingBatches(records, p.log.LogEndOffset())
-	if err != nil || len(views) == 0 {
-		return err
-	}
-	result, err := p.log.AppendReplica(kept)
-	if err != nil {
-		return fmt.Errorf("%w: append replica batches to %s: %w", errStorage, p.name(), err)
-	}
-	p.noteAppend(result)
-	for _, batch := range views {
-		if err := p.epochs.assign(batch.PartitionLeaderEpoch(), batch.BaseOffset()); err != nil {
-			return err
-		}
-		if err := p.applyReplicatedBatch(batch); err != nil {
-			return err
-		}
-	}
-	p.refreshUnstable()
-	return nil
-}
-
-// continuingBatches returns the bytes of the whole batches of records
-// from the first one past logEnd on (at logEnd, or after a gap the
-// leader's compaction left), and their views; errDiverged when a batch
-// starts below logEnd and ends at or past it.
-func continuingBatches(records []byte, logEnd int64) ([]byte, []wire.BatchView, error) {
-	var views []wire.BatchView
-	start, end := -1, 0
-	next := logEnd
-	for position := 0; position < len(records); {
-		batch, err := wire.ParseBatch(records[position:])
-		if err != nil {
-			break // a partial batch at the end of the response
-		}
-		size := batch.Size()
-		if batch.LastOffset() >= next {
-			if batch.BaseOffset() < next {
-				return nil, nil, fmt.Errorf("%w: batch at %d, log end %d", errDiverged, batch.BaseOffset(), next)
-			}
-			if err := batch.Validate(); err != nil {
-				return nil, nil, fmt.Errorf("replica batch at %d: %w", batch.BaseOffset(), err)
-			}
-			if start < 0 {
-				start = position
-			}
-			views = append(views, batch)
-			next = batch.LastOffset() + 1
-			end = position + size
-		}
-		position += size
-	}
-	if start < 0 {
-		return nil, nil, nil
-	}
-	return records[start:end], views, nil
-}
-
-// applyReplicatedBatch derives producer and transaction state from one
-// appended batch, as replay at startup does (caller holds appendMu).
-func (p *partition) applyReplicatedBatch(batch wire.BatchView) error {
-	completed, err := replayBatch(p.producers, batch)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", errStorage, p.name(), err)
-	}
-	if batch.ProducerID() < 0 {
-		return nil
-	}
-	p.producersDirty = true
-	if batch.Control() {
-		delete(p.verifications, batch.ProducerID())
-	}
-	if !completed.Aborted {
-		return nil
-	}
-	lastStable := batch.LastOffset() + 1
-	if offset, ok := p.producers.FirstUnstableOffset(); ok {
-		lastStable = offset
-	}
-	aborted := storage.AbortedTxn{ProducerID: completed.ProducerID, FirstOffset: completed.FirstOffset,
-		LastOffset: completed.LastOffset, LastStableOffset: lastStable}
-	if err := p.log.AppendAbortedTxn(aborted); err != nil {
-		// As for a leader's marker (appendMarkerLocked): no snapshot past
-		// it, so a restart replays the marker and restores the entry.
-		p.abortIndexBehind = true
-		return fmt.Errorf("%w: aborted transaction index of %s: %w", errStorage, p.name(), err)
-	}
-	return nil
 }
 
 // learnHighWatermark takes the leader's high watermark from a fetch
