@@ -178,7 +178,7 @@ func (info *appendInfo) stampLeaderEpoch(epoch int32) {
 }
 
 // Byte offsets in a record batch v2 header of the fields LogAppendTime
-// rewrites (see wire/batch.go).
+// rewrites (see [wire.BatchView]).
 const (
 	batchAttributesOffset   = 21
 	batchMaxTimestampOffset = 35

@@ -15,8 +15,8 @@ import (
 // Coordinator shards: in a cluster (Config.Replication with a
 // TopicController) the group coordinator and the transaction coordinator
 // are sharded by the partitions of their replicated internal topics
-// (__consumer_offsets: cluster_groups.go; __transaction_state:
-// cluster_transactions.go). A key (group id, transactional id) belongs to
+// (__consumer_offsets: Broker.groupsFor; __transaction_state:
+// Broker.transactionsFor). A key (group id, transactional id) belongs to
 // partition abs(javaStringHashCode(key)) % partitions, as in Kafka, and
 // FindCoordinator answers that partition's current leader. This file holds
 // what both share:
@@ -233,7 +233,7 @@ func (b *Broker) appendInternalReplicated(ctx context.Context, p *partition, rec
 
 // internalTopicOverrides are the topic settings of a replicated internal
 // topic of replication factor rf: retention off (the coordinators replay
-// the whole log), compacted (log_cleaner.go), the segment size of
+// the whole log), compacted (logCleaner), the segment size of
 // offsets.topic.segment.bytes or transaction.state.log.segment.bytes, and
 // min.insync.replicas min(2, rf).
 func (b *Broker) internalTopicOverrides(name string, rf int) map[string]string {

@@ -31,7 +31,7 @@ type partition struct {
 	// appendMu serialises appends: storage.Log allows one appender at a
 	// time, and connections append from their own reader goroutines. It
 	// also guards the transition of closed to true, so no append runs on a
-	// closed log, and the producer state below (see producer_state.go).
+	// closed log, and the producer state below (see partition.applyProducerBatchLocked).
 	appendMu sync.Mutex
 	// producers is the idempotent-producer state up to the log end
 	// (guarded by appendMu). Invariant: it reflects every batch in the log
@@ -90,7 +90,7 @@ type partition struct {
 	notifyMu sync.Mutex
 	notify   chan struct{}
 
-	// Replication (replica_leader.go, replica_fetcher.go); unused when
+	// Replication (partition.becomeLeader, replicaFetcher); unused when
 	// the broker runs without Config.Replication.
 
 	// nodeID is this broker's id, to tell whether a role makes it leader.
@@ -101,7 +101,7 @@ type partition struct {
 	// (leader -1, epoch -1) until the controller's role arrives. Replaced
 	// under appendMu and replicaMu; read without locks.
 	role atomic.Pointer[replicaRole]
-	// epochs is the leader-epoch checkpoint (leader_epochs.go); nil when
+	// epochs is the leader-epoch checkpoint (leaderEpochCache); nil when
 	// replication is off (appendMu).
 	epochs *leaderEpochCache
 	// hw is the high watermark of a partition with a role. Invariants:
@@ -110,7 +110,7 @@ type partition struct {
 	// (maximal) ISR, and never decreases while it leads.
 	hw atomic.Int64
 	// hwFile is the high-watermark checkpoint's path and hwWritten the
-	// value it holds (high_watermark_checkpoint.go); replication only.
+	// value it holds (partition.checkpointHighWatermark); replication only.
 	// hwFileMu serializes its writers (the checkpoint loop, close).
 	hwFile    string
 	hwWritten atomic.Int64
@@ -219,7 +219,7 @@ func (p *partition) waitDurable(ctx context.Context, offset int64) error {
 
 // highWatermark is the offset after the last readable record. Without a
 // role (one replica) every appended record is committed, so it is the log
-// end; with one it is what the ISR has (replica_leader.go).
+// end; with one it is what the ISR has (partition.waitReplicated).
 func (p *partition) highWatermark() int64 {
 	if p.role.Load() == nil {
 		return p.log.LogEndOffset()

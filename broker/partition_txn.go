@@ -138,7 +138,7 @@ func (b *Broker) verifyTransactionalBatch(tx produceTxn, producerID int64, epoch
 		return fmt.Errorf("%w: verification: %w", errNotEnoughReplicas, err)
 	}
 	// transaction.version 2 is never finalized in a cluster
-	// (transactions.go), so this implicit add is a single node's.
+	// (Broker.openTransactions), so this implicit add is a single node's.
 	if err == nil || !errors.Is(err, txn.ErrInvalidTxnState) || tx.version < 12 || b.transactionVersion < 2 {
 		return err
 	}

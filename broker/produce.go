@@ -24,16 +24,16 @@ import (
 //
 // Idempotence: a batch with a producer id is checked against the
 // partition's producer state and appended under the partition's append
-// lock (producer_state.go). A retry of one of the producer's 5 newest
+// lock (partition.applyProducerBatchLocked). A retry of one of the producer's 5 newest
 // batches is answered with the original offsets (and, for acks=all, after
 // the original is durable) and is not written again; a sequence gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, an
 // unknown producer not starting at sequence 0 UNKNOWN_PRODUCER_ID (see
-// errors.go for the per-version codes); nothing is written then.
+// errorCodes for the per-version codes); nothing is written then.
 //
 // Transactions: a transactional batch must come with the request's
 // transactional id and pass the coordinator's KIP-890 verification
-// (partition_txn.go): INVALID_TXN_STATE when its partition is not in the
+// (partition.verifyTransactional): INVALID_TXN_STATE when its partition is not in the
 // producer's open transaction, INVALID_PRODUCER_EPOCH when the producer
 // was fenced, INVALID_PRODUCER_ID_MAPPING for an unknown id. Under
 // transaction.version 2, Produce v12+ adds the partition to the
@@ -43,11 +43,11 @@ import (
 // answers once the batches are durable under log.fsync (the wait runs on
 // its own goroutine so the reader goes on), and fails with
 // NOT_ENOUGH_REPLICAS when min.insync.replicas exceeds our single replica.
-// A replicated partition (cluster_roles.go) takes produce only on its
+// A replicated partition ([Broker.ApplyPartitionRoles]) takes produce only on its
 // leader (NOT_LEADER_OR_FOLLOWER elsewhere); acks=all is refused with
 // NOT_ENOUGH_REPLICAS before the append when the ISR is smaller than
 // min.insync.replicas, and answered once the ISR has the batch
-// (replica_leader.go). The leader epoch is stamped into each batch under
+// (partition.waitReplicated). The leader epoch is stamped into each batch under
 // the append lock, so it matches the leader-epoch checkpoint.
 func init() {
 	register(wire.APIProduce, 3, 13, handleProduce)
@@ -77,7 +77,7 @@ func handleProduce(c *connection, r *request) {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = version
 	var waits []produceWait
-	// Authorization (authorize.go): a transactional producer needs Write
+	// Authorization (authorizationRules): a transactional producer needs Write
 	// on its transactional id, or every partition fails; each topic needs
 	// Write, checked before the topic is looked up or auto-created.
 	var requestErr error
@@ -300,7 +300,7 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 		// The partition goes back with the error: its log start offset
 		// tells an idempotent client whether UNKNOWN_PRODUCER_ID or
 		// OUT_OF_ORDER_SEQUENCE_NUMBER means lost data or only a producer
-		// whose batches retention deleted (franz-go's sink.go, KIP-360).
+		// whose batches retention deleted (franz-go's sink.handleReqRespBatch, KIP-360).
 		return appended{partition: p}, err
 	}
 	if result.duplicate && appendTime >= 0 {

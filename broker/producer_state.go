@@ -320,7 +320,7 @@ func (p *partition) describeProducers() ([]producers.ProducerInfo, error) {
 // batches that are gone, and the in-memory state cannot be undone (it keeps
 // only each producer's 5 newest batches), so it is reloaded from the newest
 // snapshot at or below offset plus a replay. A single broker never
-// truncates; a follower does (replica_append.go).
+// truncates; a follower does (partition.truncateAsFollower).
 func (p *partition) truncate(offset int64) error {
 	p.snapshotMu.Lock()
 	defer p.snapshotMu.Unlock()

@@ -13,15 +13,14 @@ import (
 // WriteTxnMarkers v0–1 is how a transaction coordinator tells a partition
 // leader to end a producer's transaction there: for each marker and each
 // of its partitions, a COMMIT or ABORT control batch carrying the
-// coordinator epoch is appended (partition_txn.go: appendMarker closes the
+// coordinator epoch is appended (partition.appendMarker closes the
 // producer's open transaction, moves the last stable offset, and records
 // an ABORT in the aborted-transaction index), and the answer waits until
 // the marker is durable under log.fsync. The coordinator of this broker
-// writes its markers through the same function (transactions.go:
-// markerWriter), so a remote coordinator's request and the local one take
+// writes its markers through the same function (markerWriter), so a remote coordinator's request and the local one take
 // one path.
 //
-// In a cluster (cluster_transactions.go) requests come from the
+// In a cluster (Broker.transactionsFor) requests come from the
 // coordinators of other brokers too: a partition not led here answers
 // NOT_LEADER_OR_FOLLOWER (the coordinator retries after the roles
 // change), a marker waits until the ISR has it, and a marker for a
@@ -42,7 +41,7 @@ func init() {
 }
 
 func handleWriteTxnMarkers(c *connection, req *kmsg.WriteTxnMarkersRequest) kmsg.Response {
-	// Authorization (authorize.go): Alter or ClusterAction on the Cluster,
+	// Authorization (authorizationRules): Alter or ClusterAction on the Cluster,
 	// else every partition is CLUSTER_AUTHORIZATION_FAILED.
 	if !c.authorizedCluster(kmsg.ACLOperationAlter) && !c.authorizedCluster(kmsg.ACLOperationClusterAction) {
 		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
