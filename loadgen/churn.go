@@ -85,7 +85,7 @@ type churnStage struct {
 	mu    sync.Mutex
 	phase []*churnWorker // the workers of the current phase
 	// timeline is the group's commits and churn events, for its
-	// rebalance pauses (rebalancepause.go).
+	// rebalance pauses (rebalancePauses).
 	timeline commitTimeline
 }
 

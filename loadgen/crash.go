@@ -19,7 +19,8 @@ import (
 // InitProducerId aborts the killed worker's open transaction; a database
 // stage's replacement resumes from the database (its stored offsets or
 // its dedup window). Workers are dynamic group members with a 6 s session
-// (on the consumer protocol the broker's; see crashsession.go): static
+// (on the consumer protocol the broker's; see [LaunchedBrokerProperties]
+// and fitCrashDrains): static
 // membership (a replacement taking the killed member's place at
 // once) stalled the partitions of the killed worker against kfake. The
 // slots' supervisor goroutines start and reap processes; the crash

@@ -52,7 +52,7 @@ type runMetrics struct {
 	mu         sync.Mutex
 	produceAck *hdrhistogram.Histogram // µs, measured records only, from the header's send time
 	// produceAckUncorrected: µs, measured records of paced producers, from
-	// when each was handed to the client (see sendtime.go).
+	// when each was handed to the client (see sendTimeOf).
 	produceAckUncorrected *hdrhistogram.Histogram
 	endToEnd              *hdrhistogram.Histogram // µs, measured records only
 	commit                *hdrhistogram.Histogram // µs, EndTransaction(commit) calls

@@ -27,7 +27,7 @@ import (
 // from the start of the load), so each ratio is what a guarantee costs
 // against plain delivery under that fault; each slot also records its
 // recovery after the fault, the records held past a second and the
-// checker's counts (overhead_cost.go).
+// checker's counts (faultCost).
 //
 //	overhead:
 //	  rounds: 5          # --rounds overrides

@@ -94,8 +94,8 @@ type runPlan struct {
 	databaseDSN string
 	database    string
 	// observations is where the run's readers note what they read and
-	// its consumers their polls (polls.go); loadAndVerify makes one per
-	// run.
+	// its consumers their polls (runObservations); loadAndVerify makes
+	// one per run.
 	observations *runObservations
 	// round and slot place a run of an overhead workload (round from 1;
 	// 0 and "" for other runs).

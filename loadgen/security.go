@@ -16,9 +16,9 @@ import (
 // PLAINTEXT, SSL, SASL_SSL on the embedded broker's three listeners — and
 // reports what each costs beside the modes' own: throughput and p99 per
 // protocol per mode, with ratios to PLAINTEXT, and the CPU one consumer's
-// reads cost per GB (consumecost.go). The command (cmd/exactly) starts the
-// broker and runs Run once per protocol; this file is the workload's
-// settings and the section it fills.
+// reads cost per GB ([MeasureConsumeCosts]). The command (cmd/exactly)
+// starts the broker and runs Run once per protocol; this file is the
+// workload's settings and the section it fills.
 
 // SecuritySpec is the security workload's section of a workload file.
 type SecuritySpec struct {

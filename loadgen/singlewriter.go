@@ -156,7 +156,7 @@ type singleWriter struct {
 	stats      *stages.Stats
 	pacer      pacer
 	// created: when each paced record was first handed to the client
-	// (shared with promises; see sendtime.go).
+	// (shared with promises; see sendTimeOf).
 	created  *creationTimes
 	budget   uint64
 	deadline time.Time

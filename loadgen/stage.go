@@ -13,7 +13,7 @@ import (
 // The runner's side of the consume stages (package stages): each
 // worker's settings from the run's plan, and the in-process start of a
 // run's stage. Under consumer-crash the workers run as subprocesses
-// (crash.go), under group-churn in waves (churn.go).
+// (startWorkerPipeline), under group-churn in waves (startChurnStage).
 
 // stageMetrics gives a stage the run's measurements.
 type stageMetrics struct{ *runMetrics }

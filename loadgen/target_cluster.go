@@ -48,7 +48,7 @@ type clusterTarget struct {
 	bootstrap []string
 	// proxies, when the run has a broker-partition cell, are the
 	// partition proxies every connection to a broker goes through
-	// (target_partition.go); nil: direct connections.
+	// (clusterProxies); nil: direct connections.
 	proxies *clusterProxies
 	logs    []*os.File // the brokers' log files, closed by Close
 }

@@ -67,7 +67,7 @@ type Workload struct {
 	// fault plan. Empty: every mode of Modes, without faults.
 	Faults []MatrixEntry `yaml:"faults" json:"faults,omitempty"`
 	// Overhead, when set, makes the workload a run of interleaved rounds
-	// that measures each mode against the baseline (see overhead.go); it
+	// that measures each mode against the baseline (see [OverheadSpec]); it
 	// excludes a fault matrix.
 	Overhead *OverheadSpec `yaml:"overhead" json:"overhead,omitempty"`
 	// EqualLoad, when set, compares the modes at equal offered load: the
@@ -77,15 +77,15 @@ type Workload struct {
 	EqualLoad *EqualLoadSpec `yaml:"equal_load" json:"equal_load,omitempty"`
 	// Security, when set, makes the workload the security workload: the
 	// command runs every mode over each of its protocols on one broker
-	// and measures the consume cost of each (see security.go).
+	// and measures the consume cost of each (see [SecuritySpec]).
 	Security *SecuritySpec `yaml:"security" json:"security,omitempty"`
 	// GroupProtocol is the consumer group protocol of every group
 	// consumer (Kafka's group.protocol): classic (the default) or
-	// consumer (KIP-848; see groupprotocol.go).
+	// consumer (KIP-848; see [GroupProtocolConsumer]).
 	GroupProtocol string `yaml:"group_protocol" json:"group_protocol,omitempty"`
 	// GroupProtocols, when set, makes the workload a comparison of the
 	// two protocols: every run under each, interleaved over rounds, with
-	// the rebalance pauses of each side by side (see protocolcompare.go).
+	// the rebalance pauses of each side by side (see [GroupProtocolsSpec]).
 	GroupProtocols *GroupProtocolsSpec `yaml:"group_protocols" json:"group_protocols,omitempty"`
 }
 

@@ -9,7 +9,7 @@
 //	exactly version    print the version (also: exactly --version)
 //
 // The load generator (package loadgen) runs against the broker embedded in
-// this command (target_embedded.go), which hands it to loadgen.StartTarget:
+// this command (embeddedTarget), which hands it to loadgen.StartTarget:
 // loadgen itself does not link the broker. `exactly loadgen` parses and
 // checks its flags and maps them to a suite of package loadgen/suite,
 // which runs it and writes its results. Its delivery modes are listed

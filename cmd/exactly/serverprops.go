@@ -16,7 +16,8 @@ import (
 // combined mode (process.roles=broker,controller) or not — onto `exactly
 // broker`: its flags, its broker settings, and the keys it ignores. The
 // same mapping applies to --config key=value. serverPropRules is the
-// table; every key not in it must be a broker setting (broker/config.go),
+// table; every key not in it must be a broker setting (the broker's
+// settings table: [broker.CheckProperty], [broker.BrokerSettingNames]),
 // else it is refused with a did-you-mean.
 
 // propAction is what the broker command does with one key.
@@ -46,7 +47,9 @@ type propRule struct {
 }
 
 // internalRF and internalMinISR say how the internal topics' replication
-// is chosen (clusternode.Start, broker/cluster_shards.go).
+// is chosen (clusternode.Start, which sets
+// [broker.ReplicationConfig].InternalReplicationFactor, and the broker's
+// ensureInternalTopic and internalTopicOverrides).
 const (
 	internalRF     = "derived, not set: 1 on a single broker, in a cluster min(3, members in controller.quorum.voters)"
 	internalMinISR = "derived, not set: the internal topics' min.insync.replicas is min(2, their replication factor)"

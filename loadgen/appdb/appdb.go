@@ -16,8 +16,9 @@
 //
 // Two dialects, SQLite and PostgreSQL, share the SQL; differences
 // (placeholders, the id column, row locks) are in sqlDialect. The stages
-// that write here live in package loadgen (dbstage.go); the runner reads
-// the output table back for the checker.
+// that write here are package stages' DBStage
+// ([github.com/exactly-eos/exactly/loadgen/stages.DBStage]); the runner
+// reads the output table back for the checker.
 package appdb
 
 import (

@@ -115,7 +115,7 @@ func RelativeLinks(dir string, paths ...string) []string {
 // throughput, latency spectra, throughput over time, checker verdicts.
 // Several files are compared with the first: a difference only where
 // both measured it over rounds and it clears the noise floor (see
-// dashboard_compare.go).
+// compareRounds).
 func RenderDashboard(w io.Writer, options DashboardOptions, results ...*Results) error {
 	if len(results) == 0 {
 		return fmt.Errorf("render dashboard: no results")

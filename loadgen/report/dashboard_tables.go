@@ -150,8 +150,8 @@ func errorsText(errors map[string]int64) string {
 }
 
 // comparisonView compares several results files (usually different
-// targets, or two builds) with the first file; see dashboard_compare.go
-// for when a difference is one.
+// targets, or two builds) with the first file; see compareRounds for
+// when a difference is one.
 type comparisonView struct {
 	Reference *fileView
 	Others    []*fileView

@@ -24,7 +24,7 @@ type fileView struct {
 	WorkloadName string
 	Settings     settingsTable
 	Profiles     []string
-	// Context is where the file was measured (dashboard_context.go).
+	// Context is where the file was measured (contextOf).
 	Context fileContext
 	byName  map[string]*Run
 }

@@ -26,7 +26,7 @@
 //	  "runs": [ Run, … ],
 //	  "find_max": FindMax                     // --find-max only; added in v1, omitted when absent
 //	  "overhead": Overhead                    // added in v1; only for interleaved rounds (the overhead workload, the cost rounds of the standard suite); loads[].faults names the fault plan of a cost table
-//	  "group_protocols": GroupProtocolComparison  // added in v1; only for a comparison of group protocols (grouprotocols.go)
+//	  "group_protocols": GroupProtocolComparison  // added in v1; only for a comparison of group protocols (fields as in the GroupProtocolComparison type)
 //	}
 //
 // Run, one per delivery mode (and per commit interval of a transactional
@@ -67,7 +67,7 @@
 //	}
 //
 // BrokerMetrics, the broker's /metrics scraped before the load and after
-// it drained (brokermetrics.go): "url", "flavour" (whose names: "exactly",
+// it drained ([BrokerMetrics]): "url", "flavour" (whose names: "exactly",
 // "kafka-jmx", "redpanda"; absent in results written before), "notes"
 // (what the flavour does not publish), "seconds" between the scrapes,
 // "warnings" (a failed scrape: no figures, the run is judged as usual),

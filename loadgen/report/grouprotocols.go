@@ -10,8 +10,8 @@ import (
 // RebalancePauses are a group-churn run's rebalance pauses: for each
 // churn event (a wave joining a stage's group, a worker leaving it)
 // during the load, the longest time within the following window in
-// which no member of that group committed (loadgen/rebalancepause.go
-// defines it precisely). Milliseconds.
+// which no member of that group committed (package loadgen's
+// rebalancePauses defines it precisely). Milliseconds.
 type RebalancePauses struct {
 	// Events is the number of churn events measured; Pauses the distinct
 	// pauses they found (events that found the same stretch share one).

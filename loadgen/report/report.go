@@ -12,7 +12,8 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
-// SchemaVersion is the version of the results file layout in doc.go.
+// SchemaVersion is the version of the results file layout in the
+// package doc.
 const SchemaVersion = 1
 
 // Run statuses.
@@ -39,17 +40,17 @@ type Results struct {
 	Workload      json.RawMessage `json:"workload"`
 	Passed        bool            `json:"passed"`
 	Runs          []*Run          `json:"runs"`
-	// FindMax is the sustainable-rate search of --find-max (findmax.go);
+	// FindMax is the sustainable-rate search of --find-max ([WriteFindMax]);
 	// added in v1, omitted when absent.
 	FindMax *FindMax `json:"find_max,omitempty"`
 	// Overhead holds the ratios of a run of interleaved rounds (the
 	// overhead workload; added within schema version 1, omitted otherwise).
 	Overhead *Overhead `json:"overhead,omitempty"`
-	// Security holds the security workload's tables (security.go; added
+	// Security holds the security workload's tables ([WriteSecurity]; added
 	// within schema version 1, omitted otherwise).
 	Security *Security `json:"security,omitempty"`
 	// GroupProtocols compares the consumer group protocols over
-	// interleaved rounds (grouprotocols.go; added within schema version
+	// interleaved rounds ([WriteGroupProtocols]; added within schema version
 	// 1, omitted otherwise).
 	GroupProtocols *GroupProtocolComparison `json:"group_protocols,omitempty"`
 }
@@ -132,19 +133,19 @@ type Run struct {
 	Round int    `json:"round,omitempty"`
 	Slot  string `json:"slot,omitempty"`
 	// BrokerMetrics is the broker's own view of the run, from its
-	// /metrics (brokermetrics.go; added within schema version 1, omitted
+	// /metrics ([BrokerMetrics]; added within schema version 1, omitted
 	// when no metrics address was known).
 	BrokerMetrics *BrokerMetrics `json:"broker_metrics,omitempty"`
 	// GroupProtocol is the consumer group protocol of the run's group
 	// consumers ("classic" or "consumer"; omitted for a run without
 	// any), RebalancePauses the pauses of a group-churn run
-	// (grouprotocols.go; both added within schema version 1).
+	// ([RebalancePauses]; both added within schema version 1).
 	GroupProtocol   string           `json:"group_protocol,omitempty"`
 	RebalancePauses *RebalancePauses `json:"rebalance_pauses,omitempty"`
 	// AckTimeline, Recovery and Delayed say what a run's faults cost
 	// beyond its totals: acknowledged records in 100 ms steps, how long
 	// throughput took to come back after each fault, and how many
-	// records were held past a second (recovery.go; added within schema
+	// records were held past a second ([Recovery]; added within schema
 	// version 1, omitted for runs without faults).
 	AckTimeline *AckTimeline `json:"ack_timeline,omitempty"`
 	Recovery    *Recovery    `json:"recovery,omitempty"`

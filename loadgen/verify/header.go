@@ -70,11 +70,11 @@
 // offset observations 9 bytes per offset read per topic, so ten million
 // records cost a few hundred megabytes at most.
 //
-// Beside the counts, a run names a few offending records per kind
-// (offenders.go): a TrackedLog mirrors, per producer, what the ledger
-// knows of each record, and an OffenderSampler, fed each read like a
-// Checker, names the lost, duplicated, reordered, aborted-but-visible and
-// phantom ones with where they were read and who wrote them.
+// Beside the counts, a run names a few offending records per kind: a
+// [TrackedLog] mirrors, per producer, what the ledger knows of each
+// record, and an [OffenderSampler], fed each read like a [Checker],
+// names the lost, duplicated, reordered, aborted-but-visible and phantom
+// ones with where they were read and who wrote them.
 package verify
 
 import (
