@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -289,7 +290,7 @@ func TestCompactedTopicTransactions(t *testing.T) {
 		}
 	}
 	p := partitionZero(t, b, "compacted-txn")
-	waitUntil(t, 10*time.Second, "the last stable offset to reach the log end", func() bool {
+	testutil.Until(t, 10*time.Second, "the last stable offset to reach the log end", func() bool {
 		return p.lastStableOffset() == p.log.LogEndOffset()
 	})
 	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
@@ -417,7 +418,7 @@ func TestCompactedTopicOpenTransaction(t *testing.T) {
 	if err := producer.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the abort to reach the partition", func() bool { return p.lastStableOffset() == p.log.LogEndOffset() })
+	testutil.Until(t, 10*time.Second, "the abort to reach the partition", func() bool { return p.lastStableOffset() == p.log.LogEndOffset() })
 	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
 	got := map[string]string{}
 	records, _ := logRecords(t, p.log)
@@ -478,7 +479,7 @@ func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
 	if err := damaged.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the damaged log marked uncleanable", func() bool {
+	testutil.Until(t, 10*time.Second, "the damaged log marked uncleanable", func() bool {
 		b.cleanNow()
 		b.cleaner.mu.Lock()
 		defer b.cleaner.mu.Unlock()
@@ -525,7 +526,7 @@ func TestCompactDeletePolicies(t *testing.T) {
 		}
 	}
 	deleting, keeping := partitionZero(t, b, "compact-delete"), partitionZero(t, b, "compact-only")
-	waitUntil(t, 10*time.Second, "retention to delete compact-delete's oldest segments", func() bool {
+	testutil.Until(t, 10*time.Second, "retention to delete compact-delete's oldest segments", func() bool {
 		return deleting.log.LogStartOffset() > 0 && deleting.log.Size() <= 2048+1024
 	})
 	sealAndWaitCleaned(t, b, keeping.log, keeping.lastStableOffset)
@@ -575,7 +576,7 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 		t.Fatalf("segments: lagged %d (want 2: rolled by max.compaction.lag.ms), unlagged %d (want 1)",
 			rolled.log.SegmentCount(), kept.log.SegmentCount())
 	}
-	waitUntil(t, 10*time.Second, "the cleaner to clean the rolled segment", func() bool {
+	testutil.Until(t, 10*time.Second, "the cleaner to clean the rolled segment", func() bool {
 		b.cleanNow()
 		records, _ := logRecords(t, rolled.log)
 		return len(records) == 2
@@ -643,7 +644,7 @@ func TestCompactedTombstoneDeleteHorizon(t *testing.T) {
 		t.Fatalf("consumed %v after the first clean, want the tombstone at %d with its own timestamp %v, then kept", got, tombstoneOffset, old)
 	}
 
-	waitUntil(t, 10*time.Second, "the cleaner to remove the tombstone after its delete horizon", func() bool {
+	testutil.Until(t, 10*time.Second, "the cleaner to remove the tombstone after its delete horizon", func() bool {
 		b.cleanNow()
 		records, _ := logRecords(t, p.log)
 		return len(records) == 1 && records[0].key == "kept"

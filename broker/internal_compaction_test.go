@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // internalCompactionProperties: one partition per internal topic, tiny
@@ -168,7 +169,7 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 		}
 	}
 	admin := newTestClient(t, b)
-	waitUntil(t, 10*time.Second, "the last transaction's offsets to be committed", func() bool {
+	testutil.Until(t, 10*time.Second, "the last transaction's offsets to be committed", func() bool {
 		return committedOffsets(t, admin, "txn-group", "data")[0] == wantTxnOffset
 	})
 	before := internalSizes(b)
@@ -236,7 +237,7 @@ func TestExpiredTransactionalIDCompactedAway(t *testing.T) {
 	admin := newTestClient(t, b)
 	first, _ := initProducerIDFor(t, admin, "expiring")
 	initProducerIDFor(t, admin, "expiring") // a second record of the id, epoch 1
-	waitUntil(t, 10*time.Second, "the id to expire", func() bool {
+	testutil.Until(t, 10*time.Second, "the id to expire", func() bool {
 		req := kmsg.NewPtrDescribeTransactionsRequest()
 		req.TransactionalIDs = []string{"expiring"}
 		resp, err := req.RequestWith(testContext(t, 5*time.Second), admin)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -75,7 +76,7 @@ func TestReplicationLeaderKillIdempotent(t *testing.T) {
 			acked = append(acked, i)
 		})
 		if i == total/3 {
-			waitUntil(t, 20*time.Second, "a third acknowledged", func() bool {
+			testutil.Until(t, 20*time.Second, "a third acknowledged", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return len(acked) >= total/4
@@ -200,7 +201,7 @@ func TestReplicationAbortedTransactionOnNewLeader(t *testing.T) {
 	c.kill(old)
 	leader := c.role("ledger", 0).Leader
 	lp := c.localPartition(leader, "ledger", 0)
-	waitUntil(t, 20*time.Second, "the new leader's high watermark at its log end", func() bool {
+	testutil.Until(t, 20*time.Second, "the new leader's high watermark at its log end", func() bool {
 		return lp.highWatermark() == lp.log.LogEndOffset()
 	})
 	if aborted := lp.log.AbortedTxns(0, lp.log.LogEndOffset()); len(aborted) != 1 {
@@ -302,7 +303,7 @@ func TestReplicationDivergentTailTruncated(t *testing.T) {
 	if epochs := stale.epochs.entries; !slices.Equal(epochs, []epochEntry{{0, 0}, {1, 10}}) {
 		t.Fatalf("old leader's leader epochs: %+v, want [{0 0} {1 10}]", epochs)
 	}
-	waitUntil(t, 20*time.Second, "the old leader back in the ISR", func() bool {
+	testutil.Until(t, 20*time.Second, "the old leader back in the ISR", func() bool {
 		return slices.Contains(c.role("diverge", 0).ISR, old)
 	})
 }
@@ -339,7 +340,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	for _, id := range followers {
 		c.restart(id)
 	}
-	waitUntil(t, 30*time.Second, "the followers back in the ISR", func() bool {
+	testutil.Until(t, 30*time.Second, "the followers back in the ISR", func() bool {
 		return len(c.role("guarded", 0).ISR) == 3
 	})
 	mustProduce(t, "acks=all with the ISR back", dialRaw(t, c.broker(leader)).produceAcks("guarded", 0, plainBatch(t, "c", 2), -1), 8)
@@ -347,7 +348,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	c.kill(leader)
 	next := c.role("guarded", 0).Leader
 	np := c.localPartition(next, "guarded", 0)
-	waitUntil(t, 20*time.Second, "the new leader's high watermark at 10", func() bool { return np.highWatermark() == 10 })
+	testutil.Until(t, 20*time.Second, "the new leader's high watermark at 10", func() bool { return np.highWatermark() == 10 })
 	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"guarded": {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxWait(100*time.Millisecond))
 	ctx := testContext(t, 20*time.Second)
@@ -460,7 +461,7 @@ func TestReplicationLeadersKilledInTurn(t *testing.T) {
 		c.kill(victim)
 		produce(perPartition/4*(int(turn)+1), perPartition/4*(int(turn)+2))
 		c.restart(victim)
-		waitUntil(t, 30*time.Second, fmt.Sprintf("broker %d back in every ISR", victim), func() bool {
+		testutil.Until(t, 30*time.Second, fmt.Sprintf("broker %d back in every ISR", victim), func() bool {
 			for partition := range int32(3) {
 				if !slices.Contains(c.role("turns", partition).ISR, victim) {
 					return false
@@ -512,7 +513,7 @@ func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
 	if err := c.broker(stopped).Close(); err != nil { // the controller is not told
 		t.Fatalf("close follower %d: %v", stopped, err)
 	}
-	waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d out of the ISR", stopped), func() bool {
+	testutil.Until(t, 10*time.Second, fmt.Sprintf("follower %d out of the ISR", stopped), func() bool {
 		return !slices.Contains(c.role("lagging", 0).ISR, stopped)
 	})
 	mustProduce(t, "acks=all without the lagging follower", dialRaw(t, c.broker(role.Leader)).produceAcks("lagging", 0, plainBatch(t, "v", 3), -1), 0)
@@ -520,7 +521,7 @@ func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
 	delete(c.brokers, stopped)
 	c.mu.Unlock()
 	c.restart(stopped)
-	waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d back in the ISR", stopped), func() bool {
+	testutil.Until(t, 10*time.Second, fmt.Sprintf("follower %d back in the ISR", stopped), func() bool {
 		return slices.Contains(c.role("lagging", 0).ISR, stopped)
 	})
 	if end := c.localPartition(stopped, "lagging", 0).log.LogEndOffset(); end < 3 {

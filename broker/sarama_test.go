@@ -12,6 +12,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // Compatibility tests with an unmodified third-party client: IBM sarama,
@@ -543,18 +545,18 @@ func TestSaramaConsumerGroup(t *testing.T) {
 			log := newSaramaGroupLog()
 			stopA := startSaramaMember(t, b, config, log, "a", groupID, topic)
 			stopB := startSaramaMember(t, b, config, log, "b", groupID, topic)
-			waitFor(t, 10*time.Second, "a and b share the partitions", func() (bool, string) {
+			testutil.Eventually(t, 10*time.Second, "a and b share the partitions", func() (bool, string) {
 				return log.shared(topic, []string{"a", "b"}, partitions)
 			})
 			saramaProduce(t, producer, topic, "first", 1000)
-			waitFor(t, 10*time.Second, "the group consumes 1,000 records", func() (bool, string) {
+			testutil.Eventually(t, 10*time.Second, "the group consumes 1,000 records", func() (bool, string) {
 				log.mu.Lock()
 				defer log.mu.Unlock()
 				return len(log.delivered) >= 1000, fmt.Sprintf("%d delivered", len(log.delivered))
 			})
 			log.checkDeliveredOnce(t, 1000, "first-", map[int32]int64{})
 			ends := saramaEnds(t, client, topic, partitions)
-			waitFor(t, 10*time.Second, "the group commits its position", func() (bool, string) {
+			testutil.Eventually(t, 10*time.Second, "the group commits its position", func() (bool, string) {
 				committed := saramaCommitted(t, admin, groupID, topic, partitions)
 				return fmt.Sprint(committed) == fmt.Sprint(ends), fmt.Sprintf("committed %v, ends %v", committed, ends)
 			})
@@ -564,7 +566,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 			saramaProduce(t, producer, topic, "later", 100)
 			later := newSaramaGroupLog()
 			startSaramaMember(t, b, config, later, "c", groupID, topic)
-			waitFor(t, 10*time.Second, "the new member consumes the 100 later records", func() (bool, string) {
+			testutil.Eventually(t, 10*time.Second, "the new member consumes the 100 later records", func() (bool, string) {
 				later.mu.Lock()
 				defer later.mu.Unlock()
 				return len(later.delivered) >= 100, fmt.Sprintf("%d delivered", len(later.delivered))

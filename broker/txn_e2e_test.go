@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // End-to-end transactions with franz-go (issue 7), each under both
@@ -271,7 +273,7 @@ func TestTransactionTimeoutAborted(t *testing.T) {
 			if state.State == "Ongoing" && stable != 0 {
 				t.Fatalf("while the hung transaction is open: last stable offset %d, want 0 (high watermark %d)", stable, highWatermark)
 			}
-			waitFor(t, 15*time.Second, "the coordinator aborts the hung transaction", func() (bool, string) {
+			testutil.Eventually(t, 15*time.Second, "the coordinator aborts the hung transaction", func() (bool, string) {
 				state := describeTransaction(t, admin, "hung")
 				return state.State == "CompleteAbort", "state " + state.State
 			})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/exactly-eos/exactly/broker/quorum"
 	"github.com/exactly-eos/exactly/internal/partition"
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -45,7 +46,7 @@ func newProxiedCluster(t *testing.T, n int, props map[string]string) (*testClust
 		if err := group.AddBroker(id, source); err != nil {
 			t.Fatal(err)
 		}
-		real := freeAddrs(t, 3) // raft, RPC, Kafka
+		real := testutil.FreeAddrs(t, 3) // raft, RPC, Kafka
 		var proxies [3]string
 		for i, target := range real {
 			addr, err := group.Forward(id, "127.0.0.1:0", target)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 func TestElectsOneController(t *testing.T) {
@@ -15,7 +17,7 @@ func TestElectsOneController(t *testing.T) {
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
 	leader := c.controller(ctx)
-	waitUntil(t, ctx, "every node agreeing on the controller", func() bool {
+	testutil.UntilContext(t, ctx, "every node agreeing on the controller", func() bool {
 		for _, n := range c.nodes {
 			if n.ControllerID() != leader.ID() {
 				return false
@@ -380,16 +382,16 @@ func TestNewControllerResetsSessions(t *testing.T) {
 		if err := from.raft.LeadershipTransferToServer(serverID(to.ID()), addr).Error(); err != nil {
 			t.Fatalf("transfer %d -> %d: %v", from.ID(), to.ID(), err)
 		}
-		waitUntil(t, ctx, "the new controller active", to.IsController)
+		testutil.UntilContext(t, ctx, "the new controller active", to.IsController)
 	}
 	transfer(first, second)
 	// Let first's memory of the heartbeats expire while second is in charge.
 	expired := time.Now().Add(c.timing.SessionTimeout + 100*time.Millisecond)
-	waitUntil(t, ctx, "a session timeout under the second controller", func() bool { return time.Now().After(expired) })
+	testutil.UntilContext(t, ctx, "a session timeout under the second controller", func() bool { return time.Now().After(expired) })
 	before := second.Image()
 	transfer(second, first)
 	settled := time.Now().Add(c.timing.SessionTimeout / 2)
-	waitUntil(t, ctx, "half a session under the first controller again", func() bool { return time.Now().After(settled) })
+	testutil.UntilContext(t, ctx, "half a session under the first controller again", func() bool { return time.Now().After(settled) })
 	after := first.Image()
 	for _, b := range after.Brokers() {
 		if b.Fenced {

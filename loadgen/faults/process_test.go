@@ -1,8 +1,6 @@
 package faults
 
 import (
-	"github.com/exactly-eos/exactly/internal/loopback"
-
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // Environment variables that turn the re-executed test binary into a
@@ -54,19 +54,9 @@ func runEchoServer(addr string) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 func newEchoProcess(t *testing.T, log *EventLog) *Process {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	process, err := NewProcess(ProcessConfig{
 		Path:    os.Args[0],
 		Env:     []string{echoAddrEnv + "=" + addr},
@@ -225,7 +215,7 @@ func TestProcessPauseResume(t *testing.T) {
 
 // A process that exits before listening fails Start with its exit status.
 func TestProcessExitsEarly(t *testing.T) {
-	process, err := NewProcess(ProcessConfig{Path: os.Args[0], Env: []string{exitEnv + "=1"}, Addr: freeAddr(t)})
+	process, err := NewProcess(ProcessConfig{Path: os.Args[0], Env: []string{exitEnv + "=1"}, Addr: testutil.FreeAddr(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
