@@ -13,7 +13,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/internal/selfsigned"
-	"github.com/exactly-eos/exactly/internal/testenv"
 )
 
 // testPKI is a throw-away CA with a server certificate for 127.0.0.1 and
@@ -445,49 +443,6 @@ func TestSSLFetchLargeRecords(t *testing.T) {
 	}
 	if copied := copiedRegionBytes.Load() - copiedBefore; copied < int64(len(want))*300<<10 {
 		t.Fatalf("copied %d region bytes, less than the records", copied)
-	}
-}
-
-// kcat (librdkafka, OpenSSL) produces and consumes over SSL, and over a
-// listener with ssl.client.auth=required only with a client certificate.
-func TestKcatSSL(t *testing.T) {
-	kcat := testenv.Program(t, "kcat", "librdkafka's command-line client: apt-get install kcat; ci/test.sh installs it")
-	pki := newTestPKI(t)
-	b := startTestBroker(t, t.TempDir(), pki.sslProperties(map[string]string{
-		"listeners":                                  "SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
-		"listener.security.protocol.map":             "SSL:SSL,MTLS:SSL",
-		"listener.name.mtls.ssl.client.auth":         "required",
-		"listener.name.mtls.ssl.truststore.location": pki.server.CA,
-	}))
-	run := func(input string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kcat, append([]string{"-X", "security.protocol=ssl",
-			"-X", "ssl.ca.location=" + pki.server.CA, "-m", "5"}, args...)...)
-		cmd.Stdin = strings.NewReader(input)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	var input strings.Builder
-	for i := range 50 {
-		fmt.Fprintf(&input, "ssl-%d\n", i)
-	}
-	ssl := b.ListenerAddr("SSL")
-	if out, err := run(input.String(), "-b", ssl, "-P", "-t", "kcat-ssl"); err != nil {
-		t.Fatalf("kcat produce over SSL: %v\n%s", err, out)
-	}
-	out, err := run("", "-b", ssl, "-C", "-t", "kcat-ssl", "-o", "beginning", "-e", "-q")
-	if err != nil || out != input.String() {
-		t.Fatalf("kcat consume over SSL: %v\n%q", err, out)
-	}
-	mtls := b.ListenerAddr("MTLS")
-	if out, err := run("", "-b", mtls, "-L"); err == nil {
-		t.Fatalf("kcat without a client certificate read metadata from ssl.client.auth=required:\n%s", out)
-	}
-	out, err = run("", "-b", mtls, "-L", "-X", "ssl.certificate.location="+pki.aliceFiles.Cert,
-		"-X", "ssl.key.location="+pki.aliceFiles.Key)
-	if err != nil || !strings.Contains(out, "kcat-ssl") {
-		t.Fatalf("kcat with alice's certificate: %v\n%s", err, out)
 	}
 }
 

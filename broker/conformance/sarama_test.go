@@ -1,4 +1,4 @@
-package broker
+package conformance_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/exactly-eos/exactly/broker"
 	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
@@ -47,7 +48,7 @@ func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
 
 // newSaramaClient returns a sarama client of b, closed at the end of the
 // test.
-func newSaramaClient(t *testing.T, b *Broker, config *sarama.Config) sarama.Client {
+func newSaramaClient(t *testing.T, b *broker.Broker, config *sarama.Config) sarama.Client {
 	t.Helper()
 	client, err := sarama.NewClient([]string{b.Addr()}, config)
 	if err != nil {
@@ -111,7 +112,7 @@ func saramaProduce(t *testing.T, producer sarama.SyncProducer, topic, prefix str
 
 // saramaReadPartition reads want records of topic-partition from offset
 // with a fresh consumer of config.
-func saramaReadPartition(t *testing.T, b *Broker, config *sarama.Config, topic string, partition int32, offset int64, want int) []*sarama.ConsumerMessage {
+func saramaReadPartition(t *testing.T, b *broker.Broker, config *sarama.Config, topic string, partition int32, offset int64, want int) []*sarama.ConsumerMessage {
 	t.Helper()
 	consumer, err := sarama.NewConsumer([]string{b.Addr()}, config)
 	if err != nil {
@@ -157,9 +158,11 @@ func checkSaramaRead(t *testing.T, topic string, partition int32, placed []saram
 // A sync producer with acks=all writes 1,000 keyed records; a consumer
 // reads every partition from the oldest offset back, in order and intact.
 func TestSaramaProduceConsume(t *testing.T) {
+	t.Parallel()
 	for _, v := range saramaVersions {
 		t.Run(v.name, func(t *testing.T) {
-			b := startTestBroker(t, t.TempDir(), nil)
+			t.Parallel()
+			b := startBroker(t, nil)
 			config := saramaConfig(v.version)
 			client := newSaramaClient(t, b, config)
 			const topic = "sarama-records"
@@ -189,9 +192,11 @@ func TestSaramaProduceConsume(t *testing.T) {
 // An idempotent producer (one request in flight) writes 1,000 records once
 // each, and the broker tracks it as a producer of every partition.
 func TestSaramaIdempotentProducer(t *testing.T) {
+	t.Parallel()
 	for _, v := range saramaVersions {
 		t.Run(v.name, func(t *testing.T) {
-			b := startTestBroker(t, t.TempDir(), nil)
+			t.Parallel()
+			b := startBroker(t, nil)
 			config := saramaConfig(v.version)
 			config.Producer.Idempotent = true
 			config.Net.MaxOpenRequests = 1
@@ -204,11 +209,11 @@ func TestSaramaIdempotentProducer(t *testing.T) {
 			}
 			defer func() { _ = producer.Close() }()
 			placed := saramaProduce(t, producer, topic, "idempotent", 1000)
-			raw := dialRaw(t, b)
+			inspector := newClient(t, b)
 			for partition, records := range placed {
 				got := saramaReadPartition(t, b, config, topic, partition, sarama.OffsetOldest, len(records))
 				checkSaramaRead(t, topic, partition, records, got)
-				state := raw.describeProducers(topic, partition)
+				state := describeProducers(t, inspector, topic, partition)
 				if err := kerr.ErrorForCode(state.ErrorCode); err != nil {
 					t.Fatalf("describe producers %s-%d: %v", topic, partition, err)
 				}
@@ -227,9 +232,11 @@ func TestSaramaIdempotentProducer(t *testing.T) {
 // one; read_committed sees the committed records only, read_uncommitted
 // sees all of them.
 func TestSaramaTransactions(t *testing.T) {
+	t.Parallel()
 	for _, v := range saramaVersions {
 		t.Run(v.name, func(t *testing.T) {
-			b := startTestBroker(t, t.TempDir(), nil)
+			t.Parallel()
+			b := startBroker(t, nil)
 			config := saramaConfig(v.version)
 			config.Producer.Idempotent = true
 			config.Net.MaxOpenRequests = 1
@@ -394,7 +401,7 @@ func (l *saramaGroupLog) shared(topic string, members []string, partitions int32
 // startSaramaMember runs a consumer group member; the returned stop
 // closes it (leaving the group) and waits for its goroutine, and runs at
 // the end of the test if the test did not call it.
-func startSaramaMember(t *testing.T, b *Broker, config *sarama.Config, log *saramaGroupLog, name, groupID, topic string) (stop func()) {
+func startSaramaMember(t *testing.T, b *broker.Broker, config *sarama.Config, log *saramaGroupLog, name, groupID, topic string) (stop func()) {
 	t.Helper()
 	group, err := sarama.NewConsumerGroup([]string{b.Addr()}, groupID, config)
 	if err != nil {
@@ -523,9 +530,11 @@ func (l *saramaGroupLog) checkDeliveredOnce(t *testing.T, want int, prefix strin
 // exactly once, committing as they go; a new member of the group, started
 // after both left, resumes at the committed offsets.
 func TestSaramaConsumerGroup(t *testing.T) {
+	t.Parallel()
 	for _, v := range saramaVersions {
 		t.Run(v.name, func(t *testing.T) {
-			b := startTestBroker(t, t.TempDir(), groupTestProperties())
+			t.Parallel()
+			b := startBroker(t, groupTestProperties())
 			config := saramaGroupConfig(v.version)
 			client := newSaramaClient(t, b, config)
 			const topic, partitions, groupID = "sarama-group", 3, "sarama-group"
