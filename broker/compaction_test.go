@@ -202,6 +202,7 @@ func partitionZero(t *testing.T, b *Broker, topic string) *partition {
 // a fetch from a removed offset returns the next batch, ListOffsets
 // earliest and latest do not move, and the deleted key is gone.
 func TestCompactedTopicConsumeFetchListOffsets(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), compactTestProperties())
 	client := newTestClient(t, b, kgo.DefaultProduceTopic("compacted"), kgo.ProducerLinger(0))
 	createTopic(t, client, "compacted", 1, compactTopicConfig)
@@ -264,6 +265,7 @@ func TestCompactedTopicConsumeFetchListOffsets(t *testing.T) {
 // the aborted records are gone from the log and neither isolation level
 // sees them; the committed ones survive (the latest per key).
 func TestCompactedTopicTransactions(t *testing.T) {
+	t.Parallel()
 	properties := txnTestProperties("2")
 	for k, v := range compactTestProperties() {
 		properties[k] = v
@@ -336,6 +338,7 @@ func keyedIdempotentBatch(t *testing.T, producerID int64, sequence int32, key, v
 // state from the log alone (snapshots removed) its retry is still a
 // duplicate answered with the original offset and a gap still refused.
 func TestCompactedTopicIdempotentRetry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, compactTestProperties())
 	createTopic(t, newTestClient(t, b), "compacted-idem", 1, compactTopicConfig)
@@ -384,6 +387,7 @@ func TestCompactedTopicIdempotentRetry(t *testing.T) {
 // the transaction aborts, a clean removes the open write and the
 // committed value is what remains.
 func TestCompactedTopicOpenTransaction(t *testing.T) {
+	t.Parallel()
 	properties := txnTestProperties("2")
 	for k, v := range compactTestProperties() {
 		properties[k] = v
@@ -434,6 +438,7 @@ func TestCompactedTopicOpenTransaction(t *testing.T) {
 // sealed segment damaged on disk) is marked uncleanable and skipped, and
 // the cleaner goes on cleaning the other logs.
 func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), compactTestProperties())
 	client := newTestClient(t, b, kgo.ProducerLinger(0))
 	ctx := testContext(t, 30*time.Second)
@@ -504,6 +509,7 @@ func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
 // compacted; with compact alone retention is off, however short
 // retention.ms is.
 func TestCompactDeletePolicies(t *testing.T) {
+	t.Parallel()
 	properties := compactTestProperties()
 	properties["log.retention.check.interval.ms"] = "20"
 	b := startTestBroker(t, t.TempDir(), properties)
@@ -541,6 +547,7 @@ func TestCompactDeletePolicies(t *testing.T) {
 // the first append after the lag has passed rolls the segment, as Kafka
 // does, and the cleaner then cleans the old versions away.
 func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), compactTestProperties())
 	client := newTestClient(t, b, kgo.ProducerLinger(0))
 	ctx := testContext(t, 30*time.Second)
@@ -597,6 +604,7 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 // own timestamp — and goes at the clean the cleaner schedules for the
 // horizon, with no new record written.
 func TestCompactedTombstoneDeleteHorizon(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), compactTestProperties())
 	client := newTestClient(t, b, kgo.ProducerLinger(0))
 	const retention = 600 * time.Millisecond

@@ -42,6 +42,7 @@ func (p *mixedPipeline) start(t *testing.T, addr string, i int) {
 }
 
 func TestConsumerProtocolAndClassicGroupsExactlyOnceThroughKills(t *testing.T) {
+	t.Parallel()
 	const total = 30_000
 	b := startTestBroker(t, t.TempDir(), mixedProtocolProperties())
 	admin := newTestClient(t, b, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))

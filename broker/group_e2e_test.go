@@ -57,6 +57,7 @@ func newGroupConsumer(t *testing.T, b *Broker, owner *ownership, name, groupID, 
 // take everything over; a fourth joins, crashes (no LeaveGroup) and is
 // evicted after its session timeout, and the two take its partitions.
 func TestGroupMembersShareLeaveAndEviction(t *testing.T) {
+	t.Parallel()
 	const partitions = 12
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	admin := newTestClient(t, b)
@@ -123,6 +124,7 @@ func TestGroupMembersShareLeaveAndEviction(t *testing.T) {
 
 // Offsets committed before a broker restart are where the group resumes.
 func TestGroupCommittedOffsetsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	const partitions = 4
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, groupTestProperties())
@@ -330,6 +332,7 @@ func (w *worker) stopAndWait(t *testing.T) {
 // members join and leave during the run, when each member commits what it
 // processed before allowing a rebalance and stops cleanly.
 func TestGroupProcessesEveryRecordOnce(t *testing.T) {
+	t.Parallel()
 	const (
 		partitions = 6
 		count      = 20000
@@ -410,6 +413,7 @@ func boolToInt(b bool) int64 {
 // A member that missed a rebalance cannot commit with its old generation,
 // and an unknown or departed member cannot commit at all.
 func TestGroupRefusesStaleCommits(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	createTopic(t, newTestClient(t, b), "stale", 2, nil)
 	ctx := testContext(t, 20*time.Second)
@@ -483,6 +487,7 @@ func TestGroupRefusesStaleCommits(t *testing.T) {
 // answered NOT_COORDINATOR, and the shutdown does not wait for the
 // rebalance (Close's fallback for stuck connections is 10 s).
 func TestGroupParkedJoinAnsweredOnShutdown(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	createTopic(t, newTestClient(t, b), "parked", 1, nil)
 	ctx := testContext(t, 20*time.Second)
@@ -531,6 +536,7 @@ func TestGroupParkedJoinAnsweredOnShutdown(t *testing.T) {
 // and the partition count cannot change once the data directory has been
 // used, since groups map to partitions by it.
 func TestGroupOffsetsTopicLayout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, groupTestProperties())
 	createTopic(t, newTestClient(t, b), "layout", 1, nil)
@@ -580,6 +586,7 @@ func TestGroupOffsetsTopicLayout(t *testing.T) {
 // ApiVersions advertises the classic group APIs and KIP-848's
 // (ConsumerGroupHeartbeat, ConsumerGroupDescribe) over their full ranges.
 func TestGroupAPIVersionsAdvertised(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testContext(t, 10*time.Second), newTestClient(t, b))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // and at close, and a restarted replica starts from it, capped by its log,
 // before any role arrives.
 func TestHighWatermarkSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, map[string]string{"replica.high.watermark.checkpoint.interval.ms": "50"})
 	c.createTopic("hw", 1)
 	producer := c.client(kgo.DefaultProduceTopic("hw"), kgo.RequiredAcks(kgo.AllISRAcks()))

@@ -119,6 +119,7 @@ func initProducerIDFor(t *testing.T, client *kgo.Client, transactionalID string)
 // the deleted group) and InitProducerId continues each id's producer id
 // and epoch.
 func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, internalCompactionProperties())
 	createTopic(t, newTestClient(t, b), "data", 1, nil)
@@ -230,6 +231,7 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 // records and the tombstone, and after a restart the id is unknown:
 // InitProducerId starts it afresh at epoch 0 with a new producer id.
 func TestExpiredTransactionalIDCompactedAway(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	properties := internalCompactionProperties()
 	properties["transactional.id.expiration.ms"] = "300"

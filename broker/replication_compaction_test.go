@@ -14,6 +14,7 @@ import (
 // the high watermark) and ends with the same records at the same offsets
 // as the leader.
 func TestReplicationCompactedReplicas(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 2, map[string]string{"log.cleanup.policy": "compact", "log.segment.bytes": "1024",
 		"log.cleaner.backoff.ms": "20", "log.cleaner.delete.retention.ms": "0", "log.cleaner.min.cleanable.ratio": "0.01"})
 	c.createTopic("compacted-replicas", 1)
@@ -51,6 +52,7 @@ func TestReplicationCompactedReplicas(t *testing.T) {
 // end, inside a gap; it takes the leader's next batch at the leader's
 // offsets and rejoins the ISR with the leader's records.
 func TestReplicationFollowerCatchesUpOverGaps(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 2, map[string]string{"log.cleanup.policy": "compact", "log.segment.bytes": "1024",
 		"log.cleaner.backoff.ms": "20", "log.cleaner.delete.retention.ms": "0", "log.cleaner.min.cleanable.ratio": "0.01",
 		"replica.lag.time.max.ms": "300"})

@@ -53,6 +53,7 @@ func (c *testCluster) checkHighWatermark(topic string, partition int32) {
 // the dead connection), and every acknowledged record is present exactly
 // once and in order.
 func TestReplicationLeaderKillIdempotent(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("orders", 1)
 	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordRetries(1000),
@@ -127,6 +128,7 @@ func TestReplicationLeaderKillIdempotent(t *testing.T) {
 // the old leader and retried (its answer lost) at the new one is
 // recognised as a duplicate: same offsets, nothing written.
 func TestReplicationRetryDeduplicatedByNewLeader(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("dedup", 1)
 	old := c.role("dedup", 0).Leader
@@ -170,6 +172,7 @@ func TestReplicationRetryDeduplicatedByNewLeader(t *testing.T) {
 // one, which rebuilt the aborted index and transaction state from the
 // replicated markers.
 func TestReplicationAbortedTransactionOnNewLeader(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, txnTestProperties("2"))
 	c.createTopic("ledger", 1)
 	old := c.role("ledger", 0).Leader
@@ -257,6 +260,7 @@ func mustProduce(t *testing.T, what string, answer kmsg.ProduceResponseTopicPart
 // producer state forgets the truncated batch's producer, and it catches
 // up with the new leader byte for byte and rejoins the ISR.
 func TestReplicationDivergentTailTruncated(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("diverge", 1)
 	old := c.role("diverge", 0).Leader
@@ -314,6 +318,7 @@ func TestReplicationDivergentTailTruncated(t *testing.T) {
 // (caught up and in the ISR again) acks=all succeeds, and after the leader
 // is killed the new leader has every acknowledged record.
 func TestReplicationMinInsyncReplicas(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, map[string]string{"min.insync.replicas": "2"})
 	c.createTopic("guarded", 1)
 	leader := c.role("guarded", 0).Leader
@@ -368,6 +373,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 // the leader alone, the high watermark passes the batch, but the ISR is
 // below min.insync.replicas: NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, map[string]string{"min.insync.replicas": "2"})
 	c.createTopic("shrinking", 1)
 	leader := c.role("shrinking", 0).Leader
@@ -427,6 +433,7 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 // the ISR). Every partition's log is then its records 0..n-1, each once,
 // in order, all acknowledged.
 func TestReplicationLeadersKilledInTurn(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("turns", 3)
 	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000),
@@ -506,6 +513,7 @@ func TestReplicationLeadersKilledInTurn(t *testing.T) {
 // AlterPartition), the high watermark then moves on without it, and once
 // it is back and caught up the leader adds it again.
 func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "300"})
 	c.createTopic("lagging", 1)
 	role := c.role("lagging", 0)
@@ -534,6 +542,7 @@ func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
 // name and in the list of all topics, so a client bootstrapped from it
 // finds the leader elsewhere.
 func TestReplicationMetadataWithoutLocalReplica(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.mu.Lock()
 	c.roles["solo"] = []PartitionRole{{Topic: "solo", TopicID: newRandomID(), Partition: 0,

@@ -194,6 +194,7 @@ func TestSSLProduceConsumeTransactions(t *testing.T) {
 // a franz-go client never gets an answer; the plaintext listener still
 // serves.
 func TestSSLClientWithoutCAFails(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	b := startTestBroker(t, t.TempDir(), pki.sslProperties(nil))
 	err := tlsRoundTrip(t, b.ListenerAddr("SSL"), &tls.Config{MinVersion: tls.VersionTLS12})
@@ -223,6 +224,7 @@ func TestSSLClientWithoutCAFails(t *testing.T) {
 // (listener.name.<name>.ssl.client.auth) leaves the other SSL listener
 // open to clients without certificates.
 func TestSSLClientAuthRequired(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	b := startTestBroker(t, t.TempDir(), pki.sslProperties(map[string]string{
 		"listeners":                                  "SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
@@ -313,6 +315,7 @@ func TestSSLHandshakeDeadline(t *testing.T) {
 // The keystore and truststore may be given inline, even on one line; an
 // inline key is sensitive in DescribeConfigs.
 func TestSSLInlinePEM(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	oneLine := func(pem []byte) string { return strings.ReplaceAll(string(pem), "\n", " ") }
 	b := startTestBroker(t, t.TempDir(), map[string]string{
@@ -339,6 +342,7 @@ func TestSSLInlinePEM(t *testing.T) {
 
 // Bad TLS settings are start errors naming the problem.
 func TestSSLStartErrors(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	garbage := t.TempDir() + "/garbage.pem"
 	if err := os.WriteFile(garbage, []byte("not pem"), 0o600); err != nil {
@@ -377,6 +381,7 @@ func TestSSLStartErrors(t *testing.T) {
 // distinguishedName writes the subject as Java's X500Principal.getName()
 // does: most specific RDN first, RFC 2253 escaping.
 func TestDistinguishedName(t *testing.T) {
+	t.Parallel()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 // at load and drives it to completion: a read_committed consumer sees
 // every record of it, and the coordinator reports CompleteCommit.
 func TestKillBrokerBetweenPrepareCommitAndMarkers(t *testing.T) {
+	t.Parallel()
 	const (
 		partitions = 3
 		records    = 30

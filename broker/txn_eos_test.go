@@ -135,6 +135,7 @@ func (w *eosWorker) stop(t *testing.T) {
 // TestEOSPipelineWithKilledWorkers: 3 workers move 200k records; a worker
 // is killed mid-transaction and replaced three times.
 func TestEOSPipelineWithKilledWorkers(t *testing.T) {
+	t.Parallel()
 	for _, tv := range transactionVersions {
 		t.Run(tv.name, func(t *testing.T) {
 			runEOSPipeline(t, tv.version, 200_000)

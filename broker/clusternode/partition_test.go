@@ -179,6 +179,7 @@ func waitSameLog(t *testing.T, c *testCluster, id, leader int32, topic string) [
 // re-enters the ISR; a consumer reads every acks=all record exactly once
 // and none of the divergent ones.
 func TestPartitionedLeaderTruncatesDivergentTail(t *testing.T) {
+	t.Parallel()
 	c, group, seeds, img := proxiedTopic(t, "cut")
 	acked := values("acked", 0, 20)
 	produceAll(t, seeds, "cut", acked)
@@ -262,6 +263,7 @@ func TestPartitionedLeaderTruncatesDivergentTail(t *testing.T) {
 // min.insync 2); after the heal it catches up byte for byte and re-enters
 // the ISR, and every acknowledged record is read exactly once.
 func TestPartitionedFollowerRejoinsISR(t *testing.T) {
+	t.Parallel()
 	c, group, seeds, img := proxiedTopic(t, "lag")
 	p, _ := partitionOf(img, "lag")
 	follower := p.Replicas[0]

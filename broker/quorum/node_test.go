@@ -13,6 +13,7 @@ import (
 )
 
 func TestElectsOneController(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -42,6 +43,7 @@ func TestElectsOneController(t *testing.T) {
 // A topic created through a follower (forwarded to the controller) shows up,
 // identical, in every node's image; errors cross the forwarding as sentinels.
 func TestCreateTopicForwardedAndSeenByAll(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -82,6 +84,7 @@ func TestCreateTopicForwardedAndSeenByAll(t *testing.T) {
 // Closing the active controller moves the role to another voter, and
 // requests made on the survivors still work.
 func TestControllerFailover(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -107,6 +110,7 @@ func TestControllerFailover(t *testing.T) {
 // slack); the partitions it led get the next ISR replica as leader with
 // leader epoch +1; when it heartbeats again it is unfenced.
 func TestSilentBrokerFencedAndReturns(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -167,6 +171,7 @@ func TestSilentBrokerFencedAndReturns(t *testing.T) {
 // With every ISR member fenced the leader is -1 and live replicas outside
 // the ISR never lead; the last ISR member's return elects it.
 func TestNoUncleanLeaderElection(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -222,6 +227,7 @@ func TestNoUncleanLeaderElection(t *testing.T) {
 }
 
 func TestAlterPartitionStaleEpochRejected(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -252,6 +258,7 @@ func TestAlterPartitionStaleEpochRejected(t *testing.T) {
 // Closing all three nodes and opening them on their data dirs gives back
 // the same image (from a snapshot on one node, from the log on the others).
 func TestRestartKeepsState(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 40*time.Second)
 	timing := testTiming
 	timing.SessionTimeout = time.Minute // nobody heartbeats after the restart
@@ -284,6 +291,7 @@ func TestRestartKeepsState(t *testing.T) {
 
 // A fourth node joins as a non-voter, receives the image, and can forward.
 func TestNonVoterJoins(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.addNode(4)
@@ -331,6 +339,7 @@ func TestNonVoterJoins(t *testing.T) {
 // Heartbeats for an unknown broker, or with a stale epoch, are rejected
 // with sentinels the heartbeat loop acts on.
 func TestHeartbeatRejections(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -366,6 +375,7 @@ func TestHeartbeatRejections(t *testing.T) {
 // now) must not fence brokers that kept heartbeating to the other
 // controller meanwhile.
 func TestNewControllerResetsSessions(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()

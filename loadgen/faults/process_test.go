@@ -106,6 +106,7 @@ func dialEcho(t *testing.T, p *Process) net.Conn {
 // SIGKILL ends the process (its port refuses connections); a restart on
 // the same address serves again under a new pid.
 func TestProcessKillRestart(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	process := newEchoProcess(t, log)
 	if err := echo(dialEcho(t, process), "before", 5*time.Second); err != nil {
@@ -182,6 +183,7 @@ func waitState(t *testing.T, pid int, what string, want func(byte) bool) {
 // SIGSTOP freezes the process (state T, no echo); SIGCONT thaws it and the
 // held bytes are answered.
 func TestProcessPauseResume(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	process := newEchoProcess(t, log)
 	conn := dialEcho(t, process)
@@ -215,6 +217,7 @@ func TestProcessPauseResume(t *testing.T) {
 
 // A process that exits before listening fails Start with its exit status.
 func TestProcessExitsEarly(t *testing.T) {
+	t.Parallel()
 	process, err := NewProcess(ProcessConfig{Path: os.Args[0], Env: []string{exitEnv + "=1"}, Addr: testutil.FreeAddr(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +236,7 @@ func TestProcessExitsEarly(t *testing.T) {
 // A kill-restart schedule fires count times, round robin over brokers, and
 // leaves every broker running.
 func TestProcessScheduleKillRestart(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log)}
 	action := ProcessAction{
@@ -275,6 +279,7 @@ func TestProcessScheduleKillRestart(t *testing.T) {
 // fires, each time; without a Selector it cannot run, and a broker index
 // beside it is refused.
 func TestProcessLeaderKillKillsTheSelectedBroker(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log), newEchoProcess(t, log)}
 	action := ProcessAction{
@@ -321,6 +326,7 @@ func TestProcessLeaderKillKillsTheSelectedBroker(t *testing.T) {
 // process's partition hooks and heals it after Down, each time; a process
 // without hooks refuses it.
 func TestProcessBrokerPartitionCutsAndHeals(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log)}
 	var mu sync.Mutex
