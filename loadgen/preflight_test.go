@@ -154,7 +154,6 @@ func TestPreflightNamesRefusalsAndTheirFix(t *testing.T) {
 // Where no Kafka broker answers, the error names the cause in a few words
 // and the fix; none takes longer than the preflight's bound.
 func TestPreflightNamesWhyNoBrokerAnswers(t *testing.T) {
-	t.Parallel()
 	defer func(saved time.Duration) { preflightTimeout = saved }(preflightTimeout)
 	preflightTimeout = 500 * time.Millisecond
 	closed := closedLoopbackAddr(t)

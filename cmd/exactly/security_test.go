@@ -222,7 +222,6 @@ func TestSecurityWorkloadOnEmbeddedBroker(t *testing.T) {
 // and the A/A row as the noise floor, the consume costs a pass-paired
 // ratio, and the dashboard says so.
 func TestSecurityWorkloadRounds(t *testing.T) {
-	t.Parallel()
 	oneMode := strings.Replace(securityTestWorkload, "modes: [at-least-once, transactional]", "modes: [at-least-once]", 1)
 	oneMode = strings.Replace(oneMode, "records: 400", "records: 200", 1)
 	dir, stdout := runKfakeSecurityWorkload(t, oneMode, "--rounds", "2")
