@@ -27,7 +27,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/loadgen/brokerscrape"
 	"github.com/exactly-eos/exactly/loadgen/stats"
 )
@@ -127,7 +127,7 @@ func metricsBroker(b *testing.B) (bootstrap, url string, pid int) {
 			b.Fatalf("build exactly: %v\n%s", err, output)
 		}
 	}
-	bootstrap, metricsAddr := freeLoopback(b), freeLoopback(b)
+	bootstrap, metricsAddr := testutil.FreeAddr(b), testutil.FreeAddr(b)
 	url = "http://" + metricsAddr + "/metrics"
 	command := exec.Command(binary, "broker", "--listen", bootstrap, "--data-dir", b.TempDir(), "--metrics-listen", metricsAddr)
 	output := &lockedBuffer{}
@@ -217,17 +217,6 @@ func brokerCPU(b *testing.B, pid int) float64 {
 		b.Fatal(err)
 	}
 	return seconds
-}
-
-// freeLoopback returns a loopback host:port free at the time of the call.
-func freeLoopback(b *testing.B) string {
-	b.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer listener.Close()
-	return listener.Addr().String()
 }
 
 // lockedBuffer collects a subprocess's output for error messages.

@@ -165,6 +165,7 @@ func countDeliveries(t *testing.T, got map[int32][]*kgo.Record) deliveryCounts {
 // idempotence (its default) and every record is in the log exactly once,
 // in order.
 func TestAckLossIdempotentExactlyOnce(t *testing.T) {
+	t.Parallel()
 	b, proxy := startBrokerBehindProxy(t, ackLossDropShare, 1)
 	producer := newAckLossProducer(t, proxy.Addr(), true)
 	createTopic(t, producer, "acked-once", testPartitions, nil)
@@ -183,6 +184,7 @@ func TestAckLossIdempotentExactlyOnce(t *testing.T) {
 // TestAckLossWithoutIdempotenceDuplicates is the control: the same run with
 // idempotence disabled writes retried batches twice.
 func TestAckLossWithoutIdempotenceDuplicates(t *testing.T) {
+	t.Parallel()
 	b, proxy := startBrokerBehindProxy(t, ackLossDropShare, 1)
 	producer := newAckLossProducer(t, proxy.Addr(), false)
 	createTopic(t, producer, "acked-twice", testPartitions, nil)

@@ -92,6 +92,7 @@ func logEnd(t *testing.T, b *Broker, topic string) int64 {
 // literal name or a prefix lets it through; the idempotent producer's
 // InitProducerId passes because the principal may Write some topic.
 func TestACLProduceNeedsWrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startACLBroker(t, dir, nil,
 		grant(cluster, literal, acl.ClusterName, kmsg.ACLOperationCreate),
@@ -134,6 +135,7 @@ func TestACLProduceNeedsWrite(t *testing.T) {
 // IdempotentWrite on the Cluster, InitProducerId without a transactional
 // id is CLUSTER_AUTHORIZATION_FAILED.
 func TestACLIdempotentProducerNeedsSomeWrite(t *testing.T) {
+	t.Parallel()
 	b := startACLBroker(t, t.TempDir(), nil, grant(topicRT, literal, "t", kmsg.ACLOperationRead))
 	client := newTestClient(t, b)
 	resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(testContext(t, 10*time.Second), client)
@@ -149,6 +151,7 @@ func TestACLIdempotentProducerNeedsSomeWrite(t *testing.T) {
 // not covered cannot init it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
 // one under a prefixed ACL runs a transaction to its commit.
 func TestACLTransactionalIDNeedsWrite(t *testing.T) {
+	t.Parallel()
 	b := startACLBroker(t, t.TempDir(), nil,
 		grant(cluster, literal, acl.ClusterName, kmsg.ACLOperationCreate),
 		grant(topicRT, literal, "t", kmsg.ACLOperationWrite),
@@ -188,6 +191,7 @@ func TestACLTransactionalIDNeedsWrite(t *testing.T) {
 // TestACLDenyBeatsAllow: an ALLOW for User:* on every topic does not
 // override a DENY for the principal on one topic.
 func TestACLDenyBeatsAllow(t *testing.T) {
+	t.Parallel()
 	everyone := grant(topicRT, literal, acl.Wildcard, kmsg.ACLOperationAll)
 	everyone.Principal = acl.WildcardPrincipal
 	b := startACLBroker(t, t.TempDir(), nil,
@@ -214,6 +218,7 @@ func TestACLDenyBeatsAllow(t *testing.T) {
 // not gets TOPIC_AUTHORIZATION_FAILED; auto-creation without Create is
 // refused the same way and creates nothing.
 func TestACLMetadataHidesTopics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	setup := startTestBroker(t, dir, nil)
 	admin := newTestClient(t, setup)
@@ -268,6 +273,7 @@ func TestACLMetadataHidesTopics(t *testing.T) {
 // TestACLSuperUsers: a super user is allowed everything, even against a
 // DENY for it.
 func TestACLSuperUsers(t *testing.T) {
+	t.Parallel()
 	b := startACLBroker(t, t.TempDir(), map[string]string{"super.users": "User:admin; " + anonymousPrincipal},
 		refuse(topicRT, literal, acl.Wildcard, kmsg.ACLOperationAll),
 		refuse(cluster, literal, acl.ClusterName, kmsg.ACLOperationAll))
@@ -281,6 +287,7 @@ func TestACLSuperUsers(t *testing.T) {
 // TestACLConsumerGroupNeedsRead: a consumer group member needs Read on
 // the group (else GROUP_AUTHORIZATION_FAILED) and on the topic.
 func TestACLConsumerGroupNeedsRead(t *testing.T) {
+	t.Parallel()
 	b := startACLBroker(t, t.TempDir(), nil,
 		grant(cluster, literal, acl.ClusterName, kmsg.ACLOperationCreate),
 		grant(topicRT, literal, "t", kmsg.ACLOperationAll),
@@ -320,6 +327,7 @@ func TestACLConsumerGroupNeedsRead(t *testing.T) {
 // uses allow.everyone.if.no.acl.found: before any Cluster ACL exists,
 // anyone may create the first ones.
 func TestACLAdminAPIs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	props := map[string]string{"authorizer.class.name": standardAuthorizer, "allow.everyone.if.no.acl.found": "true"}
 	b := startTestBroker(t, dir, props)
@@ -442,6 +450,7 @@ func seedOne(b *Broker, binding acl.Binding) error {
 // TestACLAPIsWithoutAuthorizer: with no authorizer the ACL APIs answer
 // SECURITY_DISABLED, and everything else is allowed as before.
 func TestACLAPIsWithoutAuthorizer(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	client := newTestClient(t, b)
 	ctx := testContext(t, 10*time.Second)
@@ -474,6 +483,7 @@ func TestACLAPIsWithoutAuthorizer(t *testing.T) {
 // TestAuthorizerSettingsValidated: an unknown authorizer class or a
 // malformed super.users stops the broker from starting.
 func TestAuthorizerSettingsValidated(t *testing.T) {
+	t.Parallel()
 	for name, props := range map[string]map[string]string{
 		"unknown class":     {"authorizer.class.name": "com.example.MyAuthorizer"},
 		"super user format": {"authorizer.class.name": standardAuthorizer, "super.users": "admin"},
@@ -493,6 +503,7 @@ func TestAuthorizerSettingsValidated(t *testing.T) {
 // the topic; without it the topic is UNKNOWN_TOPIC_OR_PARTITION and is
 // not created.
 func TestACLProduceAutoCreateNeedsCreate(t *testing.T) {
+	t.Parallel()
 	b := startACLBroker(t, t.TempDir(), nil,
 		grant(topicRT, prefixed, "auto-", kmsg.ACLOperationWrite),
 		grant(topicRT, literal, "auto-created", kmsg.ACLOperationCreate))

@@ -31,6 +31,7 @@ func listOffset(t *testing.T, client *kgo.Client, topic string, partition int32,
 // ListOffsets answers earliest/latest/by time, and a deleted topic is gone
 // (and a new topic of the same name starts empty).
 func TestTopicAdministration(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"auto.create.topics.enable": "false"})
 	client := newTestClient(t, b)
 	ctx := testContext(t, 20*time.Second)
@@ -119,6 +120,7 @@ func TestTopicAdministration(t *testing.T) {
 // TestMetadataAutoCreate: Metadata creates a missing topic when the
 // request allows it, with num.partitions partitions.
 func TestMetadataAutoCreate(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"num.partitions": "4"})
 	client := newTestClient(t, b)
 	req := kmsg.NewPtrMetadataRequest()

@@ -423,6 +423,7 @@ func addPartitionsRequest(*authFixture) kmsg.Request {
 // in authorizationRules and a request in authorizationCases, so a new
 // handler cannot be added without deciding (and testing) what it checks.
 func TestEveryAPIHasAnAuthorizationRule(t *testing.T) {
+	t.Parallel()
 	tested := map[int16]bool{}
 	for _, c := range authorizationCases() {
 		tested[c.key] = true
@@ -444,6 +445,7 @@ func TestEveryAPIHasAnAuthorizationRule(t *testing.T) {
 // authorize. The data exists (made before the authorizer was on), so a
 // refusal is not an accident of a missing topic or group.
 func TestEveryAPIRefusesWithoutACLs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fixture := makeAuthFixture(t, dir)
 	b := startTestBroker(t, dir, map[string]string{"authorizer.class.name": standardAuthorizer})

@@ -111,6 +111,7 @@ func frameOf(body []byte) []byte {
 // no error response for; the broker closes that connection and keeps
 // serving others.
 func TestBadInputClosesOnlyThatConnection(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"socket.request.max.bytes": "1048576"})
 	unknownKey := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: 999, APIVersion: 0, CorrelationID: 7, HeaderVersion: 1})
 	unsupportedMetadata := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.APIMetadata, APIVersion: 99, CorrelationID: 7, HeaderVersion: 1})
@@ -145,6 +146,7 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 // TestApiVersionsUnknownVersion: an ApiVersions version we do not know is
 // answered at v0 with UNSUPPORTED_VERSION and our ranges (as Kafka does).
 func TestApiVersionsUnknownVersion(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	r := dialRaw(t, b)
 	r.request(kmsg.NewPtrApiVersionsRequest(), 9)
@@ -184,6 +186,7 @@ func TestApiVersionsUnknownVersion(t *testing.T) {
 // CORRUPT_MESSAGE and nothing is written; a good batch on the same
 // connection afterwards is appended at offset 0.
 func TestProduceCorruptCRC(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	batch, err := wire.BuildBatch(wire.PlainBatchOptions(), []wire.BuilderRecord{{TimestampMillis: 1, Value: []byte("payload")}})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // defaults, fall back to their log.cleaner.* broker keys, take topic
 // overrides, and refuse what Kafka refuses.
 func TestCleanerSettingsTable(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		broker    map[string]string
@@ -89,6 +90,7 @@ func TestCleanerSettingsTable(t *testing.T) {
 // TestCleanerSettingsDescribeAndAlter: the settings are listed by
 // DescribeConfigs with their broker synonyms and altered like the others.
 func TestCleanerSettingsDescribeAndAlter(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"log.cleaner.delete.retention.ms": "1000"})
 	client := newTestClient(t, b)
 	createTopic(t, client, "compacted", 1, map[string]string{"cleanup.policy": "compact"})

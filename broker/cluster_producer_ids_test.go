@@ -14,6 +14,7 @@ func (r *countingReserver) ReserveBlock(size int64) (int64, error) {
 // TestStridedProducerIDsAreDistinct: brokers of a cluster, each reserving
 // blocks from its own counter starting at 0, never hand out the same id.
 func TestStridedProducerIDsAreDistinct(t *testing.T) {
+	t.Parallel()
 	owner := map[int64]int64{} // block start -> node
 	const size = 1000
 	for _, node := range []int64{0, 1, 2, 3, producerIDStride - 1} {

@@ -29,6 +29,7 @@ func (existingTopics) SetTopicConfigs(context.Context, string, map[string]string
 // buffered records after 4, breaking an idempotent producer's sequence);
 // once the roles arrive it takes the batch.
 func TestReplicationRestartedBrokerWithoutRolesSaysNotLeader(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("restarted", 1)
 	leader := c.role("restarted", 0).Leader

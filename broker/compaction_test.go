@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -201,6 +202,7 @@ func partitionZero(t *testing.T, b *Broker, topic string) *partition {
 // a fetch from a removed offset returns the next batch, ListOffsets
 // earliest and latest do not move, and the deleted key is gone.
 func TestCompactedTopicConsumeFetchListOffsets(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), compactTestProperties())
 	client := newTestClient(t, b, kgo.DefaultProduceTopic("compacted"), kgo.ProducerLinger(0))
 	createTopic(t, client, "compacted", 1, compactTopicConfig)
@@ -263,6 +265,7 @@ func TestCompactedTopicConsumeFetchListOffsets(t *testing.T) {
 // the aborted records are gone from the log and neither isolation level
 // sees them; the committed ones survive (the latest per key).
 func TestCompactedTopicTransactions(t *testing.T) {
+	t.Parallel()
 	properties := txnTestProperties("2")
 	for k, v := range compactTestProperties() {
 		properties[k] = v
@@ -289,7 +292,7 @@ func TestCompactedTopicTransactions(t *testing.T) {
 		}
 	}
 	p := partitionZero(t, b, "compacted-txn")
-	waitUntil(t, 10*time.Second, "the last stable offset to reach the log end", func() bool {
+	testutil.Until(t, 10*time.Second, "the last stable offset to reach the log end", func() bool {
 		return p.lastStableOffset() == p.log.LogEndOffset()
 	})
 	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
@@ -335,6 +338,7 @@ func keyedIdempotentBatch(t *testing.T, producerID int64, sequence int32, key, v
 // state from the log alone (snapshots removed) its retry is still a
 // duplicate answered with the original offset and a gap still refused.
 func TestCompactedTopicIdempotentRetry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, compactTestProperties())
 	createTopic(t, newTestClient(t, b), "compacted-idem", 1, compactTopicConfig)
@@ -383,6 +387,7 @@ func TestCompactedTopicIdempotentRetry(t *testing.T) {
 // the transaction aborts, a clean removes the open write and the
 // committed value is what remains.
 func TestCompactedTopicOpenTransaction(t *testing.T) {
+	t.Parallel()
 	properties := txnTestProperties("2")
 	for k, v := range compactTestProperties() {
 		properties[k] = v
@@ -417,7 +422,7 @@ func TestCompactedTopicOpenTransaction(t *testing.T) {
 	if err := producer.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the abort to reach the partition", func() bool { return p.lastStableOffset() == p.log.LogEndOffset() })
+	testutil.Until(t, 10*time.Second, "the abort to reach the partition", func() bool { return p.lastStableOffset() == p.log.LogEndOffset() })
 	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
 	got := map[string]string{}
 	records, _ := logRecords(t, p.log)
@@ -433,6 +438,7 @@ func TestCompactedTopicOpenTransaction(t *testing.T) {
 // sealed segment damaged on disk) is marked uncleanable and skipped, and
 // the cleaner goes on cleaning the other logs.
 func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), compactTestProperties())
 	client := newTestClient(t, b, kgo.ProducerLinger(0))
 	ctx := testContext(t, 30*time.Second)
@@ -478,7 +484,7 @@ func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
 	if err := damaged.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the damaged log marked uncleanable", func() bool {
+	testutil.Until(t, 10*time.Second, "the damaged log marked uncleanable", func() bool {
 		b.cleanNow()
 		b.cleaner.mu.Lock()
 		defer b.cleaner.mu.Unlock()
@@ -503,6 +509,7 @@ func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
 // compacted; with compact alone retention is off, however short
 // retention.ms is.
 func TestCompactDeletePolicies(t *testing.T) {
+	t.Parallel()
 	properties := compactTestProperties()
 	properties["log.retention.check.interval.ms"] = "20"
 	b := startTestBroker(t, t.TempDir(), properties)
@@ -525,7 +532,7 @@ func TestCompactDeletePolicies(t *testing.T) {
 		}
 	}
 	deleting, keeping := partitionZero(t, b, "compact-delete"), partitionZero(t, b, "compact-only")
-	waitUntil(t, 10*time.Second, "retention to delete compact-delete's oldest segments", func() bool {
+	testutil.Until(t, 10*time.Second, "retention to delete compact-delete's oldest segments", func() bool {
 		return deleting.log.LogStartOffset() > 0 && deleting.log.Size() <= 2048+1024
 	})
 	sealAndWaitCleaned(t, b, keeping.log, keeping.lastStableOffset)
@@ -540,6 +547,7 @@ func TestCompactDeletePolicies(t *testing.T) {
 // the first append after the lag has passed rolls the segment, as Kafka
 // does, and the cleaner then cleans the old versions away.
 func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), compactTestProperties())
 	client := newTestClient(t, b, kgo.ProducerLinger(0))
 	ctx := testContext(t, 30*time.Second)
@@ -575,7 +583,7 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 		t.Fatalf("segments: lagged %d (want 2: rolled by max.compaction.lag.ms), unlagged %d (want 1)",
 			rolled.log.SegmentCount(), kept.log.SegmentCount())
 	}
-	waitUntil(t, 10*time.Second, "the cleaner to clean the rolled segment", func() bool {
+	testutil.Until(t, 10*time.Second, "the cleaner to clean the rolled segment", func() bool {
 		b.cleanNow()
 		records, _ := logRecords(t, rolled.log)
 		return len(records) == 2
@@ -596,6 +604,7 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 // own timestamp — and goes at the clean the cleaner schedules for the
 // horizon, with no new record written.
 func TestCompactedTombstoneDeleteHorizon(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), compactTestProperties())
 	client := newTestClient(t, b, kgo.ProducerLinger(0))
 	const retention = 600 * time.Millisecond
@@ -643,7 +652,7 @@ func TestCompactedTombstoneDeleteHorizon(t *testing.T) {
 		t.Fatalf("consumed %v after the first clean, want the tombstone at %d with its own timestamp %v, then kept", got, tombstoneOffset, old)
 	}
 
-	waitUntil(t, 10*time.Second, "the cleaner to remove the tombstone after its delete horizon", func() bool {
+	testutil.Until(t, 10*time.Second, "the cleaner to remove the tombstone after its delete horizon", func() bool {
 		b.cleanNow()
 		records, _ := logRecords(t, p.log)
 		return len(records) == 1 && records[0].key == "kept"

@@ -54,6 +54,7 @@ func alterTopicConfig(t *testing.T, client *kgo.Client, topic, name string, op k
 // does, and an altered max.message.bytes is enforced (MESSAGE_TOO_LARGE),
 // survives a restart, and is lifted by DELETE.
 func TestDescribeAndAlterConfigs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	properties := map[string]string{"log.segment.bytes": "1048576"}
 	b := startTestBroker(t, dir, properties)
@@ -123,6 +124,7 @@ func TestDescribeAndAlterConfigs(t *testing.T) {
 // TestMinInsyncReplicasEnforced: with min.insync.replicas=2 on a single
 // broker, acks=all fails with NOT_ENOUGH_REPLICAS while acks=1 succeeds.
 func TestMinInsyncReplicasEnforced(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	admin := newTestClient(t, b)
 	createTopic(t, admin, "guarded", 1, map[string]string{"min.insync.replicas": "2"})
@@ -142,6 +144,7 @@ func TestMinInsyncReplicasEnforced(t *testing.T) {
 // TestProperties: settings parse from key=value and server.properties
 // files; unknown keys and bad values are refused with the key named.
 func TestProperties(t *testing.T) {
+	t.Parallel()
 	got, err := ParseProperties([]string{"num.partitions=3", "log.fsync=interval:50ms"})
 	if err != nil || got["num.partitions"] != "3" || got["log.fsync"] != "interval:50ms" {
 		t.Fatalf("parse: %v, %v", got, err)
@@ -170,6 +173,7 @@ func TestProperties(t *testing.T) {
 // default settings read-only; AlterConfigs replaces a topic's overrides
 // whole and refuses broker resources.
 func TestBrokerConfigsAndAlterConfigs(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"message.max.bytes": "2000000"})
 	client := newTestClient(t, b)
 	createTopic(t, client, "altered", 1, map[string]string{"retention.ms": "1000", "segment.bytes": "100000"})
@@ -224,6 +228,7 @@ func TestBrokerConfigsAndAlterConfigs(t *testing.T) {
 // TestLogAppendTime: with message.timestamp.type=LogAppendTime the broker
 // stamps each batch with its clock and recomputes the CRC.
 func TestLogAppendTime(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	client := newTestClient(t, b, kgo.DefaultProduceTopic("stamped"))
 	createTopic(t, client, "stamped", 1, map[string]string{"message.timestamp.type": "LogAppendTime"})

@@ -174,6 +174,7 @@ func (c *childBroker) kill(t *testing.T) {
 // retrying. Every acknowledged record is then in the log exactly once, in
 // order per partition, and no record at all appears twice.
 func TestKillBrokerIdempotentProducer(t *testing.T) {
+	t.Parallel()
 	const (
 		before, during = 10_000, 20_000
 		killAfterAcks  = 3_000

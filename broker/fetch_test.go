@@ -27,6 +27,7 @@ func fetchRequest(topic string, offset int64, maxWait, minBytes, maxBytes int32)
 // is answered as soon as a record is appended (the read deadline is 10 s),
 // and a fetch at the log end with MinBytes 0 returns at once, empty.
 func TestFetchLongPollWokenByAppend(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	producer := newTestClient(t, b, kgo.DefaultProduceTopic("polled"))
 	createTopic(t, producer, "polled", 1, nil)

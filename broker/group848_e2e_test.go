@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // KIP-848 end to end: three consume-transform-produce pipelines read the
@@ -40,6 +42,7 @@ func (p *mixedPipeline) start(t *testing.T, addr string, i int) {
 }
 
 func TestConsumerProtocolAndClassicGroupsExactlyOnceThroughKills(t *testing.T) {
+	t.Parallel()
 	const total = 30_000
 	b := startTestBroker(t, t.TempDir(), mixedProtocolProperties())
 	admin := newTestClient(t, b, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -91,7 +94,7 @@ func TestConsumerProtocolAndClassicGroupsExactlyOnceThroughKills(t *testing.T) {
 		}
 		threshold := int64((chunk + 1) * total / chunks)
 		for _, p := range pipelines {
-			waitFor(t, 60*time.Second, fmt.Sprintf("%s: %d input records committed", p.group, threshold), func() (bool, string) {
+			testutil.Eventually(t, 60*time.Second, fmt.Sprintf("%s: %d input records committed", p.group, threshold), func() (bool, string) {
 				committed := committedInputOf(t, admin, p.group, "mixed-in", mixedPartitions)
 				return committed >= threshold, fmt.Sprintf("%d committed", committed)
 			})

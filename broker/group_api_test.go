@@ -87,6 +87,7 @@ func (a *groupAPI) simpleCommit(groupID string, offset int64) {
 // Every group sentinel maps to the Kafka error clients have always seen
 // for it, also when wrapped with context.
 func TestGroupErrorCodes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		code *kerr.Error
@@ -119,6 +120,7 @@ func TestGroupErrorCodes(t *testing.T) {
 // Every group handler answers every version it serves with a response of
 // that version, which kmsg encodes and decodes back to the same bytes.
 func TestGroupResponsesEncodeAtEveryVersion(t *testing.T) {
+	t.Parallel()
 	a := newGroupAPI(t, nil)
 	a.simpleCommit("offsets", 1)
 	metadata := "m"
@@ -180,6 +182,7 @@ func TestGroupResponsesEncodeAtEveryVersion(t *testing.T) {
 // version has them; v4+ new members get MEMBER_ID_REQUIRED first, older
 // ones are admitted directly.
 func TestGroupJoinResponseVersions(t *testing.T) {
+	t.Parallel()
 	a := newGroupAPI(t, nil)
 	v0 := a.join(groupAPIJoin(0, "old", ""))
 	if v0.Version != 0 || v0.ErrorCode != 0 || v0.Protocol == nil || *v0.Protocol != "range" || v0.ProtocolType != nil || v0.Generation != 1 {
@@ -222,6 +225,7 @@ func TestGroupJoinResponseVersions(t *testing.T) {
 // SyncGroup, DescribeGroups, ListGroups and DeleteGroups encode what each
 // version has.
 func TestGroupAdminResponseVersions(t *testing.T) {
+	t.Parallel()
 	a := newGroupAPI(t, nil)
 	join := groupAPIJoin(9, "g", "")
 	instance := "instance-1"
@@ -299,6 +303,7 @@ func TestGroupAdminResponseVersions(t *testing.T) {
 // LeaveGroup v0–2 name one member and answer with the top-level code;
 // v3+ answer per member.
 func TestGroupLeaveVersions(t *testing.T) {
+	t.Parallel()
 	a := newGroupAPI(t, nil)
 	joined := a.join(groupAPIJoin(3, "g", ""))
 	leave := kmsg.NewPtrLeaveGroupRequest()
@@ -342,6 +347,7 @@ func (f groupAPITopics) TopicID(name string) ([16]byte, bool) {
 // OffsetCommit v10 and OffsetFetch v10 name topics by id; OffsetFetch
 // before v2 carries no group-level error.
 func TestGroupOffsetsByTopicIDVersions(t *testing.T) {
+	t.Parallel()
 	eventsID := [16]byte{1, 2, 3}
 	a := newGroupAPI(t, func(cfg *group.Config) { cfg.Topics = groupAPITopics{"events": eventsID} })
 	commit := kmsg.NewPtrOffsetCommitRequest()
@@ -381,6 +387,7 @@ func TestGroupOffsetsByTopicIDVersions(t *testing.T) {
 // REBALANCE_IN_PROGRESS (the member must rejoin); while the broker shuts
 // down, NOT_COORDINATOR.
 func TestGroupParkedRequestAbandoned(t *testing.T) {
+	t.Parallel()
 	a := newGroupAPI(t, func(cfg *group.Config) {
 		cfg.NoInitialRebalanceDelay = false
 		cfg.GroupInitialRebalanceDelay = time.Hour // joins park: time does not move
@@ -404,6 +411,7 @@ func TestGroupParkedRequestAbandoned(t *testing.T) {
 // FindCoordinator names this broker for groups and transactional ids, and
 // answers another key type INVALID_REQUEST with a message (v4+: per key).
 func TestGroupFindCoordinatorKeyTypes(t *testing.T) {
+	t.Parallel()
 	a := newGroupAPI(t, nil)
 	a.broker.nodeID, a.broker.advertisedHost, a.broker.advertisedPort = 3, "localhost", 9092
 	req := kmsg.NewPtrFindCoordinatorRequest()

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // End-to-end consumer group tests: franz-go group consumers against the
@@ -56,6 +57,7 @@ func newGroupConsumer(t *testing.T, b *Broker, owner *ownership, name, groupID, 
 // take everything over; a fourth joins, crashes (no LeaveGroup) and is
 // evicted after its session timeout, and the two take its partitions.
 func TestGroupMembersShareLeaveAndEviction(t *testing.T) {
+	t.Parallel()
 	const partitions = 12
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	admin := newTestClient(t, b)
@@ -70,7 +72,7 @@ func TestGroupMembersShareLeaveAndEviction(t *testing.T) {
 	a := newGroupConsumer(t, b, owner, "a", "g", "shared", 30*time.Second)
 	bb := newGroupConsumer(t, b, owner, "b", "g", "shared", 30*time.Second)
 	c := newGroupConsumer(t, b, owner, "c", "g", "shared", 30*time.Second)
-	waitFor(t, 20*time.Second, "a, b, c share the partitions", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "a, b, c share the partitions", func() (bool, string) {
 		if ok, detail := owner.shared([]string{"a", "b", "c"}, partitions); !ok {
 			return false, detail
 		}
@@ -89,7 +91,7 @@ func TestGroupMembersShareLeaveAndEviction(t *testing.T) {
 
 	// c leaves (Close sends LeaveGroup).
 	c.Close()
-	waitFor(t, 20*time.Second, "a and b take over c's partitions", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "a and b take over c's partitions", func() (bool, string) {
 		if ok, detail := owner.shared([]string{"a", "b"}, partitions); !ok {
 			return false, detail
 		}
@@ -100,14 +102,14 @@ func TestGroupMembersShareLeaveAndEviction(t *testing.T) {
 	// cut and it cannot reconnect, so it neither heartbeats nor leaves.
 	dialer := &killableDialer{}
 	k := newGroupConsumer(t, b, owner, "k", "g", "shared", 1500*time.Millisecond, kgo.Dialer(dialer.dial))
-	waitFor(t, 20*time.Second, "a, b, k share the partitions", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "a, b, k share the partitions", func() (bool, string) {
 		if ok, detail := owner.shared([]string{"a", "b", "k"}, partitions); !ok {
 			return false, detail
 		}
 		return serverShare(t, admin, "g", "shared", 3, partitions)
 	})
 	dialer.kill()
-	waitFor(t, 20*time.Second, "k is evicted and a and b own everything", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "k is evicted and a and b own everything", func() (bool, string) {
 		if ok, detail := owner.shared([]string{"a", "b"}, partitions); !ok {
 			return false, detail
 		}
@@ -122,6 +124,7 @@ func TestGroupMembersShareLeaveAndEviction(t *testing.T) {
 
 // Offsets committed before a broker restart are where the group resumes.
 func TestGroupCommittedOffsetsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	const partitions = 4
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, groupTestProperties())
@@ -131,7 +134,7 @@ func TestGroupCommittedOffsetsSurviveRestart(t *testing.T) {
 
 	owner := newOwnership()
 	first := newGroupConsumer(t, b, owner, "first", "resumers", "resume", 10*time.Second, kgo.DisableAutoCommit())
-	waitFor(t, 20*time.Second, "first owns every partition", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "first owns every partition", func() (bool, string) {
 		return owner.shared([]string{"first"}, partitions)
 	})
 	commits := map[int32]kgo.EpochOffset{}
@@ -329,6 +332,7 @@ func (w *worker) stopAndWait(t *testing.T) {
 // members join and leave during the run, when each member commits what it
 // processed before allowing a rebalance and stops cleanly.
 func TestGroupProcessesEveryRecordOnce(t *testing.T) {
+	t.Parallel()
 	const (
 		partitions = 6
 		count      = 20000
@@ -341,14 +345,14 @@ func TestGroupProcessesEveryRecordOnce(t *testing.T) {
 	log := newProcessedLog(count / 4)
 	reach := func(total int, members int) {
 		t.Helper()
-		waitFor(t, 20*time.Second, fmt.Sprintf("%d records processed", total), func() (bool, string) {
+		testutil.Eventually(t, 20*time.Second, fmt.Sprintf("%d records processed", total), func() (bool, string) {
 			got, _, errs := log.snapshot()
 			if len(errs) > 0 {
 				t.Fatalf("workers failed: %v", errs)
 			}
 			return got >= total, fmt.Sprintf("%d processed", got)
 		})
-		waitFor(t, 20*time.Second, fmt.Sprintf("%d workers share the partitions", members), func() (bool, string) {
+		testutil.Eventually(t, 20*time.Second, fmt.Sprintf("%d workers share the partitions", members), func() (bool, string) {
 			return serverShare(t, admin, "workers", "work", members, partitions)
 		})
 	}
@@ -366,7 +370,7 @@ func TestGroupProcessesEveryRecordOnce(t *testing.T) {
 	fourth := startWorker(t, b, log, "w4", "workers", "work")
 	reach(3*count/4, 3)
 	log.setLimit(count + 1)
-	waitFor(t, 20*time.Second, "every record processed", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "every record processed", func() (bool, string) {
 		_, distinct, errs := log.snapshot()
 		if len(errs) > 0 {
 			t.Fatalf("workers failed: %v", errs)
@@ -409,6 +413,7 @@ func boolToInt(b bool) int64 {
 // A member that missed a rebalance cannot commit with its old generation,
 // and an unknown or departed member cannot commit at all.
 func TestGroupRefusesStaleCommits(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	createTopic(t, newTestClient(t, b), "stale", 2, nil)
 	ctx := testContext(t, 20*time.Second)
@@ -436,7 +441,7 @@ func TestGroupRefusesStaleCommits(t *testing.T) {
 		_, err := two.join(ctx)
 		secondJoin <- err
 	}()
-	waitFor(t, 10*time.Second, "the first member is told to rejoin", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "the first member is told to rejoin", func() (bool, string) {
 		err := one.heartbeat(ctx)
 		return errors.Is(err, kerr.RebalanceInProgress), fmt.Sprintf("heartbeat: %v", err)
 	})
@@ -482,6 +487,7 @@ func TestGroupRefusesStaleCommits(t *testing.T) {
 // answered NOT_COORDINATOR, and the shutdown does not wait for the
 // rebalance (Close's fallback for stuck connections is 10 s).
 func TestGroupParkedJoinAnsweredOnShutdown(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	createTopic(t, newTestClient(t, b), "parked", 1, nil)
 	ctx := testContext(t, 20*time.Second)
@@ -502,7 +508,7 @@ func TestGroupParkedJoinAnsweredOnShutdown(t *testing.T) {
 	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 60000
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
 	raw.request(join, 3)
-	waitFor(t, 10*time.Second, "the second join is parked", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "the second join is parked", func() (bool, string) {
 		err := one.heartbeat(ctx)
 		return errors.Is(err, kerr.RebalanceInProgress), fmt.Sprintf("heartbeat: %v", err)
 	})
@@ -530,6 +536,7 @@ func TestGroupParkedJoinAnsweredOnShutdown(t *testing.T) {
 // and the partition count cannot change once the data directory has been
 // used, since groups map to partitions by it.
 func TestGroupOffsetsTopicLayout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, groupTestProperties())
 	createTopic(t, newTestClient(t, b), "layout", 1, nil)
@@ -579,6 +586,7 @@ func TestGroupOffsetsTopicLayout(t *testing.T) {
 // ApiVersions advertises the classic group APIs and KIP-848's
 // (ConsumerGroupHeartbeat, ConsumerGroupDescribe) over their full ranges.
 func TestGroupAPIVersionsAdvertised(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), groupTestProperties())
 	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testContext(t, 10*time.Second), newTestClient(t, b))
 	if err != nil {

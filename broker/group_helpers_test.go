@@ -29,25 +29,6 @@ func groupTestProperties() map[string]string {
 	}
 }
 
-// waitFor polls condition until it holds or the timeout passes; on timeout
-// it fails the test with the condition's last explanation.
-func waitFor(t *testing.T, timeout time.Duration, what string, condition func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	ticker := time.NewTicker(20 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		ok, detail := condition()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v: %s", what, timeout, detail)
-		}
-		<-ticker.C
-	}
-}
-
 // ownership is the client-side view of a group: the partitions each
 // consumer was told it owns (kgo's assigned / revoked / lost callbacks),
 // and the group management errors each consumer reported.

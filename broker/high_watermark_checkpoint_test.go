@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // TestHighWatermarkSurvivesRestart: the leader's high watermark reaches
@@ -16,6 +18,7 @@ import (
 // and at close, and a restarted replica starts from it, capped by its log,
 // before any role arrives.
 func TestHighWatermarkSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, map[string]string{"replica.high.watermark.checkpoint.interval.ms": "50"})
 	c.createTopic("hw", 1)
 	producer := c.client(kgo.DefaultProduceTopic("hw"), kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -30,14 +33,14 @@ func TestHighWatermarkSurvivesRestart(t *testing.T) {
 	c.waitCaughtUp("hw", 0)
 	leader := c.role("hw", 0).Leader
 	file := filepath.Join(c.localPartition(leader, "hw", 0).log.Dir(), highWatermarkCheckpointFile)
-	waitUntil(t, 10*time.Second, "the running leader's checkpoint holds the high watermark", func() bool {
+	testutil.Until(t, 10*time.Second, "the running leader's checkpoint holds the high watermark", func() bool {
 		data, err := os.ReadFile(file)
 		return err == nil && string(data) == "0\n"+strconv.Itoa(total)+"\n"
 	})
 
 	// A follower learns the high watermark from its next fetch's answer:
 	// wait until every replica has it, so each checkpoints it at close.
-	waitUntil(t, 10*time.Second, "every replica at the high watermark", func() bool {
+	testutil.Until(t, 10*time.Second, "every replica at the high watermark", func() bool {
 		for id := int32(1); id <= 3; id++ {
 			if c.localPartition(id, "hw", 0).hw.Load() != total {
 				return false

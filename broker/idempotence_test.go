@@ -129,6 +129,7 @@ func runProduceSteps(t *testing.T, b *Broker, r *rawConnection, topic string, pr
 // Produce handler: duplicates answered with the original offsets and not
 // written, gaps and fenced epochs refused with nothing written.
 func TestIdempotentProduceScenarios(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	r := dialRaw(t, b)
 	pid := r.initProducerID(4)
@@ -182,6 +183,7 @@ func TestIdempotentProduceScenarios(t *testing.T) {
 // TestIdempotentProduceRefusals: batches the broker cannot accept from an
 // idempotent producer are refused with nothing written.
 func TestIdempotentProduceRefusals(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	r := dialRaw(t, b)
 	pid := r.initProducerID(3)
@@ -216,6 +218,7 @@ func TestIdempotentProduceRefusals(t *testing.T) {
 // unique across a restart; a transactional id gets a fresh id at epoch 0,
 // then the same id at the next epoch; an empty one is INVALID_REQUEST.
 func TestInitProducerID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, nil)
 	r := dialRaw(t, b)
@@ -291,6 +294,7 @@ func snapshotOffsets(t *testing.T, p *partition) []int64 {
 // an older snapshot plus a replay of the log's batch headers), a retry of
 // the last batch is still a duplicate answered with its original offset.
 func TestProducerStateSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// Small segments: every few batches roll one, which writes a snapshot.
 	properties := map[string]string{"log.segment.bytes": "300"}
@@ -362,6 +366,7 @@ func TestProducerStateSurvivesRestart(t *testing.T) {
 // match the shorter log, so a batch that was cut off is accepted again (not
 // answered as a duplicate of offsets that no longer exist).
 func TestProducerStateAfterTruncate(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"log.segment.bytes": "300"})
 	r := dialRaw(t, b)
 	pid := r.initProducerID(4)
@@ -388,6 +393,7 @@ func TestProducerStateAfterTruncate(t *testing.T) {
 // with a producer's batches does not forget the producer, across a restart
 // too: its next batch continues the sequence.
 func TestProducerStateOutlivesRetention(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	properties := map[string]string{"log.segment.bytes": "300", "log.retention.bytes": "1"}
 	b := startTestBroker(t, dir, properties)
@@ -423,6 +429,7 @@ func TestProducerStateOutlivesRetention(t *testing.T) {
 // TestProducerExpiry: a producer idle for producer.id.expiration.ms is
 // forgotten; its next non-zero sequence is UNKNOWN_PRODUCER_ID.
 func TestProducerExpiry(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{
 		"producer.id.expiration.ms": "50", "producer.id.expiration.check.interval.ms": "10"})
 	r := dialRaw(t, b)
@@ -447,6 +454,7 @@ func TestProducerExpiry(t *testing.T) {
 // TestDuplicateKeepsLogAppendTime: on a LogAppendTime topic the retry of a
 // written batch is answered with the original append time, not a new one.
 func TestDuplicateKeepsLogAppendTime(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"log.message.timestamp.type": "LogAppendTime"})
 	r := dialRaw(t, b)
 	pid := r.initProducerID(4)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // internalCompactionProperties: one partition per internal topic, tiny
@@ -118,6 +119,7 @@ func initProducerIDFor(t *testing.T, client *kgo.Client, transactionalID string)
 // the deleted group) and InitProducerId continues each id's producer id
 // and epoch.
 func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, internalCompactionProperties())
 	createTopic(t, newTestClient(t, b), "data", 1, nil)
@@ -168,7 +170,7 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 		}
 	}
 	admin := newTestClient(t, b)
-	waitUntil(t, 10*time.Second, "the last transaction's offsets to be committed", func() bool {
+	testutil.Until(t, 10*time.Second, "the last transaction's offsets to be committed", func() bool {
 		return committedOffsets(t, admin, "txn-group", "data")[0] == wantTxnOffset
 	})
 	before := internalSizes(b)
@@ -229,6 +231,7 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 // records and the tombstone, and after a restart the id is unknown:
 // InitProducerId starts it afresh at epoch 0 with a new producer id.
 func TestExpiredTransactionalIDCompactedAway(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	properties := internalCompactionProperties()
 	properties["transactional.id.expiration.ms"] = "300"
@@ -236,7 +239,7 @@ func TestExpiredTransactionalIDCompactedAway(t *testing.T) {
 	admin := newTestClient(t, b)
 	first, _ := initProducerIDFor(t, admin, "expiring")
 	initProducerIDFor(t, admin, "expiring") // a second record of the id, epoch 1
-	waitUntil(t, 10*time.Second, "the id to expire", func() bool {
+	testutil.Until(t, 10*time.Second, "the id to expire", func() bool {
 		req := kmsg.NewPtrDescribeTransactionsRequest()
 		req.TransactionalIDs = []string{"expiring"}
 		resp, err := req.RequestWith(testContext(t, 5*time.Second), admin)

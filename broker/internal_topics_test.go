@@ -58,6 +58,7 @@ func metadataOf(t *testing.T, client *kgo.Client, names []string, allowCreate bo
 // even when the request allows it) and by id, the id the same after a
 // restart. A user topic is never internal, even one starting with "__".
 func TestInternalTopicsInMetadata(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, internalTestProperties())
 	client := newTestClient(t, b)
@@ -131,6 +132,7 @@ func TestInternalTopicsInMetadata(t *testing.T) {
 // to the coordinators). DescribeConfigs shows the settings the logs are
 // opened with, and the coordinator's log is still there afterwards.
 func TestInternalTopicsRefuseClientChanges(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, internalTestProperties())
 	ctx := testContext(t, 30*time.Second)
@@ -239,6 +241,7 @@ func TestInternalTopicsRefuseClientChanges(t *testing.T) {
 // small: a regex consumer whose pattern also matches __consumer_offsets
 // consumes the user topic only, because Metadata marks the other internal.
 func TestRegexConsumerSkipsInternalTopics(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), internalTestProperties())
 	client := newTestClient(t, b)
 	createTopic(t, client, "regex-include", 1, nil)
@@ -279,6 +282,7 @@ func TestRegexConsumerSkipsInternalTopics(t *testing.T) {
 // is refused at start, naming the topic, rather than served next to the
 // internal one.
 func TestInternalTopicNameInTopicsFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := `{"cluster_id": "AAAAAAAAAAAAAAAAAAAAAA", "topics": [{"name": "__consumer_offsets", "id": "0123456789abcdef0123456789abcdef", "partitions": 1}]}`
 	if err := os.WriteFile(filepath.Join(dir, topicsFile), []byte(file), 0o644); err != nil {

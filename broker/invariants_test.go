@@ -15,6 +15,7 @@ import (
 // open where none is) fails the invariant at the next append, which
 // publishes the last stable offset.
 func TestInvariantUnstableOffset(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	r := dialRaw(t, b)
 	records, err := wire.BuildBatch(wire.PlainBatchOptions(), []wire.BuilderRecord{{TimestampMillis: 1, Value: []byte("v")}})

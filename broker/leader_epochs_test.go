@@ -14,6 +14,7 @@ import (
 // against Kafka's LeaderEpochFileCache rules, and that the checkpoint file
 // survives a reopen and follows truncations.
 func TestLeaderEpochCacheEndOffsets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cache, err := openLeaderEpochCache(storage.OSFS{}, dir)
 	if err != nil {
@@ -66,6 +67,7 @@ func TestLeaderEpochCacheEndOffsets(t *testing.T) {
 // UNKNOWN_LEADER_EPOCH to a newer one; a follower sends clients away; and
 // Metadata reports the controller's roles.
 func TestReplicationLeaderEpochChecks(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("epochs", 1)
 	old := c.role("epochs", 0).Leader

@@ -19,6 +19,7 @@ import (
 // TestParseConnectionOverrides: Kafka's host:count list, with its edge
 // cases, and the malformed inputs refused with an error.
 func TestParseConnectionOverrides(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want []connectionOverride
@@ -65,6 +66,7 @@ func TestParseConnectionOverrides(t *testing.T) {
 // TestLogLimiter: one event per logEvery gets through, and the next one
 // that does reports how many did not.
 func TestLogLimiter(t *testing.T) {
+	t.Parallel()
 	var l logLimiter
 	start := time.Unix(1000, 0)
 	if ok, n := l.allow(start); !ok || n != 0 {
@@ -148,6 +150,7 @@ func (r *rawConnection) expectRefused() {
 // new connections are closed, other addresses are still served, and a
 // closed connection frees its place.
 func TestMaxConnectionsPerIP(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"max.connections.per.ip": "3"})
 	var held []*rawConnection
 	for range 3 {
@@ -182,6 +185,7 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 // TestMaxConnectionsPerIPOverrides: an override raises or lowers one
 // address's limit (0 refuses it), the others keep the default.
 func TestMaxConnectionsPerIPOverrides(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{
 		"max.connections.per.ip":           "2",
 		"max.connections.per.ip.overrides": "127.0.0.2:4, [127.0.0.3]:0",
@@ -199,6 +203,7 @@ func TestMaxConnectionsPerIPOverrides(t *testing.T) {
 
 // TestMaxConnectionsTotal: max.connections counts every address.
 func TestMaxConnectionsTotal(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{"max.connections": "3"})
 	dialFrom(t, b, "127.0.0.1").expectServed()
 	dialFrom(t, b, "127.0.0.2").expectServed()
@@ -255,6 +260,7 @@ const rebalanceDelay = time.Second
 // request is not read (it waits, is not refused) until the JoinGroup is
 // answered and releases its bytes.
 func TestQueuedMaxRequestBytesBackpressure(t *testing.T) {
+	t.Parallel()
 	join := requestSize(joinGroupV2("g"), 2)
 	b := startTestBroker(t, t.TempDir(), map[string]string{
 		"queued.max.request.bytes":         fmt.Sprint(join + 8), // room for the JoinGroup, not for both
@@ -315,6 +321,7 @@ func TestPerConnectionRequestBytesBackpressure(t *testing.T) {
 // per-connection (or total) limit closes its connection; the broker
 // serves the next one.
 func TestRequestLargerThanLimitCloses(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{"max.inflight.request.bytes.per.connection", "queued.max.request.bytes"} {
 		t.Run(key, func(t *testing.T) {
 			b := startTestBroker(t, t.TempDir(), map[string]string{key: "100"})
@@ -335,6 +342,7 @@ func TestRequestLargerThanLimitCloses(t *testing.T) {
 // reservation was returned (a leaked one would shrink the limit until
 // readers stall).
 func TestRequestBytesLimitsUnderLoad(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{
 		"queued.max.request.bytes":                  "262144",
 		"max.inflight.request.bytes.per.connection": "131072",

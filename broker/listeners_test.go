@@ -58,6 +58,7 @@ func advertisedAnswers(t *testing.T, r *rawConnection) (metadata, coordinator, c
 // each sees its own listener's address in Metadata, FindCoordinator and
 // DescribeCluster, and produces and consumes through it.
 func TestListenersEachAdvertiseTheirOwnAddress(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{
 		"listeners":                      "PLAINTEXT://127.0.0.1:0,internal://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
@@ -106,6 +107,7 @@ func TestListenersEachAdvertiseTheirOwnAddress(t *testing.T) {
 // keeps its own address. Connections take their listener's protocol: a
 // SASL_PLAINTEXT listener accepts plain TCP.
 func TestAdvertisedListenersPerListener(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), map[string]string{
 		"listeners":                      "PLAINTEXT://127.0.0.1:0,REPLICATION://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
@@ -146,6 +148,7 @@ func TestAdvertisedListenersPerListener(t *testing.T) {
 // Without the listeners setting the broker is one PLAINTEXT listener on
 // Config.Listen advertising Config.Advertised, as before listeners.
 func TestListenersUnsetKeepsConfigListen(t *testing.T) {
+	t.Parallel()
 	b, err := Start(context.Background(), Config{NodeID: 1, Listen: "127.0.0.1:0", Advertised: "kafka.example:9092", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +164,7 @@ func TestListenersUnsetKeepsConfigListen(t *testing.T) {
 
 // Bad listener settings are start errors that say what is wrong.
 func TestListenerSettingErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		properties map[string]string

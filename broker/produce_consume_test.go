@@ -119,6 +119,7 @@ func TestProduceConsumeRestart(t *testing.T) {
 // shorter), so the check compares what was stored, batch for batch, with what
 // the client reports it wrote: same record counts and the same codec.
 func TestCompressionCodecs(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), nil)
 	wantCodec := map[string]wire.Compression{"gzip": wire.CompressionGzip, "snappy": wire.CompressionSnappy,
 		"lz4": wire.CompressionLZ4, "zstd": wire.CompressionZstd}

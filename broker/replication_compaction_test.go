@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // TestReplicationCompactedReplicas: in a replicated compacted topic each
@@ -12,6 +14,7 @@ import (
 // the high watermark) and ends with the same records at the same offsets
 // as the leader.
 func TestReplicationCompactedReplicas(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 2, map[string]string{"log.cleanup.policy": "compact", "log.segment.bytes": "1024",
 		"log.cleaner.backoff.ms": "20", "log.cleaner.delete.retention.ms": "0", "log.cleaner.min.cleanable.ratio": "0.01"})
 	c.createTopic("compacted-replicas", 1)
@@ -25,7 +28,7 @@ func TestReplicationCompactedReplicas(t *testing.T) {
 	var logs [][]logRecord
 	for _, id := range role.Replicas {
 		p := c.localPartition(id, "compacted-replicas", 0)
-		waitUntil(t, 10*time.Second, fmt.Sprintf("replica %d to learn the high watermark", id), func() bool {
+		testutil.Until(t, 10*time.Second, fmt.Sprintf("replica %d to learn the high watermark", id), func() bool {
 			return p.lastStableOffset() == p.log.LogEndOffset()
 		})
 		sealAndWaitCleaned(t, c.broker(id), p.log, p.lastStableOffset)
@@ -49,6 +52,7 @@ func TestReplicationCompactedReplicas(t *testing.T) {
 // end, inside a gap; it takes the leader's next batch at the leader's
 // offsets and rejoins the ISR with the leader's records.
 func TestReplicationFollowerCatchesUpOverGaps(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 2, map[string]string{"log.cleanup.policy": "compact", "log.segment.bytes": "1024",
 		"log.cleaner.backoff.ms": "20", "log.cleaner.delete.retention.ms": "0", "log.cleaner.min.cleanable.ratio": "0.01",
 		"replica.lag.time.max.ms": "300"})
@@ -67,7 +71,7 @@ func TestReplicationFollowerCatchesUpOverGaps(t *testing.T) {
 	if err := c.broker(follower).Close(); err != nil { // the controller is not told
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the follower out of the ISR", func() bool {
+	testutil.Until(t, 10*time.Second, "the follower out of the ISR", func() bool {
 		return !slices.Contains(c.role("compacted-gaps", 0).ISR, follower)
 	})
 	for i := 10; i < 100; i++ {
@@ -79,7 +83,7 @@ func TestReplicationFollowerCatchesUpOverGaps(t *testing.T) {
 	delete(c.brokers, follower)
 	c.mu.Unlock()
 	c.restart(follower)
-	waitUntil(t, 20*time.Second, "the follower back in the ISR", func() bool {
+	testutil.Until(t, 20*time.Second, "the follower back in the ISR", func() bool {
 		return slices.Contains(c.role("compacted-gaps", 0).ISR, follower)
 	})
 	c.waitCaughtUp("compacted-gaps", 0)
@@ -92,7 +96,7 @@ func TestReplicationFollowerCatchesUpOverGaps(t *testing.T) {
 	}
 	// The follower cleans its own older records too, and a restart
 	// (recovery over the gaps) keeps its log as it is.
-	waitUntil(t, 10*time.Second, "the follower to learn the high watermark", func() bool {
+	testutil.Until(t, 10*time.Second, "the follower to learn the high watermark", func() bool {
 		return replica.lastStableOffset() == replica.log.LogEndOffset()
 	})
 	sealAndWaitCleaned(t, c.broker(follower), replica.log, replica.lastStableOffset)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // A test cluster: brokers in-process on loopback, each with its own data
@@ -322,25 +324,11 @@ func (c *testCluster) client(options ...kgo.Opt) *kgo.Client {
 	return client
 }
 
-// waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	ticker := time.NewTicker(5 * time.Millisecond)
-	defer ticker.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-ticker.C
-	}
-}
-
 // waitCaughtUp waits until every live replica of topic-partition has the
 // leader's log end and the leader's high watermark is there.
 func (c *testCluster) waitCaughtUp(topic string, partition int32) {
 	c.t.Helper()
-	waitUntil(c.t, 20*time.Second, fmt.Sprintf("%s-%d replicas caught up", topic, partition), func() bool {
+	testutil.Until(c.t, 20*time.Second, fmt.Sprintf("%s-%d replicas caught up", topic, partition), func() bool {
 		role := c.role(topic, partition)
 		if role.Leader < 0 || c.broker(role.Leader) == nil {
 			return false

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -52,6 +53,7 @@ func (c *testCluster) checkHighWatermark(topic string, partition int32) {
 // the dead connection), and every acknowledged record is present exactly
 // once and in order.
 func TestReplicationLeaderKillIdempotent(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("orders", 1)
 	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordRetries(1000),
@@ -75,7 +77,7 @@ func TestReplicationLeaderKillIdempotent(t *testing.T) {
 			acked = append(acked, i)
 		})
 		if i == total/3 {
-			waitUntil(t, 20*time.Second, "a third acknowledged", func() bool {
+			testutil.Until(t, 20*time.Second, "a third acknowledged", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return len(acked) >= total/4
@@ -126,6 +128,7 @@ func TestReplicationLeaderKillIdempotent(t *testing.T) {
 // the old leader and retried (its answer lost) at the new one is
 // recognised as a duplicate: same offsets, nothing written.
 func TestReplicationRetryDeduplicatedByNewLeader(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("dedup", 1)
 	old := c.role("dedup", 0).Leader
@@ -169,6 +172,7 @@ func TestReplicationRetryDeduplicatedByNewLeader(t *testing.T) {
 // one, which rebuilt the aborted index and transaction state from the
 // replicated markers.
 func TestReplicationAbortedTransactionOnNewLeader(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, txnTestProperties("2"))
 	c.createTopic("ledger", 1)
 	old := c.role("ledger", 0).Leader
@@ -200,7 +204,7 @@ func TestReplicationAbortedTransactionOnNewLeader(t *testing.T) {
 	c.kill(old)
 	leader := c.role("ledger", 0).Leader
 	lp := c.localPartition(leader, "ledger", 0)
-	waitUntil(t, 20*time.Second, "the new leader's high watermark at its log end", func() bool {
+	testutil.Until(t, 20*time.Second, "the new leader's high watermark at its log end", func() bool {
 		return lp.highWatermark() == lp.log.LogEndOffset()
 	})
 	if aborted := lp.log.AbortedTxns(0, lp.log.LogEndOffset()); len(aborted) != 1 {
@@ -256,6 +260,7 @@ func mustProduce(t *testing.T, what string, answer kmsg.ProduceResponseTopicPart
 // producer state forgets the truncated batch's producer, and it catches
 // up with the new leader byte for byte and rejoins the ISR.
 func TestReplicationDivergentTailTruncated(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("diverge", 1)
 	old := c.role("diverge", 0).Leader
@@ -302,7 +307,7 @@ func TestReplicationDivergentTailTruncated(t *testing.T) {
 	if epochs := stale.epochs.entries; !slices.Equal(epochs, []epochEntry{{0, 0}, {1, 10}}) {
 		t.Fatalf("old leader's leader epochs: %+v, want [{0 0} {1 10}]", epochs)
 	}
-	waitUntil(t, 20*time.Second, "the old leader back in the ISR", func() bool {
+	testutil.Until(t, 20*time.Second, "the old leader back in the ISR", func() bool {
 		return slices.Contains(c.role("diverge", 0).ISR, old)
 	})
 }
@@ -313,6 +318,7 @@ func TestReplicationDivergentTailTruncated(t *testing.T) {
 // (caught up and in the ISR again) acks=all succeeds, and after the leader
 // is killed the new leader has every acknowledged record.
 func TestReplicationMinInsyncReplicas(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, map[string]string{"min.insync.replicas": "2"})
 	c.createTopic("guarded", 1)
 	leader := c.role("guarded", 0).Leader
@@ -339,7 +345,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	for _, id := range followers {
 		c.restart(id)
 	}
-	waitUntil(t, 30*time.Second, "the followers back in the ISR", func() bool {
+	testutil.Until(t, 30*time.Second, "the followers back in the ISR", func() bool {
 		return len(c.role("guarded", 0).ISR) == 3
 	})
 	mustProduce(t, "acks=all with the ISR back", dialRaw(t, c.broker(leader)).produceAcks("guarded", 0, plainBatch(t, "c", 2), -1), 8)
@@ -347,7 +353,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	c.kill(leader)
 	next := c.role("guarded", 0).Leader
 	np := c.localPartition(next, "guarded", 0)
-	waitUntil(t, 20*time.Second, "the new leader's high watermark at 10", func() bool { return np.highWatermark() == 10 })
+	testutil.Until(t, 20*time.Second, "the new leader's high watermark at 10", func() bool { return np.highWatermark() == 10 })
 	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"guarded": {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxWait(100*time.Millisecond))
 	ctx := testContext(t, 20*time.Second)
@@ -367,6 +373,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 // the leader alone, the high watermark passes the batch, but the ISR is
 // below min.insync.replicas: NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, map[string]string{"min.insync.replicas": "2"})
 	c.createTopic("shrinking", 1)
 	leader := c.role("shrinking", 0).Leader
@@ -426,6 +433,7 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 // the ISR). Every partition's log is then its records 0..n-1, each once,
 // in order, all acknowledged.
 func TestReplicationLeadersKilledInTurn(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("turns", 3)
 	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000),
@@ -460,7 +468,7 @@ func TestReplicationLeadersKilledInTurn(t *testing.T) {
 		c.kill(victim)
 		produce(perPartition/4*(int(turn)+1), perPartition/4*(int(turn)+2))
 		c.restart(victim)
-		waitUntil(t, 30*time.Second, fmt.Sprintf("broker %d back in every ISR", victim), func() bool {
+		testutil.Until(t, 30*time.Second, fmt.Sprintf("broker %d back in every ISR", victim), func() bool {
 			for partition := range int32(3) {
 				if !slices.Contains(c.role("turns", partition).ISR, victim) {
 					return false
@@ -505,6 +513,7 @@ func TestReplicationLeadersKilledInTurn(t *testing.T) {
 // AlterPartition), the high watermark then moves on without it, and once
 // it is back and caught up the leader adds it again.
 func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "300"})
 	c.createTopic("lagging", 1)
 	role := c.role("lagging", 0)
@@ -512,7 +521,7 @@ func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
 	if err := c.broker(stopped).Close(); err != nil { // the controller is not told
 		t.Fatalf("close follower %d: %v", stopped, err)
 	}
-	waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d out of the ISR", stopped), func() bool {
+	testutil.Until(t, 10*time.Second, fmt.Sprintf("follower %d out of the ISR", stopped), func() bool {
 		return !slices.Contains(c.role("lagging", 0).ISR, stopped)
 	})
 	mustProduce(t, "acks=all without the lagging follower", dialRaw(t, c.broker(role.Leader)).produceAcks("lagging", 0, plainBatch(t, "v", 3), -1), 0)
@@ -520,7 +529,7 @@ func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
 	delete(c.brokers, stopped)
 	c.mu.Unlock()
 	c.restart(stopped)
-	waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d back in the ISR", stopped), func() bool {
+	testutil.Until(t, 10*time.Second, fmt.Sprintf("follower %d back in the ISR", stopped), func() bool {
 		return slices.Contains(c.role("lagging", 0).ISR, stopped)
 	})
 	if end := c.localPartition(stopped, "lagging", 0).log.LogEndOffset(); end < 3 {
@@ -533,6 +542,7 @@ func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
 // name and in the list of all topics, so a client bootstrapped from it
 // finds the leader elsewhere.
 func TestReplicationMetadataWithoutLocalReplica(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.mu.Lock()
 	c.roles["solo"] = []PartitionRole{{Topic: "solo", TopicID: newRandomID(), Partition: 0,

@@ -61,6 +61,7 @@ func (r *rawConnection) metadataWorks() {
 // authentication, ApiVersions is answered, but Produce or Metadata closes
 // the connection, unanswered, and does nothing.
 func TestSASLGateRefusesUnauthenticatedRequests(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers), nil)
 
@@ -126,6 +127,7 @@ func (r *rawConnection) produceRawNoAnswer(topic string, records []byte) {
 // enabled list, then closes; SaslAuthenticate without a handshake is
 // ILLEGAL_SASL_STATE and closes.
 func TestSASLFailureAnswersThenCloses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers),
 		map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN"})
@@ -201,6 +203,7 @@ func (r *rawConnection) scramLoginWith(hash scram.HashGeneratorFcn, mechanism, u
 // TestSASLHandshakeV0BareTokens: after SaslHandshake v0 the SCRAM
 // exchange runs as bare size-prefixed tokens, then Kafka requests.
 func TestSASLHandshakeV0BareTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers), nil)
 	r := dialRawAt(t, saslAddr(b))
@@ -238,6 +241,7 @@ func TestSASLHandshakeV0BareTokens(t *testing.T) {
 // while a connection that re-authenticates (as the same user) goes on,
 // and one that re-authenticates as someone else is refused.
 func TestSASLSessionExpiry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const lifetime = 1500 * time.Millisecond
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers),
@@ -292,6 +296,7 @@ func TestSASLSessionExpiry(t *testing.T) {
 // TestSASLOnPlaintextListener: SaslHandshake and SaslAuthenticate on a
 // listener without SASL are ILLEGAL_SASL_STATE, and the connection goes on.
 func TestSASLOnPlaintextListener(t *testing.T) {
+	t.Parallel()
 	b := startSASLBroker(t, t.TempDir(), "", nil)
 	r := dialRawAt(t, b.ListenerAddr("PLAINTEXT"))
 	if hs := r.handshake("PLAIN", 1); hs.ErrorCode != kerr.IllegalSaslState.Code {
@@ -306,6 +311,7 @@ func TestSASLOnPlaintextListener(t *testing.T) {
 // TestSASLFrameLimitBeforeAuthentication: before authentication a SASL
 // listener reads frames up to sasl.server.max.receive.size only.
 func TestSASLFrameLimitBeforeAuthentication(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers),
 		map[string]string{"sasl.server.max.receive.size": "1024"})

@@ -132,6 +132,7 @@ func produceAndConsume(t *testing.T, b *Broker, m sasl.Mechanism, topic string, 
 }
 
 func TestSASLProduceConsumeEachMechanism(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers), nil)
 	for _, tc := range []struct {
@@ -155,6 +156,7 @@ func TestSASLProduceConsumeEachMechanism(t *testing.T) {
 // mechanism the user has no credential for) gets
 // SASL_AUTHENTICATION_FAILED and writes nothing.
 func TestSASLWrongPasswordIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers), nil)
 	for name, m := range map[string]sasl.Mechanism{
@@ -232,6 +234,7 @@ func describeUsers(t *testing.T, client *kgo.Client, users ...string) map[string
 // AlterUserScramCredentials log in, DescribeUserScramCredentials lists
 // them, they survive a restart, and a deleted one no longer logs in.
 func TestScramCredentialsManagedAndDurable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	b := startSASLBroker(t, dataDir, writeUsersFile(t, dir, saslTestUsers), nil)
@@ -286,6 +289,7 @@ func TestScramCredentialsManagedAndDurable(t *testing.T) {
 // TestAlterUserScramCredentialsErrors: Kafka's per-user errors reach the
 // client with Kafka's codes.
 func TestAlterUserScramCredentialsErrors(t *testing.T) {
+	t.Parallel()
 	b := startSASLBroker(t, t.TempDir(), "", nil)
 	client := newTestClient(t, b)
 	few := upsertion(t, "few", "pw")
@@ -324,6 +328,7 @@ func TestAlterUserScramCredentialsErrors(t *testing.T) {
 // session_lifetime_ms) and keeps producing across several session
 // lifetimes without an error.
 func TestSASLReauthenticationKeepsClientsWorking(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const lifetime = 2 * time.Second
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers),
@@ -355,6 +360,7 @@ func TestSASLReauthenticationKeepsClientsWorking(t *testing.T) {
 // listener: plain produce/consume, a transaction read by a consumer group
 // with read_committed, and a wrong password refused.
 func TestSASLSSLScram512TransactionsAndGroups(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pki := newTestPKI(t)
 	b := startSASLBroker(t, filepath.Join(dir, "data"), writeUsersFile(t, dir, saslTestUsers), map[string]string{
@@ -409,6 +415,7 @@ func TestSASLSSLScram512TransactionsAndGroups(t *testing.T) {
 // TestSASLStartErrors: a bad users file or an unsupported mechanism stops
 // Start with an error that says what is wrong.
 func TestSASLStartErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, tc := range map[string]struct {
 		users      string

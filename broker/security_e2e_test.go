@@ -138,6 +138,7 @@ func allow(t *testing.T, admin *kgo.Client, principal string, resource kmsg.ACLR
 }
 
 func TestSecurityEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newSecureBroker(t)
 	s.start(t, true)
 	admin := s.client(t, "admin", "admin-secret")

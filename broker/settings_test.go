@@ -14,6 +14,7 @@ import (
 // TestSettingsDefaults: with nothing set, every typed field holds the
 // table's (Kafka's) default, and every field is read from one setting.
 func TestSettingsDefaults(t *testing.T) {
+	t.Parallel()
 	config, err := newBrokerConfig(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,7 @@ func TestSettingsDefaults(t *testing.T) {
 
 // TestSettingsExplicit: explicit values reach their typed fields.
 func TestSettingsExplicit(t *testing.T) {
+	t.Parallel()
 	config, err := newBrokerConfig(map[string]string{
 		"num.partitions":            "3",
 		"log.fsync":                 "interval:50ms",
@@ -94,6 +96,7 @@ func TestSettingsExplicit(t *testing.T) {
 // by parseSettings, is the broker default of a topic setting, or is
 // listed as accepted but unread; a setting nothing reads is caught here.
 func TestSettingsEveryEntryRead(t *testing.T) {
+	t.Parallel()
 	config, err := newBrokerConfig(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +118,7 @@ func TestSettingsEveryEntryRead(t *testing.T) {
 // TestSettingsErrorsNameTheSetting: a misspelt or invalid setting, given
 // by an operator or asked for by the code, is an error naming it.
 func TestSettingsErrorsNameTheSetting(t *testing.T) {
+	t.Parallel()
 	for properties, name := range map[string]string{
 		"num.partition=3":           "num.partition",
 		"num.partitions=0":          "num.partitions",

@@ -28,6 +28,7 @@ func sequencedBatch(t *testing.T, producerID int64, sequence int32) []byte {
 // renamed into place, other producers' appends to the same partition go
 // through, and the snapshot is on disk once the rolling append returns.
 func TestRollSnapshotDoesNotBlockAppends(t *testing.T) {
+	t.Parallel()
 	fsys := &gatedFS{suffix: ".snapshot"}
 	b := startBrokerWithFS(t, fsys)
 	topic, err := b.createTopic("rolled", 1, map[string]string{"segment.bytes": "3000"}, false)

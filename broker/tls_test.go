@@ -13,7 +13,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/internal/selfsigned"
-	"github.com/exactly-eos/exactly/internal/testenv"
 )
 
 // testPKI is a throw-away CA with a server certificate for 127.0.0.1 and
@@ -196,6 +194,7 @@ func TestSSLProduceConsumeTransactions(t *testing.T) {
 // a franz-go client never gets an answer; the plaintext listener still
 // serves.
 func TestSSLClientWithoutCAFails(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	b := startTestBroker(t, t.TempDir(), pki.sslProperties(nil))
 	err := tlsRoundTrip(t, b.ListenerAddr("SSL"), &tls.Config{MinVersion: tls.VersionTLS12})
@@ -225,6 +224,7 @@ func TestSSLClientWithoutCAFails(t *testing.T) {
 // (listener.name.<name>.ssl.client.auth) leaves the other SSL listener
 // open to clients without certificates.
 func TestSSLClientAuthRequired(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	b := startTestBroker(t, t.TempDir(), pki.sslProperties(map[string]string{
 		"listeners":                                  "SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
@@ -315,6 +315,7 @@ func TestSSLHandshakeDeadline(t *testing.T) {
 // The keystore and truststore may be given inline, even on one line; an
 // inline key is sensitive in DescribeConfigs.
 func TestSSLInlinePEM(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	oneLine := func(pem []byte) string { return strings.ReplaceAll(string(pem), "\n", " ") }
 	b := startTestBroker(t, t.TempDir(), map[string]string{
@@ -341,6 +342,7 @@ func TestSSLInlinePEM(t *testing.T) {
 
 // Bad TLS settings are start errors naming the problem.
 func TestSSLStartErrors(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	garbage := t.TempDir() + "/garbage.pem"
 	if err := os.WriteFile(garbage, []byte("not pem"), 0o600); err != nil {
@@ -379,6 +381,7 @@ func TestSSLStartErrors(t *testing.T) {
 // distinguishedName writes the subject as Java's X500Principal.getName()
 // does: most specific RDN first, RFC 2253 escaping.
 func TestDistinguishedName(t *testing.T) {
+	t.Parallel()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -445,49 +448,6 @@ func TestSSLFetchLargeRecords(t *testing.T) {
 	}
 	if copied := copiedRegionBytes.Load() - copiedBefore; copied < int64(len(want))*300<<10 {
 		t.Fatalf("copied %d region bytes, less than the records", copied)
-	}
-}
-
-// kcat (librdkafka, OpenSSL) produces and consumes over SSL, and over a
-// listener with ssl.client.auth=required only with a client certificate.
-func TestKcatSSL(t *testing.T) {
-	kcat := testenv.Program(t, "kcat", "librdkafka's command-line client: apt-get install kcat; ci/test.sh installs it")
-	pki := newTestPKI(t)
-	b := startTestBroker(t, t.TempDir(), pki.sslProperties(map[string]string{
-		"listeners":                                  "SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
-		"listener.security.protocol.map":             "SSL:SSL,MTLS:SSL",
-		"listener.name.mtls.ssl.client.auth":         "required",
-		"listener.name.mtls.ssl.truststore.location": pki.server.CA,
-	}))
-	run := func(input string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kcat, append([]string{"-X", "security.protocol=ssl",
-			"-X", "ssl.ca.location=" + pki.server.CA, "-m", "5"}, args...)...)
-		cmd.Stdin = strings.NewReader(input)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	var input strings.Builder
-	for i := range 50 {
-		fmt.Fprintf(&input, "ssl-%d\n", i)
-	}
-	ssl := b.ListenerAddr("SSL")
-	if out, err := run(input.String(), "-b", ssl, "-P", "-t", "kcat-ssl"); err != nil {
-		t.Fatalf("kcat produce over SSL: %v\n%s", err, out)
-	}
-	out, err := run("", "-b", ssl, "-C", "-t", "kcat-ssl", "-o", "beginning", "-e", "-q")
-	if err != nil || out != input.String() {
-		t.Fatalf("kcat consume over SSL: %v\n%q", err, out)
-	}
-	mtls := b.ListenerAddr("MTLS")
-	if out, err := run("", "-b", mtls, "-L"); err == nil {
-		t.Fatalf("kcat without a client certificate read metadata from ssl.client.auth=required:\n%s", out)
-	}
-	out, err = run("", "-b", mtls, "-L", "-X", "ssl.certificate.location="+pki.aliceFiles.Cert,
-		"-X", "ssl.key.location="+pki.aliceFiles.Key)
-	if err != nil || !strings.Contains(out, "kcat-ssl") {
-		t.Fatalf("kcat with alice's certificate: %v\n%s", err, out)
 	}
 }
 

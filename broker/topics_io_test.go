@@ -96,6 +96,7 @@ func withinSeconds(t *testing.T, what string, f func()) {
 // create of the same name waits and then finds the topic exists; the new
 // topic is visible only once its file is written.
 func TestCreateTopicDoesNotBlockLookups(t *testing.T) {
+	t.Parallel()
 	fsys := &gatedFS{}
 	b := startBrokerWithFS(t, fsys)
 	existing, err := b.createTopic("existing", 1, nil, false)

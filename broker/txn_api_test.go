@@ -151,6 +151,7 @@ func ttp(topic string, partition int32) txn.TopicPartition {
 // version of each API that knows it (KIP-588) and INVALID_PRODUCER_EPOCH
 // before it and in every Produce version.
 func TestTxnErrorCodes(t *testing.T) {
+	t.Parallel()
 	apis := []int16{wire.APIInitProducerID, wire.APIAddPartitionsToTxn, wire.APIAddOffsetsToTxn, wire.APIEndTxn,
 		wire.APITxnOffsetCommit, wire.APIDescribeTransactions, wire.APIListTransactions}
 	for _, c := range []struct {
@@ -206,6 +207,7 @@ func TestTxnErrorCodes(t *testing.T) {
 // request version from every handler; KIP-360 fields count from
 // InitProducerId v3.
 func TestTxnFencedCodesByVersion(t *testing.T) {
+	t.Parallel()
 	a := newTxnAPI(t, 2, nil)
 	zombie := a.mustInit("app")
 	wantCode(t, "add", a.addPartitions(3, zombie, ttp("out", 0))[0], nil)
@@ -252,6 +254,7 @@ func TestTxnFencedCodesByVersion(t *testing.T) {
 // TxnOffsetCommit v5+ under transaction.version 2 (older versions only
 // verify), and EndTxn v5's epoch bump only at transaction.version 2.
 func TestTxnKIP890Versions(t *testing.T) {
+	t.Parallel()
 	a := newTxnAPI(t, 2, nil)
 	p := a.mustInit("app")
 	wantCode(t, "add", a.addPartitions(3, p, ttp("a", 0))[0], nil)
@@ -327,6 +330,7 @@ func TestTxnKIP890Versions(t *testing.T) {
 // Unknown partitions, unknown ids, ListTransactions' version-gated filters
 // and a closed coordinator, through the handlers.
 func TestTxnRequestErrorsThroughHandlers(t *testing.T) {
+	t.Parallel()
 	a := newTxnAPI(t, 2, func(cfg *txn.Config) {
 		cfg.PartitionExists = func(topic string, _ int32) bool { return topic != "missing" }
 	})
@@ -377,6 +381,7 @@ func TestTxnRequestErrorsThroughHandlers(t *testing.T) {
 // response of that version, which kmsg encodes and decodes back to the
 // same bytes.
 func TestTxnResponsesEncodeAtEveryVersion(t *testing.T) {
+	t.Parallel()
 	a := newTxnAPI(t, 2, nil)
 	p := a.mustInit("app")
 	calls := []versionedCall{

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // A chained exactly-once ETL under consumer-group churn, the scenario of
@@ -255,19 +257,20 @@ func runChain(t *testing.T, addr string, topics []string, partitions []int32, ba
 	stages[1].startWorker(t, addr, 2, chainRecords)
 	// Second wave, once the first stage is a quarter through: more
 	// lasting workers join every group, and two more leave soon after.
-	deadline := time.Now().Add(chainWorkerDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), chainWorkerDeadline)
+	defer cancel()
+	// waitFor waits for cond within the workers' deadline, failing at
+	// once on a stage's failure.
 	waitFor := func(cond func() bool, what string) {
-		for !cond() {
+		t.Helper()
+		testutil.UntilContext(t, ctx, what, func() bool {
 			for _, stage := range stages {
 				if _, failure := stage.state(); failure != nil {
 					t.Fatal(failure)
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: still waiting at the deadline", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return cond()
+		})
 	}
 	waitFor(func() bool { consumed, _ := stages[0].state(); return consumed >= chainRecords/4 }, "first stage a quarter through")
 	for _, stage := range stages {

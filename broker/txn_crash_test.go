@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // TestKillBrokerBetweenPrepareCommitAndMarkers: a transaction is committed;
@@ -15,6 +17,7 @@ import (
 // at load and drives it to completion: a read_committed consumer sees
 // every record of it, and the coordinator reports CompleteCommit.
 func TestKillBrokerBetweenPrepareCommitAndMarkers(t *testing.T) {
+	t.Parallel()
 	const (
 		partitions = 3
 		records    = 30
@@ -62,7 +65,7 @@ func TestKillBrokerBetweenPrepareCommitAndMarkers(t *testing.T) {
 		t.Fatalf("read_committed after the restart: %d records, want the %d of the committed transaction", len(got), len(want))
 	}
 	client := newCrashProducer(t, second.addr)
-	waitFor(t, 10*time.Second, "the coordinator completes the commit", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "the coordinator completes the commit", func() (bool, string) {
 		state := describeTransaction(t, client, "decided")
 		return state.State == "CompleteCommit", "state " + state.State
 	})

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // End-to-end transactions with franz-go (issue 7), each under both
@@ -23,6 +25,7 @@ import (
 // aborting the odd ones. A read_committed consumer sees exactly the
 // committed records; a read_uncommitted one sees both.
 func TestTransactionsCommittedAndAborted(t *testing.T) {
+	t.Parallel()
 	for _, tv := range transactionVersions {
 		t.Run(tv.name, func(t *testing.T) {
 			const (
@@ -109,6 +112,7 @@ func sameSet(got, want []string) bool {
 // producing and tries to commit: every request fails with a fencing error,
 // and none of its writes becomes visible to read_committed.
 func TestTransactionZombieFenced(t *testing.T) {
+	t.Parallel()
 	for _, tv := range transactionVersions {
 		t.Run(tv.name, func(t *testing.T) {
 			b := startTestBroker(t, t.TempDir(), txnTestProperties(tv.version))
@@ -162,6 +166,7 @@ func isFencingError(err error) bool {
 // versions before PRODUCER_FENCED existed) — never success, never a
 // generic state error.
 func TestTransactionFencedRequests(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	createTopic(t, newTestClient(t, b), "raw", 1, nil)
 	r := dialRaw(t, b)
@@ -248,6 +253,7 @@ func TestTransactionFencedRequests(t *testing.T) {
 // read_committed consumers advance past it, and the hung producer's commit
 // fails.
 func TestTransactionTimeoutAborted(t *testing.T) {
+	t.Parallel()
 	for _, tv := range transactionVersions {
 		t.Run(tv.name, func(t *testing.T) {
 			b := startTestBroker(t, t.TempDir(), txnTestProperties(tv.version))
@@ -271,7 +277,7 @@ func TestTransactionTimeoutAborted(t *testing.T) {
 			if state.State == "Ongoing" && stable != 0 {
 				t.Fatalf("while the hung transaction is open: last stable offset %d, want 0 (high watermark %d)", stable, highWatermark)
 			}
-			waitFor(t, 15*time.Second, "the coordinator aborts the hung transaction", func() (bool, string) {
+			testutil.Eventually(t, 15*time.Second, "the coordinator aborts the hung transaction", func() (bool, string) {
 				state := describeTransaction(t, admin, "hung")
 				return state.State == "CompleteAbort", "state " + state.State
 			})
@@ -320,6 +326,7 @@ func consumeUntil(t *testing.T, addr, topic string, want int, level kgo.Isolatio
 // consumer sees neither transaction's records — the aborted-transaction
 // index came back with the log.
 func TestTransactionStateSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	properties := txnTestProperties("2")
 	b := startTestBroker(t, dir, properties)

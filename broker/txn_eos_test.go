@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // Consume-transform-produce with kgo.GroupTransactSession (seed failure
@@ -133,6 +135,7 @@ func (w *eosWorker) stop(t *testing.T) {
 // TestEOSPipelineWithKilledWorkers: 3 workers move 200k records; a worker
 // is killed mid-transaction and replaced three times.
 func TestEOSPipelineWithKilledWorkers(t *testing.T) {
+	t.Parallel()
 	for _, tv := range transactionVersions {
 		t.Run(tv.name, func(t *testing.T) {
 			runEOSPipeline(t, tv.version, 200_000)
@@ -189,12 +192,12 @@ func runEOSPipeline(t *testing.T, transactionVersion string, total int) {
 			mu.Unlock()
 		}
 		threshold := int64((chunk + 1) * total / chunks)
-		waitFor(t, 30*time.Second, fmt.Sprintf("%d input records committed", threshold), func() (bool, string) {
+		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%d input records committed", threshold), func() (bool, string) {
 			committed := committedInput(t, admin)
 			return committed >= threshold, fmt.Sprintf("%d committed", committed)
 		})
 	}
-	waitFor(t, 40*time.Second, "every input record committed", func() (bool, string) {
+	testutil.Eventually(t, 40*time.Second, "every input record committed", func() (bool, string) {
 		committed := committedInput(t, admin)
 		return committed == int64(total), fmt.Sprintf("%d of %d committed", committed, total)
 	})

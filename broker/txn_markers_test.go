@@ -48,6 +48,7 @@ func openRawTransaction(t *testing.T, r *rawConnection, transactionalID, topic s
 // not written; a marker for a missing partition gets
 // UNKNOWN_TOPIC_OR_PARTITION.
 func TestWriteTxnMarkersHandler(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	createTopic(t, newTestClient(t, b), "marked", 1, nil)
 	r := dialRaw(t, b)
@@ -95,6 +96,7 @@ func TestWriteTxnMarkersHandler(t *testing.T) {
 // no marker would close; an unknown transactional id is
 // INVALID_PRODUCER_ID_MAPPING.
 func TestProduceVerification(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	client := newTestClient(t, b)
 	createTopic(t, client, "verified", 1, nil)
@@ -122,6 +124,7 @@ func TestProduceVerification(t *testing.T) {
 // is refused instead of opening a transaction that would hold the last
 // stable offset back forever.
 func TestVerificationGuardRace(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	createTopic(t, newTestClient(t, b), "raced", 1, nil)
 	r := dialRaw(t, b)
@@ -163,6 +166,7 @@ func TestVerificationGuardRace(t *testing.T) {
 // transaction.version as supported 0–2 and finalized at the broker's
 // setting (absent at 0), which is what makes franz-go pick the protocol.
 func TestTransactionVersionFeature(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		setting   string
 		finalized int16 // -1: not listed
@@ -192,6 +196,7 @@ func TestTransactionVersionFeature(t *testing.T) {
 // TestTransactionMaxTimeout: InitProducerId asking for more than
 // transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT.
 func TestTransactionMaxTimeout(t *testing.T) {
+	t.Parallel()
 	properties := txnTestProperties("2")
 	properties["transaction.max.timeout.ms"] = "1000"
 	b := startTestBroker(t, t.TempDir(), properties)
@@ -217,6 +222,7 @@ func TestTransactionMaxTimeout(t *testing.T) {
 // commits, which makes them visible through the coordinator's
 // OffsetCommitter wiring; an aborted transaction's offsets are dropped.
 func TestTxnOffsetCommitPendingUntilCommit(t *testing.T) {
+	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	createTopic(t, newTestClient(t, b), "consumed", 1, nil)
 	r := dialRaw(t, b)

@@ -48,8 +48,9 @@ go test ./...
 # The invariants build tag compiles in the run-time checks of the field
 # invariants (internal/invariants); the broker's tests run once with it,
 # but for the compaction soak (it checks sizes on disk, not fields) and the
-# other clients' conformance tests (kcat, sarama, kafka-go: they drive the
-# same broker paths as the franz-go tests, which do run), all of which ran
+# other clients' conformance tests (kcat, sarama, kafka-go, in
+# broker/conformance: they drive the same broker paths as the franz-go
+# tests, which do run), all of which ran
 # above; that keeps CI under 15 minutes.
 echo "== [${SECONDS}s] go test -tags invariants ./broker/..."
 go test -tags invariants -skip '^(TestSoakInternalTopicsBounded|TestKcat.*|TestSarama.*|TestKafkaGo.*)$' ./broker/...

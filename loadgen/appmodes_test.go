@@ -65,6 +65,7 @@ func assertApplicationVerdicts(t *testing.T, results *report.Results) {
 }
 
 func TestApplicationModesAgainstKfake(t *testing.T) {
+	t.Parallel()
 	results := runMatrix(t, newKfakeTarget(t), applicationMatrix(t))
 	logMatrix(t, results)
 	assertApplicationVerdicts(t, results)
@@ -83,6 +84,7 @@ func newQuickGroupsEmbedded(t *testing.T) Target {
 }
 
 func TestApplicationModesAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	results := runMatrix(t, newQuickGroupsEmbedded(t), applicationMatrix(t))
 	logMatrix(t, results)
 	assertApplicationVerdicts(t, results)
@@ -91,6 +93,7 @@ func TestApplicationModesAgainstEmbeddedBroker(t *testing.T) {
 // TestApplicationModesWithPostgres runs the database modes with their
 // state in PostgreSQL (ci/postgres.sh starts the server in CI).
 func TestApplicationModesWithPostgres(t *testing.T) {
+	t.Parallel()
 	url := postgresURL(t)
 	workload := matrixWorkload(t, MatrixEntry{Plan: "ack-loss", Modes: []string{ModeConsumerDedup, ModeExternalOffsets}})
 	results, err := Run(t.Context(), Options{Workload: workload, Target: newKfakeTarget(t), Self: testSelf(), Database: url})

@@ -75,6 +75,7 @@ func gathered(t *testing.T, live *livemetrics.Loadgen, name string, want map[str
 // between scrapes: every cell's results carry the broker's deltas, and
 // the loadgen's counters agree with the ledgers.
 func TestRunScrapesBrokerMetricsAndFeedsLiveMetrics(t *testing.T) {
+	t.Parallel()
 	broker := countingBroker(t)
 	workload := smokeWorkload(t)
 	workload.Modes = []string{BaselineMode, "transactional"}
@@ -152,6 +153,7 @@ func promtoolCheck(t *testing.T, live *livemetrics.Loadgen) {
 // TestRunWithUnreachableBrokerMetricsWarns: a /metrics that cannot be
 // scraped is a warning in broker_metrics, and the run passes as usual.
 func TestRunWithUnreachableBrokerMetricsWarns(t *testing.T) {
+	t.Parallel()
 	closed := httptest.NewServer(http.NotFoundHandler())
 	url := closed.URL + "/metrics"
 	closed.Close()
@@ -177,6 +179,7 @@ type urlTarget struct {
 func (t urlTarget) MetricsURL() string { return t.url }
 
 func TestBrokerMetricsURL(t *testing.T) {
+	t.Parallel()
 	plain := &bootstrapTarget{addresses: []string{"127.0.0.1:1"}}
 	offering := urlTarget{Target: plain, url: "http://127.0.0.1:2/metrics"}
 	for _, test := range []struct {

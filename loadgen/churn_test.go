@@ -29,6 +29,7 @@ func loadChurnPlan(t *testing.T) faults.Plan {
 // at-least-once, whose relay it adds; every other cell is not applicable,
 // saying which modes it needs.
 func TestGroupChurnApplicability(t *testing.T) {
+	t.Parallel()
 	plan := loadChurnPlan(t)
 	for _, mode := range AllModes {
 		reason := notApplicable(plan, mode, faultReach{launched: true, cluster: true})
@@ -49,6 +50,7 @@ func TestGroupChurnApplicability(t *testing.T) {
 // pipeline a chain of the plan's stages, and every cell the plan's
 // duration and partitions when the workload asks for less.
 func TestGroupChurnPlanRuns(t *testing.T) {
+	t.Parallel()
 	workload, err := LoadWorkload("standard")
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +94,7 @@ func TestGroupChurnPlanRuns(t *testing.T) {
 // at-least-once no loss, with duplicates required as the sign that the
 // fault acted.
 func TestGroupChurnExpectations(t *testing.T) {
+	t.Parallel()
 	plan := loadChurnPlan(t)
 	for _, mode := range []string{ModeEOSPipeline, ModeExternalOffsets} {
 		if e := expectationFor(plan, mode); e.lost != mustBeZero || e.duplicated != mustBeZero || e.reordered != mustBeZero || e.sign != signGroupChurn {
@@ -132,6 +135,7 @@ func TestGroupChurnExpectations(t *testing.T) {
 // partition's next owner, who produces them again. Every input record
 // reaches the output, and exactly the aborted poll's records twice.
 func TestRelayLeavesDuplicatesNotLosses(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	target := newKfakeTarget(t)
@@ -293,6 +297,7 @@ clients:
 // external-offsets keep every record exactly once, at-least-once's relay
 // loses none and shows the duplicates its leaving workers leave behind.
 func TestGroupChurnAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	workload := matrixWorkload(t, MatrixEntry{Plan: churnMatrixPlan(t), Modes: []string{ModeEOSPipeline, ModeAtLeastOnce, ModeExternalOffsets}})
 	results := runMatrix(t, newQuickGroupsEmbedded(t), workload)
 	logMatrix(t, results)

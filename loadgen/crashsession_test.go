@@ -17,6 +17,7 @@ import (
 // workers' 6 s session, within the drain, so every input record arrives
 // once downstream.
 func TestConsumerCrashConsumerProtocolAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	workload := matrixWorkload(t, MatrixEntry{Plan: "consumer-crash", Modes: []string{ModeEOSPipeline, ModeConsumerDedup},
 		Duration: Duration(4 * time.Second)}) // the crash is at 3 s
 
@@ -47,6 +48,7 @@ func TestConsumerCrashConsumerProtocolAgainstEmbeddedBroker(t *testing.T) {
 // A consumer-crash cell on the consumer protocol drains for at least the
 // broker's session plus the margin; other cells keep their drain.
 func TestFitCrashDrains(t *testing.T) {
+	t.Parallel()
 	workload := matrixWorkload(t, MatrixEntry{Plan: "consumer-crash", Modes: []string{ModeEOSPipeline, ModeAtLeastOnce}},
 		MatrixEntry{Plan: "none", Modes: []string{ModeEOSPipeline}})
 	drain := time.Duration(workload.Drain)
@@ -86,6 +88,7 @@ func TestFitCrashDrains(t *testing.T) {
 // The session is read from the broker's DescribeConfigs answer; without
 // it, Kafka's default.
 func TestDescribedSession(t *testing.T) {
+	t.Parallel()
 	answer := func(errorCode int16, value *string) *kmsg.DescribeConfigsResponse {
 		response := kmsg.NewPtrDescribeConfigsResponse()
 		resource := kmsg.NewDescribeConfigsResponseResource()
@@ -116,6 +119,7 @@ func TestDescribedSession(t *testing.T) {
 // The embedded broker gets the crash workers' session only for a
 // workload that runs consumer-crash on the consumer protocol.
 func TestLaunchedBrokerProperties(t *testing.T) {
+	t.Parallel()
 	crash := matrixWorkload(t, MatrixEntry{Plan: "consumer-crash", Modes: []string{ModeEOSPipeline}})
 	if got := LaunchedBrokerProperties(crash); got != nil {
 		t.Errorf("classic: %v, want none", got)

@@ -19,6 +19,7 @@ import (
 // A copy is unprotected when its first copy sat below the window's floor
 // when it was written; a copy within the window is a duplicate.
 func TestUnprotectedCopiesAreTheOnesBeyondTheWindow(t *testing.T) {
+	t.Parallel()
 	counter := newUnprotectedCounter()
 	counter.observe(appdb.Row{Producer: 0, Seq: 1, Offset: 5, WindowFloor: 0})
 	counter.observe(appdb.Row{Producer: 0, Seq: 1, Offset: 9, WindowFloor: 5})  // first copy at 5 still held: a duplicate
@@ -75,6 +76,7 @@ func postgresURL(t *testing.T) string {
 // partition starts at the stored offset, processes the rest exactly once
 // and leaves the stored offset at the end.
 func TestExternalOffsetsSeekToStoredOffsetOnAssignment(t *testing.T) {
+	t.Parallel()
 	target := newKfakeTarget(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 // through both chained stages, the static phase's workers removed by
 // instance id, and the rebalance pauses measured after the churn events.
 func TestGroupChurnConsumerProtocolAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	workload := matrixWorkload(t, MatrixEntry{Plan: churnMatrixPlan(t), Modes: []string{ModeEOSPipeline}})
 	workload.GroupProtocol = GroupProtocolConsumer
 	target := newQuickGroupsEmbedded(t)
@@ -50,6 +51,7 @@ func TestGroupChurnConsumerProtocolAgainstEmbeddedBroker(t *testing.T) {
 // consumer first in even ones), keeps only the runs with groups, and
 // names each run after its protocol and round, on topics of its own.
 func TestPlanGroupProtocolRuns(t *testing.T) {
+	t.Parallel()
 	workload := matrixWorkload(t, MatrixEntry{Plan: "group-churn", Modes: []string{ModeEOSPipeline}},
 		MatrixEntry{Plan: "none", Modes: []string{ModeIdempotent}})
 	workload.GroupProtocols = &GroupProtocolsSpec{Rounds: 2}
@@ -82,6 +84,7 @@ func TestPlanGroupProtocolRuns(t *testing.T) {
 // its interval, the lost and duplicated counts, and consumer's pauses
 // over classic's round by round.
 func TestBuildGroupProtocols(t *testing.T) {
+	t.Parallel()
 	run := func(protocol string, round int, median, total float64, duplicated uint64) *report.Run {
 		r := &report.Run{Name: protocol, Mode: ModeEOSPipeline, Status: report.StatusPass,
 			Round: round, Slot: protocol, StartedAt: time.Unix(0, 0),
@@ -142,6 +145,7 @@ func assertGroupTypes(t *testing.T, target Target, prefix, want string) {
 // consumer-crash's worker subprocesses get the run's protocol in their
 // spec, for the pipeline and the database stage roles alike.
 func TestWorkerSpecsCarryGroupProtocol(t *testing.T) {
+	t.Parallel()
 	workload := matrixWorkload(t, MatrixEntry{Plan: "consumer-crash", Modes: []string{ModeEOSPipeline, ModeExternalOffsets}})
 	workload.GroupProtocol = GroupProtocolConsumer
 	plans, err := planRuns(workload, 0xabc, nil)

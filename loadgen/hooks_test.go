@@ -18,6 +18,7 @@ import (
 // launch, process faults need --fault-exec hooks, the ones each action
 // needs; broker-partition stays with --target cluster.
 func TestHookApplicability(t *testing.T) {
+	t.Parallel()
 	plan := func(name string) faults.Plan {
 		p, err := faults.LoadPlan(name)
 		if err != nil {
@@ -55,6 +56,7 @@ func TestHookApplicability(t *testing.T) {
 // TestShortOf: a broker counts as back when Metadata lists it and every
 // partition has a leader and its full ISR.
 func TestShortOf(t *testing.T) {
+	t.Parallel()
 	broker := faults.Broker{NodeID: 2, Host: "h", Port: 1}
 	response := kmsg.NewMetadataResponse()
 	for id := int32(1); id <= 3; id++ {
@@ -98,6 +100,7 @@ func hookPlanFile(t *testing.T, dir, name, action string) string {
 // the broker Metadata or FindCoordinator names, and the cells pass. A failing hook ends its
 // cell as an error naming the hook and stops the suite.
 func TestHooksAgainstBootstrap(t *testing.T) {
+	t.Parallel()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,7 @@ func stallWorkload(t *testing.T) Workload {
 // the uncorrected figure hides most of the stall: far fewer records at
 // 500 ms or more.
 func TestStalledBrokerShowsInScheduledLatency(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a broker subprocess for two 6 s runs")
 	}
@@ -130,6 +131,7 @@ func recordsAtLeast(t *testing.T, h *report.Histogram, ms float64) int64 {
 // carry them; an unpaced producer's records carry their creation time,
 // and a record the pacer let go early carries the creation time too.
 func TestPacerKeepsItsScheduleWhenBehind(t *testing.T) {
+	t.Parallel()
 	start := time.Now().Add(-time.Second) // a second behind
 	behind := newPacer(1000, start)
 	for i := range 5 {

@@ -139,6 +139,7 @@ func assertRunVerdict(t *testing.T, run *report.Run) {
 // modes it does not support yet must be reported unsupported with a reason.
 // The plain modes (no producer id needed) must be supported.
 func TestSuiteAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	results := runSuite(t, newQuickGroupsEmbedded(t), smokeWorkload(t))
 	for _, run := range results.Runs {
 		switch {
@@ -157,6 +158,7 @@ func TestSuiteAgainstEmbeddedBroker(t *testing.T) {
 }
 
 func TestSuiteAgainstKfake(t *testing.T) {
+	t.Parallel()
 	results := runSuite(t, newKfakeTarget(t), smokeWorkload(t))
 	assertSuiteVerdicts(t, results)
 	var baseline float64
@@ -192,6 +194,7 @@ func TestSuiteAgainstKfake(t *testing.T) {
 // InitProducerId and no transaction APIs: the modes that need them are
 // reported unsupported, with the reason, and the others still pass.
 func TestUnsupportedModesAreReported(t *testing.T) {
+	t.Parallel()
 	versions := kversion.Stable()
 	for _, key := range []int16{22, 24, 25, 26, 28} { // InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
 		versions.SetMaxKeyVersion(key, -1)
@@ -218,6 +221,7 @@ func TestUnsupportedModesAreReported(t *testing.T) {
 }
 
 func TestPlanRunsExpandsTheCommitIntervalSweep(t *testing.T) {
+	t.Parallel()
 	workload, err := LoadWorkload("transactional-sweep")
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +249,7 @@ func TestPlanRunsExpandsTheCommitIntervalSweep(t *testing.T) {
 // 18 s, 5 s down each) lengthens its cells and their record budget, so the
 // load lasts as long as the faults; the other cells keep the workload's.
 func TestPlanDurationRaisesTheRecordBudget(t *testing.T) {
+	t.Parallel()
 	workload, err := LoadWorkload("standard")
 	if err != nil {
 		t.Fatal(err)

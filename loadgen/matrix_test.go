@@ -78,6 +78,7 @@ func assertAckLossBites(t *testing.T, runs map[string]*report.Run, idempotentReq
 }
 
 func TestMatrixAgainstKfake(t *testing.T) {
+	t.Parallel()
 	workload := matrixWorkload(t,
 		MatrixEntry{Plan: "ack-loss", Modes: []string{ModeAtLeastOnce, ModeIdempotent}},
 		MatrixEntry{Plan: "broker-restart", Modes: []string{ModeAtLeastOnce}},
@@ -111,6 +112,7 @@ func TestMatrixAgainstKfake(t *testing.T) {
 // plays (see TestMain). Idempotent must pass once the broker supports
 // InitProducerId; until then it must say unsupported.
 func TestMatrixAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	killSoon := filepath.Join(t.TempDir(), "kill-soon.yaml")
 	plan := "name: kill-soon\nseed: 1\nprocesses:\n  - action: kill-restart\n    after: 1s\n    down: 300ms\n"
 	if err := os.WriteFile(killSoon, []byte(plan), 0o644); err != nil {
@@ -153,6 +155,7 @@ func runMatrix(t *testing.T, target Target, workload Workload) *report.Results {
 // A broken bound is a FAIL naming the offending records; a clean run whose
 // fault never fired is untestable, not a pass.
 func TestJudgeFailsAndUntestable(t *testing.T) {
+	t.Parallel()
 	ackLoss, err := faults.LoadPlan("ack-loss")
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +191,7 @@ func TestJudgeFailsAndUntestable(t *testing.T) {
 // producers saw errors says the errors were expected and the bounds held;
 // a FAIL says the guarantee broke and how.
 func TestVerdictReasonsReadAsSentences(t *testing.T) {
+	t.Parallel()
 	ackLoss, err := faults.LoadPlan("ack-loss")
 	if err != nil {
 		t.Fatal(err)

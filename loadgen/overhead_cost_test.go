@@ -31,6 +31,7 @@ func costWorkload(t *testing.T) Workload {
 // slot out, and one that cannot touch the baseline runs the baseline
 // and the A/A slot without faults.
 func TestPlanOverheadRunsUnderFaults(t *testing.T) {
+	t.Parallel()
 	plans, err := planOverheadRuns(costWorkload(t), 1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +74,7 @@ func TestPlanOverheadRunsUnderFaults(t *testing.T) {
 // A/A row, ratios from its own rounds, the fault's cost per slot, and a
 // row that says which mode the plan cannot touch.
 func TestOverheadSectionUnderFaults(t *testing.T) {
+	t.Parallel()
 	workload := costWorkload(t)
 	plans, err := planOverheadRuns(workload, 1, nil)
 	if err != nil {
@@ -149,6 +151,7 @@ func TestOverheadSectionUnderFaults(t *testing.T) {
 // nothing is lost, idempotent and transactional duplicate nothing, and
 // every round of every slot shows the restart as a dip it recovered from.
 func TestCostRoundsUnderFaultsAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cost rounds under faults: about 40 s")
 	}
@@ -240,6 +243,7 @@ processes:
 // entry's modes (a consume stage is needed), and it runs at a fixed load
 // only: at saturation its table says why it did not run.
 func TestConsumeSideFaultsOnlyAtFixedLoads(t *testing.T) {
+	t.Parallel()
 	workload := costWorkload(t)
 	workload.Overhead.Rates = []int{0, 2000}
 	workload.Overhead.Faults = []MatrixEntry{{Plan: "group-churn", Modes: []string{"at-least-once", "eos-pipeline"}}}

@@ -27,6 +27,7 @@ func overheadWorkload(t *testing.T) Workload {
 // TestPlanOverheadRunsRotatesSlots: every round runs every slot once, the
 // order rotates by one per round, and every run has its own topic.
 func TestPlanOverheadRunsRotatesSlots(t *testing.T) {
+	t.Parallel()
 	workload := overheadWorkload(t)
 	workload.Overhead.Rounds, workload.Overhead.Rates = 3, nil // one load: the workload's rate
 	plans, err := planOverheadRuns(workload, 1, []string{"127.0.0.1:1"})
@@ -68,6 +69,7 @@ func TestPlanOverheadRunsRotatesSlots(t *testing.T) {
 // TestPlanOverheadRunsPerLoad: a workload with several offered loads
 // runs its rounds at each, the load in the run's name and workload.
 func TestPlanOverheadRunsPerLoad(t *testing.T) {
+	t.Parallel()
 	workload, err := LoadWorkload("commit-curve")
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +91,7 @@ func TestPlanOverheadRunsPerLoad(t *testing.T) {
 // TestOverheadSectionFromRounds: known per-round measurements give the
 // paired ratios, their median and a verdict; a failed round is left out.
 func TestOverheadSectionFromRounds(t *testing.T) {
+	t.Parallel()
 	workload := overheadWorkload(t)
 	workload.Overhead.Rounds, workload.Overhead.Rates = 3, nil // one load: the workload's rate
 	workload.Modes = []string{"at-least-once", "idempotent"}
@@ -133,6 +136,7 @@ func TestOverheadSectionFromRounds(t *testing.T) {
 // every run passes its checks and the results carry an overhead section
 // with one table per load, each with the A/A row and one row per slot.
 func TestOverheadRunAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	workload := overheadWorkload(t)
 	workload.Overhead.Rounds, workload.Overhead.Rates, workload.Overhead.Fractions = 2, []int{0, 5000}, nil
 	workload.Duration, workload.Warmup, workload.Records = Duration(700*time.Millisecond), 0, 4000

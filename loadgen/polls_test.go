@@ -94,6 +94,7 @@ func judgePollTest(t *testing.T, bootstrap []string, observations *runObservatio
 // the real client callbacks none of it is a skip or a move back: each
 // assignment change resets the positions.
 func TestPollWatchThroughARebalance(t *testing.T) {
+	t.Parallel()
 	bootstrap := pollTestCluster(t)
 	observations := newRunObservations()
 	member := func(name string) *kgo.Client {
@@ -154,6 +155,7 @@ func TestPollWatchThroughARebalance(t *testing.T) {
 // the same seek unreported is a non-monotonic poll, and a seek forward
 // unreported skips records, named by topic, partition, offset and record.
 func TestPollWatchCatchesRealJumps(t *testing.T) {
+	t.Parallel()
 	bootstrap := pollTestCluster(t)
 	observations := newRunObservations()
 	consumer := func(partition int32) *kgo.Client {
@@ -227,6 +229,7 @@ func TestPollWatchCatchesRealJumps(t *testing.T) {
 // moves back fail a run in every mode, with their offenders; lost writes
 // are loss, allowed where loss is.
 func TestJudgeRunFailsOnSharperAnomalies(t *testing.T) {
+	t.Parallel()
 	ackLoss, err := faults.LoadPlan("ack-loss")
 	if err != nil {
 		t.Fatal(err)
@@ -271,6 +274,7 @@ func TestJudgeRunFailsOnSharperAnomalies(t *testing.T) {
 // reported (ended, as the pipeline worker does) that is no move back,
 // unreported it is.
 func TestPollWatchAcrossAnAbortedTransaction(t *testing.T) {
+	t.Parallel()
 	bootstrap := pollTestCluster(t)
 	for _, report := range []bool{true, false} {
 		observations := newRunObservations()

@@ -99,6 +99,7 @@ func TestPreflightPassesOnStartedTargetsQuickly(t *testing.T) {
 // embedded broker and by kfake, and the error says how many brokers there
 // are and which --replication-factor to use; three kfake brokers accept it.
 func TestPreflightRefusesReplicationBeyondBrokers(t *testing.T) {
+	t.Parallel()
 	embedded, err := startEmbeddedWith(t.Context(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +119,7 @@ func TestPreflightRefusesReplicationBeyondBrokers(t *testing.T) {
 // Refusals the test clusters cannot produce on their own, injected into
 // kfake's CreateTopics: each names the Kafka error and its own fix.
 func TestPreflightNamesRefusalsAndTheirFix(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		code    int16
 		message string
@@ -248,6 +250,7 @@ func TestPreflightNamesUnreachableAdvertisedBroker(t *testing.T) {
 // advertising Kafka 3.9's versions, where KIP-848 was early access) in
 // one line naming the fix, and accepts one with it (kfake as Kafka 4.0).
 func TestPreflightRefusesConsumerProtocolWithoutKIP848(t *testing.T) {
+	t.Parallel()
 	workload := preflightWorkload(t, 1)
 	workload.GroupProtocol = GroupProtocolConsumer
 	old := newKfakeTarget(t, kfake.MaxVersions(kversion.V3_9_0()))

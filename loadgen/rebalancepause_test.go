@@ -20,6 +20,7 @@ func every(from, to, step int) []int {
 // between commits, while a stretch begins inside the window); events that
 // find the same stretch share one pause.
 func TestRebalancePauses(t *testing.T) {
+	t.Parallel()
 	base := time.Unix(1_700_000_000, 0)
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	tests := []struct {
@@ -84,6 +85,7 @@ func TestRebalancePauses(t *testing.T) {
 // The run's figures pool the stages' groups: the total counts each
 // instant once per group, the median is over the pauses.
 func TestSummarizePauses(t *testing.T) {
+	t.Parallel()
 	base := time.Unix(1_700_000_000, 0)
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	stage := func(commits []int, events ...int) *commitTimeline {
@@ -107,6 +109,7 @@ func TestSummarizePauses(t *testing.T) {
 
 // unionLength counts overlapping pauses once.
 func TestUnionLength(t *testing.T) {
+	t.Parallel()
 	base := time.Unix(1_700_000_000, 0)
 	span := func(from, to int) pauseInterval {
 		return pauseInterval{from: base.Add(time.Duration(from) * time.Millisecond), to: base.Add(time.Duration(to) * time.Millisecond)}

@@ -30,6 +30,7 @@ func mustPlan(t *testing.T, name string) faults.Plan {
 // kill at 4 s, then steady again: the run is back 1.5 s after the kill
 // (the first full window at the old level), the lowest window empty.
 func TestRecoveryAfterAKill(t *testing.T) {
+	t.Parallel()
 	timeline := steadyTimeline(100, 100) // 10 s
 	for i := 40; i < 55; i++ {
 		timeline[i] = 0
@@ -53,6 +54,7 @@ func TestRecoveryAfterAKill(t *testing.T) {
 // in 0; one it never came back from by the end of the load is "not back"
 // (-1), and the flush after the load's end is not a dip.
 func TestRecoveryWithoutADip(t *testing.T) {
+	t.Parallel()
 	plan := mustPlan(t, "broker-restart")
 	events := []report.FaultEvent{{ElapsedSeconds: 4.0, Kind: string(faults.KindKill)}}
 	timeline := append(steadyTimeline(80, 100), steadyTimeline(20, 0)...) // load ends at 8 s, then nothing
@@ -73,6 +75,7 @@ func TestRecoveryWithoutADip(t *testing.T) {
 // to recover from; a crashed consumer does not touch the producers;
 // without faults there is nothing to say.
 func TestRecoveryOfContinuousAndConsumeSideFaults(t *testing.T) {
+	t.Parallel()
 	timeline := steadyTimeline(50, 100)
 	drops := []report.FaultEvent{{ElapsedSeconds: 1, Kind: string(faults.KindDropResponse)}}
 	if recovery := recoveryOf(mustPlan(t, "ack-loss"), timeline, drops, 5*time.Second); !recovery.Continuous || recovery.Text() != "continuous" {
@@ -89,6 +92,7 @@ func TestRecoveryOfContinuousAndConsumeSideFaults(t *testing.T) {
 
 // TestCountAbove counts the values of a histogram above a limit.
 func TestCountAbove(t *testing.T) {
+	t.Parallel()
 	histogram := report.NewLatencyHistogram()
 	for _, micros := range []int64{500, 900_000, 1_200_000, 3_000_000, 3_000_000} {
 		if err := histogram.RecordValue(micros); err != nil {

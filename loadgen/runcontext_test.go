@@ -14,6 +14,7 @@ import (
 // set), an embedded broker shares the machine, and a setting the broker
 // does not have is "unknown".
 func TestDescribeTargetReadsBrokerSettings(t *testing.T) {
+	t.Parallel()
 	target, err := startEmbeddedWith(t.Context(), t.TempDir(), map[string]string{"log.fsync": "interval:50ms"})
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,7 @@ func TestDescribeTargetReadsBrokerSettings(t *testing.T) {
 }
 
 func TestSharesMachine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		kind      string
 		bootstrap []string

@@ -13,6 +13,7 @@ import (
 // ratio is to the reference of its own round, and a failed run's round
 // is left out of its row's ratios.
 func TestFinishSecurityRounds(t *testing.T) {
+	t.Parallel()
 	const rounds = 6
 	// Per round: the reference's throughput drifts, A/A follows it within
 	// ±3 %, SSL runs at half of it, SASL_SSL within ±3 % of it.
@@ -82,6 +83,7 @@ func TestFinishSecurityRounds(t *testing.T) {
 
 // RoundOrder rotates the slots so that each runs first in some round.
 func TestRoundOrder(t *testing.T) {
+	t.Parallel()
 	slots := []string{"A", "B", "C"}
 	for round, want := range map[int]string{1: "ABC", 2: "BCA", 3: "CAB", 4: "ABC"} {
 		got := ""

@@ -30,6 +30,7 @@ func record(seq uint64) *kgo.Record {
 // acknowledged at 12; 3's request is lost; 4 times out unwritten. The
 // recovery reads [11, end) and must resend exactly 3 and 4.
 func TestSingleWriterRecoveryDecidesFromTheTail(t *testing.T) {
+	t.Parallel()
 	state := newWriterState()
 	state.knownGood = 10
 	state.acknowledged(10) // seq 0 at offset 10: nothing unresolved, so everything below 11 is accounted for
@@ -80,6 +81,7 @@ func TestSingleWriterRecoveryDecidesFromTheTail(t *testing.T) {
 // A recovery that finds a failed record twice in the tail reports the
 // copy: the method's own duplicates are counted, not hidden.
 func TestSingleWriterRecoveryCountsCopies(t *testing.T) {
+	t.Parallel()
 	state := newWriterState()
 	state.failed(0, record(0))
 	from, pending := state.recoveryStart()
@@ -96,6 +98,7 @@ func TestSingleWriterRecoveryCountsCopies(t *testing.T) {
 }
 
 func TestSplitBudget(t *testing.T) {
+	t.Parallel()
 	total := uint64(0)
 	for index := range 3 {
 		total += splitBudget(10, 3, index)

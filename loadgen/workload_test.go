@@ -7,6 +7,7 @@ import (
 )
 
 func TestShippedWorkloadsParse(t *testing.T) {
+	t.Parallel()
 	names := WorkloadNames()
 	for _, want := range []string{"standard", "latency", "transactional-sweep", "smoke", "overhead", "commit-curve", "group-protocols"} {
 		found := false
@@ -34,6 +35,7 @@ func TestShippedWorkloadsParse(t *testing.T) {
 }
 
 func TestParseWorkloadRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"unknown key":         "name: x\nrecrods: 5\n",
 		"tiny record":         "record_size: 8\n",
@@ -75,6 +77,7 @@ func TestParseWorkloadRejectsBadInput(t *testing.T) {
 // A mistake in a workload file is one line naming the line and the key:
 // an unknown key with a did-you-mean, a value of the wrong type in words.
 func TestWorkloadFileMistakesAreOneLine(t *testing.T) {
+	t.Parallel()
 	for text, want := range map[string]string{
 		"name: x\npartitons: 3\n":                  "line 2: unknown key partitons; did you mean partitions?",
 		"name: x\nrate: fast\n":                    "line 2: fast is not a whole number",
@@ -91,6 +94,7 @@ func TestWorkloadFileMistakesAreOneLine(t *testing.T) {
 // Every shipped workload has a description and an estimate of how long
 // it takes (what --list-workloads shows).
 func TestShippedWorkloadsDescribeThemselves(t *testing.T) {
+	t.Parallel()
 	for _, name := range WorkloadNames() {
 		workload, err := LoadWorkload(name)
 		if err != nil {

@@ -31,6 +31,7 @@ var clusterProps = map[string]string{
 // it and elects another ISR member; the producer goes on, and every
 // acknowledged record is read back exactly once, in order.
 func TestLeaderKillKeepsAcknowledgedRecords(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, clusterProps)
 	c.waitMetadata(3, "", 0)
 	seeds := c.bootstrap()
@@ -111,6 +112,7 @@ func TestLeaderKillKeepsAcknowledgedRecords(t *testing.T) {
 // rejoin the ISR, producing works again and every acknowledged record is
 // there exactly once.
 func TestNotEnoughReplicasThenRecovery(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 5, clusterProps)
 	c.waitMetadata(5, "", 0)
 	seeds := c.bootstrap()
@@ -203,6 +205,7 @@ func waitProduced(t *testing.T, wg *sync.WaitGroup, what string) {
 // of the replicated internal topic — and, once that member is closed,
 // the same new one.
 func TestFindCoordinatorAgrees(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, coordinatorProps())
 	c.waitMetadata(3, "", 0)
 	for _, keyType := range []int8{0, 1} {
@@ -246,6 +249,7 @@ func waitCoordinator(t *testing.T, c *testCluster, keyType int8, not int32) int3
 // DeleteTopics, each sent to one member, show on every member (Metadata,
 // DescribeConfigs).
 func TestTopicAdminThroughQuorum(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, clusterProps)
 	c.waitMetadata(3, "", 0)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.listen[2]), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.AllowAutoTopicCreation())
@@ -403,6 +407,7 @@ func topicShape(addr, topic string, partitions, replicas int) error {
 // data directory (the quorum restarts from its log): the topic, its
 // assignment and every acknowledged record are there.
 func TestWholeClusterRestart(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, clusterProps)
 	c.waitMetadata(3, "", 0)
 	seeds := c.bootstrap()

@@ -48,6 +48,7 @@ func segmentBytesUnder(t *testing.T, root, partitionDir string) (total int64, fo
 // one group's offset leave each replica's log small, and the group's
 // offset is the last one committed.
 func TestInternalTopicsCompactedInCluster(t *testing.T) {
+	t.Parallel()
 	props := coordinatorProps()
 	props["offsets.topic.num.partitions"] = "1"
 	props["offsets.topic.segment.bytes"] = "4096"

@@ -208,6 +208,7 @@ func (gc *groupConsumer) close() {
 // is consumed exactly once and the offsets committed before the move are
 // still there after it.
 func TestConsumerGroupSurvivesCoordinatorMove(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, coordinatorProps())
 	c.waitMetadata(3, "", 0)
 	seeds := c.bootstrap()

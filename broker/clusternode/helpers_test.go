@@ -17,21 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/quorum"
-	"github.com/exactly-eos/exactly/internal/loopback"
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
-
-// freeAddrs returns n distinct free loopback addresses on this test
-// process's own loopback IP (see internal/loopback: no other process can
-// take them between now and the members' binds).
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	addrs, err := loopback.FreeAddrs(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addrs
-}
 
 // testCluster is n members in this test process on loopback.
 type testCluster struct {
@@ -52,7 +40,7 @@ func newTestCluster(t *testing.T, n int, props map[string]string) *testCluster {
 		dirs: map[int32]string{}, props: props, members: map[int32]*Member{}}
 	root := t.TempDir()
 	for id := int32(1); id <= int32(n); id++ {
-		addrs := freeAddrs(t, 3)
+		addrs := testutil.FreeAddrs(t, 3)
 		c.voters[id] = quorum.VoterAddrs{Raft: addrs[0], RPC: addrs[1]}
 		c.listen[id] = addrs[2]
 		c.dirs[id] = filepath.Join(root, "member-"+strconv.Itoa(int(id)))

@@ -19,6 +19,7 @@ import (
 // __consumer_offsets with two replicas for good; once the third broker is
 // back the topic is created with three.
 func TestInternalTopicsWaitForTheirReplicas(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, coordinatorProps())
 	c.waitMetadata(3, "", 0)
 	c.stop(3)

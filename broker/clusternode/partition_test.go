@@ -18,6 +18,7 @@ import (
 
 	"github.com/exactly-eos/exactly/broker/quorum"
 	"github.com/exactly-eos/exactly/internal/partition"
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -45,7 +46,7 @@ func newProxiedCluster(t *testing.T, n int, props map[string]string) (*testClust
 		if err := group.AddBroker(id, source); err != nil {
 			t.Fatal(err)
 		}
-		real := freeAddrs(t, 3) // raft, RPC, Kafka
+		real := testutil.FreeAddrs(t, 3) // raft, RPC, Kafka
 		var proxies [3]string
 		for i, target := range real {
 			addr, err := group.Forward(id, "127.0.0.1:0", target)
@@ -178,6 +179,7 @@ func waitSameLog(t *testing.T, c *testCluster, id, leader int32, topic string) [
 // re-enters the ISR; a consumer reads every acks=all record exactly once
 // and none of the divergent ones.
 func TestPartitionedLeaderTruncatesDivergentTail(t *testing.T) {
+	t.Parallel()
 	c, group, seeds, img := proxiedTopic(t, "cut")
 	acked := values("acked", 0, 20)
 	produceAll(t, seeds, "cut", acked)
@@ -261,6 +263,7 @@ func TestPartitionedLeaderTruncatesDivergentTail(t *testing.T) {
 // min.insync 2); after the heal it catches up byte for byte and re-enters
 // the ISR, and every acknowledged record is read exactly once.
 func TestPartitionedFollowerRejoinsISR(t *testing.T) {
+	t.Parallel()
 	c, group, seeds, img := proxiedTopic(t, "lag")
 	p, _ := partitionOf(img, "lag")
 	follower := p.Replicas[0]

@@ -85,6 +85,7 @@ func distinctLeaders(img *quorum.Image, topic string) int {
 // markers to each partition's leader; read_committed sees exactly the
 // committed records, read_uncommitted the aborted ones too.
 func TestTransactionsAcrossLeaders(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, coordinatorProps())
 	c.waitMetadata(3, "", 0)
 	seeds := c.bootstrap()
@@ -158,6 +159,7 @@ func TestTransactionsAcrossLeaders(t *testing.T) {
 // prepared), the session finds it and goes on. Every input record is in
 // the committed output exactly once.
 func TestEOSPipelineWithTransactionCoordinatorClosed(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, coordinatorProps())
 	c.waitMetadata(3, "", 0)
 	seeds := c.bootstrap()
@@ -408,6 +410,7 @@ func transactionalProduce(t *testing.T, addr, transactionalID string, producerID
 // the coordinator's broker. The cluster finalizes transaction.version 1,
 // so clients add partitions themselves.
 func TestVerificationAcrossBrokers(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, coordinatorProps())
 	c.waitMetadata(3, "", 0)
 	seeds := c.bootstrap()

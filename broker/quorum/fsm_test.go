@@ -73,6 +73,7 @@ func (m *machine) partition(topic string, p int32) Partition {
 }
 
 func TestAssignmentRotatesLeaders(t *testing.T) {
+	t.Parallel()
 	m := newMachine(t)
 	m.register(1, 2, 3)
 	res := m.must(createTopicCmd{Name: "a", ID: [16]byte{1}, Partitions: 3, ReplicationFactor: 2})
@@ -95,6 +96,7 @@ func TestAssignmentRotatesLeaders(t *testing.T) {
 }
 
 func TestCreateTopicRejections(t *testing.T) {
+	t.Parallel()
 	m := newMachine(t)
 	m.register(1, 2, 3)
 	m.fence(3)
@@ -125,6 +127,7 @@ func TestCreateTopicRejections(t *testing.T) {
 // Fencing a leader elects the first replica in assignment order that is in
 // the ISR and unfenced; epochs +1; the fenced broker leaves the ISR.
 func TestFenceElectsFromISR(t *testing.T) {
+	t.Parallel()
 	m := newMachine(t)
 	m.register(1, 2, 3)
 	m.must(createTopicCmd{Name: "t", ID: [16]byte{1}, Partitions: 1, ReplicationFactor: 3}) // replicas [1 2 3]
@@ -162,6 +165,7 @@ func TestFenceElectsFromISR(t *testing.T) {
 }
 
 func TestFenceWithStaleBrokerEpochIsIgnored(t *testing.T) {
+	t.Parallel()
 	m := newMachine(t)
 	m.register(1)
 	old, _ := m.img.Broker(1)
@@ -175,6 +179,7 @@ func TestFenceWithStaleBrokerEpochIsIgnored(t *testing.T) {
 }
 
 func TestAlterPartitionChecks(t *testing.T) {
+	t.Parallel()
 	m := newMachine(t)
 	m.register(1, 2, 3)
 	m.must(createTopicCmd{Name: "t", ID: [16]byte{1}, Partitions: 1, ReplicationFactor: 3})
@@ -206,6 +211,7 @@ func TestAlterPartitionChecks(t *testing.T) {
 }
 
 func TestCreatePartitionsAndDelete(t *testing.T) {
+	t.Parallel()
 	m := newMachine(t)
 	m.register(1, 2, 3)
 	m.must(createTopicCmd{Name: "t", ID: [16]byte{1}, Partitions: 1, ReplicationFactor: 2})
@@ -272,6 +278,7 @@ func randomCommand(r *rand.Rand, img *Image) any {
 // command, and a snapshot taken at any point restores to the same state,
 // which then evolves exactly like the original.
 func TestSnapshotRestoreProperty(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 40; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		a := newFSM(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -319,6 +326,7 @@ func snapshotRoundTrip(t *testing.T, f *fsm) *fsm {
 }
 
 func TestApplyMalformedCommand(t *testing.T) {
+	t.Parallel()
 	f := newFSM(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	before := f.current()
 	for _, data := range [][]byte{
@@ -381,6 +389,7 @@ func FuzzDecodeCommand(f *testing.F) {
 }
 
 func TestSetTopicConfigs(t *testing.T) {
+	t.Parallel()
 	m := newMachine(t)
 	m.register(1, 2, 3)
 	m.must(createTopicCmd{Name: "t", ID: [16]byte{1}, Partitions: 2, ReplicationFactor: 3, Configs: map[string]string{"retention.ms": "1"}})

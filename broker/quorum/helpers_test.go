@@ -7,20 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exactly-eos/exactly/internal/loopback"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
-
-// freeAddrs returns n distinct free loopback addresses on this test
-// process's own loopback IP (see internal/loopback: no other process can
-// take them between now and the nodes' binds).
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	addrs, err := loopback.FreeAddrs(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addrs
-}
 
 // testCluster runs quorum nodes in-process on loopback.
 type testCluster struct {
@@ -54,7 +42,7 @@ func newTestCluster(t *testing.T, n int, timing Config) *testCluster {
 }
 
 func (c *testCluster) addNode(id int32) {
-	addrs := freeAddrs(c.t, 2)
+	addrs := testutil.FreeAddrs(c.t, 2)
 	c.voters[id] = VoterAddrs{Raft: addrs[0], RPC: addrs[1]}
 	c.dirs[id] = c.t.TempDir()
 }
@@ -100,7 +88,7 @@ func (c *testCluster) stop(id int32) {
 func (c *testCluster) controller(ctx context.Context) *Node {
 	c.t.Helper()
 	var found *Node
-	waitUntil(c.t, ctx, "an active controller", func() bool {
+	testutil.UntilContext(c.t, ctx, "an active controller", func() bool {
 		for _, n := range c.nodes {
 			if n.IsController() {
 				found = n
@@ -146,20 +134,6 @@ func (c *testCluster) waitAll(ctx context.Context, what string, cond func(*Image
 	for id, n := range c.nodes {
 		if _, err := n.WaitFor(ctx, cond); err != nil {
 			c.t.Fatalf("node %d: %s: %v", id, what, err)
-		}
-	}
-}
-
-// waitUntil polls cond (every 10ms) until it holds or ctx ends.
-func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	ticker := time.NewTicker(10 * time.Millisecond)
-	defer ticker.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-ticker.C:
 		}
 	}
 }

@@ -30,6 +30,7 @@ func (b *lockedBuffer) String() string {
 // A single-voter quorum elects itself, and raft's hclog lines arrive in the
 // configured slog logger with their level.
 func TestSingleVoterLogsThroughSlog(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	var out lockedBuffer
 	timing := testTiming

@@ -8,14 +8,17 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 func TestElectsOneController(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
 	leader := c.controller(ctx)
-	waitUntil(t, ctx, "every node agreeing on the controller", func() bool {
+	testutil.UntilContext(t, ctx, "every node agreeing on the controller", func() bool {
 		for _, n := range c.nodes {
 			if n.ControllerID() != leader.ID() {
 				return false
@@ -40,6 +43,7 @@ func TestElectsOneController(t *testing.T) {
 // A topic created through a follower (forwarded to the controller) shows up,
 // identical, in every node's image; errors cross the forwarding as sentinels.
 func TestCreateTopicForwardedAndSeenByAll(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -80,6 +84,7 @@ func TestCreateTopicForwardedAndSeenByAll(t *testing.T) {
 // Closing the active controller moves the role to another voter, and
 // requests made on the survivors still work.
 func TestControllerFailover(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -105,6 +110,7 @@ func TestControllerFailover(t *testing.T) {
 // slack); the partitions it led get the next ISR replica as leader with
 // leader epoch +1; when it heartbeats again it is unfenced.
 func TestSilentBrokerFencedAndReturns(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -165,6 +171,7 @@ func TestSilentBrokerFencedAndReturns(t *testing.T) {
 // With every ISR member fenced the leader is -1 and live replicas outside
 // the ISR never lead; the last ISR member's return elects it.
 func TestNoUncleanLeaderElection(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -220,6 +227,7 @@ func TestNoUncleanLeaderElection(t *testing.T) {
 }
 
 func TestAlterPartitionStaleEpochRejected(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -250,6 +258,7 @@ func TestAlterPartitionStaleEpochRejected(t *testing.T) {
 // Closing all three nodes and opening them on their data dirs gives back
 // the same image (from a snapshot on one node, from the log on the others).
 func TestRestartKeepsState(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 40*time.Second)
 	timing := testTiming
 	timing.SessionTimeout = time.Minute // nobody heartbeats after the restart
@@ -282,6 +291,7 @@ func TestRestartKeepsState(t *testing.T) {
 
 // A fourth node joins as a non-voter, receives the image, and can forward.
 func TestNonVoterJoins(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.addNode(4)
@@ -329,6 +339,7 @@ func TestNonVoterJoins(t *testing.T) {
 // Heartbeats for an unknown broker, or with a stale epoch, are rejected
 // with sentinels the heartbeat loop acts on.
 func TestHeartbeatRejections(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 20*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -364,6 +375,7 @@ func TestHeartbeatRejections(t *testing.T) {
 // now) must not fence brokers that kept heartbeating to the other
 // controller meanwhile.
 func TestNewControllerResetsSessions(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
 	c := newTestCluster(t, 3, testTiming)
 	c.startAll()
@@ -380,16 +392,16 @@ func TestNewControllerResetsSessions(t *testing.T) {
 		if err := from.raft.LeadershipTransferToServer(serverID(to.ID()), addr).Error(); err != nil {
 			t.Fatalf("transfer %d -> %d: %v", from.ID(), to.ID(), err)
 		}
-		waitUntil(t, ctx, "the new controller active", to.IsController)
+		testutil.UntilContext(t, ctx, "the new controller active", to.IsController)
 	}
 	transfer(first, second)
 	// Let first's memory of the heartbeats expire while second is in charge.
 	expired := time.Now().Add(c.timing.SessionTimeout + 100*time.Millisecond)
-	waitUntil(t, ctx, "a session timeout under the second controller", func() bool { return time.Now().After(expired) })
+	testutil.UntilContext(t, ctx, "a session timeout under the second controller", func() bool { return time.Now().After(expired) })
 	before := second.Image()
 	transfer(second, first)
 	settled := time.Now().Add(c.timing.SessionTimeout / 2)
-	waitUntil(t, ctx, "half a session under the first controller again", func() bool { return time.Now().After(settled) })
+	testutil.UntilContext(t, ctx, "half a session under the first controller again", func() bool { return time.Now().After(settled) })
 	after := first.Image()
 	for _, b := range after.Brokers() {
 		if b.Fenced {

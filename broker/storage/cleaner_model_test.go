@@ -92,6 +92,7 @@ type cleanRun struct {
 // aborted data gone, every record at its original offset, markers kept
 // while their transaction has batches, each producer's last batch kept.
 func TestCleanAgainstModel(t *testing.T) {
+	t.Parallel()
 	seeds, steps := uint64(40), 160
 	if testing.Short() {
 		seeds = 8

@@ -39,6 +39,7 @@ func keyedBatch(t testing.TB, seq int32, ts int64, valueSize int, keys ...string
 // offset returns the next batch, offsets keep their values, the stats see
 // nothing dirty, and the next clean starts at the checkpointed offset.
 func TestCleanKeepsLatestAndLeavesGaps(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.UnixMilli(10_000)}
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1 << 20, Now: clock.Now})
 	for i := range 10 {
@@ -89,6 +90,7 @@ func TestCleanKeepsLatestAndLeavesGaps(t *testing.T) {
 // in turn, crashes, and checks that recovery yields the log either before
 // or after the clean — never a mix, never a lost record.
 func TestCleanCrashAtEveryStep(t *testing.T) {
+	t.Parallel()
 	points := 0
 	for _, kind := range []string{"write", "sync", "rename"} {
 		for n := 1; n < 200; n++ {
@@ -144,6 +146,7 @@ func cleanRunFor(t *testing.T, l *Log) *cleanRun { return &cleanRun{t: t, log: l
 
 // TestCleanThrottle checks log.cleaner.io.max.bytes.per.second bounds the rate.
 func TestCleanThrottle(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 64 << 10})
 	for i := range 100 {
 		mustAppend(t, l, keyedBatch(t, int32(i), 1, 1000, fmt.Sprint("k", i%3)))
@@ -242,6 +245,7 @@ func copyDir(b *testing.B, src, dst string) {
 // TestCleanAbort: a Clean whose Abort channel is closed stops with
 // ErrCleanAborted, changes nothing, and a later Clean does the work.
 func TestCleanAbort(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1 << 20})
 	for i := range 10 {
 		mustAppend(t, l, keyedBatch(t, int32(i), 10_000, 10, "a", "b"))
@@ -273,6 +277,7 @@ func TestCleanAbort(t *testing.T) {
 // checkpoint) accepts the gaps and keeps the offsets. A batch below the
 // log end is refused.
 func TestAppendReplicaGaps(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	l, _ := openTestLog(t, dir, Options{SegmentBytes: 1 << 20})
 	mustAppend(t, l, keyedBatch(t, 0, 10_000, 10, "a", "b")) // 0..1

@@ -14,6 +14,7 @@ import (
 )
 
 func TestConcurrentReadsDuringAppends(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 8000, IndexIntervalBytes: 500, RetentionBytes: 60000})
 	const appends = 800
 	var done atomic.Bool
@@ -90,6 +91,7 @@ func checkConcurrentRead(t *testing.T, data []byte, from, end int64) {
 }
 
 func TestRegionOutlivesRetention(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1000, RetentionBytes: 1})
 	random := rand.New(rand.NewPCG(45, 46))
 	appendRandom(t, l, random, 0, 30)
@@ -127,6 +129,7 @@ func TestRegionOutlivesRetention(t *testing.T) {
 // rewrote (it retries when Log.truncations moved), only intact batches
 // contiguous from where it started, or ErrOffsetOutOfRange.
 func TestReadsRaceRollRetentionAndTruncation(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 600, IndexIntervalBytes: 100, RetentionBytes: 3000})
 	const appends = 300
 	var done atomic.Bool
@@ -211,6 +214,7 @@ func (f *removeGateFS) Remove(name string) error {
 // while a segment file's removal hangs, appends and reads go on, and the
 // log start has already moved past the detached segment.
 func TestRetentionUnlinksWithoutAppendLock(t *testing.T) {
+	t.Parallel()
 	fsys := &removeGateFS{reached: make(chan struct{}, 1), release: make(chan struct{})}
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(fsys.release) }) }
@@ -281,6 +285,7 @@ func (f syncGateFile) Sync() error {
 // another append completes while it is in progress, and the checkpoint
 // still moves once it is done.
 func TestFlushSyncsWithoutAppendLock(t *testing.T) {
+	t.Parallel()
 	fsys := &syncGateFS{reached: make(chan struct{}, 1), release: make(chan struct{})}
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(fsys.release) }) }
@@ -342,6 +347,7 @@ func (f *renameGateFS) Rename(oldName, newName string) error {
 // checkpoint's rename hangs, appends (rolls included) go on; once
 // released, the checkpoint reaches the rolled segment's successor.
 func TestRollFlushCollectsWithoutAppendLock(t *testing.T) {
+	t.Parallel()
 	fsys := &renameGateFS{reached: make(chan struct{}, 1), release: make(chan struct{})}
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(fsys.release) }) }

@@ -11,6 +11,7 @@ import (
 )
 
 func TestWriteFailureIsSticky(t *testing.T) {
+	t.Parallel()
 	fs := NewFaultFS()
 	dir := t.TempDir()
 	options := Options{FS: fs, Fsync: FsyncPolicy{Mode: FsyncAlways}}
@@ -47,6 +48,7 @@ func TestWriteFailureIsSticky(t *testing.T) {
 }
 
 func TestSyncFailureIsSticky(t *testing.T) {
+	t.Parallel()
 	fs := NewFaultFS()
 	l, _ := openTestLog(t, t.TempDir(), Options{FS: fs, Fsync: FsyncPolicy{Mode: FsyncAlways}})
 	first := mustAppend(t, l, testBatch(t, 0, 1, 10, 1))
@@ -64,6 +66,7 @@ func TestSyncFailureIsSticky(t *testing.T) {
 }
 
 func TestGroupCommitSharesOneSync(t *testing.T) {
+	t.Parallel()
 	fs := NewFaultFS()
 	l, _ := openTestLog(t, t.TempDir(), Options{FS: fs, Fsync: FsyncPolicy{Mode: FsyncAlways}})
 	var results []AppendResult
@@ -92,6 +95,7 @@ func TestGroupCommitSharesOneSync(t *testing.T) {
 }
 
 func TestIntervalSync(t *testing.T) {
+	t.Parallel()
 	fs := NewFaultFS()
 	l, _ := openTestLog(t, t.TempDir(), Options{FS: fs, Fsync: FsyncPolicy{Mode: FsyncInterval, Interval: 5 * time.Millisecond}})
 	result := mustAppend(t, l, testBatch(t, 0, 1, 10, 1))
@@ -116,6 +120,7 @@ func TestIntervalSync(t *testing.T) {
 }
 
 func TestCrashDropsUnsyncedWrites(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			fs := NewFaultFS()

@@ -52,16 +52,19 @@ func corruptedLog(t *testing.T, corrupt func(l *Log)) *Log {
 }
 
 func TestInvariantLogEndIsActiveSegmentEnd(t *testing.T) {
+	t.Parallel()
 	l := corruptedLog(t, func(l *Log) { l.logEnd++ })
 	expectViolation(t, "is not the active segment's end", func() { l.DeleteRecordsBefore(1) })
 }
 
 func TestInvariantLogStartNotAboveLogEnd(t *testing.T) {
+	t.Parallel()
 	l := corruptedLog(t, func(l *Log) { l.logStart = l.logEnd + 10 })
 	expectViolation(t, "above log end", func() { l.Append(testBatch(t, 3, 1, 10, 2000)) })
 }
 
 func TestInvariantSegmentsContiguous(t *testing.T) {
+	t.Parallel()
 	l := corruptedLog(t, func(l *Log) {})
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
@@ -73,6 +76,7 @@ func TestInvariantSegmentsContiguous(t *testing.T) {
 }
 
 func TestInvariantOffsetIndexIncreasing(t *testing.T) {
+	t.Parallel()
 	l := corruptedLog(t, func(l *Log) {
 		active := l.active()
 		if len(active.offsets) == 0 {

@@ -106,6 +106,7 @@ type acknowledged struct {
 // recovery, that every acknowledged batch is present and intact and that
 // nothing corrupt is served.
 func TestKilledProcessLosesNoAcknowledgedBatch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	random := rand.New(rand.NewPCG(51, 52))
 	var acks []acknowledged

@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseFsyncPolicy(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in      string
 		want    FsyncPolicy
@@ -47,6 +48,7 @@ func appendRandom(t *testing.T, l *Log, random *rand.Rand, seq, n int) []AppendR
 }
 
 func TestAppendReadAcrossRolls(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	l, _ := openTestLog(t, dir, Options{SegmentBytes: 4096, IndexIntervalBytes: 300})
 	random := rand.New(rand.NewPCG(1, 2))
@@ -95,6 +97,7 @@ func TestAppendReadAcrossRolls(t *testing.T) {
 }
 
 func TestReadBoundAndBudget(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1 << 20, IndexIntervalBytes: 100})
 	var sizes []int64
 	for i := range 10 { // batches of 3 records: offsets 3i..3i+2
@@ -152,6 +155,7 @@ func TestReadBoundAndBudget(t *testing.T) {
 }
 
 func TestAppendRejectsMalformedInput(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{})
 	good := testBatch(t, 0, 1, 10, 1)
 	cases := map[string][]byte{
@@ -177,6 +181,7 @@ func TestAppendRejectsMalformedInput(t *testing.T) {
 }
 
 func TestRetentionBySize(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 2000, RetentionBytes: 5000})
 	random := rand.New(rand.NewPCG(3, 4))
 	appendRandom(t, l, random, 0, 100)
@@ -204,6 +209,7 @@ func TestRetentionBySize(t *testing.T) {
 }
 
 func TestRetentionByTime(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.UnixMilli(1_000_000)}
 	dir := t.TempDir()
 	options := Options{SegmentBytes: 1 << 20, RetentionAge: time.Hour, Now: clock.Now}
@@ -239,6 +245,7 @@ func TestRetentionByTime(t *testing.T) {
 }
 
 func TestSegmentAgeRoll(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.UnixMilli(5_000_000)}
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentAge: time.Minute, Now: clock.Now})
 	mustAppend(t, l, testBatch(t, 0, 1, 10, clock.now.UnixMilli()))
@@ -255,6 +262,7 @@ func TestSegmentAgeRoll(t *testing.T) {
 }
 
 func TestDeleteRecordsBefore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	l, _ := openTestLog(t, dir, Options{SegmentBytes: 1000})
 	random := rand.New(rand.NewPCG(5, 6))
@@ -282,6 +290,7 @@ func TestDeleteRecordsBefore(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	options := Options{SegmentBytes: 1500, IndexIntervalBytes: 200}
 	l, _ := openTestLog(t, dir, options)
@@ -326,6 +335,7 @@ func TestTruncate(t *testing.T) {
 }
 
 func TestOffsetForTimestamp(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 3000, IndexIntervalBytes: 200})
 	var results []AppendResult
 	for i := range 100 { // timestamps 10, 20, ... with a dip every 7th batch
@@ -362,6 +372,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 }
 
 func TestAbortedTxnIndex(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	l, _ := openTestLog(t, dir, Options{SegmentBytes: 1000})
 	random := rand.New(rand.NewPCG(9, 10))
@@ -403,6 +414,7 @@ func TestAbortedTxnIndex(t *testing.T) {
 }
 
 func TestScanHeaders(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 2000})
 	random := rand.New(rand.NewPCG(11, 12))
 	results := appendRandom(t, l, random, 0, 30)
@@ -441,6 +453,7 @@ func TestScanHeaders(t *testing.T) {
 }
 
 func TestDeleteRemovesTheDirectory(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "partition-0")
 	l, _, err := Open(dir, Options{})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 // A topic's segment.bytes lowered by AlterConfigs reaches the open log: the
 // next appends roll segments at the new size.
 func TestSetOptionsChangesSegmentSize(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1 << 30})
 	defer l.Close()
 	for i := 0; i < 4; i++ {
@@ -27,6 +28,7 @@ func TestSetOptionsChangesSegmentSize(t *testing.T) {
 }
 
 func TestSetOptionsRefusesFsyncChange(t *testing.T) {
+	t.Parallel()
 	l, _ := openTestLog(t, t.TempDir(), Options{})
 	defer l.Close()
 	if err := l.SetOptions(Options{Fsync: FsyncPolicy{Mode: FsyncAlways}}); err == nil {

@@ -44,6 +44,7 @@ func (m *logModel) visible() []storedBatch {
 // syncs, log-start moves, clean reopens and crashes (dropping unsynced
 // writes, or keeping a torn prefix of them) and checks the log against the model.
 func TestLogAgainstModel(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(50) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { runModel(t, seed, 70) })
 	}

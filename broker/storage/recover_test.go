@@ -14,6 +14,7 @@ func lastSegmentFile(t *testing.T, l *Log) string {
 }
 
 func TestRecoveryRescansOnlyAfterTheRecoveryPoint(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []FsyncMode{FsyncAlways, FsyncNever} {
 		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -71,6 +72,7 @@ func TestRecoveryRescansOnlyAfterTheRecoveryPoint(t *testing.T) {
 }
 
 func TestRecoveryTruncatesTornTail(t *testing.T) {
+	t.Parallel()
 	for _, cut := range []int{1, 30, 61, 62, 200} {
 		t.Run(fmt.Sprint("cut ", cut), func(t *testing.T) {
 			dir := t.TempDir()
@@ -103,6 +105,7 @@ func TestRecoveryTruncatesTornTail(t *testing.T) {
 }
 
 func TestRecoveryTruncatesCorruptTail(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		field int // byte of the victim batch to flip
@@ -154,6 +157,7 @@ func TestRecoveryTruncatesCorruptTail(t *testing.T) {
 }
 
 func TestRecoveryRebuildsDamagedIndexes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	options := Options{SegmentBytes: 3000, IndexIntervalBytes: 200}
 	l, _ := openTestLog(t, dir, options)

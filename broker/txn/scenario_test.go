@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // states returns the states written to the log for id, in order.
@@ -148,7 +150,7 @@ func TestCrashAfterPrepareCommitCompletesOnRestart(t *testing.T) {
 	h.add(p, tp("out", 0), tp("out", 5))
 	h.markers.failures = 1 << 30 // every marker write fails
 	wantErr(t, "EndTxn commit", h.endTxn(p, true), nil)
-	waitFor(t, "a failed marker attempt", func() bool { return h.markers.attempts() > 0 })
+	testutil.Until(t, 10*time.Second, "a failed marker attempt", func() bool { return h.markers.attempts() > 0 })
 	if got := h.describe(p.id).State; got != StatePrepareCommit {
 		t.Fatalf("before the crash: %s", got)
 	}
@@ -336,18 +338,6 @@ func TestRequestErrors(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing after a deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // The timer loop aborts a timed-out transaction by itself, offsets
 // included (the group's offsets are dropped: commit=false).
 func TestTimerLoopAbortsTimedOutTransactions(t *testing.T) {
@@ -359,7 +349,7 @@ func TestTimerLoopAbortsTimedOutTransactions(t *testing.T) {
 	h.add(p, tp("out", 0))
 	wantErr(t, "AddOffsetsToTxn", h.addOffsets(p, "g"), nil)
 	h.clock.Advance(2 * time.Second)
-	waitFor(t, "the timer to abort the transaction", func() bool {
+	testutil.Until(t, 10*time.Second, "the timer to abort the transaction", func() bool {
 		m := h.c.snapshot("app-1")
 		return m != nil && m.State == StateCompleteAbort
 	})

@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asExactlyEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	selfCommand = testSelfCommand
 	os.Exit(m.Run())
 }
 

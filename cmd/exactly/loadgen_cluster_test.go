@@ -11,15 +11,19 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
-// asExactlySelf makes the load generator launch this test binary in
-// command mode (see TestMain) for the brokers and workers it runs.
+// testSelfCommand makes the load generator launch this test binary in
+// command mode (see TestMain) for the brokers and workers it runs. TestMain
+// sets selfCommand to it once, before any test runs, so that tests running
+// in parallel never write the package variable they all read.
+func testSelfCommand() (loadgen.SelfCommand, error) {
+	return loadgen.SelfCommand{Path: os.Args[0], Env: []string{asExactlyEnv + "=1"}}, nil
+}
+
+// asExactlySelf marks a test that has the load generator launch brokers
+// or workers: they are this test binary in command mode, which TestMain
+// arranged for every test (testSelfCommand).
 func asExactlySelf(t *testing.T) {
 	t.Helper()
-	old := selfCommand
-	selfCommand = func() (loadgen.SelfCommand, error) {
-		return loadgen.SelfCommand{Path: os.Args[0], Env: []string{asExactlyEnv + "=1"}}, nil
-	}
-	t.Cleanup(func() { selfCommand = old })
 }
 
 // TestLoadgenClusterLeaderKill runs the load generator against a launched
@@ -32,6 +36,7 @@ func asExactlySelf(t *testing.T) {
 // did not answer); each run shows its two kills and restarts; the embedded
 // target calls the plan not applicable.
 func TestLoadgenClusterLeaderKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("launches a 3-broker cluster")
 	}
@@ -82,6 +87,7 @@ func TestLoadgenClusterLeaderKill(t *testing.T) {
 // The idempotent acks=all producer loses nothing acknowledged and
 // duplicates nothing, and the run shows its two cuts and heals.
 func TestLoadgenClusterBrokerPartition(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("launches a 3-broker cluster")
 	}

@@ -30,6 +30,7 @@ func closedPort(t *testing.T) string {
 // end `exactly loadgen` before any run, with exit status 1 and one line
 // on stderr that names the problem and the fix (and no password).
 func TestLoadgenFirstErrorsAreOneActionableLine(t *testing.T) {
+	t.Parallel()
 	port := closedPort(t)
 	small := []string{"--faults", "none", "--mode", "idempotent", "--duration", "1s", "--records", "100", "--drain", "2s"}
 	cases := []struct {

@@ -19,6 +19,7 @@ import (
 // scrapes: the loadgen says where its metrics are, the results carry the
 // cell's broker_metrics and the dashboard shows the broker-side table.
 func TestLoadgenMetricsFlags(t *testing.T) {
+	t.Parallel()
 	var scrapes atomic.Int64
 	broker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := scrapes.Add(1)

@@ -25,6 +25,7 @@ func smallSuite(out string, extra ...string) []string {
 // permanent line per cell numbered of the total in order, then the
 // tables and the totals with the results and dashboard paths.
 func TestLoadgenPlainProgress(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if code := run(smallSuite(out), &stdout, &stderr); code != 0 {
@@ -82,6 +83,7 @@ func TestLoadgenPlainProgress(t *testing.T) {
 // TestLoadgenJSONProgress: with --json-progress stdout is JSON lines only,
 // from the suite event to suite_finished with the results path.
 func TestLoadgenJSONProgress(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if code := run(smallSuite(out, "--json-progress"), &stdout, &stderr); code != 0 {
@@ -114,6 +116,7 @@ func TestLoadgenJSONProgress(t *testing.T) {
 // TestLoadgenQuiet: --quiet prints no progress, only the tables and the
 // paths; --csv writes the runs next to them, a header and a row per run.
 func TestLoadgenQuiet(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	csvPath := filepath.Join(out, "runs.csv")
 	var stdout, stderr bytes.Buffer

@@ -184,6 +184,7 @@ func resultsPath(t *testing.T, dir string) string {
 // each passing its checks, every cell and consume cost filled, the TLS
 // fetch path named.
 func TestSecurityWorkloadOnEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	asExactlySelf(t)
 	dir := t.TempDir()
 	workloadFile := filepath.Join(dir, "security-test.yaml")

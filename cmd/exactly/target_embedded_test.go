@@ -17,6 +17,7 @@ import (
 // TestEmbeddedTargetServesMetrics: the loadgen's embedded broker serves
 // its metrics on a loopback port named by MetricsURL, ready once started.
 func TestEmbeddedTargetServesMetrics(t *testing.T) {
+	t.Parallel()
 	target, err := startEmbedded(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestEmbeddedTargetServesMetrics(t *testing.T) {
 // embedded broker whose group.consumer.session.timeout.ms is the crash
 // workers' classic session (6 s), as DescribeConfigs tells the loadgen.
 func TestEmbeddedForConsumerCrashSession(t *testing.T) {
+	t.Parallel()
 	workload, err := loadgen.LoadWorkload("quick")
 	if err != nil {
 		t.Fatal(err)

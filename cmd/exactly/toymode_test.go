@@ -67,6 +67,7 @@ func TestToyModeInHelp(t *testing.T) {
 // write), and under zombie-producer, which its spec does not accept (not
 // applicable).
 func TestToyModeRunsInTheMatrix(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the embedded broker for a few seconds")
 	}

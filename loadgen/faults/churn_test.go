@@ -11,6 +11,7 @@ import (
 // each phase's first wave marked; a horizon that cuts the schedule drops
 // the last phases instead of squeezing them.
 func TestGroupChurnWaves(t *testing.T) {
+	t.Parallel()
 	plan, err := ParsePlan([]byte(`
 name: churn
 clients:
@@ -60,6 +61,7 @@ clients:
 
 // Every balancer a phase may name parses, with or without -static.
 func TestParseChurnPhase(t *testing.T) {
+	t.Parallel()
 	for _, balancer := range ChurnBalancers {
 		for _, static := range []bool{false, true} {
 			name := balancer

@@ -23,6 +23,7 @@ func mustHooks(t *testing.T, timeout time.Duration, specs ...string) *Hooks {
 
 // TestParseHooks: name=command, names from HookNames, each once.
 func TestParseHooks(t *testing.T) {
+	t.Parallel()
 	hooks := mustHooks(t, 0, "kill=kill -KILL {id}", "start = systemctl start kafka")
 	if !hooks.Has(HookKill) || !hooks.Has(HookStart) || hooks.Has(HookPause) || hooks.Command(HookStart) != "systemctl start kafka" {
 		t.Errorf("hooks %+v", hooks)
@@ -49,6 +50,7 @@ func TestParseHooks(t *testing.T) {
 // TestExpandQuotes: placeholders take the broker's values, quoted for sh
 // only where they need it, so that sh sees each value as one word.
 func TestExpandQuotes(t *testing.T) {
+	t.Parallel()
 	if got := Expand("ssh {host} kill -KILL $(cat /run/kafka-{id}.pid) # {port}", hookBroker); got != "ssh 127.0.0.5 kill -KILL $(cat /run/kafka-2.pid) # 9092" {
 		t.Errorf("plain values: %q", got)
 	}
@@ -77,6 +79,7 @@ func TestExpandQuotes(t *testing.T) {
 // error naming the hook, the broker, the command, the status and the last
 // lines of its stderr.
 func TestHookEvents(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	hooks := mustHooks(t, 5*time.Second, "kill=true", "start=echo one >&2; echo two >&2; exit 3")
 	if err := hooks.Run(context.Background(), HookKill, hookBroker, log); err != nil {
@@ -102,6 +105,7 @@ func TestHookEvents(t *testing.T) {
 // TestHookTimeout: a hook that hangs is killed, with the children it
 // started, at its timeout and reported as such.
 func TestHookTimeout(t *testing.T) {
+	t.Parallel()
 	hooks := mustHooks(t, 300*time.Millisecond, "pause=sleep 30 & sleep 30")
 	started := time.Now()
 	err := hooks.Run(context.Background(), HookPause, hookBroker, nil)
@@ -117,6 +121,7 @@ func TestHookTimeout(t *testing.T) {
 // the background holding the hook's stderr still counts as done once the
 // shell exited 0.
 func TestHookBackgroundChild(t *testing.T) {
+	t.Parallel()
 	hooks := mustHooks(t, 10*time.Second, "start=sleep 3 & exit 0")
 	started := time.Now()
 	if err := hooks.Run(context.Background(), HookStart, hookBroker, nil); err != nil {
@@ -154,6 +159,7 @@ func hookScript(t *testing.T, failing HookName) (*Hooks, func() []string) {
 // waits, runs the up hook and waits for the recovery; the events count
 // every hook.
 func TestRunHookActions(t *testing.T) {
+	t.Parallel()
 	hooks, calls := hookScript(t, "")
 	log := NewEventLog(nil)
 	var selected, recovered []int
@@ -191,6 +197,7 @@ func TestRunHookActions(t *testing.T) {
 // hook and ends the actions with a HookError; a broker that does not come
 // back is a RecoveryError; an action without its hooks does not start.
 func TestRunHookActionsFailures(t *testing.T) {
+	t.Parallel()
 	hooks, calls := hookScript(t, HookKill)
 	log := NewEventLog(nil)
 	cluster := External{Hooks: hooks, Log: log,

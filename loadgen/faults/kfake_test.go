@@ -104,6 +104,7 @@ func consumeAll(t *testing.T, client *kgo.Client, want int) []string {
 // FindCoordinator answers point it at proxy listeners, so it never opens a
 // connection to a broker's own port.
 func TestClientReachesBrokersOnlyThroughProxy(t *testing.T) {
+	t.Parallel()
 	const topic, records = "rewrite", 300
 	cluster := newKfake(t, 3, 6, topic)
 	brokerAddrs := cluster.ListenAddrs()
@@ -214,6 +215,7 @@ func ackLossRun(t *testing.T, idempotent bool) (drops int64, read, distinct int)
 // Seed §2.2, written but not acknowledged: without idempotence every lost
 // ack of a one-record Produce becomes one duplicate; nothing is lost.
 func TestAckLossDuplicatesWithoutIdempotence(t *testing.T) {
+	t.Parallel()
 	drops, read, distinct := ackLossRun(t, false)
 	t.Logf("at-least-once: %d produce responses dropped, %d records read, %d distinct, %d duplicates", drops, read, distinct, read-distinct)
 	if drops == 0 {
@@ -230,6 +232,7 @@ func TestAckLossDuplicatesWithoutIdempotence(t *testing.T) {
 // The same faults against an idempotent producer; what kfake does with the
 // retried batches is reported, not asserted.
 func TestAckLossIdempotentReport(t *testing.T) {
+	t.Parallel()
 	drops, read, distinct := ackLossRun(t, true)
 	t.Logf("idempotent on kfake: %d produce responses dropped, %d records read, %d distinct, %d duplicates", drops, read, distinct, read-distinct)
 	if drops == 0 {
@@ -244,6 +247,7 @@ func TestAckLossIdempotentReport(t *testing.T) {
 // lost, the consumer refetches from its position, and every record is read
 // exactly once, in order.
 func TestFetchLossRefetches(t *testing.T) {
+	t.Parallel()
 	const topic, records = "fetchloss", 300
 	cluster := newKfake(t, 1, 1, topic)
 	producer := newClient(t, cluster.ListenAddrs(), kgo.DefaultProduceTopic(topic))

@@ -13,6 +13,7 @@ import (
 
 // Every shipped plan loads, validates and says what the brief asks of it.
 func TestStandardPlans(t *testing.T) {
+	t.Parallel()
 	want := []string{"ack-loss", "broker-partition", "broker-restart", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
 		"group-churn-steady", "leader-kill", "leader-pause", "none", "request-loss", "zombie-producer"}
 	if got := PlanNames(); !slices.Equal(got, want) {
@@ -114,6 +115,7 @@ func oneRule(p Plan, action Action, api int16, share float64) bool {
 
 // A plan from a file, with every field spelled out, round-trips.
 func TestLoadPlanFromFile(t *testing.T) {
+	t.Parallel()
 	text := `
 name: custom
 seed: 99
@@ -169,6 +171,7 @@ clients:
 
 // Invalid plans are refused with an error that names the problem.
 func TestInvalidPlans(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, yaml, want string }{
 		{"unknown action", "name: x\nrules: [{action: explode}]", `action "explode" is not one of`},
 		{"probability above 1", "name: x\nrules: [{action: drop-request, probability: 1.5}]", "probability 1.5 is outside [0, 1]"},

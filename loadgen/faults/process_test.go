@@ -1,8 +1,6 @@
 package faults
 
 import (
-	"github.com/exactly-eos/exactly/internal/loopback"
-
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // Environment variables that turn the re-executed test binary into a
@@ -54,19 +54,9 @@ func runEchoServer(addr string) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 func newEchoProcess(t *testing.T, log *EventLog) *Process {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	process, err := NewProcess(ProcessConfig{
 		Path:    os.Args[0],
 		Env:     []string{echoAddrEnv + "=" + addr},
@@ -116,6 +106,7 @@ func dialEcho(t *testing.T, p *Process) net.Conn {
 // SIGKILL ends the process (its port refuses connections); a restart on
 // the same address serves again under a new pid.
 func TestProcessKillRestart(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	process := newEchoProcess(t, log)
 	if err := echo(dialEcho(t, process), "before", 5*time.Second); err != nil {
@@ -192,6 +183,7 @@ func waitState(t *testing.T, pid int, what string, want func(byte) bool) {
 // SIGSTOP freezes the process (state T, no echo); SIGCONT thaws it and the
 // held bytes are answered.
 func TestProcessPauseResume(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	process := newEchoProcess(t, log)
 	conn := dialEcho(t, process)
@@ -225,7 +217,8 @@ func TestProcessPauseResume(t *testing.T) {
 
 // A process that exits before listening fails Start with its exit status.
 func TestProcessExitsEarly(t *testing.T) {
-	process, err := NewProcess(ProcessConfig{Path: os.Args[0], Env: []string{exitEnv + "=1"}, Addr: freeAddr(t)})
+	t.Parallel()
+	process, err := NewProcess(ProcessConfig{Path: os.Args[0], Env: []string{exitEnv + "=1"}, Addr: testutil.FreeAddr(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +236,7 @@ func TestProcessExitsEarly(t *testing.T) {
 // A kill-restart schedule fires count times, round robin over brokers, and
 // leaves every broker running.
 func TestProcessScheduleKillRestart(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log)}
 	action := ProcessAction{
@@ -285,6 +279,7 @@ func TestProcessScheduleKillRestart(t *testing.T) {
 // fires, each time; without a Selector it cannot run, and a broker index
 // beside it is refused.
 func TestProcessLeaderKillKillsTheSelectedBroker(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log), newEchoProcess(t, log)}
 	action := ProcessAction{
@@ -331,6 +326,7 @@ func TestProcessLeaderKillKillsTheSelectedBroker(t *testing.T) {
 // process's partition hooks and heals it after Down, each time; a process
 // without hooks refuses it.
 func TestProcessBrokerPartitionCutsAndHeals(t *testing.T) {
+	t.Parallel()
 	log := NewEventLog(nil)
 	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log)}
 	var mu sync.Mutex

@@ -18,6 +18,7 @@ func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 // all arrive upstream in order and every response comes back to its request;
 // the upstream also answers byte by byte.
 func TestSplitFramesAndPipelining(t *testing.T) {
+	t.Parallel()
 	upstream := newFakeUpstream(t)
 	upstream.splitResp = true
 	proxy := newProxy(t, upstream.addr(), 1)
@@ -63,6 +64,7 @@ func TestSplitFramesAndPipelining(t *testing.T) {
 // drop-request: the upstream never sees the request, the client's
 // connection is cut, and only the chosen request is affected.
 func TestDropRequest(t *testing.T) {
+	t.Parallel()
 	upstream := newFakeUpstream(t)
 	proxy := newProxy(t, upstream.addr(), 1, Rule{Action: ActionDropRequest, APIs: apis(testAPI), Every: 3})
 	client := dialRaw(t, proxy.Addrs()[0])
@@ -91,6 +93,7 @@ func TestDropRequest(t *testing.T) {
 // drop-response: the upstream processes the request, the client gets no
 // response and a closed connection.
 func TestDropResponse(t *testing.T) {
+	t.Parallel()
 	upstream := newFakeUpstream(t)
 	proxy := newProxy(t, upstream.addr(), 1, Rule{Action: ActionDropResponse, APIs: apis(testAPI), First: 1})
 	client := dialRaw(t, proxy.Addrs()[0])
@@ -117,6 +120,7 @@ func TestDropResponse(t *testing.T) {
 // delay holds a request (upstream receives it late) or a response (the
 // client receives it late) by at least the rule's duration.
 func TestDelay(t *testing.T) {
+	t.Parallel()
 	const delay = 150 * time.Millisecond
 	upstream := newFakeUpstream(t)
 	proxy := newProxy(t, upstream.addr(), 1,
@@ -156,6 +160,7 @@ func TestDelay(t *testing.T) {
 // reset: the client sees ECONNRESET; in the request phase the upstream
 // never sees the request, in the response phase it does.
 func TestReset(t *testing.T) {
+	t.Parallel()
 	for _, phase := range []Phase{PhaseRequest, PhaseResponse} {
 		t.Run(string(phase), func(t *testing.T) {
 			upstream := newFakeUpstream(t)
@@ -187,6 +192,7 @@ func TestReset(t *testing.T) {
 // A clock-driven blackhole holds traffic on an open connection and on a
 // new one until its window ends; nothing is lost, only late.
 func TestBlackholeScheduled(t *testing.T) {
+	t.Parallel()
 	const window = 300 * time.Millisecond
 	upstream := newFakeUpstream(t)
 	proxy := newProxy(t, upstream.addr(), 1, Rule{Action: ActionBlackhole, Until: Duration(window)})
@@ -208,6 +214,7 @@ func TestBlackholeScheduled(t *testing.T) {
 // A triggered blackhole starts on the matching request and holds it, and a
 // connection opened during it, for the rule's duration.
 func TestBlackholeTriggered(t *testing.T) {
+	t.Parallel()
 	const duration = 300 * time.Millisecond
 	upstream := newFakeUpstream(t)
 	proxy := newProxy(t, upstream.addr(), 1, Rule{Action: ActionBlackhole, APIs: apis(testAPI), First: 1, Duration: Duration(duration)})
@@ -272,6 +279,7 @@ func dropRun(t *testing.T, seed int64, count int32) []int32 {
 
 // The same seed fires on the same correlation ids; another seed does not.
 func TestSeedDeterminism(t *testing.T) {
+	t.Parallel()
 	const count = 60
 	first := dropRun(t, 42, count)
 	second := dropRun(t, 42, count)

@@ -46,6 +46,7 @@ func assertProxied(t *testing.T, p *Proxy, upstream, host string, port int32) {
 // DescribeCluster comes out pointing at proxy listeners, which are created
 // for brokers seen for the first time and learn their node ids.
 func TestRewriteAllVersions(t *testing.T) {
+	t.Parallel()
 	upstream := newFakeUpstream(t)
 	p := newProxy(t, upstream.addr(), 1)
 	const otherHost = "127.0.0.1"
@@ -136,6 +137,7 @@ func TestRewriteAllVersions(t *testing.T) {
 
 // hasResponse finds acks in every Produce version's body layout.
 func TestHasResponseProduceVersions(t *testing.T) {
+	t.Parallel()
 	transactional := "txn"
 	for version := int16(0); version <= (&kmsg.ProduceRequest{}).MaxVersion(); version++ {
 		for _, acks := range []int16{0, 1, -1} {

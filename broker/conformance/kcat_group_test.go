@@ -1,4 +1,4 @@
-package broker
+package conformance_test
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/exactly-eos/exactly/internal/testenv"
 )
 
 // kcat (librdkafka) in balanced consumer mode (-G): it joins a group with
@@ -16,11 +14,12 @@ import (
 // OffsetCommit v7, ...), consumes everything, commits on close, and a
 // second run in the same group resumes where the first committed.
 func TestGroupKcatBalancedConsumer(t *testing.T) {
-	kcat := testenv.Program(t, "kcat", "librdkafka's command-line client: apt-get install kcat; ci/test.sh installs it")
+	t.Parallel()
+	kcat := requireKcat(t)
 	const partitions = 3
-	b := startTestBroker(t, t.TempDir(), groupTestProperties())
-	admin := newTestClient(t, b)
-	createTopic(t, admin, "kcat-group", partitions, nil)
+	b := startBroker(t, groupTestProperties())
+	admin := newClient(t, b)
+	createTopic(t, b.Addr(), "kcat-group", partitions)
 	produceNumbered(t, b, "kcat-group", partitions, 300)
 
 	consume := func(count int) map[string]bool {

@@ -1,4 +1,4 @@
-package broker_test
+package conformance_test
 
 // kcat (librdkafka) against a SASL_PLAINTEXT listener with SCRAM-SHA-512:
 // the `exactly` binary runs with --users-file; kcat produces, consumes
@@ -18,10 +18,14 @@ import (
 )
 
 func TestKcatSASLScram512(t *testing.T) {
+	t.Parallel()
 	kcat := requireKcat(t)
 	binary := buildExactly(t)
 	for _, protocol := range []string{"SASL_PLAINTEXT", "SASL_SSL"} {
-		t.Run(protocol, func(t *testing.T) { checkKcatSASLScram512(t, kcat, binary, protocol) })
+		t.Run(protocol, func(t *testing.T) {
+			t.Parallel()
+			checkKcatSASLScram512(t, kcat, binary, protocol)
+		})
 	}
 }
 

@@ -1,4 +1,4 @@
-package broker
+package conformance_test
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // Compatibility tests with an unmodified third-party client: IBM sarama,
@@ -45,7 +48,7 @@ func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
 
 // newSaramaClient returns a sarama client of b, closed at the end of the
 // test.
-func newSaramaClient(t *testing.T, b *Broker, config *sarama.Config) sarama.Client {
+func newSaramaClient(t *testing.T, b *broker.Broker, config *sarama.Config) sarama.Client {
 	t.Helper()
 	client, err := sarama.NewClient([]string{b.Addr()}, config)
 	if err != nil {
@@ -109,7 +112,7 @@ func saramaProduce(t *testing.T, producer sarama.SyncProducer, topic, prefix str
 
 // saramaReadPartition reads want records of topic-partition from offset
 // with a fresh consumer of config.
-func saramaReadPartition(t *testing.T, b *Broker, config *sarama.Config, topic string, partition int32, offset int64, want int) []*sarama.ConsumerMessage {
+func saramaReadPartition(t *testing.T, b *broker.Broker, config *sarama.Config, topic string, partition int32, offset int64, want int) []*sarama.ConsumerMessage {
 	t.Helper()
 	consumer, err := sarama.NewConsumer([]string{b.Addr()}, config)
 	if err != nil {
@@ -155,9 +158,11 @@ func checkSaramaRead(t *testing.T, topic string, partition int32, placed []saram
 // A sync producer with acks=all writes 1,000 keyed records; a consumer
 // reads every partition from the oldest offset back, in order and intact.
 func TestSaramaProduceConsume(t *testing.T) {
+	t.Parallel()
 	for _, v := range saramaVersions {
 		t.Run(v.name, func(t *testing.T) {
-			b := startTestBroker(t, t.TempDir(), nil)
+			t.Parallel()
+			b := startBroker(t, nil)
 			config := saramaConfig(v.version)
 			client := newSaramaClient(t, b, config)
 			const topic = "sarama-records"
@@ -187,9 +192,11 @@ func TestSaramaProduceConsume(t *testing.T) {
 // An idempotent producer (one request in flight) writes 1,000 records once
 // each, and the broker tracks it as a producer of every partition.
 func TestSaramaIdempotentProducer(t *testing.T) {
+	t.Parallel()
 	for _, v := range saramaVersions {
 		t.Run(v.name, func(t *testing.T) {
-			b := startTestBroker(t, t.TempDir(), nil)
+			t.Parallel()
+			b := startBroker(t, nil)
 			config := saramaConfig(v.version)
 			config.Producer.Idempotent = true
 			config.Net.MaxOpenRequests = 1
@@ -202,11 +209,11 @@ func TestSaramaIdempotentProducer(t *testing.T) {
 			}
 			defer func() { _ = producer.Close() }()
 			placed := saramaProduce(t, producer, topic, "idempotent", 1000)
-			raw := dialRaw(t, b)
+			inspector := newClient(t, b)
 			for partition, records := range placed {
 				got := saramaReadPartition(t, b, config, topic, partition, sarama.OffsetOldest, len(records))
 				checkSaramaRead(t, topic, partition, records, got)
-				state := raw.describeProducers(topic, partition)
+				state := describeProducers(t, inspector, topic, partition)
 				if err := kerr.ErrorForCode(state.ErrorCode); err != nil {
 					t.Fatalf("describe producers %s-%d: %v", topic, partition, err)
 				}
@@ -225,9 +232,11 @@ func TestSaramaIdempotentProducer(t *testing.T) {
 // one; read_committed sees the committed records only, read_uncommitted
 // sees all of them.
 func TestSaramaTransactions(t *testing.T) {
+	t.Parallel()
 	for _, v := range saramaVersions {
 		t.Run(v.name, func(t *testing.T) {
-			b := startTestBroker(t, t.TempDir(), nil)
+			t.Parallel()
+			b := startBroker(t, nil)
 			config := saramaConfig(v.version)
 			config.Producer.Idempotent = true
 			config.Net.MaxOpenRequests = 1
@@ -392,7 +401,7 @@ func (l *saramaGroupLog) shared(topic string, members []string, partitions int32
 // startSaramaMember runs a consumer group member; the returned stop
 // closes it (leaving the group) and waits for its goroutine, and runs at
 // the end of the test if the test did not call it.
-func startSaramaMember(t *testing.T, b *Broker, config *sarama.Config, log *saramaGroupLog, name, groupID, topic string) (stop func()) {
+func startSaramaMember(t *testing.T, b *broker.Broker, config *sarama.Config, log *saramaGroupLog, name, groupID, topic string) (stop func()) {
 	t.Helper()
 	group, err := sarama.NewConsumerGroup([]string{b.Addr()}, groupID, config)
 	if err != nil {
@@ -521,9 +530,11 @@ func (l *saramaGroupLog) checkDeliveredOnce(t *testing.T, want int, prefix strin
 // exactly once, committing as they go; a new member of the group, started
 // after both left, resumes at the committed offsets.
 func TestSaramaConsumerGroup(t *testing.T) {
+	t.Parallel()
 	for _, v := range saramaVersions {
 		t.Run(v.name, func(t *testing.T) {
-			b := startTestBroker(t, t.TempDir(), groupTestProperties())
+			t.Parallel()
+			b := startBroker(t, groupTestProperties())
 			config := saramaGroupConfig(v.version)
 			client := newSaramaClient(t, b, config)
 			const topic, partitions, groupID = "sarama-group", 3, "sarama-group"
@@ -543,18 +554,18 @@ func TestSaramaConsumerGroup(t *testing.T) {
 			log := newSaramaGroupLog()
 			stopA := startSaramaMember(t, b, config, log, "a", groupID, topic)
 			stopB := startSaramaMember(t, b, config, log, "b", groupID, topic)
-			waitFor(t, 10*time.Second, "a and b share the partitions", func() (bool, string) {
+			testutil.Eventually(t, 10*time.Second, "a and b share the partitions", func() (bool, string) {
 				return log.shared(topic, []string{"a", "b"}, partitions)
 			})
 			saramaProduce(t, producer, topic, "first", 1000)
-			waitFor(t, 10*time.Second, "the group consumes 1,000 records", func() (bool, string) {
+			testutil.Eventually(t, 10*time.Second, "the group consumes 1,000 records", func() (bool, string) {
 				log.mu.Lock()
 				defer log.mu.Unlock()
 				return len(log.delivered) >= 1000, fmt.Sprintf("%d delivered", len(log.delivered))
 			})
 			log.checkDeliveredOnce(t, 1000, "first-", map[int32]int64{})
 			ends := saramaEnds(t, client, topic, partitions)
-			waitFor(t, 10*time.Second, "the group commits its position", func() (bool, string) {
+			testutil.Eventually(t, 10*time.Second, "the group commits its position", func() (bool, string) {
 				committed := saramaCommitted(t, admin, groupID, topic, partitions)
 				return fmt.Sprint(committed) == fmt.Sprint(ends), fmt.Sprintf("committed %v, ends %v", committed, ends)
 			})
@@ -564,7 +575,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 			saramaProduce(t, producer, topic, "later", 100)
 			later := newSaramaGroupLog()
 			startSaramaMember(t, b, config, later, "c", groupID, topic)
-			waitFor(t, 10*time.Second, "the new member consumes the 100 later records", func() (bool, string) {
+			testutil.Eventually(t, 10*time.Second, "the new member consumes the 100 later records", func() (bool, string) {
 				later.mu.Lock()
 				defer later.mu.Unlock()
 				return len(later.delivered) >= 100, fmt.Sprintf("%d delivered", len(later.delivered))

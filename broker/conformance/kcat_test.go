@@ -1,4 +1,4 @@
-package broker_test
+package conformance_test
 
 // The librdkafka end-to-end test: the `exactly` binary runs as a
 // subprocess and kcat (librdkafka) produces to it, consumes from it and
@@ -24,11 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/exactly-eos/exactly/internal/testenv"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // kcatCodecs are the compression codecs kcat produces with, one per
@@ -43,13 +39,14 @@ const (
 )
 
 func TestKcatEndToEnd(t *testing.T) {
+	t.Parallel()
 	kcat := requireKcat(t)
 	binary := buildExactly(t)
 	dataDir := t.TempDir()
 	brokerArgs := []string{"--data-dir", dataDir, "--config", "num.partitions=" + strconv.Itoa(kcatAutoPartitions)}
 
 	server := startExactly(t, binary, brokerArgs...)
-	createKcatTopic(t, server.addr, "kcat-codecs", int32(len(kcatCodecs)))
+	createTopic(t, server.addr, "kcat-codecs", int32(len(kcatCodecs)))
 
 	// One partition per codec; each partition's records must come back
 	// in order, whole, with their keys and headers.
@@ -278,52 +275,52 @@ func runKcat(t *testing.T, kcat, stdin string, args ...string) string {
 	return stdout.String()
 }
 
-// createKcatTopic creates a topic through CreateTopics with franz-go.
-func createKcatTopic(t *testing.T, addr, topic string, partitions int32) {
-	t.Helper()
-	client, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	defer client.Close()
-	request := kmsg.NewPtrCreateTopicsRequest()
-	requestTopic := kmsg.NewCreateTopicsRequestTopic()
-	requestTopic.Topic, requestTopic.NumPartitions, requestTopic.ReplicationFactor = topic, partitions, 1
-	request.Topics = append(request.Topics, requestTopic)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	response, err := request.RequestWith(ctx, client)
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-	if err := kerr.ErrorForCode(response.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
+// The `exactly` binary the kcat tests run, built once per test process
+// (buildExactly) into a directory TestMain removes.
+var built struct {
+	once   sync.Once
+	dir    string
+	binary string
+	err    error
 }
 
-// requireKcat returns kcat's path; without kcat the test skips with one
-// line outside CI and fails in CI (ci/test.sh installs it).
-func requireKcat(t *testing.T) string {
-	t.Helper()
-	return testenv.Program(t, "kcat", "librdkafka's command-line client: apt-get install kcat; ci/test.sh installs it")
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
-// buildExactly builds cmd/exactly into a temporary directory.
+// buildExactly builds cmd/exactly, once for all the tests of this process,
+// and returns the binary's path.
 func buildExactly(t *testing.T) string {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
+	built.once.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			built.err = err
+			return
+		}
+		if built.dir, err = os.MkdirTemp("", "exactly-conformance-"); err != nil {
+			built.err = err
+			return
+		}
+		binary := filepath.Join(built.dir, "exactly")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		command := exec.CommandContext(ctx, "go", "build", "-o", binary, "./cmd/exactly")
+		command.Dir = root
+		if output, err := command.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./cmd/exactly: %v\n%s", err, output)
+			return
+		}
+		built.binary = binary
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	binary := filepath.Join(t.TempDir(), "exactly")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	command := exec.CommandContext(ctx, "go", "build", "-o", binary, "./cmd/exactly")
-	command.Dir = root
-	if output, err := command.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/exactly: %v\n%s", err, output)
-	}
-	return binary
+	return built.binary
 }
 
 // moduleRoot finds the directory holding go.mod, from the working
@@ -417,22 +414,18 @@ func startExactly(t *testing.T, binary string, args ...string) *exactlyProcess {
 	return process
 }
 
-// waitAccepting polls addr until a TCP connection succeeds or the deadline
+// waitAccepting polls addr until a TCP connection succeeds or the timeout
 // passes.
 func waitAccepting(t *testing.T, addr string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testutil.Eventually(t, timeout, "the broker at "+addr+" accepting connections", func() (bool, string) {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broker at %s does not accept connections: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+		conn.Close()
+		return true, ""
+	})
 }
 
 // stop sends SIGTERM and checks that the broker exits 0 within 15 s.
