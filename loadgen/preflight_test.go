@@ -65,9 +65,13 @@ func probeTopicsLeft(t *testing.T, target Target) []string {
 	return left
 }
 
-// The preflight passes on the targets the load generator starts itself,
-// fast enough not to be noticed, and leaves no probe topic behind.
-func TestPreflightPassesOnStartedTargetsQuickly(t *testing.T) {
+// The preflight passes on the targets the load generator starts itself
+// without waiting out a retry, and leaves no probe topic behind. How fast
+// it is is logged, not asserted: a timed bound fails on a loaded machine.
+// A preflight that retries (a refused request, a topic not yet in
+// Metadata) waits up to preflightTimeout, so finishing in under half of
+// it shows no step waited it out.
+func TestPreflightPassesOnStartedTargets(t *testing.T) {
 	embedded, err := startEmbeddedWith(t.Context(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +89,8 @@ func TestPreflightPassesOnStartedTargetsQuickly(t *testing.T) {
 				elapsed = min(elapsed, time.Since(start))
 			}
 			t.Logf("preflight of %s took %v", target.Kind(), elapsed)
-			if elapsed > 100*time.Millisecond {
-				t.Errorf("preflight of %s took %v, want under 100 ms", target.Kind(), elapsed)
+			if elapsed >= preflightTimeout/2 {
+				t.Errorf("preflight of %s took %v: a step waited out its retries (timeout %v)", target.Kind(), elapsed, preflightTimeout)
 			}
 			if left := probeTopicsLeft(t, target); len(left) > 0 {
 				t.Errorf("probe topics left behind: %v", left)
