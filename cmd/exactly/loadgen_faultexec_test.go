@@ -170,6 +170,11 @@ func TestLoadgenFaultExecHooks(t *testing.T) {
 	args := append([]string{"loadgen", "--bootstrap", strings.Join(cluster.bootstrap, ","),
 		"--workload", faultExecWorkload(t, t.TempDir()), "--replication-factor", "3", "--partitions", "3",
 		"--rate", "1000", "--records", "20000", "--duration", "3s", "--warmup", "0s", "--consumers", "0",
+		// A transaction the coordinator's death left open holds
+		// read_committed reads back until the new coordinator ends it,
+		// at worst when it times out (the workload's default, 60 s): on
+		// a loaded machine that outlasted the default 20 s drain once.
+		"--drain", "90s",
 		"--fault-exec-timeout", "30s", "--out", out}, cluster.hooks()...)
 	var stdout, stderr bytes.Buffer
 	code := run(args, &stdout, &stderr)
