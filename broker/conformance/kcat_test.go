@@ -346,27 +346,9 @@ func moduleRoot() (string, error) {
 type exactlyProcess struct {
 	command *exec.Cmd
 	addr    string
-	stderr  *lockedBuffer // written by the exec package's copying goroutine
-	exited  chan error    // receives Wait's result once
-	stopped bool          // stop saw the process exit
-}
-
-// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
-type lockedBuffer struct {
-	mu     sync.Mutex // guards buffer
-	buffer bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buffer.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buffer.String()
+	stderr  *testutil.SyncBuffer // written by the exec package's copying goroutine
+	exited  chan error           // receives Wait's result once
+	stopped bool                 // stop saw the process exit
 }
 
 var listeningLine = regexp.MustCompile(`listening on (\S+) `)
@@ -381,7 +363,7 @@ func startExactly(t *testing.T, binary string, args ...string) *exactlyProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	process := &exactlyProcess{command: command, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	process := &exactlyProcess{command: command, stderr: &testutil.SyncBuffer{}, exited: make(chan error, 1)}
 	command.Stderr = process.stderr
 	if err := command.Start(); err != nil {
 		t.Fatalf("start %s: %v", binary, err)

@@ -5,8 +5,6 @@ import (
 
 	"bufio"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -20,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -198,50 +195,8 @@ func TestClusterCommand(t *testing.T) {
 	if err != nil || len(meta.Brokers) != 3 {
 		t.Fatalf("Metadata: %v, %d brokers, want 3", err, len(meta.Brokers))
 	}
-	create := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "rf3", 1, 3
-	create.Topics, create.TimeoutMillis = append(create.Topics, rt), 30000
-	created, err := create.RequestWith(ctx, cl)
-	if err != nil || created.Topics[0].ErrorCode != 0 {
-		t.Fatalf("CreateTopics rf3: %v %+v", err, created)
-	}
-	if rf := created.Topics[0].ReplicationFactor; rf != 3 {
-		t.Errorf("created with replication factor %d, want 3", rf)
-	}
 	const n = 200
-	for i := range n {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("%04d", i))}).FirstErr(); err != nil {
-			t.Fatalf("produce %d: %v", i, err)
-		}
-	}
-	var read []string
-	for len(read) < n && ctx.Err() == nil {
-		fetches := cl.PollFetches(ctx)
-		fetches.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Logf("fetch: %v", err)
-			}
-		})
-		fetches.EachRecord(func(r *kgo.Record) { read = append(read, string(r.Value)) })
-	}
-	for i, v := range read {
-		if v != fmt.Sprintf("%04d", i) {
-			t.Fatalf("record %d is %q", i, v)
-		}
-	}
-	if len(read) != n {
-		t.Fatalf("read %d of %d records", len(read), n)
-	}
-	meta, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mt := range meta.Topics {
-		if mt.Topic != nil && *mt.Topic == "rf3" && (len(mt.Partitions) != 1 || len(mt.Partitions[0].Replicas) != 3) {
-			t.Errorf("rf3 in Metadata: %+v (error %v)", mt.Partitions, kerr.ErrorForCode(mt.ErrorCode))
-		}
-	}
+	replicatedRoundTrip(ctx, t, cl, "rf3", n, false)
 	cl.Close()
 	// Every broker serves its own metrics on --metrics-listen's port + i-1;
 	// the three together appended the 200 records once (the leader) and

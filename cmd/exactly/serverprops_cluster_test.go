@@ -10,35 +10,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/internal/loopback"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
-
-// lockedBuffer collects a process's stderr for the test to read.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // memberProperties is docs/server.properties rewritten for member id of
 // a 3-broker cluster whose ports start at port on host: the lines the
@@ -72,7 +53,7 @@ func memberProperties(t *testing.T, sample, host string, port, id int, dataDir s
 // propsMember is one `exactly broker --config-file` process.
 type propsMember struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testutil.SyncBuffer
 	lines  chan string   // its stdout
 	exited chan struct{} // closed once waited for
 	err    error         // the wait's result, set before exited closes
@@ -86,7 +67,7 @@ func startPropsMember(t *testing.T, file string) *propsMember {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &propsMember{cmd: exec.Command(exe, "broker", "--config-file", file), stderr: &lockedBuffer{},
+	m := &propsMember{cmd: exec.Command(exe, "broker", "--config-file", file), stderr: &testutil.SyncBuffer{},
 		lines: make(chan string, 64), exited: make(chan struct{})}
 	m.cmd.Env = append(os.Environ(), asExactlyEnv+"=1")
 	m.cmd.Stderr = m.stderr
@@ -192,53 +173,11 @@ func TestServerPropertiesCluster(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	for {
+	testutil.UntilContext(t, ctx, "Metadata listing 3 brokers", func() bool {
 		meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-		if err == nil && len(meta.Brokers) == 3 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("Metadata never listed 3 brokers: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	create := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "props-rf3", 1, 3
-	create.Topics, create.TimeoutMillis = append(create.Topics, rt), 30000
-	created, err := create.RequestWith(ctx, cl)
-	if err != nil || created.Topics[0].ErrorCode != 0 {
-		t.Fatalf("CreateTopics props-rf3: %v %+v", err, created)
-	}
-	const n = 100
-	for i := range n {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("%04d", i))}).FirstErr(); err != nil {
-			t.Fatalf("produce %d: %v", i, err)
-		}
-	}
-	var read []string
-	for len(read) < n && ctx.Err() == nil {
-		fetches := cl.PollFetches(ctx)
-		fetches.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
-		fetches.EachRecord(func(r *kgo.Record) { read = append(read, string(r.Value)) })
-	}
-	if len(read) != n {
-		t.Fatalf("read %d of %d records", len(read), n)
-	}
-	for i, v := range read {
-		if v != fmt.Sprintf("%04d", i) {
-			t.Fatalf("record %d is %q", i, v)
-		}
-	}
-	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mt := range meta.Topics {
-		if mt.Topic != nil && *mt.Topic == "props-rf3" && (len(mt.Partitions) != 1 || len(mt.Partitions[0].Replicas) != 3 || len(mt.Partitions[0].ISR) != 3) {
-			t.Errorf("props-rf3 in Metadata: %+v (error %v)", mt.Partitions, kerr.ErrorForCode(mt.ErrorCode))
-		}
-	}
+		return err == nil && len(meta.Brokers) == 3
+	})
+	replicatedRoundTrip(ctx, t, cl, "props-rf3", 100, true)
 	cl.Close()
 
 	for _, m := range members {

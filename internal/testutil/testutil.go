@@ -4,7 +4,9 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,4 +88,25 @@ func FreeAddrs(t testing.TB, n int) []string {
 		t.Fatal(err)
 	}
 	return addrs
+}
+
+// SyncBuffer collects what a child process writes (exec.Cmd's copying
+// goroutine) so that the test may read it while the process still runs.
+type SyncBuffer struct {
+	mu     sync.Mutex // guards buffer
+	buffer bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.Write(p)
+}
+
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.String()
 }
