@@ -16,8 +16,9 @@ import (
 // Requests to other brokers of the cluster, made by this broker's
 // coordinators: WriteTxnMarkers to the leader of a partition led elsewhere
 // (the coordinator epoch fences a stale coordinator there), and
-// AddPartitionsToTxn VerifyOnly (KIP-890 part 1) from a partition leader
-// to the transaction coordinator of a producer. Each peer broker gets one
+// AddPartitionsToTxn (VerifyOnly for KIP-890 part 1, an add for part 2)
+// from a partition leader to the transaction coordinator of a producer,
+// and AddOffsetsToTxn (part 2) from a group's coordinator to it. Each peer broker gets one
 // franz-go client seeded with its registered listener only, and requests
 // go to that seed broker directly (not through the client's routing), so a
 // request reaches exactly the broker meant. peers.mu is a leaf guarding
@@ -182,23 +183,32 @@ func markersRequest(producerID int64, producerEpoch int16, coordinatorEpoch int3
 	return req
 }
 
-// remoteVerify asks the transaction coordinator of the producer's id,
-// on another broker, whether partition is in its open transaction
-// (AddPartitionsToTxn v4+ VerifyOnly, KIP-890 part 1). The answer's code
-// becomes the error (errorCode maps it back).
-func (b *Broker) remoteVerify(ctx context.Context, coordinator int32, producer txn.Producer, partition txn.TopicPartition) error {
+// remoteAddPartition asks the transaction coordinator of the producer's
+// id, on another broker, about partition with AddPartitionsToTxn v4+
+// (the brokers' form): with verifyOnly, whether it is in the open
+// transaction (KIP-890 part 1); without, to add it (KIP-890 part 2's
+// implicit add of a Produce v12+ under transaction.version 2). The
+// answer's code becomes the error (errorCode maps it back).
+func (b *Broker) remoteAddPartition(ctx context.Context, coordinator int32, producer txn.Producer, partition txn.TopicPartition, verifyOnly bool) error {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
+	if !verifyOnly {
+		req.Version = 5
+	}
 	transaction := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	transaction.TransactionalID, transaction.ProducerID, transaction.ProducerEpoch = producer.TransactionalID, producer.ProducerID, producer.Epoch
-	transaction.VerifyOnly = true
+	transaction.VerifyOnly = verifyOnly
 	topic := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	topic.Topic, topic.Partitions = partition.Topic, []int32{partition.Partition}
 	transaction.Topics = append(transaction.Topics, topic)
 	req.Transactions = append(req.Transactions, transaction)
+	what := "verify with"
+	if !verifyOnly {
+		what = "add to the transaction at"
+	}
 	answer, err := b.peerRequest(ctx, coordinator, req)
 	if err != nil {
-		return fmt.Errorf("%w: verify with transaction coordinator %d: %w", errNoCoordinator, coordinator, err)
+		return fmt.Errorf("%w: %s transaction coordinator %d: %w", errNoCoordinator, what, coordinator, err)
 	}
 	resp := answer.(*kmsg.AddPartitionsToTxnResponse)
 	if resp.ErrorCode != 0 {
@@ -212,6 +222,25 @@ func (b *Broker) remoteVerify(ctx context.Context, coordinator int32, producer t
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// remoteAddOffsets adds a consumer group to the producer's transaction at
+// its coordinator on another broker (AddOffsetsToTxn v4): KIP-890 part
+// 2's implicit add of a TxnOffsetCommit v5+ under transaction.version 2,
+// sent by the broker coordinating the group. The group travels by name,
+// as the coordinator completes a transaction's offsets per group.
+func (b *Broker) remoteAddOffsets(ctx context.Context, coordinator int32, producer txn.Producer, groupID string) error {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.Version = 4
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = producer.TransactionalID, producer.ProducerID, producer.Epoch, groupID
+	answer, err := b.peerRequest(ctx, coordinator, req)
+	if err != nil {
+		return fmt.Errorf("%w: add group %q to the transaction at transaction coordinator %d: %w", errNoCoordinator, groupID, coordinator, err)
+	}
+	if code := answer.(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
+		return verifyError(code, coordinator)
 	}
 	return nil
 }

@@ -32,12 +32,14 @@ import (
 // completed by a marker to their __consumer_offsets partition's leader,
 // whose group shard applies them before answering.
 //
-// KIP-890: in a cluster the broker finalizes transaction.version 1 at
-// most (openTransactions), so clients add partitions (AddPartitionsToTxn)
-// and groups (AddOffsetsToTxn) themselves; a partition leader still
-// verifies every transactional batch and TxnOffsetCommit with the id's
-// coordinator (part 1): the local shard, or AddPartitionsToTxn VerifyOnly
-// to the coordinator's broker.
+// KIP-890: a partition leader verifies every transactional batch and
+// TxnOffsetCommit with the id's coordinator (part 1): the local shard, or
+// AddPartitionsToTxn VerifyOnly to the coordinator's broker. Under
+// transaction.version 2 (part 2, finalized in a cluster as on one node)
+// a Produce v12+ whose partition is not in the transaction adds it there
+// (AddPartitionsToTxn v5 without VerifyOnly), and a TxnOffsetCommit v5+
+// its group (AddOffsetsToTxn), so clients send neither; EndTxn v5 bumps
+// the epoch, and the markers carry the new one.
 //
 // Producer ids: each broker's allocator hands out ids from its own stripe
 // of the id space (stridedReserver, opened by openProducerIDs), so
@@ -118,17 +120,66 @@ func (b *Broker) verifyWithCoordinator(ctx context.Context, producer txn.Produce
 	if !b.clusterGroups() {
 		return b.transactions.VerifyPartition(producer, partition)
 	}
-	index := b.transactionStatePartition(producer.TransactionalID)
-	leader := b.partitionLeader(txn.TransactionStateTopic, index)
+	leader, err := b.transactionCoordinatorBroker(producer.TransactionalID)
 	switch {
-	case leader < 0:
-		return fmt.Errorf("%w: %s-%d has no leader", errNoCoordinator, txn.TransactionStateTopic, index)
+	case err != nil:
+		return err
 	case leader == b.nodeID:
 		return b.transactionsFor(producer.TransactionalID).VerifyPartition(producer, partition)
 	}
 	ctx, cancel := context.WithTimeout(ctx, internalAppendTimeout)
 	defer cancel()
-	return b.remoteVerify(ctx, leader, producer, partition)
+	return b.remoteAddPartition(ctx, leader, producer, partition, true)
+}
+
+// addProducedPartition is KIP-890 part 2's implicit add of a Produce v12+
+// under transaction.version 2: the partition joins the producer's
+// transaction at its coordinator, here or (in a cluster) on the broker
+// leading the id's __transaction_state partition.
+func (b *Broker) addProducedPartition(ctx context.Context, producer txn.Producer, partition txn.TopicPartition) error {
+	if !b.clusterGroups() {
+		return b.transactions.AddProducedPartition(ctx, producer, partition)
+	}
+	leader, err := b.transactionCoordinatorBroker(producer.TransactionalID)
+	switch {
+	case err != nil:
+		return err
+	case leader == b.nodeID:
+		return b.transactionsFor(producer.TransactionalID).AddProducedPartition(ctx, producer, partition)
+	}
+	ctx, cancel := context.WithTimeout(ctx, internalAppendTimeout)
+	defer cancel()
+	return b.remoteAddPartition(ctx, leader, producer, partition, false)
+}
+
+// addOffsetsGroup is KIP-890 part 2's implicit add of a TxnOffsetCommit
+// v5+ under transaction.version 2: the group joins the producer's
+// transaction at its coordinator, here or on another broker.
+func (b *Broker) addOffsetsGroup(ctx context.Context, producer txn.Producer, groupID string) error {
+	if !b.clusterGroups() {
+		return b.transactions.AddOffsets(ctx, producer, groupID)
+	}
+	leader, err := b.transactionCoordinatorBroker(producer.TransactionalID)
+	switch {
+	case err != nil:
+		return err
+	case leader == b.nodeID:
+		return b.transactionsFor(producer.TransactionalID).AddOffsets(ctx, producer, groupID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, internalAppendTimeout)
+	defer cancel()
+	return b.remoteAddOffsets(ctx, leader, producer, groupID)
+}
+
+// transactionCoordinatorBroker is the broker coordinating a transactional
+// id in a cluster: the leader of its __transaction_state partition.
+func (b *Broker) transactionCoordinatorBroker(transactionalID string) (int32, error) {
+	index := b.transactionStatePartition(transactionalID)
+	leader := b.partitionLeader(txn.TransactionStateTopic, index)
+	if leader < 0 {
+		return -1, fmt.Errorf("%w: %s-%d has no leader", errNoCoordinator, txn.TransactionStateTopic, index)
+	}
+	return leader, nil
 }
 
 // clusterMarkerWriter is a shard's MarkerWriter: markers to each

@@ -137,12 +137,14 @@ func (b *Broker) verifyTransactionalBatch(tx produceTxn, producerID int64, epoch
 		// Kafka, a retriable NOT_ENOUGH_REPLICAS, which every client retries.
 		return fmt.Errorf("%w: verification: %w", errNotEnoughReplicas, err)
 	}
-	// transaction.version 2 is never finalized in a cluster
-	// (Broker.openTransactions), so this implicit add is a single node's.
 	if err == nil || !errors.Is(err, txn.ErrInvalidTxnState) || tx.version < 12 || b.transactionVersion < 2 {
 		return err
 	}
-	if err := b.transactions.AddProducedPartition(tx.ctx, producer, partition); err != nil {
+	err = b.addProducedPartition(tx.ctx, producer, partition)
+	if errors.Is(err, errNoCoordinator) || errors.Is(err, txn.ErrCoordinatorClosed) || errors.Is(err, txn.ErrCoordinatorLoadInProgress) {
+		return fmt.Errorf("%w: add to transaction: %w", errNotEnoughReplicas, err)
+	}
+	if err != nil {
 		return fmt.Errorf("add %s to transaction %q: %w", partition, producer.TransactionalID, err)
 	}
 	return nil

@@ -60,12 +60,10 @@ func (b *Broker) openTransactions() error {
 	settings := b.config.settings
 	b.transactionVersion = settings.TransactionVersion
 	if b.clusterGroups() {
-		// Sharded over the replicated topic (syncTxnShards, transactionsFor).
-		// KIP-890 part 2's implicit adds are not done across brokers:
-		// the cluster finalizes transaction.version 1 at most, so clients
-		// add partitions and groups explicitly; part 1's verification is
-		// done, by asking the coordinator's broker (Broker.remoteVerify).
-		b.transactionVersion = min(b.transactionVersion, 1)
+		// Sharded over the replicated topic (syncTxnShards, transactionsFor);
+		// KIP-890's verification and implicit adds ask the coordinator's
+		// broker (Broker.verifyWithCoordinator, Broker.addProducedPartition,
+		// Broker.addOffsetsGroup).
 		return nil
 	}
 	partitions := int(settings.TransactionStatePartitions)

@@ -179,10 +179,8 @@ func (b *Broker) checkTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if err == nil {
 		return 0
 	}
-	// transaction.version 2 is never finalized in a cluster
-	// (openTransactions), so this implicit add is a single node's.
 	if errors.Is(err, txn.ErrInvalidTxnState) && req.Version >= 5 && b.transactionVersion >= 2 {
-		err = b.transactions.AddOffsets(ctx, producer, req.Group)
+		err = b.addOffsetsGroup(ctx, producer, req.Group)
 	}
 	code := txnErrorCode(err, wire.APITxnOffsetCommit, req.Version)
 	if code != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/quorum"
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -403,32 +404,40 @@ func transactionalProduce(t *testing.T, addr, transactionalID string, producerID
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
 
-// TestVerificationAcrossBrokers: KIP-890 part 1 in a cluster. A
-// transactional batch for a partition its transaction does not hold, sent
-// to that partition's leader on a broker other than the producer's
-// transaction coordinator, is refused (INVALID_TXN_STATE): the leader asked
-// the coordinator's broker. The cluster finalizes transaction.version 1,
-// so clients add partitions themselves.
-func TestVerificationAcrossBrokers(t *testing.T) {
-	t.Parallel()
-	c := newTestCluster(t, 3, coordinatorProps())
+// verificationSetup starts a 3-member cluster with props, a transactional
+// franz-go client whose open transaction holds one partition of topic
+// "v", and returns a partition of "v" led by a broker other than the
+// transactional id's coordinator (not in the transaction yet) with its
+// leader's address.
+type verificationSetup struct {
+	c                *testCluster
+	cl               *kgo.Client
+	producerID       int64
+	epoch            int16
+	coordinator      int32
+	target, other    int32
+	targetLeaderAddr string
+	seeds            []string
+}
+
+func newVerificationSetup(t *testing.T, ctx context.Context, props map[string]string, transactionalID string) *verificationSetup {
+	t.Helper()
+	c := newTestCluster(t, 3, props)
 	c.waitMetadata(3, "", 0)
 	seeds := c.bootstrap()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("verified"), kgo.TransactionTimeout(20*time.Second),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(transactionalID), kgo.TransactionTimeout(20*time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close)
 	createTopic(t, cl, "v", 3, 3)
 	img := c.waitImage("v with full ISRs", func(img *quorum.Image) bool { return fullISR(img, "v") })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	producerID, epoch, err := cl.ProducerID(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	coordinator := findCoordinator(t, seeds[0], 1, "verified")
+	coordinator := findCoordinator(t, seeds[0], 1, transactionalID)
 	// A partition led elsewhere than the coordinator, and another one the
 	// transaction writes to (so it is open).
 	target := int32(-1)
@@ -448,21 +457,180 @@ func TestVerificationAcrossBrokers(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader, _ := img.Partition("v", target)
-	code := transactionalProduce(t, c.members[leader.Leader].Addr(), "verified", producerID, epoch, "v", target)
-	if code != kerr.InvalidTxnState.Code {
-		t.Errorf("unverified batch to v-%d at broker %d (coordinator %d): %v, want INVALID_TXN_STATE", target, leader.Leader, coordinator, kerr.ErrorForCode(code))
-	}
-	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+	return &verificationSetup{c: c, cl: cl, producerID: producerID, epoch: epoch, coordinator: coordinator,
+		target: target, other: other, targetLeaderAddr: c.members[leader.Leader].Addr(), seeds: seeds}
+}
+
+// finalizedTransactionVersion is the transaction.version the broker at
+// addr finalizes (ApiVersions), 0 when none.
+func finalizedTransactionVersion(t *testing.T, ctx context.Context, addr string) int16 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
 		t.Fatal(err)
 	}
-	// ApiVersions: the cluster finalizes transaction.version 1 at most.
+	defer cl.Close()
 	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range versions.FinalizedFeatures {
-		if f.Name == "transaction.version" && f.MaxVersionLevel > 1 {
-			t.Errorf("transaction.version %d finalized in a cluster", f.MaxVersionLevel)
+		if f.Name == "transaction.version" {
+			return f.MaxVersionLevel
 		}
 	}
+	return 0
+}
+
+// TestVerificationAcrossBrokers: KIP-890 part 1 in a cluster running
+// transaction.version 1. A transactional batch for a partition its
+// transaction does not hold, sent to that partition's leader on a broker
+// other than the producer's transaction coordinator, is refused
+// (INVALID_TXN_STATE): the leader asked the coordinator's broker.
+func TestVerificationAcrossBrokers(t *testing.T) {
+	t.Parallel()
+	props := coordinatorProps()
+	props["transaction.version"] = "1"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	v := newVerificationSetup(t, ctx, props, "verified")
+	if got := finalizedTransactionVersion(t, ctx, v.seeds[0]); got != 1 {
+		t.Errorf("transaction.version %d finalized, want 1", got)
+	}
+	code := transactionalProduce(t, v.targetLeaderAddr, "verified", v.producerID, v.epoch, "v", v.target)
+	if code != kerr.InvalidTxnState.Code {
+		t.Errorf("unverified batch to v-%d at %s (coordinator %d): %v, want INVALID_TXN_STATE", v.target, v.targetLeaderAddr, v.coordinator, kerr.ErrorForCode(code))
+	}
+	if err := v.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImplicitAddAcrossBrokers: KIP-890 part 2 in a cluster, which
+// finalizes transaction.version 2 as a single broker does, at the wire
+// (raw requests, so no client decides which version to use). A Produce
+// v12 for a partition the transaction does not hold yet, sent to that
+// partition's leader on a broker other than the coordinator, adds the
+// partition at the coordinator's broker (AddPartitionsToTxn v5 between
+// brokers): the commit's markers reach it, so read_committed sees the
+// record. A TxnOffsetCommit v5+ to a group coordinated on another broker
+// adds the group the same way (AddOffsetsToTxn): the commit makes the
+// offset visible. EndTxn v5 bumps the epoch, and a late batch with the
+// old epoch is fenced instead of opening the next transaction.
+func TestImplicitAddAcrossBrokers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const transactionalID = "implicit"
+	c := newTestCluster(t, 3, coordinatorProps())
+	c.waitMetadata(3, "", 0)
+	seeds := c.bootstrap()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	createTopic(t, admin, "v", 3, 3)
+	img := c.waitImage("v with full ISRs", func(img *quorum.Image) bool { return fullISR(img, "v") })
+	if got := finalizedTransactionVersion(t, ctx, seeds[0]); got != 2 {
+		t.Fatalf("transaction.version %d finalized in a cluster, want 2", got)
+	}
+	coordinator := findCoordinator(t, seeds[0], 1, transactionalID)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis, init.ProducerID, init.ProducerEpoch = kmsg.StringPtr(transactionalID), 20000, -1, -1
+	initResp, err := init.RequestWith(ctx, admin) // kgo sends it to the coordinator
+	if err != nil || initResp.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, initResp)
+	}
+	producerID, epoch := initResp.ProducerID, initResp.ProducerEpoch
+	// Every partition of v, each added by its first batch; at least one is
+	// led away from the coordinator.
+	away := 0
+	for p := range int32(3) {
+		part, _ := img.Partition("v", p)
+		if part.Leader != coordinator {
+			away++
+		}
+		if code := transactionalProduce(t, c.members[part.Leader].Addr(), transactionalID, producerID, epoch, "v", p); code != 0 {
+			t.Fatalf("Produce v12 to v-%d at broker %d (coordinator %d): %v, want an implicit add", p, part.Leader, coordinator, kerr.ErrorForCode(code))
+		}
+	}
+	if away == 0 {
+		t.Fatalf("every partition of v is led by the coordinator %d", coordinator)
+	}
+	groupID := ""
+	for i := range 100 {
+		id := fmt.Sprintf("implicit-group-%d", i)
+		if findCoordinator(t, seeds[0], 0, id) != coordinator {
+			groupID = id
+			break
+		}
+	}
+	if groupID == "" {
+		t.Fatal("no group coordinated away from the transaction coordinator among 100 ids")
+	}
+	groupAddr := c.members[findCoordinator(t, seeds[0], 0, groupID)].Addr()
+	if code := txnOffsetCommit(t, ctx, groupAddr, transactionalID, producerID, epoch, groupID, "v", 1, 42); code != 0 {
+		t.Fatalf("TxnOffsetCommit for group %s at %s: %v, want an implicit add", groupID, groupAddr, kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = transactionalID, producerID, epoch, true
+	endResp, err := end.RequestWith(ctx, admin)
+	if err != nil || endResp.ErrorCode != 0 {
+		t.Fatalf("EndTxn commit: %v %v", err, endResp)
+	}
+	if endResp.Version < 5 || endResp.ProducerID != producerID || endResp.ProducerEpoch != epoch+1 {
+		t.Errorf("EndTxn v%d answered producer %d epoch %d; want v5+ with producer %d epoch %d (bumped)",
+			endResp.Version, endResp.ProducerID, endResp.ProducerEpoch, producerID, epoch+1)
+	}
+	writeSentinels(t, seeds, "v", 3)
+	committed := readToSentinels(t, seeds, "v", 3, kgo.ReadCommitted())
+	if len(committed) != 3 {
+		t.Errorf("read_committed read %v; want the 3 implicitly added batches", committed)
+	}
+	// The group's marker may land after the data partitions' markers.
+	testutil.Eventually(t, 30*time.Second, "the transaction's offset committed", func() (bool, string) {
+		got := committedOffsets(t, seeds, groupID, "v")
+		return got[1] == 42, fmt.Sprintf("group %s offsets %v, want v-1 at 42", groupID, got)
+	})
+	// The commit bumped the epoch: a late batch of the old one is fenced
+	// on every partition, wherever its leader is.
+	for p := range int32(3) {
+		part, _ := img.Partition("v", p)
+		code := transactionalProduce(t, c.members[part.Leader].Addr(), transactionalID, producerID, epoch, "v", p)
+		if code != kerr.InvalidProducerEpoch.Code && code != kerr.ProducerFenced.Code {
+			t.Errorf("late batch to v-%d with the epoch before the commit: %v, want INVALID_PRODUCER_EPOCH", p, kerr.ErrorForCode(code))
+		}
+	}
+}
+
+// txnOffsetCommit sends a TxnOffsetCommit (v5 or later, as franz-go
+// negotiates; no AddOffsetsToTxn before it) to the group coordinator at
+// addr and returns the partition's code.
+func txnOffsetCommit(t *testing.T, ctx context.Context, addr, transactionalID string, producerID int64, epoch int16, groupID, topic string, partition int32, offset int64) int16 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = 5
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = transactionalID, groupID, producerID, epoch
+	req.Generation, req.MemberID = -1, ""
+	metadata, err := metadataOf(addr, topic)
+	if err != nil || len(metadata.Topics) != 1 {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic, rt.TopicID = topic, metadata.Topics[0].TopicID
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = partition, offset, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("TxnOffsetCommit to %s: %v", addr, err)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
 }
