@@ -277,8 +277,9 @@ type Broker struct {
 	// listeners are the open listeners, in the listeners setting's order
 	// (openListeners); read-only after Start.
 	listeners []*listener
-	// advertisedHost and advertisedPort are the first listener's
-	// advertised address (AdvertisedAddr, what a cluster member registers).
+	// advertisedHost and advertisedPort are the inter-broker listener's
+	// advertised address (interBrokerListener; AdvertisedAddr, what a
+	// cluster member registers for the other brokers).
 	advertisedHost string
 	advertisedPort int32
 	maxFrameSize   int32
@@ -435,6 +436,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	specs, err := listenerSpecs(cfg, config.settings)
+	interBroker := 0
+	if err == nil {
+		interBroker, err = interBrokerListener(specs, config.settings.InterBrokerListener, cfg.Replication != nil)
+	}
 	if err == nil {
 		b.listeners, err = openListeners(specs)
 	}
@@ -442,7 +447,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.closeLogs()
 		return nil, err
 	}
-	b.advertisedHost, b.advertisedPort = b.listeners[0].advertisedHost, b.listeners[0].advertisedPort
+	b.advertisedHost, b.advertisedPort = b.listeners[interBroker].advertisedHost, b.listeners[interBroker].advertisedPort
 	if err := b.openGroups(); err != nil {
 		b.closeListeners()
 		b.closeLogs()

@@ -35,13 +35,16 @@ type PartitionRole struct {
 	PartitionEpoch int32   // bumped at every change of ISR or leader (KIP-497's partition epoch)
 }
 
-// ClusterBroker is one broker's listener as registered.
+// ClusterBroker is one broker as registered: Host and Port are its
+// inter-broker listener, Listeners every listener by name (empty: Host
+// and Port serve every client).
 type ClusterBroker struct {
-	ID     int32
-	Host   string
-	Port   int32
-	Rack   string
-	Fenced bool // stopped heartbeating: not a leader, not in any ISR
+	ID        int32
+	Host      string
+	Port      int32
+	Rack      string
+	Listeners []ListenerEndpoint
+	Fenced    bool // stopped heartbeating: not a leader, not in any ISR
 }
 
 // ISRChanger is how a partition leader asks the controller to change the ISR

@@ -56,11 +56,56 @@ func (b *Broker) clusterTopics() TopicController {
 	return b.replication.config.Topics
 }
 
-// AdvertisedAddr returns the host:port the broker tells clients to
-// connect to: Config.Advertised, or the listener's address (an unspecified
-// IP replaced by the host name). A cluster member registers it.
+// AdvertisedAddr returns the host:port of the inter-broker listener
+// (inter.broker.listener.name) as advertised: Config.Advertised, or the
+// listener's address (an unspecified IP replaced by the host name). A
+// cluster member registers it for the other brokers.
 func (b *Broker) AdvertisedAddr() string {
 	return net.JoinHostPort(b.advertisedHost, strconv.Itoa(int(b.advertisedPort)))
+}
+
+// ListenerEndpoint is one named listener of a broker as advertised.
+type ListenerEndpoint struct {
+	Name string
+	Host string
+	Port int32
+}
+
+// AdvertisedListeners returns every listener of the broker with the
+// address it advertises, in the listeners setting's order. A cluster
+// member registers them, so that a client is told each broker's endpoint
+// of the listener it came in on.
+func (b *Broker) AdvertisedListeners() []ListenerEndpoint {
+	out := make([]ListenerEndpoint, len(b.listeners))
+	for i, l := range b.listeners {
+		out[i] = ListenerEndpoint{Name: l.name, Host: l.advertisedHost, Port: l.advertisedPort}
+	}
+	return out
+}
+
+// endpointFor is the address of broker cb a client connected through c
+// is told: c's own listener for this broker, else cb's endpoint of the
+// listener of c's name; ok is false when cb has no listener of that name
+// (Kafka leaves such a broker out). A registration without listeners
+// serves its one address to everyone.
+func (b *Broker) endpointFor(c *connection, cb ClusterBroker) (host string, port int32, ok bool) {
+	if cb.ID == b.nodeID {
+		host, port = c.advertised()
+		return host, port, true
+	}
+	if len(cb.Listeners) == 0 {
+		return cb.Host, cb.Port, true
+	}
+	name := "PLAINTEXT"
+	if c.listener != nil {
+		name = c.listener.name
+	}
+	for _, e := range cb.Listeners {
+		if e.Name == name {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", -1, false
 }
 
 // RemoveTopics closes and deletes the local replicas of the named topics

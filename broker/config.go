@@ -116,6 +116,8 @@ var brokerSettings = []setting{
 		doc: "Our extension: queued.max.request.bytes for one connection; while it is reached that connection stops reading, and a request larger than it closes the connection. -1 is unlimited."},
 	{name: "listeners", null: true, kind: kindString, validate: validateEndpoints,
 		doc: "The listeners, NAME://host:port,..., e.g. PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093; port 0 is any free port, an empty host every interface. Unset: one PLAINTEXT listener on the --listen address; set, it wins over it."},
+	{name: "inter.broker.listener.name", null: true, kind: kindString,
+		doc: "In a cluster, the listener the other brokers fetch from and send transaction requests to, registered with the quorum beside every other listener; it must be a PLAINTEXT listener. Unset: the listener named PLAINTEXT, else the first PLAINTEXT one."},
 	{name: "listener.security.protocol.map", defaultValue: defaultProtocolMap, kind: kindString, validate: validateProtocolMap,
 		doc: "Each listener name's security protocol, NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; a map that is set replaces the default whole."},
 	{name: "advertised.listeners", null: true, kind: kindString, validate: validateEndpoints,

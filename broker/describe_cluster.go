@@ -8,9 +8,10 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// DescribeCluster v0–1 describes this broker as the whole cluster and its
-// controller, at the advertised address of the listener the request came
-// in on. Only the broker endpoint type (1) exists here; asking for
+// DescribeCluster v0–1 describes the brokers Metadata lists (this broker
+// alone, or a cluster's unfenced members), each at its advertised address
+// of the listener the request came in on, and this broker as the
+// controller. Only the broker endpoint type (1) exists here; asking for
 // controllers (2) is UNSUPPORTED_ENDPOINT_TYPE, as on a Kafka broker.
 func init() {
 	register(wire.APIDescribeCluster, 0, 1, kmsgHandler(handleDescribeCluster))
@@ -27,9 +28,12 @@ func handleDescribeCluster(c *connection, req *kmsg.DescribeClusterRequest) kmsg
 	}
 	resp.ClusterID = b.clusterID
 	resp.ControllerID = b.nodeID
-	broker := kmsg.NewDescribeClusterResponseBroker()
-	broker.NodeID = b.nodeID
-	broker.Host, broker.Port = c.advertised()
-	resp.Brokers = append(resp.Brokers, broker)
+	// The brokers Metadata lists: in a cluster every unfenced one, at its
+	// endpoint of the listener c came in on.
+	for _, mb := range b.metadataBrokers(c) {
+		broker := kmsg.NewDescribeClusterResponseBroker()
+		broker.NodeID, broker.Host, broker.Port, broker.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
+		resp.Brokers = append(resp.Brokers, broker)
+	}
 	return resp
 }

@@ -84,10 +84,10 @@ func (b *Broker) findCoordinator(ctx context.Context, c *connection, keyType int
 	switch {
 	case keyType == coordinatorGroup && b.clusterGroups():
 		partitions := b.config.settings.OffsetsTopicPartitions
-		return b.clusterFindCoordinator(ctx, group.OffsetsTopic, partitions, int32(group.PartitionFor(key, int(partitions))))
+		return b.clusterFindCoordinator(ctx, c, group.OffsetsTopic, partitions, int32(group.PartitionFor(key, int(partitions))))
 	case keyType == coordinatorTransaction && b.clusterGroups():
 		partitions := b.config.settings.TransactionStatePartitions
-		return b.clusterFindCoordinator(ctx, txn.TransactionStateTopic, partitions, int32(txn.PartitionFor(key, int(partitions))))
+		return b.clusterFindCoordinator(ctx, c, txn.TransactionStateTopic, partitions, int32(txn.PartitionFor(key, int(partitions))))
 	case keyType == coordinatorGroup, keyType == coordinatorTransaction:
 		host, port := c.advertised()
 		return coordinatorAnswer{nodeID: b.nodeID, host: host, port: port}

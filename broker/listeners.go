@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -225,14 +226,39 @@ func listenerSpecs(cfg Config, s settings) ([]listenerSpec, error) {
 	if cfg.Advertised != "" {
 		return nil, errors.New("broker: Config.Advertised (--advertised) is for Config.Listen; with listeners set, use advertised.listeners")
 	}
-	if cfg.Replication != nil {
-		for _, spec := range s.Listeners {
-			if spec.Protocol != Plaintext || len(s.Listeners) > 1 {
-				return nil, errors.New("broker: a cluster member serves one PLAINTEXT listener only (more listeners and TLS/SASL are not implemented for the cluster)")
+	return s.Listeners, nil
+}
+
+// interBrokerListener is the index in specs of the listener other brokers
+// reach this one on (inter.broker.listener.name, given as name; when ""
+// the listener named PLAINTEXT, else the first PLAINTEXT one, else the
+// first). A cluster member's must be PLAINTEXT: its peers' clients (replica
+// fetchers, markers, KIP-890 requests) speak neither TLS nor SASL.
+func interBrokerListener(specs []listenerSpec, name string, member bool) (int, error) {
+	index := -1
+	switch {
+	case name != "":
+		index = slices.IndexFunc(specs, func(s listenerSpec) bool { return s.Name == name })
+		if index < 0 {
+			names := make([]string, len(specs))
+			for i, s := range specs {
+				names[i] = s.Name
 			}
+			return -1, fmt.Errorf("broker: inter.broker.listener.name=%s names no listener (listeners: %s)", name, strings.Join(names, ", "))
+		}
+	default:
+		index = slices.IndexFunc(specs, func(s listenerSpec) bool { return s.Name == "PLAINTEXT" })
+		if index < 0 {
+			index = slices.IndexFunc(specs, func(s listenerSpec) bool { return s.Protocol == Plaintext })
+		}
+		if index < 0 {
+			index = 0
 		}
 	}
-	return s.Listeners, nil
+	if member && specs[index].Protocol != Plaintext {
+		return -1, fmt.Errorf("broker: inter-broker listener %s is %s; brokers of a cluster reach each other in plaintext: add a PLAINTEXT listener (on an address only the brokers reach) and name it in inter.broker.listener.name", specs[index].Name, specs[index].Protocol)
+	}
+	return index, nil
 }
 
 // openListeners binds every listener; on error it closes those it opened.

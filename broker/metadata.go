@@ -224,8 +224,12 @@ func (b *Broker) metadataBrokers(c *connection) []kmsg.MetadataResponseBroker {
 		if cb.Fenced && cb.ID != b.nodeID {
 			continue
 		}
+		host, port, ok := b.endpointFor(c, cb)
+		if !ok {
+			continue
+		}
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = cb.ID, cb.Host, cb.Port
+		mb.NodeID, mb.Host, mb.Port = cb.ID, host, port
 		if cb.Rack != "" {
 			mb.Rack = kmsg.StringPtr(cb.Rack)
 		}

@@ -58,6 +58,9 @@ type settings struct {
 	// (parseListenerSpecs, tlsSettings); nil when listeners is unset (Start
 	// then listens on Config.Listen alone).
 	Listeners []listenerSpec
+	// InterBrokerListener is inter.broker.listener.name, upper case; ""
+	// when unset (interBrokerListener chooses).
+	InterBrokerListener string
 
 	// Limits are the connection limits: max.connections,
 	// max.connections.per.ip, max.connections.per.ip.overrides,
@@ -151,7 +154,8 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		ReplicaLagTimeMax:               p.duration("replica.lag.time.max.ms", time.Millisecond),
 		HighWatermarkCheckpointInterval: p.duration("replica.high.watermark.checkpoint.interval.ms", time.Millisecond),
 
-		Listeners: p.listeners(),
+		Listeners:           p.listeners(),
+		InterBrokerListener: strings.ToUpper(p.string("inter.broker.listener.name")),
 
 		Limits: connectionLimits{
 			MaxConnections:           p.int32("max.connections"),

@@ -201,7 +201,8 @@ func dialFrom(source string) func(ctx context.Context, network, address string) 
 	return dialer.DialContext
 }
 
-// registration is the broker's listener as the quorum registers it.
+// registration is the broker as the quorum registers it: its
+// inter-broker listener (Host, Port) and every listener by name.
 func (m *Member) registration() (quorum.BrokerRegistration, error) {
 	addr := m.broker.AdvertisedAddr()
 	host, portText, err := net.SplitHostPort(addr)
@@ -212,7 +213,11 @@ func (m *Member) registration() (quorum.BrokerRegistration, error) {
 	if err != nil {
 		return quorum.BrokerRegistration{}, fmt.Errorf("clusternode %d: advertised port %q: %w", m.cfg.NodeID, portText, err)
 	}
-	return quorum.BrokerRegistration{ID: m.cfg.NodeID, Host: host, Port: int32(port)}, nil
+	reg := quorum.BrokerRegistration{ID: m.cfg.NodeID, Host: host, Port: int32(port)}
+	for _, l := range m.broker.AdvertisedListeners() {
+		reg.Listeners = append(reg.Listeners, quorum.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port})
+	}
+	return reg, nil
 }
 
 // Close stops the broker, then the quorum node (its heartbeats first, so
@@ -334,7 +339,11 @@ func (m *Member) apply(img *quorum.Image, known map[string][16]byte) error {
 func Convert(img *quorum.Image) ([]broker.ClusterBroker, []broker.PartitionRole) {
 	var brokers []broker.ClusterBroker
 	for _, b := range img.Brokers() {
-		brokers = append(brokers, broker.ClusterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Fenced: b.Fenced})
+		listeners := make([]broker.ListenerEndpoint, len(b.Listeners))
+		for i, e := range b.Listeners {
+			listeners[i] = broker.ListenerEndpoint{Name: e.Name, Host: e.Host, Port: e.Port}
+		}
+		brokers = append(brokers, broker.ClusterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: listeners, Fenced: b.Fenced})
 	}
 	var roles []broker.PartitionRole
 	for _, p := range img.Partitions() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,9 +33,20 @@ type testCluster struct {
 	// proxied is set by newProxiedCluster (partition_test.go): every
 	// member behind partition proxies, dialing from its own source.
 	proxied map[int32]proxiedMember
+	// memberProps are settings of one member over props; usersFile is
+	// every member's Config.UsersFile (newTestClusterWith's setup sets them).
+	memberProps map[int32]map[string]string
+	usersFile   string
 }
 
 func newTestCluster(t *testing.T, n int, props map[string]string) *testCluster {
+	t.Helper()
+	return newTestClusterWith(t, n, props, nil)
+}
+
+// newTestClusterWith is newTestCluster with setup run on the cluster
+// before its members start (to set memberProps or usersFile).
+func newTestClusterWith(t *testing.T, n int, props map[string]string, setup func(*testCluster)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, voters: map[int32]quorum.VoterAddrs{}, listen: map[int32]string{},
 		dirs: map[int32]string{}, props: props, members: map[int32]*Member{}}
@@ -50,6 +62,9 @@ func newTestCluster(t *testing.T, n int, props map[string]string) *testCluster {
 			c.stop(id)
 		}
 	})
+	if setup != nil {
+		setup(c)
+	}
 	for id := int32(1); id <= int32(n); id++ {
 		c.start(id)
 	}
@@ -59,8 +74,13 @@ func newTestCluster(t *testing.T, n int, props map[string]string) *testCluster {
 func (c *testCluster) start(id int32) {
 	c.t.Helper()
 	px := c.proxied[id]
+	props := c.props
+	if extra := c.memberProps[id]; extra != nil {
+		props = maps.Clone(c.props)
+		maps.Copy(props, extra)
+	}
 	m, err := Start(Config{
-		NodeID: id, Listen: c.listen[id], DataDir: c.dirs[id], Voters: c.voters, Properties: c.props,
+		NodeID: id, Listen: c.listen[id], DataDir: c.dirs[id], Voters: c.voters, Properties: props, UsersFile: c.usersFile,
 		Logger: testLogger(), HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 800 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
 		Advertised: px.advertised, SourceAddress: px.source, RaftListen: px.raftListen, RPCListen: px.rpcListen,
 	})

@@ -43,10 +43,11 @@ type envelope struct {
 // registerBrokerCmd registers (or re-registers) a broker and unfences it.
 // The broker's epoch becomes the entry's log index.
 type registerBrokerCmd struct {
-	ID   int32  `json:"id"`
-	Host string `json:"host"`
-	Port int32  `json:"port"`
-	Rack string `json:"rack,omitempty"`
+	ID        int32      `json:"id"`
+	Host      string     `json:"host"`
+	Port      int32      `json:"port"`
+	Rack      string     `json:"rack,omitempty"`
+	Listeners []Endpoint `json:"listeners,omitempty"`
 }
 
 // fenceBrokerCmd fences broker ID if its epoch is still Epoch (a broker

@@ -186,7 +186,7 @@ func (c *controller) execute(ctx context.Context, req rpcRequest) (applyResult, 
 			return applyResult{}, missing
 		}
 		r := req.Register
-		res, err := c.apply(registerBrokerCmd{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack})
+		res, err := c.apply(registerBrokerCmd{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack, Listeners: r.Listeners})
 		if err == nil && res.err == nil {
 			c.seen(r.ID)
 		}

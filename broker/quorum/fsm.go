@@ -116,7 +116,12 @@ func applyRegister(next *Image, index uint64, c registerBrokerCmd) (bool, applyR
 	if c.ID < 0 || c.Host == "" || c.Port <= 0 || c.Port > 65535 {
 		return false, applyResult{err: fmt.Errorf("%w: broker registration id %d host %q port %d", ErrInvalidRequest, c.ID, c.Host, c.Port)}
 	}
-	next.brokers[c.ID] = Broker{ID: c.ID, Host: c.Host, Port: c.Port, Rack: c.Rack, Epoch: int64(index)}
+	for _, e := range c.Listeners {
+		if e.Name == "" || e.Host == "" || e.Port <= 0 || e.Port > 65535 {
+			return false, applyResult{err: fmt.Errorf("%w: broker %d listener %q host %q port %d", ErrInvalidRequest, c.ID, e.Name, e.Host, e.Port)}
+		}
+	}
+	next.brokers[c.ID] = Broker{ID: c.ID, Host: c.Host, Port: c.Port, Rack: c.Rack, Listeners: slices.Clone(c.Listeners), Epoch: int64(index)}
 	electLeaderless(next, c.ID)
 	return true, applyResult{epoch: int64(index)}
 }

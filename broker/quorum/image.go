@@ -13,6 +13,9 @@ type Broker struct {
 	Host string
 	Port int32
 	Rack string
+	// Listeners are the broker's client listeners by name
+	// (BrokerRegistration.Listeners); Host and Port are its inter-broker one.
+	Listeners []Endpoint `json:",omitempty"`
 	// Epoch is the broker epoch: the raft log index of the broker's latest
 	// registration. Heartbeats carry it; a new registration (a restarted
 	// broker) makes the older epoch stale.
@@ -206,10 +209,16 @@ func (p Partition) clone() Partition {
 	return p
 }
 
+// sameBroker reports whether two registrations are the same.
+func sameBroker(a, b Broker) bool {
+	return a.ID == b.ID && a.Host == b.Host && a.Port == b.Port && a.Rack == b.Rack &&
+		a.Epoch == b.Epoch && a.Fenced == b.Fenced && slices.Equal(a.Listeners, b.Listeners)
+}
+
 // sameState reports whether two images hold the same state (index,
 // brokers, topics and assignment cursor).
 func sameState(a, b *Image) bool {
-	if a.index != b.index || a.cursor != b.cursor || !maps.Equal(a.brokers, b.brokers) || len(a.topics) != len(b.topics) {
+	if a.index != b.index || a.cursor != b.cursor || !maps.EqualFunc(a.brokers, b.brokers, sameBroker) || len(a.topics) != len(b.topics) {
 		return false
 	}
 	for name, ta := range a.topics {

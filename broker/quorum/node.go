@@ -315,6 +315,19 @@ type BrokerRegistration struct {
 	Host string `json:"host"`
 	Port int32  `json:"port"`
 	Rack string `json:"rack,omitempty"`
+	// Listeners are every client listener of the broker by name, with
+	// the address it advertises (Kafka's registered endpoints): a client
+	// is told the brokers' endpoints of the listener it came in on. Host
+	// and Port are the inter-broker listener's. Empty for a broker of
+	// before listeners were registered: Host and Port serve everyone.
+	Listeners []Endpoint `json:"listeners,omitempty"`
+}
+
+// Endpoint is one named listener of a broker as advertised.
+type Endpoint struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
 }
 
 // CreateTopicRequest asks for a topic with Partitions partitions of

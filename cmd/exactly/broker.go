@@ -80,7 +80,7 @@ not, controller alone is refused (there are no controller-only nodes);
 the listener that controller.listener.names names becomes
 --controller-listen (Raft on its port, the quorum RPC on port+100) and is
 taken out of listeners, advertised.listeners and
-listener.security.protocol.map; inter.broker.listener.name must name the
+listener.security.protocol.map; inter.broker.listener.name must name a
 PLAINTEXT client listener. controller.quorum.bootstrap.servers alone maps
 only when it names this node's own controller listener (a one-member
 quorum, as Kafka's 'kafka-storage format --standalone'); otherwise list the
@@ -125,9 +125,13 @@ coordinators are shards of the replicated __consumer_offsets and
 __transaction_state topics: the leader of each of their partitions
 coordinates the groups and transactional ids that hash to it, and a new
 leader loads their state before it serves them, so the coordinators move
-with leadership. A cluster member serves one PLAINTEXT listener (TLS and
-SASL listeners are for a single broker), and SCRAM credentials are kept
-per member (give every member the same --users-file).`
+with leadership. A cluster member may serve TLS and SASL listeners to
+clients beside the PLAINTEXT one the members reach each other on
+(inter.broker.listener.name; default: the listener named PLAINTEXT, else
+the first PLAINTEXT one): every listener is registered with the quorum,
+and a client is told each member's endpoint of the listener it came in
+on. SCRAM credentials are kept per member (give every member the same
+--users-file).`
 
 func runBroker(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("broker", brokerDescription, stderr)

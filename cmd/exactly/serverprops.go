@@ -71,11 +71,11 @@ var serverPropRules = []propRule{
 	{"controller.quorum.voters", propQuorum, "--controller-quorum", "id@host:port,...: each voter's Raft transport on that port, the quorum's RPC on port+100; the three lowest ids vote"},
 	{"controller.quorum.bootstrap.servers", propQuorum, "", "without controller.quorum.voters only Kafka's standalone shape maps (one address, this node's own controller listener: a one-member quorum); otherwise refused, the voters' ids are needed"},
 	{"controller.listener.names", propQuorum, "--controller-listen", "the first name's entry in listeners is where this member's Raft transport listens (its RPC on port+100); the controller listeners are taken out of the client listeners"},
-	{"inter.broker.listener.name", propQuorum, "", "accepted when it names the PLAINTEXT client listener: brokers fetch from each other on it"},
+	{"inter.broker.listener.name", propListener, "", "the listener the other members fetch from and send transaction requests to; a cluster member's must be a PLAINTEXT listener"},
 	{"security.inter.broker.protocol", propQuorum, "", "accepted when PLAINTEXT"},
 
 	// Listeners: broker settings, less the controller listeners.
-	{"listeners", propListener, "", "the client listeners (a cluster member serves one, PLAINTEXT)"},
+	{"listeners", propListener, "", "the client listeners"},
 	{"advertised.listeners", propListener, "", "what clients are told to connect to"},
 	{"listener.security.protocol.map", propListener, "", "each listener's protocol; the controller listener must be PLAINTEXT"},
 
@@ -240,11 +240,11 @@ func (p *serverProps) apply(o *brokerOptions, given func(flag string) bool) ([]s
 		delete(p.settings, "listeners")
 		delete(p.settings, "advertised.listeners")
 	}
-	if err := p.checkInterBroker(); err != nil {
-		return nil, err
-	}
 	quorumNotes, err := p.applyQuorum(o, given, controller)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkInterBroker(o.controllerQuorum != ""); err != nil {
 		return nil, err
 	}
 	notes = append(notes, quorumNotes...)
@@ -413,10 +413,12 @@ func (p *serverProps) takeControllerListeners() (controllerListener, error) {
 	return out, nil
 }
 
-// checkInterBroker accepts inter.broker.listener.name when it names the
-// PLAINTEXT client listener, and security.inter.broker.protocol when it is
-// PLAINTEXT: brokers reach each other on their one client listener.
-func (p *serverProps) checkInterBroker() error {
+// checkInterBroker accepts security.inter.broker.protocol when it is
+// PLAINTEXT, and inter.broker.listener.name when it names a client
+// listener that, on a cluster member, is PLAINTEXT: the members' clients
+// to each other speak neither TLS nor SASL. The broker checks the same at
+// start; here the refusal names the file's line.
+func (p *serverProps) checkInterBroker(member bool) error {
 	if v, e, ok := p.value("security.inter.broker.protocol"); ok && !strings.EqualFold(v, "PLAINTEXT") {
 		return usageError("security.inter.broker.protocol=%s (%s): brokers reach each other in plaintext here; set PLAINTEXT or drop the key", v, e.where)
 	}
@@ -439,8 +441,11 @@ func (p *serverProps) checkInterBroker() error {
 			}
 		}
 	}
-	if !found || protocol != "PLAINTEXT" {
-		return usageError("inter.broker.listener.name=%s (%s): brokers reach each other on the one PLAINTEXT client listener; name it (it is not %s) or drop the key", e.value, e.where, name)
+	switch {
+	case !found:
+		return usageError("inter.broker.listener.name=%s (%s): no client listener is named %s", e.value, e.where, name)
+	case member && protocol != "PLAINTEXT":
+		return usageError("inter.broker.listener.name=%s (%s): the members of a cluster reach each other in plaintext; name a PLAINTEXT listener (on an address only the brokers reach)", e.value, e.where)
 	}
 	return nil
 }
