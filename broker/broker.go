@@ -676,11 +676,11 @@ func (b *Broker) every(interval time.Duration, task func()) {
 // log.retention.check.interval.ms.
 func (b *Broker) applyRetention() {
 	for _, p := range b.allPartitions() {
-		deleted, err := p.applyRetention()
+		deleted, err := p.ApplyRetention()
 		if err != nil {
-			b.logger.Error("retention failed", "partition", p.name(), "error", err)
+			b.logger.Error("retention failed", "partition", p.Name(), "error", err)
 		} else if deleted > 0 {
-			b.logger.Info("retention deleted segments", "partition", p.name(), "segments", deleted)
+			b.logger.Info("retention deleted segments", "partition", p.Name(), "segments", deleted)
 		}
 	}
 }
@@ -691,8 +691,8 @@ func (b *Broker) applyRetention() {
 // so it never runs concurrently with that partition's appends.
 func (b *Broker) expireProducers() {
 	for _, p := range b.allPartitions() {
-		if dropped := p.expireProducers(); dropped > 0 {
-			b.logger.Info("idle producers expired", "partition", p.name(), "producers", dropped)
+		if dropped := p.ExpireProducers(); dropped > 0 {
+			b.logger.Info("idle producers expired", "partition", p.Name(), "producers", dropped)
 		}
 	}
 }

@@ -327,10 +327,10 @@ func (b *Broker) cleanTargets() []cleanTarget {
 	var out []cleanTarget
 	for _, p := range b.allPartitions() {
 		config := p.topic.config.Load()
-		if !config.compact || p.closed.Load() {
+		if !config.compact || p.Closed() {
 			continue
 		}
-		out = append(out, cleanTarget{name: p.name(), log: p.log, config: config, bounds: p.cleanBounds, estimate: p.lastStableOffset})
+		out = append(out, cleanTarget{name: p.Name(), log: p.Log(), config: config, bounds: p.CleanBounds, estimate: p.LastStableOffset})
 	}
 	for i := range b.internalTopics {
 		it := &b.internalTopics[i]
@@ -360,17 +360,6 @@ func (b *Broker) internalLogs(name string) map[int32]*storage.Log {
 		return out
 	}
 	return nil
-}
-
-// cleanBounds captures, under appendMu, the partition's last stable offset
-// (never above its high watermark) and each producer's newest batch.
-func (p *partition) cleanBounds() (int64, map[int64]int64, error) {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if p.closed.Load() {
-		return 0, nil, storage.ErrClosed
-	}
-	return p.lastStableOffset(), p.producers.LastBatchOffsets(), nil
 }
 
 // scanCleanBounds finds, for a log without a producer state (a

@@ -38,7 +38,7 @@ func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochReq
 			result := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			result.Partition = rp.Partition
 			result.LeaderEpoch, result.EndOffset = -1, -1
-			var p *partition
+			var p *topicPartition
 			err := error(nil)
 			if !authorized {
 				err = errTopicAuthorization
@@ -49,10 +49,10 @@ func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochReq
 				p, err = b.partitionOf(t, rp.Partition)
 			}
 			if err == nil {
-				err = p.checkLeader(rp.CurrentLeaderEpoch)
+				err = p.CheckLeader(rp.CurrentLeaderEpoch)
 			}
 			if err == nil {
-				result.LeaderEpoch, result.EndOffset = p.endOffsetOfEpoch(rp.LeaderEpoch)
+				result.LeaderEpoch, result.EndOffset = p.EndOffsetOfEpoch(rp.LeaderEpoch)
 			}
 			result.ErrorCode = errorCode(err)
 			answered.Partitions = append(answered.Partitions, result)
@@ -60,15 +60,4 @@ func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochReq
 		resp.Topics = append(resp.Topics, answered)
 	}
 	return resp
-}
-
-// endOffsetOfEpoch answers OffsetForLeaderEpoch for one partition.
-func (p *partition) endOffsetOfEpoch(requested int32) (int32, int64) {
-	if p.epochs == nil || p.role.Load() == nil {
-		if requested <= leaderEpoch && requested >= 0 {
-			return leaderEpoch, p.log.LogEndOffset()
-		}
-		return -1, -1
-	}
-	return p.endOffsetForEpoch(requested)
 }

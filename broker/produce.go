@@ -2,11 +2,11 @@ package broker
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -56,7 +56,7 @@ func init() {
 // produceWait is an appended partition whose acks=all answer waits for
 // durability.
 type produceWait struct {
-	partition  *partition
+	partition  *topicPartition
 	lastOffset int64
 	// minInsync is the topic's min.insync.replicas (replicated partitions).
 	minInsync int64
@@ -99,11 +99,11 @@ func handleProduce(c *connection, r *request) {
 			if appendErr != nil {
 				setProduceError(rp, appendErr, version)
 				if p.partition != nil {
-					rp.LogStartOffset = p.partition.log.LogStartOffset()
+					rp.LogStartOffset = p.partition.Log().LogStartOffset()
 				}
 				continue
 			}
-			rp.BaseOffset, rp.LogStartOffset = p.baseOffset, p.partition.log.LogStartOffset()
+			rp.BaseOffset, rp.LogStartOffset = p.baseOffset, p.partition.Log().LogStartOffset()
 			rp.LogAppendTime = p.logAppendTime
 			if acks == -1 {
 				waits = append(waits, produceWait{partition: p.partition, lastOffset: p.lastOffset,
@@ -152,11 +152,11 @@ func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits 
 	}
 	for _, wait := range waits {
 		err := error(nil)
-		if wait.partition.role.Load() != nil {
-			err = wait.partition.waitReplicated(c.ctx, c.broker.ctx.Done(), wait.lastOffset, wait.minInsync, timeout)
+		if wait.partition.Replicated() {
+			err = wait.partition.WaitReplicated(c.ctx, c.broker.ctx.Done(), wait.lastOffset, wait.minInsync, timeout)
 		}
 		if err == nil {
-			err = wait.partition.waitDurable(c.ctx, wait.lastOffset)
+			err = wait.partition.WaitDurable(c.ctx, wait.lastOffset)
 		}
 		if err != nil {
 			rp := findProducePartition(resp, wait.partition)
@@ -172,14 +172,14 @@ func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits 
 	c.respond(r, resp.AppendTo)
 }
 
-func findProducePartition(resp *kmsg.ProduceResponse, p *partition) *kmsg.ProduceResponseTopicPartition {
+func findProducePartition(resp *kmsg.ProduceResponse, p *topicPartition) *kmsg.ProduceResponseTopicPartition {
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		if rt.Topic != p.topic.name && rt.TopicID != p.topic.id {
 			continue
 		}
 		for j := range rt.Partitions {
-			if rt.Partitions[j].Partition == p.index {
+			if rt.Partitions[j].Partition == p.Index() {
 				return &rt.Partitions[j]
 			}
 		}
@@ -253,7 +253,7 @@ func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16, allo
 
 // appended is the outcome of a successful partition append.
 type appended struct {
-	partition     *partition
+	partition     *topicPartition
 	baseOffset    int64
 	lastOffset    int64
 	logAppendTime int64
@@ -271,28 +271,28 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 	if err != nil {
 		return appended{}, err
 	}
-	if err := p.checkLeader(-1); err != nil {
+	if err := p.CheckLeader(-1); err != nil {
 		return appended{}, err
 	}
 	tc := t.config.Load()
 	if acks == -1 {
-		if err := p.checkMinInsync(tc.minInsyncReplica); err != nil {
+		if err := p.CheckMinInsync(tc.minInsyncReplica); err != nil {
 			return appended{}, err
 		}
 	}
 	// The one pass over the batch headers: the request's batches are
 	// validated and described here, before any is written.
-	var scratch [1]batchInfo
-	info, err := analyzeRecords(originClient, records, 0, tc.maxMessageBytes, scratch[:0])
+	var scratch [1]partition.BatchInfo
+	info, err := partition.Analyze(partition.OriginClient, records, 0, tc.maxMessageBytes, scratch[:0])
 	if err != nil {
-		return appended{}, fmt.Errorf("%s: %w", p.name(), err)
+		return appended{}, fmt.Errorf("%s: %w", p.Name(), err)
 	}
 	appendTime := int64(-1)
 	if tc.logAppendTime {
 		appendTime = time.Now().UnixMilli()
-		info.stampLogAppendTime(appendTime)
+		info.StampLogAppendTime(appendTime)
 	}
-	result, err := p.appendClient(records, &info, tx)
+	result, err := p.AppendClient(records, &info, tx)
 	if b.metrics != nil {
 		b.countProduced(t, &info, result, err)
 	}
@@ -303,46 +303,8 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 		// whose batches retention deleted (franz-go's sink.handleReqRespBatch, KIP-360).
 		return appended{partition: p}, err
 	}
-	if result.duplicate && appendTime >= 0 {
-		appendTime = result.maxTimestamp // the original append's time
+	if result.Duplicate && appendTime >= 0 {
+		appendTime = result.MaxTimestamp // the original append's time
 	}
-	return appended{partition: p, baseOffset: result.firstOffset, lastOffset: result.lastOffset, logAppendTime: appendTime}, nil
-}
-
-// appendProduced appends a client's records after the one pass over them
-// (with no max.message.bytes: the topic's limit is Produce's,
-// produceToPartition); see appendClient.
-func (p *partition) appendProduced(records []byte, tx produceTxn) (appendOutcome, error) {
-	var scratch [1]batchInfo
-	info, err := analyzeRecords(originClient, records, 0, math.MaxInt64, scratch[:0])
-	if err != nil {
-		return noAppend, fmt.Errorf("%s: %w", p.name(), err)
-	}
-	return p.appendClient(records, &info, tx)
-}
-
-// appendClient appends a Produce request's records for this partition
-// (info is their analyzeRecords pass) through the one append path as
-// originClient. Idempotent data must be one batch; a transactional batch
-// is verified with the coordinator first (KIP-890), outside appendMu, and
-// a transactional batch without a producer id is refused. Under appendMu
-// the idempotent batch is checked against the producer state, appended
-// and recorded: a duplicate of one of the producer's 5 newest batches is
-// answered with the original offsets and not written; an out-of-order,
-// fenced or unknown-producer batch is refused with nothing written.
-func (p *partition) appendClient(records []byte, info *appendInfo, tx produceTxn) (appendOutcome, error) {
-	var options appendOptions
-	switch {
-	case len(info.batches) > 1 && info.producerBatches > 0:
-		return noAppend, errIdempotentMultiBatch
-	case info.idempotent() && info.batches[0].transactional():
-		guard, err := p.verifyTransactional(tx, info.batches[0].view)
-		if err != nil {
-			return noAppend, err
-		}
-		options.guard = guard
-	case info.transactional:
-		return noAppend, fmt.Errorf("%w: transactional batch without a producer id", errInvalidRecord)
-	}
-	return p.append(originClient, records, info, &options)
+	return appended{partition: p, baseOffset: result.FirstOffset, lastOffset: result.LastOffset, logAppendTime: appendTime}, nil
 }
