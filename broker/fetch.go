@@ -38,7 +38,7 @@ import (
 // returned whole even when larger (KIP-74).
 //
 // Replication: a Fetch whose replica id is a broker's is a follower's
-// fetch (partition.recordFollowerFetch): its fetch offset records the
+// fetch ([partition.Partition.RecordFollowerFetch]): its fetch offset records the
 // follower's log end, it reads up to the log end rather than the high
 // watermark, and a rise of the high watermark ends its long poll. Consumers
 // and followers alike get NOT_LEADER_OR_FOLLOWER from a broker that does
@@ -51,7 +51,7 @@ import (
 //
 // Isolation: read_uncommitted reads up to the high watermark;
 // read_committed (KIP-98) up to the last stable offset (the first offset
-// of the oldest open transaction, partition.lastStableOffset) and gets, per
+// of the oldest open transaction, [partition.Partition.LastStableOffset]) and gets, per
 // partition, the aborted transactions overlapping the returned range from
 // the aborted-transaction index, so the client drops aborted records.
 // Every response carries the LSO.

@@ -31,7 +31,7 @@ import (
 // What a clean may touch: Clean itself never touches the active segment,
 // nor a segment at or past the recovery point or the min.compaction.lag.ms
 // horizon. Its upper bound here is the last stable offset — of a
-// partition, partition.lastStableOffset(), which is also never above the
+// partition, [partition.Partition.LastStableOffset], which is also never above the
 // high watermark of a replicated partition; of a single-node internal log,
 // the first offset of its oldest open transaction (a TxnOffsetCommit not
 // yet ended by a marker), found by the same header scan that finds each

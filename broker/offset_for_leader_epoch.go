@@ -15,7 +15,7 @@ import (
 // (NOT_LEADER_OR_FOLLOWER elsewhere). Without replication every partition
 // has had one epoch (0) since it was created, so epoch 0 ends at the log
 // end offset, and a later epoch is unknown (-1, -1). A replicated partition
-// answers from its leader-epoch checkpoint (leaderEpochCache.endOffsetFor,
+// answers from its leader-epoch checkpoint ([partition.Partition.EndOffsetOfEpoch],
 // Kafka's semantics): the current epoch ends at the log end, an older one
 // where the next higher epoch starts, and an unknown one is answered for
 // the largest epoch below it.

@@ -13,7 +13,7 @@ import (
 // Produce v3–13 (record batch v2 only; v13 names topics by id) walks the
 // request as a zero-copy view over the frame buffer. Each partition's
 // batches are validated from their headers and CRC-32C (never decompressed;
-// one pass over the headers, [analyzeRecords], which every later step uses)
+// one pass over the headers, [partition.Analyze], which every later step uses)
 // and checked against max.message.bytes before any byte of that partition
 // is written; then their base offsets and leader epoch are patched in place
 // and the same bytes are appended to the log.
@@ -24,7 +24,7 @@ import (
 //
 // Idempotence: a batch with a producer id is checked against the
 // partition's producer state and appended under the partition's append
-// lock (partition.applyProducerBatchLocked). A retry of one of the producer's 5 newest
+// lock ([partition.Partition.AppendClient]). A retry of one of the producer's 5 newest
 // batches is answered with the original offsets (and, for acks=all, after
 // the original is durable) and is not written again; a sequence gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, an
@@ -33,7 +33,7 @@ import (
 //
 // Transactions: a transactional batch must come with the request's
 // transactional id and pass the coordinator's KIP-890 verification
-// (partition.verifyTransactional): INVALID_TXN_STATE when its partition is not in the
+// ([partition.TxnVerifier], produceTxn): INVALID_TXN_STATE when its partition is not in the
 // producer's open transaction, INVALID_PRODUCER_EPOCH when the producer
 // was fenced, INVALID_PRODUCER_ID_MAPPING for an unknown id. Under
 // transaction.version 2, Produce v12+ adds the partition to the
@@ -47,7 +47,7 @@ import (
 // leader (NOT_LEADER_OR_FOLLOWER elsewhere); acks=all is refused with
 // NOT_ENOUGH_REPLICAS before the append when the ISR is smaller than
 // min.insync.replicas, and answered once the ISR has the batch
-// (partition.waitReplicated). The leader epoch is stamped into each batch under
+// ([partition.Partition.WaitReplicated]). The leader epoch is stamped into each batch under
 // the append lock, so it matches the leader-epoch checkpoint.
 func init() {
 	register(wire.APIProduce, 3, 13, handleProduce)

@@ -21,7 +21,7 @@ import (
 // or a new leader epoch) first truncates its divergent tail (truncate,
 // KIP-101 / KIP-279); then Fetch requests carry ReplicaID = this broker
 // and the current leader epoch, and the leader's batches are appended as
-// they are (partition.appendReplicated). A response for an epoch
+// they are ([partition.Partition.AppendReplicated]). A response for an epoch
 // that is no longer the partition's is dropped: the role check runs under
 // appendMu, so a stale fetch never lands after a role change.
 

@@ -13,7 +13,7 @@ import (
 // WriteTxnMarkers v0–1 is how a transaction coordinator tells a partition
 // leader to end a producer's transaction there: for each marker and each
 // of its partitions, a COMMIT or ABORT control batch carrying the
-// coordinator epoch is appended (partition.appendMarker closes the
+// coordinator epoch is appended ([partition.Partition.AppendMarker] closes the
 // producer's open transaction, moves the last stable offset, and records
 // an ABORT in the aborted-transaction index), and the answer waits until
 // the marker is durable under log.fsync. The coordinator of this broker

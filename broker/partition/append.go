@@ -284,7 +284,7 @@ func (p *Partition) applyProducerBatchLocked(origin Origin, batch *BatchInfo) er
 	}
 	// Invariant: an aborted transaction is in the aborted index before the
 	// LSO moves past its marker. A read_committed fetch reads the LSO
-	// first and the index after it (readPartition), and returns every
+	// first and the index after it (the broker's readPartition), and returns every
 	// record below the LSO that the index does not name; publishing the
 	// LSO first would open a window (the index append syncs a file) in
 	// which a fetch reads the aborted records as committed. Consumers

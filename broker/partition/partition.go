@@ -19,9 +19,6 @@ import (
 // epoch never changes. A replicated partition's epoch is its role's.
 const UnreplicatedLeaderEpoch int32 = 0
 
-// leaderEpoch is [UnreplicatedLeaderEpoch], by its old name.
-const leaderEpoch = UnreplicatedLeaderEpoch
-
 // Config is what [Open] needs from the broker to open a partition.
 type Config struct {
 	// Topic and Index name the partition ("<topic>-<index>" in logs and
@@ -139,13 +136,13 @@ type Partition struct {
 	notifyMu sync.Mutex
 	notify   chan struct{}
 
-	// Replication ([Partition.BecomeLeader], replicaFetcher); unused when
-	// the broker runs without Config.Replication.
+	// Replication ([Partition.BecomeLeader], [Partition.AppendReplicated]); unused when
+	// the partition was opened without [Config.Replication].
 
 	// nodeID is this broker's id, to tell whether a role makes it leader.
 	nodeID int32
 	// role is the partition's role as last applied. Nil when replication
-	// is off: then it is led here at leaderEpoch and the high watermark is
+	// is off: then it is led here at [UnreplicatedLeaderEpoch] and the high watermark is
 	// the log end. With replication on it starts as "no leader known"
 	// (leader -1, epoch -1) until the controller's role arrives. Replaced
 	// under appendMu and replicaMu; read without locks.

@@ -17,7 +17,7 @@ import (
 //     Produce checks a batch, appends it and records it without releasing
 //     lock ([Partition.appendLocked]), so no batch of the same producer can be
 //     checked against state that misses an earlier accepted one, whichever
-//     connection it came from. The expiry loop (Broker.expireProducers)
+//     connection it came from. The broker's expiry loop ([Partition.ExpireProducers])
 //     takes the same lock, as do retention, truncation and close.
 //   - Snapshots live in <partition-dir>/producer-snapshots/, not next to the
 //     segments: storage deletes any "<20 digits>.*" file of the partition

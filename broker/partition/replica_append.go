@@ -97,8 +97,8 @@ func (p *Partition) TruncateAsFollower(offset int64, epoch int32) error {
 // [UnreplicatedLeaderEpoch], that ends at the log end.
 func (p *Partition) EndOffsetOfEpoch(requested int32) (int32, int64) {
 	if p.epochs == nil || p.role.Load() == nil {
-		if requested <= leaderEpoch && requested >= 0 {
-			return leaderEpoch, p.log.LogEndOffset()
+		if requested <= UnreplicatedLeaderEpoch && requested >= 0 {
+			return UnreplicatedLeaderEpoch, p.log.LogEndOffset()
 		}
 		return -1, -1
 	}

@@ -162,7 +162,7 @@ func (p *Partition) CurrentLeaderEpoch() int32 {
 	if role := p.role.Load(); role != nil {
 		return role.LeaderEpoch
 	}
-	return leaderEpoch
+	return UnreplicatedLeaderEpoch
 }
 
 // CheckLeader applies Kafka's checks to a request naming the partition
@@ -189,7 +189,7 @@ func (p *Partition) CheckLeader(clientEpoch int32) error {
 func (p *Partition) appendEpochLocked() (int32, error) {
 	role := p.role.Load()
 	if role == nil {
-		return leaderEpoch, nil
+		return UnreplicatedLeaderEpoch, nil
 	}
 	if role.Leader != p.nodeID {
 		return 0, fmt.Errorf("%w: %s is led by broker %d", ErrNotLeader, p.Name(), role.Leader)
