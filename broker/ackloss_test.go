@@ -97,8 +97,8 @@ func consumeToEnd(t *testing.T, b *Broker, topic string) map[int32][]*kgo.Record
 	ends := map[int32]int64{}
 	offsets := map[int32]kgo.Offset{}
 	for _, p := range b.partitionsOf(b.topicByName(topic)) {
-		ends[p.index] = p.log.LogEndOffset()
-		offsets[p.index] = kgo.NewOffset().AtStart()
+		ends[p.Index()] = p.Log().LogEndOffset()
+		offsets[p.Index()] = kgo.NewOffset().AtStart()
 	}
 	client := newTestClient(t, b, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchMaxWait(100*time.Millisecond))

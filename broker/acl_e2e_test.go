@@ -84,7 +84,7 @@ func logEnd(t *testing.T, b *Broker, topic string) int64 {
 	if tp == nil {
 		t.Fatalf("topic %s does not exist", topic)
 	}
-	return b.partitionsOf(tp)[0].log.LogEndOffset()
+	return b.partitionsOf(tp)[0].Log().LogEndOffset()
 }
 
 // TestACLProduceNeedsWrite: without Write on a topic a produce gets

@@ -1,18 +1,23 @@
 // Package broker is a Kafka broker — single-node, or with [Config.Replication]
 // one member of a replicated cluster whose partitions it leads or follows
 // as a controller decides ([Broker.ApplyPartitionRoles]; the leader side in
-// partition.becomeLeader, partition.recordFollowerFetch and
-// Broker.maintainISRs, the follower side in the replicaFetcher goroutines
-// and partition.appendReplicated, leader epochs in leaderEpochCache; with
+// [partition.Partition.BecomeLeader], [partition.Partition.RecordFollowerFetch]
+// and Broker.maintainISRs, the follower side in the replicaFetcher goroutines
+// and [partition.Partition.AppendReplicated]; with
 // [ReplicationConfig.Topics], client topic administration goes to the
 // controller, a [TopicController]): a TCP listener speaking the
 // Kafka protocol, one file per Kafka API handler (handleProduce,
-// handleFetch, ...), topics whose partitions are [storage.Log] segmented
-// logs, the group coordinator ([group.Coordinator], opened by
+// handleFetch, ...), topics whose partitions are [partition.Partition]s
+// (package partition: the [storage.Log] segmented log, producer and
+// transaction state, role and high watermark, and the one append path,
+// [partition.Partition.Append]; the broker binds each to its topic,
+// topicPartition, and opens it in openPartition), the group coordinator
+// ([group.Coordinator], opened by
 // openGroups), the transaction coordinator ([txn.Coordinator], opened by
 // openTransactions; partitions' side of transactions — last stable
-// offset, KIP-890 verification, markers — in partition.lastStableOffset,
-// partition.verifyTransactional and partition.appendMarker; in a cluster
+// offset, KIP-890 verification, markers — in package partition, which
+// asks the coordinator through [partition.TxnVerifier], implemented by
+// produceTxn; in a cluster
 // both are sharded by the replicated internal topics' partitions led
 // here: coordinatorShards), the broker settings table (brokerSettings)
 // and the typed settings it is parsed into once at start (settings, by
@@ -35,8 +40,9 @@
 //     finish on their own goroutine. The writer sends responses strictly
 //     in request order.
 //   - Produce appends happen in the reader goroutine, so one connection's
-//     batches reach each partition in arrival order; partition.appendMu
-//     orders appends from different connections.
+//     batches reach each partition in arrival order; the partition's
+//     append lock (Partition.appendMu) orders appends from different
+//     connections.
 //   - Topic metadata (Broker.topics, topicIDs, each topic's partition list)
 //     is guarded by Broker.topicsMu; a topic's config is an immutable
 //     snapshot swapped atomically.
@@ -68,9 +74,9 @@
 //     shrink or expand the ISRs of partitions led here, holding no lock
 //     while it waits for the answer. ApplyPartitionRoles runs on its
 //     caller's goroutine.
-//   - Each partition's idempotent-producer state (partition.producers) is
-//     guarded by its append lock; the producer-expiry goroutine takes that
-//     lock to forget idle producers (partition.expireProducers). Producer
+//   - Each partition's idempotent-producer state is guarded by its append
+//     lock; the producer-expiry goroutine takes that lock to forget idle
+//     producers ([partition.Partition.ExpireProducers]). Producer
 //     ids come from producerIDs, an allocator of durably reserved id
 //     blocks (safe for concurrent use).
 //
@@ -105,22 +111,22 @@
 //  4. Group coordinator (broker/group, see its doc): group.mu, then
 //     Coordinator.mu, then the offset store's mu. I/O under group.mu: the
 //     __consumer_offsets append.
-//  5. partition.snapshotMu: producer snapshot file writes,
+//  5. [partition.Partition]'s snapshotMu: producer snapshot file writes,
 //     and close, delete and truncate, which take it before appendMu. I/O:
 //     the snapshot (temporary file, fsync, rename, directory fsync).
-//  6. partition.appendMu: appends, markers, the producer state (every
-//     origin's append runs partition.appendLocked under it). I/O: the
-//     storage append itself and what storage still does under its own
-//     append lock (below); not producer snapshots (encoded under it,
-//     written after it by unlockAppend), not retention's file removal,
+//  6. [partition.Partition]'s appendMu: appends, markers, the producer
+//     state (every origin's [partition.Partition.Append] runs under it).
+//     I/O: the storage append itself and what storage still does under
+//     its own append lock (below); not producer snapshots (encoded under
+//     it, written after it is released), not retention's file removal,
 //     not KIP-890 verification (done before taking it).
 //     With replication: a follower's appends of fetched batches, its
-//     truncation (with snapshotMu, as truncate), and the leader-epoch
-//     checkpoint rewrite (leaderEpochCache.write; once per leader change
-//     and per truncation).
-//     partition.replicaMu (the leader's follower positions,
-//     partition.followers, and its pending ISR) comes after it, never
-//     across I/O; partition.notifyMu is a leaf under both.
+//     truncation (with snapshotMu), and the leader-epoch checkpoint
+//     rewrite (once per leader change and per truncation).
+//     The Partition's replicaMu (the leader's follower positions and its
+//     pending ISR) comes after it, never across I/O; its notifyMu is a
+//     leaf under both. Package partition's doc has the same order in
+//     detail.
 //  7. storage.Log (broker/storage, see Log): removeMu, then appendMu,
 //     then checkpointMu, then mu (RW), then durability.mu. Under its
 //     appendMu, still: the write(2) of an append; at a roll, the new
@@ -681,23 +687,23 @@ func (b *Broker) every(interval time.Duration, task func()) {
 // log.retention.check.interval.ms.
 func (b *Broker) applyRetention() {
 	for _, p := range b.allPartitions() {
-		deleted, err := p.applyRetention()
+		deleted, err := p.ApplyRetention()
 		if err != nil {
-			b.logger.Error("retention failed", "partition", p.name(), "error", err)
+			b.logger.Error("retention failed", "partition", p.Name(), "error", err)
 		} else if deleted > 0 {
-			b.logger.Info("retention deleted segments", "partition", p.name(), "segments", deleted)
+			b.logger.Info("retention deleted segments", "partition", p.Name(), "segments", deleted)
 		}
 	}
 }
 
 // expireProducers forgets the producers idle for producer.id.expiration.ms
 // on every partition; it runs every producer.id.expiration.check.interval.ms.
-// It takes each partition's append lock in turn (partition.expireProducers),
+// It takes each partition's append lock in turn ([partition.Partition.ExpireProducers]),
 // so it never runs concurrently with that partition's appends.
 func (b *Broker) expireProducers() {
 	for _, p := range b.allPartitions() {
-		if dropped := p.expireProducers(); dropped > 0 {
-			b.logger.Info("idle producers expired", "partition", p.name(), "producers", dropped)
+		if dropped := p.ExpireProducers(); dropped > 0 {
+			b.logger.Info("idle producers expired", "partition", p.Name(), "producers", dropped)
 		}
 	}
 }

@@ -97,10 +97,10 @@ func benchProduceWithCleaner(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := p.log.Roll(); err != nil {
+		if err := p.Log().Roll(); err != nil {
 			b.Fatal(err)
 		}
-		if err := p.log.Flush(); err != nil { // the recovery point past every sealed segment
+		if err := p.Log().Flush(); err != nil { // the recovery point past every sealed segment
 			b.Fatal(err)
 		}
 	}

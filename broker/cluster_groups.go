@@ -66,7 +66,7 @@ func (b *Broker) syncGroupShards(view *clusterView) {
 		return
 	}
 	b.replication.groups.sync(b, view.topics[group.OffsetsTopic], shardLoader[*group.Coordinator]{
-		load: func(_ context.Context, p *partition, leaderEpoch int32) (*group.Coordinator, error) {
+		load: func(_ context.Context, p *topicPartition, leaderEpoch int32) (*group.Coordinator, error) {
 			return group.NewCoordinator(b.groupConfig(), &partitionOffsetStore{broker: b, partition: p, leaderEpoch: leaderEpoch})
 		},
 		start: func(c *group.Coordinator) { group.StartTicker(c) },
@@ -139,26 +139,26 @@ func (b *Broker) deleteGroups(ctx context.Context, groupIDs []string) []error {
 // leader epoch with acks=all.
 type partitionOffsetStore struct {
 	broker      *Broker
-	partition   *partition
+	partition   *topicPartition
 	leaderEpoch int32
 }
 
 // Append writes batch as the partition's leader and waits until the ISR
 // has it.
 func (s *partitionOffsetStore) Append(ctx context.Context, partition int32, batch group.StoreBatch) error {
-	if partition != s.partition.index {
-		return fmt.Errorf("%w: append for %s-%d to the store of %s", errInvalidRequest, group.OffsetsTopic, partition, s.partition.name())
+	if partition != s.partition.Index() {
+		return fmt.Errorf("%w: append for %s-%d to the store of %s", errInvalidRequest, group.OffsetsTopic, partition, s.partition.Name())
 	}
 	encoded, err := group.EncodeStoreBatch(batch)
 	if err != nil {
-		return fmt.Errorf("encode batch for %s: %w", s.partition.name(), err)
+		return fmt.Errorf("encode batch for %s: %w", s.partition.Name(), err)
 	}
 	return s.broker.appendInternalReplicated(ctx, s.partition, encoded, s.leaderEpoch)
 }
 
 // Replay reads the partition from its start to its end.
 func (s *partitionOffsetStore) Replay(ctx context.Context, apply func(int32, group.StoreBatch) error) error {
-	return group.ReplayLog(ctx, s.partition.log, s.partition.index, apply)
+	return group.ReplayLog(ctx, s.partition.Log(), s.partition.Index(), apply)
 }
 
 // Close does nothing: the partition belongs to the broker.

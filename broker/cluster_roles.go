@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/broker/txn"
 )
 
@@ -224,14 +225,14 @@ func (b *Broker) ensureLocalTopic(name string, id [16]byte, partitions int32) (*
 }
 
 // applyRole makes p leader or follower as role says.
-func (b *Broker) applyRole(p *partition, role PartitionRole) error {
-	next := &replicaRole{leader: role.Leader, leaderEpoch: role.LeaderEpoch, partitionEpoch: role.PartitionEpoch,
-		replicas: slices.Clone(role.Replicas), isr: slices.Clone(role.ISR)}
+func (b *Broker) applyRole(p *topicPartition, role PartitionRole) error {
+	next := &partition.Role{Leader: role.Leader, LeaderEpoch: role.LeaderEpoch, PartitionEpoch: role.PartitionEpoch,
+		Replicas: slices.Clone(role.Replicas), ISR: slices.Clone(role.ISR)}
 	if role.Leader == b.nodeID {
 		b.replication.fetchers.remove(p)
-		return p.becomeLeader(next)
+		return p.BecomeLeader(next)
 	}
-	changed, err := p.becomeFollower(next)
+	changed, err := p.BecomeFollower(next)
 	if err != nil || !changed {
 		return err
 	}
@@ -240,14 +241,4 @@ func (b *Broker) applyRole(p *partition, role PartitionRole) error {
 		b.replication.fetchers.add(p, role.Leader, role.LeaderEpoch)
 	}
 	return nil
-}
-
-// replicaRole is a partition's role as last applied; immutable, replaced
-// whole (partition.role) under appendMu and replicaMu.
-type replicaRole struct {
-	leader         int32
-	leaderEpoch    int32
-	partitionEpoch int32
-	replicas       []int32
-	isr            []int32
 }

@@ -99,7 +99,7 @@ func (cs *coordinatorShards[C]) loaded() []C {
 // shardLoader builds the coordinator of partition p led at leaderEpoch
 // (replaying its log); start runs once it is published.
 type shardLoader[C any] struct {
-	load  func(ctx context.Context, p *partition, leaderEpoch int32) (C, error)
+	load  func(ctx context.Context, p *topicPartition, leaderEpoch int32) (C, error)
 	start func(C)
 }
 
@@ -156,7 +156,7 @@ func (cs *coordinatorShards[C]) dropLocked(s *coordinatorShard[C]) {
 
 // loadShard loads the shard's coordinator and publishes it, retrying a
 // failed load until the shard is dropped.
-func (cs *coordinatorShards[C]) loadShard(b *Broker, s *coordinatorShard[C], p *partition, loader shardLoader[C]) {
+func (cs *coordinatorShards[C]) loadShard(b *Broker, s *coordinatorShard[C], p *topicPartition, loader shardLoader[C]) {
 	defer cs.wg.Done()
 	started := time.Now()
 	for {
@@ -173,10 +173,10 @@ func (cs *coordinatorShards[C]) loadShard(b *Broker, s *coordinatorShard[C], p *
 			if loader.start != nil {
 				loader.start(c)
 			}
-			b.logger.Info("coordinator loaded", "partition", p.name(), "leader_epoch", s.leaderEpoch, "took", time.Since(started))
+			b.logger.Info("coordinator loaded", "partition", p.Name(), "leader_epoch", s.leaderEpoch, "took", time.Since(started))
 			return
 		}
-		b.logger.Warn("coordinator load failed; retrying", "partition", p.name(), "error", err)
+		b.logger.Warn("coordinator load failed; retrying", "partition", p.Name(), "error", err)
 		select {
 		case <-s.ctx.Done():
 			return
@@ -196,39 +196,22 @@ func (cs *coordinatorShards[C]) close() {
 	cs.wg.Wait()
 }
 
-// appendCoordinatorBatch appends one batch a coordinator built (offsets,
-// group metadata, a marker, a transaction state record) as the
-// partition's leader at leaderEpoch and derives the producer state from it
-// exactly as a follower does from the replicated copy, through the one
-// append path as originCoordinator ([partition.appendLocked]). It returns
-// the batch's last offset; NOT_LEADER_OR_FOLLOWER when the partition is no
-// longer led here at that epoch.
-func (p *partition) appendCoordinatorBatch(records []byte, leaderEpoch int32) (int64, error) {
-	var scratch [1]batchInfo
-	info, err := analyzeRecords(originCoordinator, records, 0, 0, scratch[:0])
-	if err != nil {
-		return -1, fmt.Errorf("coordinator batch for %s: %w", p.name(), err)
-	}
-	outcome, err := p.append(originCoordinator, records, &info, &appendOptions{leaderEpoch: leaderEpoch})
-	return outcome.lastOffset, err
-}
-
 // appendInternalReplicated is appendCoordinatorBatch with acks=all: the
 // ISR is checked against min.insync.replicas before, and the call returns
 // once the ISR has the batch (and it is durable here).
-func (b *Broker) appendInternalReplicated(ctx context.Context, p *partition, records []byte, leaderEpoch int32) error {
+func (b *Broker) appendInternalReplicated(ctx context.Context, p *topicPartition, records []byte, leaderEpoch int32) error {
 	minInsync := p.topic.config.Load().minInsyncReplica
-	if err := p.checkMinInsync(minInsync); err != nil {
+	if err := p.CheckMinInsync(minInsync); err != nil {
 		return err
 	}
-	last, err := p.appendCoordinatorBatch(records, leaderEpoch)
+	last, err := p.AppendCoordinatorBatch(records, leaderEpoch)
 	if err != nil {
 		return err
 	}
-	if err := p.waitReplicated(ctx, b.ctx.Done(), last, minInsync, internalAppendTimeout); err != nil {
+	if err := p.WaitReplicated(ctx, b.ctx.Done(), last, minInsync, internalAppendTimeout); err != nil {
 		return err
 	}
-	return p.waitDurable(ctx, last)
+	return p.WaitDurable(ctx, last)
 }
 
 // internalTopicOverrides are the topic settings of a replicated internal

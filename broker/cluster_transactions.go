@@ -80,7 +80,7 @@ func (b *Broker) syncTxnShards(view *clusterView) {
 		return
 	}
 	b.replication.txns.sync(b, view.topics[txn.TransactionStateTopic], shardLoader[*txn.Coordinator]{
-		load: func(_ context.Context, p *partition, leaderEpoch int32) (*txn.Coordinator, error) {
+		load: func(_ context.Context, p *topicPartition, leaderEpoch int32) (*txn.Coordinator, error) {
 			config := b.txnConfig()
 			config.CoordinatorEpoch = leaderEpoch
 			log := &partitionTxnLog{broker: b, partition: p, leaderEpoch: leaderEpoch}
@@ -205,7 +205,7 @@ func (w clusterMarkerWriter) WriteMarkers(ctx context.Context, producerID int64,
 // leader epoch with acks=all.
 type partitionTxnLog struct {
 	broker      *Broker
-	partition   *partition
+	partition   *topicPartition
 	leaderEpoch int32
 }
 
@@ -213,19 +213,19 @@ type partitionTxnLog struct {
 func (l *partitionTxnLog) Append(ctx context.Context, key, value []byte) error {
 	batch, err := txn.EncodeLogBatch(key, value, time.Now().UnixMilli())
 	if err != nil {
-		return fmt.Errorf("encode record for %s: %w", l.partition.name(), err)
+		return fmt.Errorf("encode record for %s: %w", l.partition.Name(), err)
 	}
 	if err := l.broker.appendInternalReplicated(ctx, l.partition, batch, l.leaderEpoch); err != nil {
 		// As text: the coordinator answers COORDINATOR_NOT_AVAILABLE (it
 		// wraps txn.ErrCoordinatorNotAvailable), never the partition's own
 		// code (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE while the
 		// broker closes), which a client does not expect from EndTxn.
-		return fmt.Errorf("append to %s: %v", l.partition.name(), err)
+		return fmt.Errorf("append to %s: %v", l.partition.Name(), err)
 	}
 	return nil
 }
 
 // Load reads the partition from its start to its end.
 func (l *partitionTxnLog) Load(fn func(key, value []byte) error) error {
-	return txn.LoadPartitionLog(l.partition.log, fn)
+	return txn.LoadPartitionLog(l.partition.Log(), fn)
 }

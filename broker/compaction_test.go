@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
@@ -187,7 +188,7 @@ func listOffsetAt(t *testing.T, client *kgo.Client, topic string, timestamp int6
 	return resp.Topics[0].Partitions[0].Offset
 }
 
-func partitionZero(t *testing.T, b *Broker, topic string) *partition {
+func partitionZero(t *testing.T, b *Broker, topic string) *topicPartition {
 	t.Helper()
 	p, err := b.partitionOf(b.topicByName(topic), 0)
 	if err != nil {
@@ -225,10 +226,10 @@ func TestCompactedTopicConsumeFetchListOffsets(t *testing.T) {
 	delete(latest, "k4")
 	end := tombstone.Offset + 1
 	p := partitionZero(t, b, "compacted")
-	if p.log.SegmentCount() < 3 {
-		t.Fatalf("%d segments: the test needs several", p.log.SegmentCount())
+	if p.Log().SegmentCount() < 3 {
+		t.Fatalf("%d segments: the test needs several", p.Log().SegmentCount())
 	}
-	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
+	sealAndWaitCleaned(t, b, p.Log(), p.LastStableOffset)
 
 	var want []int64
 	for _, offset := range latest {
@@ -246,7 +247,7 @@ func TestCompactedTopicConsumeFetchListOffsets(t *testing.T) {
 	if !slices.Equal(offsets, want) {
 		t.Fatalf("consumed offsets %v, want the latest of each key %v", offsets, want)
 	}
-	if records, _ := logRecords(t, p.log); len(records) != len(want) {
+	if records, _ := logRecords(t, p.Log()); len(records) != len(want) {
 		t.Fatalf("the log holds %d records after the clean, want %d (the tombstone and its key gone): %+v", len(records), len(want), records)
 	}
 	if first := rawFetchFirstBatch(t, b, "compacted", 0); first != want[0] {
@@ -293,11 +294,11 @@ func TestCompactedTopicTransactions(t *testing.T) {
 	}
 	p := partitionZero(t, b, "compacted-txn")
 	testutil.Until(t, 10*time.Second, "the last stable offset to reach the log end", func() bool {
-		return p.lastStableOffset() == p.log.LogEndOffset()
+		return p.LastStableOffset() == p.Log().LogEndOffset()
 	})
-	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
+	sealAndWaitCleaned(t, b, p.Log(), p.LastStableOffset)
 
-	records, _ := logRecords(t, p.log)
+	records, _ := logRecords(t, p.Log())
 	for _, r := range records {
 		if r.value != nil && *r.value == "aborted" {
 			t.Fatalf("aborted record %s at %d survived the clean: %+v", r.key, r.offset, records)
@@ -357,16 +358,16 @@ func TestCompactedTopicIdempotentRetry(t *testing.T) {
 		}
 	}
 	p := partitionZero(t, b, "compacted-idem")
-	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
-	records, batches := logRecords(t, p.log)
+	sealAndWaitCleaned(t, b, p.Log(), p.LastStableOffset)
+	records, batches := logRecords(t, p.Log())
 	if len(records) != 1 || *records[0].value != "plain39" || batches != 2 {
 		t.Fatalf("after the clean: %d batches, records %+v; want the producer's emptied last batch and plain39", batches, records)
 	}
-	dataDir := p.log.Dir()
+	dataDir := p.Log().Dir()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(dataDir, producerSnapshotDirName)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dataDir, partition.ProducerSnapshotDirName)); err != nil {
 		t.Fatal(err)
 	}
 	b = startTestBroker(t, dir, compactTestProperties())
@@ -410,7 +411,7 @@ func TestCompactedTopicOpenTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := partitionZero(t, b, "compacted-open")
-	if lso := p.lastStableOffset(); lso != open.Offset {
+	if lso := p.LastStableOffset(); lso != open.Offset {
 		t.Fatalf("last stable offset %d, want the open transaction's first offset %d", lso, open.Offset)
 	}
 	for i := range 20 { // more segments past the open transaction
@@ -418,14 +419,14 @@ func TestCompactedTopicOpenTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
+	sealAndWaitCleaned(t, b, p.Log(), p.LastStableOffset)
 	if err := producer.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Until(t, 10*time.Second, "the abort to reach the partition", func() bool { return p.lastStableOffset() == p.log.LogEndOffset() })
-	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
+	testutil.Until(t, 10*time.Second, "the abort to reach the partition", func() bool { return p.LastStableOffset() == p.Log().LogEndOffset() })
+	sealAndWaitCleaned(t, b, p.Log(), p.LastStableOffset)
 	got := map[string]string{}
-	records, _ := logRecords(t, p.log)
+	records, _ := logRecords(t, p.Log())
 	for _, r := range records {
 		got[r.key] = *r.value
 	}
@@ -453,8 +454,8 @@ func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
 	damaged, healthy := partitionZero(t, b, "damaged"), partitionZero(t, b, "healthy")
 	// Cleaned first, so no clean runs while the file is damaged; then the
 	// first segment holding a batch (a clean may leave empty ones).
-	sealAndWaitCleaned(t, b, damaged.log, damaged.lastStableOffset)
-	segments, err := filepath.Glob(filepath.Join(damaged.log.Dir(), "*.log"))
+	sealAndWaitCleaned(t, b, damaged.Log(), damaged.LastStableOffset)
+	segments, err := filepath.Glob(filepath.Join(damaged.Log().Dir(), "*.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,28 +479,28 @@ func TestCleanerMarksFailingLogUncleanable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := damaged.log.Roll(); err != nil {
+	if err := damaged.Log().Roll(); err != nil {
 		t.Fatal(err)
 	}
-	if err := damaged.log.Flush(); err != nil {
+	if err := damaged.Log().Flush(); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Until(t, 10*time.Second, "the damaged log marked uncleanable", func() bool {
 		b.cleanNow()
 		b.cleaner.mu.Lock()
 		defer b.cleaner.mu.Unlock()
-		return b.cleaner.uncleanable[damaged.log] != nil
+		return b.cleaner.uncleanable[damaged.Log()] != nil
 	})
 	b.cleaner.mu.Lock()
-	t.Logf("uncleanable: %v", b.cleaner.uncleanable[damaged.log])
+	t.Logf("uncleanable: %v", b.cleaner.uncleanable[damaged.Log()])
 	b.cleaner.mu.Unlock()
 	for i := range 10 { // the other log is still cleaned
 		if err := client.ProduceSync(ctx, &kgo.Record{Topic: "healthy", Key: []byte("k"), Value: fmt.Appendf(nil, "later%d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sealAndWaitCleaned(t, b, healthy.log, healthy.lastStableOffset)
-	if records, _ := logRecords(t, healthy.log); len(records) != 1 {
+	sealAndWaitCleaned(t, b, healthy.Log(), healthy.LastStableOffset)
+	if records, _ := logRecords(t, healthy.Log()); len(records) != 1 {
 		t.Fatalf("healthy log after cleaning: %+v", records)
 	}
 }
@@ -533,11 +534,11 @@ func TestCompactDeletePolicies(t *testing.T) {
 	}
 	deleting, keeping := partitionZero(t, b, "compact-delete"), partitionZero(t, b, "compact-only")
 	testutil.Until(t, 10*time.Second, "retention to delete compact-delete's oldest segments", func() bool {
-		return deleting.log.LogStartOffset() > 0 && deleting.log.Size() <= 2048+1024
+		return deleting.Log().LogStartOffset() > 0 && deleting.Log().Size() <= 2048+1024
 	})
-	sealAndWaitCleaned(t, b, keeping.log, keeping.lastStableOffset)
-	if records, _ := logRecords(t, keeping.log); keeping.log.LogStartOffset() != 0 || len(records) != 200 {
-		t.Fatalf("compact-only with retention.ms=1: log start %d, %d records; want 0 and all 200 (distinct keys)", keeping.log.LogStartOffset(), len(records))
+	sealAndWaitCleaned(t, b, keeping.Log(), keeping.LastStableOffset)
+	if records, _ := logRecords(t, keeping.Log()); keeping.Log().LogStartOffset() != 0 || len(records) != 200 {
+		t.Fatalf("compact-only with retention.ms=1: log start %d, %d records; want 0 and all 200 (distinct keys)", keeping.Log().LogStartOffset(), len(records))
 	}
 }
 
@@ -579,20 +580,20 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 	produce(10)
 
 	rolled, kept := partitionZero(t, b, "lagged"), partitionZero(t, b, "unlagged")
-	if rolled.log.SegmentCount() != 2 || kept.log.SegmentCount() != 1 {
+	if rolled.Log().SegmentCount() != 2 || kept.Log().SegmentCount() != 1 {
 		t.Fatalf("segments: lagged %d (want 2: rolled by max.compaction.lag.ms), unlagged %d (want 1)",
-			rolled.log.SegmentCount(), kept.log.SegmentCount())
+			rolled.Log().SegmentCount(), kept.Log().SegmentCount())
 	}
 	testutil.Until(t, 10*time.Second, "the cleaner to clean the rolled segment", func() bool {
 		b.cleanNow()
-		records, _ := logRecords(t, rolled.log)
+		records, _ := logRecords(t, rolled.Log())
 		return len(records) == 2
 	})
-	records, _ := logRecords(t, rolled.log)
+	records, _ := logRecords(t, rolled.Log())
 	if *records[0].value != "v9" || *records[1].value != "v10" {
 		t.Fatalf("lagged log after cleaning: %+v, want v9 (latest of the sealed segment) and v10 (active)", records)
 	}
-	if records, _ := logRecords(t, kept.log); len(records) != 11 {
+	if records, _ := logRecords(t, kept.Log()); len(records) != 11 {
 		t.Fatalf("unlagged log holds %d records, want all 11 (its only segment is active)", len(records))
 	}
 }
@@ -628,10 +629,10 @@ func TestCompactedTombstoneDeleteHorizon(t *testing.T) {
 	}
 	p := partitionZero(t, b, "horizon")
 	cleanStarted := time.Now()
-	sealAndWaitCleaned(t, b, p.log, p.lastStableOffset)
+	sealAndWaitCleaned(t, b, p.Log(), p.LastStableOffset)
 
 	tombstoneOffset := records[1].Offset
-	data, err := p.log.ReadBatches(tombstoneOffset, tombstoneOffset+1, 1<<20)
+	data, err := p.Log().ReadBatches(tombstoneOffset, tombstoneOffset+1, 1<<20)
 	if err != nil || len(data) == 0 {
 		t.Fatalf("read the tombstone's batch: %v (%d bytes)", err, len(data))
 	}
@@ -654,7 +655,7 @@ func TestCompactedTombstoneDeleteHorizon(t *testing.T) {
 
 	testutil.Until(t, 10*time.Second, "the cleaner to remove the tombstone after its delete horizon", func() bool {
 		b.cleanNow()
-		records, _ := logRecords(t, p.log)
+		records, _ := logRecords(t, p.Log())
 		return len(records) == 1 && records[0].key == "kept"
 	})
 	if now := time.Now().UnixMilli(); now < horizon {

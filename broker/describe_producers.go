@@ -50,7 +50,7 @@ func describePartitionProducers(b *Broker, t *topic, index int32, rp *kmsg.Descr
 	if err != nil {
 		return err
 	}
-	infos, err := p.describeProducers()
+	infos, err := p.DescribeProducers()
 	if err != nil {
 		return err
 	}

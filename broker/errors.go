@@ -8,6 +8,7 @@ import (
 	"github.com/exactly-eos/exactly/broker/acl"
 	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/broker/txn"
@@ -15,14 +16,16 @@ import (
 )
 
 // Kafka errors are data in responses. Handlers produce Go errors (their own
-// sentinels below, or the sentinels of storage, wire, producers and the
-// group and transaction coordinators) and errorCode maps them to Kafka
+// sentinels below, or the sentinels of partition, storage, wire, producers
+// and the group and transaction coordinators) and errorCode maps them to Kafka
 // error codes here, in one table; codes that depend on the request's
 // version are decided here too (produceErrorCode, txnErrorCode).
 
 // Sentinel errors of the broker's handlers; each maps to one Kafka error.
+// Those a partition returns are package partition's sentinels under the
+// broker's names (the same values), so the table below maps them too.
 var (
-	errUnknownTopic        = errors.New("unknown topic or partition")
+	errUnknownTopic        = partition.ErrUnknownTopicOrPartition
 	errUnknownTopicID      = errors.New("unknown topic id")
 	errInvalidTopic        = errors.New("invalid topic name")
 	errInternalTopic       = errors.New("internal topic")
@@ -31,22 +34,22 @@ var (
 	errInvalidReplication  = errors.New("invalid replication factor")
 	errInvalidAssignment   = errors.New("invalid replica assignment")
 	errInvalidConfig       = errors.New("invalid config")
-	errMessageTooLarge     = errors.New("record batch larger than max.message.bytes")
-	errInvalidRecord       = errors.New("invalid record batch")
+	errMessageTooLarge     = partition.ErrMessageTooLarge
+	errInvalidRecord       = partition.ErrInvalidRecord
 	errInvalidRequiredAcks = errors.New("acks must be -1, 0 or 1")
-	errNotEnoughReplicas   = errors.New("fewer in-sync replicas than min.insync.replicas")
+	errNotEnoughReplicas   = partition.ErrNotEnoughReplicas
 	// errNotEnoughReplicasAfterAppend: an acks=all batch was appended and
 	// replicated, but the ISR shrank below min.insync.replicas meanwhile.
-	errNotEnoughReplicasAfterAppend = errors.New("appended, but the in-sync replicas fell below min.insync.replicas")
-	errNotLeader                    = errors.New("this broker is not the partition's leader")
-	errRequestTimedOut              = errors.New("request timed out")
+	errNotEnoughReplicasAfterAppend = partition.ErrNotEnoughReplicasAfterAppend
+	errNotLeader                    = partition.ErrNotLeader
+	errRequestTimedOut              = partition.ErrRequestTimedOut
 	errOffsetOutOfRange             = errors.New("offset out of range")
-	errFencedLeaderEpoch            = errors.New("leader epoch older than the current one")
-	errUnknownLeaderEpoch           = errors.New("leader epoch newer than the current one")
+	errFencedLeaderEpoch            = partition.ErrFencedLeaderEpoch
+	errUnknownLeaderEpoch           = partition.ErrUnknownLeaderEpoch
 	errInvalidRequest               = errors.New("invalid request")
-	errShuttingDown                 = errors.New("broker is shutting down")
-	errStorage                      = errors.New("storage error")
-	errInvalidTxnState              = errors.New("invalid transaction state")
+	errShuttingDown                 = partition.ErrShuttingDown
+	errStorage                      = partition.ErrStorage
+	errInvalidTxnState              = partition.ErrInvalidTxnState
 	errNoCoordinator                = errors.New("coordinator not available")
 )
 

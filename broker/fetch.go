@@ -38,7 +38,7 @@ import (
 // returned whole even when larger (KIP-74).
 //
 // Replication: a Fetch whose replica id is a broker's is a follower's
-// fetch (partition.recordFollowerFetch): its fetch offset records the
+// fetch ([partition.Partition.RecordFollowerFetch]): its fetch offset records the
 // follower's log end, it reads up to the log end rather than the high
 // watermark, and a rise of the high watermark ends its long poll. Consumers
 // and followers alike get NOT_LEADER_OR_FOLLOWER from a broker that does
@@ -51,7 +51,7 @@ import (
 //
 // Isolation: read_uncommitted reads up to the high watermark;
 // read_committed (KIP-98) up to the last stable offset (the first offset
-// of the oldest open transaction, partition.lastStableOffset) and gets, per
+// of the oldest open transaction, [partition.Partition.LastStableOffset]) and gets, per
 // partition, the aborted transactions overlapping the returned range from
 // the aborted-transaction index, so the client drops aborted records.
 // Every response carries the LSO.
@@ -67,7 +67,7 @@ const isolationReadCommitted = 1
 type fetchTarget struct {
 	topicIndex int // index into the response's topics
 	index      int32
-	partition  *partition // nil when err is set
+	partition  *topicPartition // nil when err is set
 	err        error
 	offset     int64
 	maxBytes   int32
@@ -169,11 +169,11 @@ func (b *Broker) resolveFetch(req *kmsg.FetchRequest, authorize func(topic strin
 				target.partition, target.err = b.partitionOf(t, rp.Partition)
 			}
 			if target.err == nil {
-				target.err = target.partition.checkLeader(rp.CurrentLeaderEpoch)
+				target.err = target.partition.CheckLeader(rp.CurrentLeaderEpoch)
 			}
 			if target.err == nil && replicaID >= 0 {
-				target.partition.recordFollowerFetch(b, replicaID, rp.FetchOffset)
-				target.replica, target.startHighWatermark = true, target.partition.highWatermark()
+				target.partition.RecordFollowerFetch(replicaID, rp.FetchOffset)
+				target.replica, target.startHighWatermark = true, target.partition.HighWatermark()
 			}
 			ft.targets = append(ft.targets, len(targets))
 			targets = append(targets, target)
@@ -231,12 +231,12 @@ func highWatermarkRose(targets []fetchTarget, reads []partitionRead) bool {
 
 // notificationsOf returns the distinct append channels of the targets.
 func (c *connection) notificationsOf(targets []fetchTarget) []<-chan struct{} {
-	seen := map[*partition]bool{}
+	seen := map[*topicPartition]bool{}
 	var channels []<-chan struct{}
 	for _, target := range targets {
 		if target.partition != nil && !seen[target.partition] {
 			seen[target.partition] = true
-			channels = append(channels, target.partition.waitChannel())
+			channels = append(channels, target.partition.WaitChannel())
 		}
 	}
 	return channels
@@ -296,48 +296,48 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget) ([]par
 // follower (replica) up to the log end.
 func readPartition(target fetchTarget, read *partitionRead, limit int64, minOneBatch, readCommitted, replica bool) error {
 	p := target.partition
-	if p.closed.Load() {
-		return fmt.Errorf("%w: %s", errUnknownTopic, p.name())
+	if p.Closed() {
+		return fmt.Errorf("%w: %s", errUnknownTopic, p.Name())
 	}
 	// The LSO first: it never exceeds the log end at any instant, so
 	// read before the high watermark it stays at or below it.
-	read.lastStable = p.lastStableOffset()
-	read.highWatermark = p.highWatermark()
+	read.lastStable = p.LastStableOffset()
+	read.highWatermark = p.HighWatermark()
 	bound := read.highWatermark
 	if readCommitted {
 		bound = read.lastStable
 		read.aborted = []storage.AbortedTxn{}
 	}
-	read.logStartOffset = p.log.LogStartOffset()
+	read.logStartOffset = p.Log().LogStartOffset()
 	// Read after the high watermark, the log end is at or above it (a
 	// follower's truncation lowers the high watermark first).
-	logEnd := p.log.LogEndOffset()
+	logEnd := p.Log().LogEndOffset()
 	if replica {
 		bound = logEnd
 	}
 	if target.offset < read.logStartOffset || target.offset > logEnd {
-		return fmt.Errorf("%w: %s offset %d, log has [%d, %d)", errOffsetOutOfRange, p.name(),
+		return fmt.Errorf("%w: %s offset %d, log has [%d, %d)", errOffsetOutOfRange, p.Name(),
 			target.offset, read.logStartOffset, logEnd)
 	}
 	if target.offset >= bound || (limit <= 0 && !minOneBatch) {
 		return nil
 	}
-	result, err := p.log.Read(target.offset, bound, int(max(limit, 0)), minOneBatch)
+	result, err := p.Log().Read(target.offset, bound, int(max(limit, 0)), minOneBatch)
 	if err != nil {
-		if p.closed.Load() {
-			return fmt.Errorf("%w: %s", errUnknownTopic, p.name())
+		if p.Closed() {
+			return fmt.Errorf("%w: %s", errUnknownTopic, p.Name())
 		}
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
-			return fmt.Errorf("%w: %s: %w", errOffsetOutOfRange, p.name(), err)
+			return fmt.Errorf("%w: %s: %w", errOffsetOutOfRange, p.Name(), err)
 		}
-		return fmt.Errorf("%w: read %s: %w", errStorage, p.name(), err)
+		return fmt.Errorf("%w: read %s: %w", errStorage, p.Name(), err)
 	}
 	read.result = result
 	for _, region := range result.Regions {
 		read.size += region.Size
 	}
 	if readCommitted && read.size > 0 {
-		read.aborted = p.log.AbortedTxns(target.offset, bound)
+		read.aborted = p.Log().AbortedTxns(target.offset, bound)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
@@ -32,7 +33,7 @@ func TestHighWatermarkSurvivesRestart(t *testing.T) {
 	}
 	c.waitCaughtUp("hw", 0)
 	leader := c.role("hw", 0).Leader
-	file := filepath.Join(c.localPartition(leader, "hw", 0).log.Dir(), highWatermarkCheckpointFile)
+	file := filepath.Join(c.localPartition(leader, "hw", 0).Log().Dir(), partition.HighWatermarkCheckpointFile)
 	testutil.Until(t, 10*time.Second, "the running leader's checkpoint holds the high watermark", func() bool {
 		data, err := os.ReadFile(file)
 		return err == nil && string(data) == "0\n"+strconv.Itoa(total)+"\n"
@@ -42,7 +43,7 @@ func TestHighWatermarkSurvivesRestart(t *testing.T) {
 	// wait until every replica has it, so each checkpoints it at close.
 	testutil.Until(t, 10*time.Second, "every replica at the high watermark", func() bool {
 		for id := int32(1); id <= 3; id++ {
-			if c.localPartition(id, "hw", 0).hw.Load() != total {
+			if c.localPartition(id, "hw", 0).HighWatermark() != total {
 				return false
 			}
 		}
@@ -60,13 +61,13 @@ func TestHighWatermarkSurvivesRestart(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		c.startBroker(id)
 		p := c.localPartition(id, "hw", 0)
-		if hw, end := p.hw.Load(), p.log.LogEndOffset(); hw != total || end != total {
+		if hw, end := p.HighWatermark(), p.Log().LogEndOffset(); hw != total || end != total {
 			t.Errorf("broker %d after restart: high watermark %d, log end %d; want %d and %d", id, hw, end, total, total)
 		}
 	}
 
 	// A checkpoint beyond the recovered log (a lost unsynced tail) is capped.
-	dir := c.localPartition(1, "hw", 0).log.Dir()
+	dir := c.localPartition(1, "hw", 0).Log().Dir()
 	b := c.broker(1)
 	c.mu.Lock()
 	delete(c.brokers, 1)
@@ -74,11 +75,11 @@ func TestHighWatermarkSurvivesRestart(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, highWatermarkCheckpointFile), []byte("0\n999\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, partition.HighWatermarkCheckpointFile), []byte("0\n999\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c.startBroker(1)
-	if hw := c.localPartition(1, "hw", 0).hw.Load(); hw != total {
+	if hw := c.localPartition(1, "hw", 0).HighWatermark(); hw != total {
 		t.Errorf("a checkpoint of 999 over a log of %d records: high watermark %d, want %d", total, hw, total)
 	}
 }

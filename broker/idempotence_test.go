@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -119,7 +120,7 @@ func runProduceSteps(t *testing.T, b *Broker, r *rawConnection, topic string, pr
 		if err != nil {
 			t.Fatalf("%s: partition: %v", step.what, err)
 		}
-		if end := p.log.LogEndOffset(); end != step.wantLogEnd {
+		if end := p.Log().LogEndOffset(); end != step.wantLogEnd {
 			t.Fatalf("%s: log end offset %d, want %d", step.what, end, step.wantLogEnd)
 		}
 	}
@@ -204,13 +205,13 @@ func TestIdempotentProduceRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end := p.log.LogEndOffset(); end != 0 {
+	if end := p.Log().LogEndOffset(); end != 0 {
 		t.Fatalf("refused batches were written: log end %d", end)
 	}
 	// Plain batches may still come several per partition.
 	plain := append(idempotentBatch(t, -1, -1, -1, 2), idempotentBatch(t, -1, -1, -1, 1)...)
-	if got := r.produceRaw("refused", 0, plain, 9); got.ErrorCode != 0 || got.BaseOffset != 0 || p.log.LogEndOffset() != 3 {
-		t.Fatalf("two plain batches: error %d base %d log end %d", got.ErrorCode, got.BaseOffset, p.log.LogEndOffset())
+	if got := r.produceRaw("refused", 0, plain, 9); got.ErrorCode != 0 || got.BaseOffset != 0 || p.Log().LogEndOffset() != 3 {
+		t.Fatalf("two plain batches: error %d base %d log end %d", got.ErrorCode, got.BaseOffset, p.Log().LogEndOffset())
 	}
 }
 
@@ -272,9 +273,9 @@ func TestInitProducerID(t *testing.T) {
 }
 
 // snapshotOffsets lists the offsets of a partition's producer snapshots.
-func snapshotOffsets(t *testing.T, p *partition) []int64 {
+func snapshotOffsets(t *testing.T, p *topicPartition) []int64 {
 	t.Helper()
-	entries, err := os.ReadDir(p.snapshotDir())
+	entries, err := os.ReadDir(p.SnapshotDir())
 	if err != nil {
 		t.Fatalf("list snapshots: %v", err)
 	}
@@ -312,9 +313,9 @@ func TestProducerStateSurvivesRestart(t *testing.T) {
 		sequence += 2
 	}
 	p, _ := b.partitionOf(b.topicByName("durable"), 0)
-	partitionDir := p.log.Dir()
-	if p.log.SegmentCount() < 3 {
-		t.Fatalf("only %d segments; the test needs rolls", p.log.SegmentCount())
+	partitionDir := p.Log().Dir()
+	if p.Log().SegmentCount() < 3 {
+		t.Fatalf("only %d segments; the test needs rolls", p.Log().SegmentCount())
 	}
 	rollSnapshots := snapshotOffsets(t, p)
 	if len(rollSnapshots) == 0 {
@@ -348,7 +349,7 @@ func TestProducerStateSurvivesRestart(t *testing.T) {
 	// Drop the newest snapshot and corrupt the next: the state must come
 	// from an older one (or none) plus the replay.
 	snapshots := snapshotOffsets(t, p)
-	snapshotDir := filepath.Join(partitionDir, producerSnapshotDirName)
+	snapshotDir := filepath.Join(partitionDir, partition.ProducerSnapshotDirName)
 	if err := os.Remove(filepath.Join(snapshotDir, producers.SnapshotFileName(snapshots[len(snapshots)-1]))); err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestProducerStateAfterTruncate(t *testing.T) {
 		}
 	}
 	p, _ := b.partitionOf(b.topicByName("cut"), 0)
-	if err := p.truncate(9); err != nil { // keeps batches 0..2 (sequences 0..8)
+	if err := p.Truncate(9); err != nil { // keeps batches 0..2 (sequences 0..8)
 		t.Fatalf("truncate: %v", err)
 	}
 	if snapshots := snapshotOffsets(t, p); len(snapshots) > 0 && snapshots[len(snapshots)-1] > 9 {
@@ -413,7 +414,7 @@ func TestProducerStateOutlivesRetention(t *testing.T) {
 	}
 	b.applyRetention()
 	p, _ := b.partitionOf(b.topicByName("kept"), 0)
-	if start := p.log.LogStartOffset(); start <= 6 {
+	if start := p.Log().LogStartOffset(); start <= 6 {
 		t.Fatalf("retention kept the producer's batches: log start %d", start)
 	}
 	if err := b.Close(); err != nil {

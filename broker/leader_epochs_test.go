@@ -1,65 +1,16 @@
 package broker
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/broker/partition"
 )
-
-// TestLeaderEpochCacheEndOffsets checks OffsetForLeaderEpoch's answers
-// against Kafka's LeaderEpochFileCache rules, and that the checkpoint file
-// survives a reopen and follows truncations.
-func TestLeaderEpochCacheEndOffsets(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	cache, err := openLeaderEpochCache(storage.OSFS{}, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if epoch, end := cache.endOffsetFor(0, 0); epoch != -1 || end != -1 {
-		t.Fatalf("empty cache: (%d, %d), want (-1, -1)", epoch, end)
-	}
-	for _, e := range []epochEntry{{1, 0}, {3, 100}, {6, 250}} {
-		if err := cache.assign(e.epoch, e.startOffset); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := cache.assign(2, 300); err != nil || len(cache.entries) != 3 {
-		t.Fatalf("an older epoch was recorded: %+v, %v", cache.entries, err)
-	}
-	const logEnd = 400
-	for _, c := range []struct {
-		requested, epoch int32
-		end              int64
-	}{
-		{6, 6, logEnd}, // the current epoch ends at the log end
-		{3, 3, 250},    // a known epoch ends where the next starts
-		{4, 3, 250},    // unknown: the largest epoch below it, the next start above
-		{5, 3, 250},
-		{0, 0, 0},   // below every known epoch: itself, the first start
-		{7, -1, -1}, // above every known epoch
-		{-1, -1, -1},
-	} {
-		if epoch, end := cache.endOffsetFor(c.requested, logEnd); epoch != c.epoch || end != c.end {
-			t.Errorf("epoch %d: (%d, %d), want (%d, %d)", c.requested, epoch, end, c.epoch, c.end)
-		}
-	}
-	reopened, err := openLeaderEpochCache(storage.OSFS{}, dir)
-	if err != nil || !slices.Equal(reopened.entries, cache.entries) {
-		t.Fatalf("reopened checkpoint: %+v, %v; want %+v", reopened.entries, err, cache.entries)
-	}
-	if err := reopened.truncateFromEnd(250); err != nil {
-		t.Fatal(err)
-	}
-	again, err := openLeaderEpochCache(storage.OSFS{}, dir)
-	if err != nil || !slices.Equal(again.entries, []epochEntry{{1, 0}, {3, 100}}) {
-		t.Fatalf("after truncation to 250: %+v, %v", again.entries, err)
-	}
-}
 
 // TestReplicationLeaderEpochChecks: a new leader records its epoch at its
 // log end before writing anything, answers OffsetForLeaderEpoch from the
@@ -76,12 +27,13 @@ func TestReplicationLeaderEpochChecks(t *testing.T) {
 	c.kill(old)
 	role := c.role("epochs", 0)
 	lp := c.localPartition(role.Leader, "epochs", 0)
-	if got := lp.epochs.entries; !slices.Equal(got, []epochEntry{{0, 0}, {1, 7}}) {
-		t.Fatalf("new leader's epochs before any write: %+v, want [{0 0} {1 7}]", got)
+	latest, _, _ := lp.LatestEpochAndEnds()
+	if epoch, end := lp.EndOffsetForEpoch(0); latest != 1 || epoch != 0 || end != 7 {
+		t.Fatalf("new leader's epochs before any write: latest %d, epoch 0 ends at (%d, %d); want 1, (0, 7)", latest, epoch, end)
 	}
-	reopened, err := openLeaderEpochCache(storage.OSFS{}, lp.log.Dir())
-	if err != nil || !slices.Equal(reopened.entries, lp.epochs.entries) {
-		t.Fatalf("leader-epoch checkpoint on disk: %+v, %v", reopened.entries, err)
+	checkpoint, err := os.ReadFile(filepath.Join(lp.Log().Dir(), partition.LeaderEpochCheckpointFile))
+	if err != nil || string(checkpoint) != "0\n2\n0 0\n1 7\n" {
+		t.Fatalf("leader-epoch checkpoint on disk: %q, %v; want epochs 0 at 0 and 1 at 7", checkpoint, err)
 	}
 	raw := dialRaw(t, c.broker(role.Leader))
 	for _, q := range []struct {

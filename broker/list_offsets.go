@@ -68,44 +68,29 @@ func (b *Broker) listOffset(t *topic, name string, rp kmsg.ListOffsetsRequestTop
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := p.checkLeader(rp.CurrentLeaderEpoch); err != nil {
+	if err := p.CheckLeader(rp.CurrentLeaderEpoch); err != nil {
 		return 0, 0, err
 	}
-	if p.closed.Load() {
-		return 0, 0, fmt.Errorf("%w: %s", errUnknownTopic, p.name())
+	if p.Closed() {
+		return 0, 0, fmt.Errorf("%w: %s", errUnknownTopic, p.Name())
 	}
 	switch {
 	case rp.Timestamp == listLatest && readCommitted:
-		return p.lastStableOffset(), -1, nil
+		return p.LastStableOffset(), -1, nil
 	case rp.Timestamp == listLatest:
-		return p.highWatermark(), -1, nil
+		return p.HighWatermark(), -1, nil
 	case rp.Timestamp == listEarliest, rp.Timestamp == listEarliestLocal && version >= 8:
-		return p.log.LogStartOffset(), -1, nil
+		return p.Log().LogStartOffset(), -1, nil
 	case rp.Timestamp == listMaxTimestamp && version >= 7:
-		return p.maxTimestampOffset()
+		return p.MaxTimestampOffset()
 	case rp.Timestamp >= 0:
-		offset, timestamp, found := p.log.OffsetForTimestamp(rp.Timestamp)
+		offset, timestamp, found := p.Log().OffsetForTimestamp(rp.Timestamp)
 		if !found {
 			return -1, -1, nil
 		}
 		return offset, timestamp, nil
 	}
 	return 0, 0, fmt.Errorf("%w: timestamp %d at ListOffsets v%d", errInvalidRequest, rp.Timestamp, version)
-}
-
-// maxTimestampOffset scans the batch headers for the largest timestamp.
-func (p *partition) maxTimestampOffset() (offset, timestamp int64, err error) {
-	offset, timestamp = -1, -1
-	err = p.log.ScanHeaders(p.log.LogStartOffset(), func(batch wire.BatchView) error {
-		if batch.MaxTimestamp() > timestamp {
-			offset, timestamp = batch.LastOffset(), batch.MaxTimestamp()
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w: scan %s: %w", errStorage, p.name(), err)
-	}
-	return offset, timestamp, nil
 }
 
 // currentLeaderEpochOf is the leader epoch of partition index of t (0
@@ -118,5 +103,5 @@ func (b *Broker) currentLeaderEpochOf(t *topic, index int32) int32 {
 	if err != nil {
 		return leaderEpoch
 	}
-	return p.currentLeaderEpoch()
+	return p.CurrentLeaderEpoch()
 }

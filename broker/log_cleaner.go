@@ -31,7 +31,7 @@ import (
 // What a clean may touch: Clean itself never touches the active segment,
 // nor a segment at or past the recovery point or the min.compaction.lag.ms
 // horizon. Its upper bound here is the last stable offset — of a
-// partition, partition.lastStableOffset(), which is also never above the
+// partition, [partition.Partition.LastStableOffset], which is also never above the
 // high watermark of a replicated partition; of a single-node internal log,
 // the first offset of its oldest open transaction (a TxnOffsetCommit not
 // yet ended by a marker), found by the same header scan that finds each
@@ -327,10 +327,10 @@ func (b *Broker) cleanTargets() []cleanTarget {
 	var out []cleanTarget
 	for _, p := range b.allPartitions() {
 		config := p.topic.config.Load()
-		if !config.compact || p.closed.Load() {
+		if !config.compact || p.Closed() {
 			continue
 		}
-		out = append(out, cleanTarget{name: p.name(), log: p.log, config: config, bounds: p.cleanBounds, estimate: p.lastStableOffset})
+		out = append(out, cleanTarget{name: p.Name(), log: p.Log(), config: config, bounds: p.CleanBounds, estimate: p.LastStableOffset})
 	}
 	for i := range b.internalTopics {
 		it := &b.internalTopics[i]
@@ -360,17 +360,6 @@ func (b *Broker) internalLogs(name string) map[int32]*storage.Log {
 		return out
 	}
 	return nil
-}
-
-// cleanBounds captures, under appendMu, the partition's last stable offset
-// (never above its high watermark) and each producer's newest batch.
-func (p *partition) cleanBounds() (int64, map[int64]int64, error) {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if p.closed.Load() {
-		return 0, nil, storage.ErrClosed
-	}
-	return p.lastStableOffset(), p.producers.LastBatchOffsets(), nil
 }
 
 // scanCleanBounds finds, for a log without a producer state (a

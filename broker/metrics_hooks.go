@@ -12,6 +12,7 @@ import (
 
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/broker/producers"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -100,16 +101,16 @@ func (b *Broker) partitionStates() []metrics.PartitionState {
 	partitions := b.allPartitions()
 	states := make([]metrics.PartitionState, 0, len(partitions))
 	for _, p := range partitions {
-		if p.closed.Load() {
+		if p.Closed() {
 			continue
 		}
-		lag := p.highWatermark() - p.lastStableOffset()
+		lag := p.HighWatermark() - p.LastStableOffset()
 		if lag < 0 {
 			lag = 0 // the two atomics were read at different instants
 		}
 		states = append(states, metrics.PartitionState{
-			Topic: p.topic.name, Partition: p.index,
-			LogEndOffset: p.log.LogEndOffset(), Segments: p.log.SegmentCount(), SizeBytes: p.log.Size(),
+			Topic: p.topic.name, Partition: p.Index(),
+			LogEndOffset: p.Log().LogEndOffset(), Segments: p.Log().SegmentCount(), SizeBytes: p.Log().Size(),
 			LSOLagRecords: lag,
 		})
 	}
@@ -266,18 +267,18 @@ func walkErrorCodes(api *metrics.API, v reflect.Value) {
 // countProduced counts one Produce partition's append (metrics on):
 // bytes, batches and records appended, or a duplicate, or an out-of-order
 // refusal.
-func (b *Broker) countProduced(t *topic, info *appendInfo, result appendOutcome, err error) {
+func (b *Broker) countProduced(t *topic, info *partition.AppendInfo, result partition.Outcome, err error) {
 	switch {
 	case errors.Is(err, producers.ErrOutOfOrderSequence):
 		b.metrics.OutOfOrderSequence()
 	case err != nil:
-	case result.duplicate:
+	case result.Duplicate:
 		b.metrics.IdempotentDuplicate()
 	default:
 		m := b.topicMetrics(t)
-		m.BytesIn.Add(float64(info.bytes()))
-		m.Batches.Add(float64(len(info.batches)))
-		m.Records.Add(float64(info.records))
+		m.BytesIn.Add(float64(info.Bytes()))
+		m.Batches.Add(float64(info.BatchCount()))
+		m.Records.Add(float64(info.RecordCount()))
 	}
 }
 

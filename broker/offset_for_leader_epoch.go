@@ -15,7 +15,7 @@ import (
 // (NOT_LEADER_OR_FOLLOWER elsewhere). Without replication every partition
 // has had one epoch (0) since it was created, so epoch 0 ends at the log
 // end offset, and a later epoch is unknown (-1, -1). A replicated partition
-// answers from its leader-epoch checkpoint (leaderEpochCache.endOffsetFor,
+// answers from its leader-epoch checkpoint ([partition.Partition.EndOffsetOfEpoch],
 // Kafka's semantics): the current epoch ends at the log end, an older one
 // where the next higher epoch starts, and an unknown one is answered for
 // the largest epoch below it.
@@ -38,7 +38,7 @@ func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochReq
 			result := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			result.Partition = rp.Partition
 			result.LeaderEpoch, result.EndOffset = -1, -1
-			var p *partition
+			var p *topicPartition
 			err := error(nil)
 			if !authorized {
 				err = errTopicAuthorization
@@ -49,10 +49,10 @@ func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochReq
 				p, err = b.partitionOf(t, rp.Partition)
 			}
 			if err == nil {
-				err = p.checkLeader(rp.CurrentLeaderEpoch)
+				err = p.CheckLeader(rp.CurrentLeaderEpoch)
 			}
 			if err == nil {
-				result.LeaderEpoch, result.EndOffset = p.endOffsetOfEpoch(rp.LeaderEpoch)
+				result.LeaderEpoch, result.EndOffset = p.EndOffsetOfEpoch(rp.LeaderEpoch)
 			}
 			result.ErrorCode = errorCode(err)
 			answered.Partitions = append(answered.Partitions, result)
@@ -60,15 +60,4 @@ func handleOffsetForLeaderEpoch(c *connection, req *kmsg.OffsetForLeaderEpochReq
 		resp.Topics = append(resp.Topics, answered)
 	}
 	return resp
-}
-
-// endOffsetOfEpoch answers OffsetForLeaderEpoch for one partition.
-func (p *partition) endOffsetOfEpoch(requested int32) (int32, int64) {
-	if p.epochs == nil || p.role.Load() == nil {
-		if requested <= leaderEpoch && requested >= 0 {
-			return leaderEpoch, p.log.LogEndOffset()
-		}
-		return -1, -1
-	}
-	return p.endOffsetForEpoch(requested)
 }

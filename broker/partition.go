@@ -2,305 +2,103 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
+	"time"
 
-	"github.com/exactly-eos/exactly/broker/producers"
-	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/broker/partition"
 )
 
 // leaderEpoch is the partition leader epoch of every partition without a
-// role (replication off): it is led here from the start and the epoch
-// never changes. A replicated partition's epoch is its role's.
-const leaderEpoch int32 = 0
+// role (replication off): [partition.UnreplicatedLeaderEpoch].
+const leaderEpoch = partition.UnreplicatedLeaderEpoch
 
-// partition is one topic partition: its log, its idempotent-producer state
-// and the notification that wakes long-polling fetches.
-type partition struct {
-	topic  *topic
-	index  int32
-	log    *storage.Log
-	logger *slog.Logger
-	// producerOptions configure producers (expiration age); set at open.
-	producerOptions producers.Options
-
-	// appendMu serialises appends: storage.Log allows one appender at a
-	// time, and connections append from their own reader goroutines. It
-	// also guards the transition of closed to true, so no append runs on a
-	// closed log, and the producer state below (see partition.applyProducerBatchLocked).
-	appendMu sync.Mutex
-	// producers is the idempotent-producer state up to the log end
-	// (guarded by appendMu). Invariant: it reflects every batch in the log
-	// that was appended or replayed, in log order.
-	producers *producers.PartitionState
-	// producersDirty: producers changed since the last snapshot (appendMu).
-	producersDirty bool
-	// snapshotOffset is the offset of the newest snapshot prepared (see
-	// pendingSnapshot) or loaded, -1 if none (appendMu).
-	snapshotOffset int64
-	// pendingSnapshot is a snapshot prepared under appendMu, written by
-	// unlockAppend after appendMu is released (appendMu).
-	pendingSnapshot *pendingSnapshot
-	// snapshotMu serializes snapshot file writes with close, delete and
-	// truncate, which take it before appendMu (lock order: snapshotMu,
-	// then appendMu). It is held across a snapshot's disk I/O; appends
-	// never take it.
-	snapshotMu sync.Mutex
-	// snapshotGeneration counts truncations (bumped under snapshotMu and
-	// appendMu); a snapshot prepared in an older generation is dropped.
-	snapshotGeneration atomic.Uint64
-	// unwrittenSnapshots counts snapshots released by unlockAppend and
-	// not yet written or dropped; close writes its own when any is left.
-	unwrittenSnapshots atomic.Int64
-	// activeSegmentBase is the base offset of the segment the last append
-	// went to, -1 when not known yet; a change means the append rolled a
-	// segment (appendMu).
-	activeSegmentBase int64
-	// abortIndexBehind is set when an ABORT marker was appended but its
-	// aborted-index entry could not be written; snapshots stop so that a
-	// restart replays the marker and restores the entry (appendMu).
-	abortIndexBehind bool
-	// unstableOffset is the first offset of the oldest open transaction on
-	// the partition, -1 when none is open (appendMu). Invariant: it is
-	// producers.FirstUnstableOffset().
-	unstableOffset int64
-	// lastStable is the last stable offset: unstableOffset when a
-	// transaction is open, else the log end. Written under appendMu after
-	// every append and marker, read without locks by read_committed
-	// fetches and ListOffsets; never above the log end at any instant.
-	lastStable atomic.Int64
-	// verifications holds, per producer id, the guard of a KIP-890
-	// verification in progress or done for the producer's open transaction
-	// (appendMu). A marker for the producer removes it, so a batch whose
-	// verification raced with the end of its transaction finds its guard
-	// gone and is refused instead of opening a hanging transaction.
-	verifications map[int64]*verificationGuard
-	// closed is set (under appendMu) when the log is closed or deleted;
-	// readers check it to report UNKNOWN_TOPIC_OR_PARTITION.
-	closed atomic.Bool
-
-	// notifyMu guards notify: a channel closed and replaced after every
-	// append, so any number of fetches can wait for new data without
-	// polling. A waiter takes the channel before reading the log, so an
-	// append between its read and its wait still wakes it.
-	notifyMu sync.Mutex
-	notify   chan struct{}
-
-	// Replication (partition.becomeLeader, replicaFetcher); unused when
-	// the broker runs without Config.Replication.
-
-	// nodeID is this broker's id, to tell whether a role makes it leader.
-	nodeID int32
-	// role is the partition's role as last applied. Nil when replication
-	// is off: then it is led here at leaderEpoch and the high watermark is
-	// the log end. With replication on it starts as "no leader known"
-	// (leader -1, epoch -1) until the controller's role arrives. Replaced
-	// under appendMu and replicaMu; read without locks.
-	role atomic.Pointer[replicaRole]
-	// epochs is the leader-epoch checkpoint (leaderEpochCache); nil when
-	// replication is off (appendMu).
-	epochs *leaderEpochCache
-	// hw is the high watermark of a partition with a role. Invariants:
-	// hw <= the log end at every instant (a truncation lowers hw first);
-	// on the leader it is the minimum log end over the leader and the
-	// (maximal) ISR, and never decreases while it leads.
-	hw atomic.Int64
-	// hwFile is the high-watermark checkpoint's path and hwWritten the
-	// value it holds (partition.checkpointHighWatermark); replication only.
-	// hwFileMu serializes its writers (the checkpoint loop, close).
-	hwFile    string
-	hwWritten atomic.Int64
-	hwFileMu  sync.Mutex
-	fs        storage.FS
-	// replicaMu guards the leader's view of its followers below (lock
-	// order: after appendMu, before notifyMu); never held across I/O.
-	replicaMu sync.Mutex
-	// followers is, on the leader, each other replica's fetch state.
-	followers map[int32]*followerState
-	// pendingISR is an ISR proposed to the controller and not yet
-	// answered; the high watermark counts its members too (KIP-497's
-	// maximal ISR), so a replica being added is not missing a record
-	// acknowledged before its addition committed.
-	pendingISR []int32
-	// isrInFlight: an AlterPartition for this partition is in flight.
-	isrInFlight bool
-	// leaderEpochStart is the first offset of the current leader epoch
-	// (set when becoming leader); a follower joins the ISR only once it
-	// fetched past it.
-	leaderEpochStart int64
+// topicPartition is a partition as a topic holds it: the
+// [partition.Partition] — its log, producer and transaction state, role,
+// high watermark, locks and the one append path — bound to its topic,
+// whose config snapshot, id and metrics the broker's handlers read. It
+// holds no state of its own.
+type topicPartition struct {
+	*partition.Partition
+	topic *topic
 }
 
 // openPartition opens (or with fresh, first wipes and creates) the log of
-// partition index of t.
-func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*partition, error) {
-	dir := filepath.Join(b.dataDir, partitionDirName(t.name, index))
-	if fresh {
-		// A stale directory of a deleted topic with the same name must not
-		// resurface as the new topic's data.
-		if err := b.fs.RemoveAll(dir); err != nil {
-			return nil, fmt.Errorf("%w: clear %s: %w", errStorage, dir, err)
-		}
-	}
+// partition index of t ([partition.Open]).
+func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*topicPartition, error) {
 	options := b.config.storageOptions(t.config.Load())
 	options.FS = b.fs
 	options.OnSync = b.onSync()
-	log, report, err := storage.Open(dir, options)
-	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %w", errStorage, dir, err)
+	config := partition.Config{
+		Topic: t.name, Index: index, Fresh: fresh,
+		Dir:       filepath.Join(b.dataDir, partitionDirName(t.name, index)),
+		Storage:   options,
+		Producers: b.producerOptions,
+		Logger:    b.logger,
 	}
-	p := &partition{topic: t, index: index, log: log, logger: b.logger, producerOptions: b.producerOptions,
-		activeSegmentBase: -1, notify: make(chan struct{}), verifications: map[int64]*verificationGuard{}}
-	replayed, err := p.loadProducerState(p.producerOptions)
+	if r := b.replication; r != nil {
+		config.Replication = &partition.Replication{NodeID: b.nodeID, ISR: isrChanger{r.config.ISR},
+			FollowerCaughtUp: r.wakeISR}
+	}
+	p, err := partition.Open(config)
 	if err != nil {
-		log.Close()
 		return nil, err
 	}
-	p.refreshUnstable()
-	if b.replication != nil {
-		// Until the controller's role arrives nobody is known to lead:
-		// the partition takes no produce and serves no fetch (a
-		// restarted replica must not append on its own). Epoch -1 makes
-		// any real role newer.
-		p.role.Store(&replicaRole{leader: -1, leaderEpoch: -1, partitionEpoch: -1})
-		p.nodeID = b.nodeID
-		if err = p.loadHighWatermark(b.fs, dir); err == nil {
-			p.epochs, err = openLeaderEpochCache(b.fs, dir)
+	return &topicPartition{Partition: p, topic: t}, nil
+}
+
+// isrChanger is the controller's [ISRChanger] as a partition asks it
+// ([partition.ISRChanger]).
+type isrChanger struct{ changer ISRChanger }
+
+// AlterPartition asks the controller and converts its answer.
+func (c isrChanger) AlterPartition(ctx context.Context, topic string, index, leaderEpoch, partitionEpoch int32, isr []int32) (partition.Role, error) {
+	next, err := c.changer.AlterPartition(ctx, topic, index, leaderEpoch, partitionEpoch, isr)
+	if err != nil {
+		return partition.Role{}, err
+	}
+	return partition.Role{Leader: next.Leader, LeaderEpoch: next.LeaderEpoch, PartitionEpoch: next.PartitionEpoch,
+		Replicas: next.Replicas, ISR: next.ISR}, nil
+}
+
+// wakeISR asks the ISR maintenance loop to look now (a follower caught
+// up); it never blocks.
+func (r *replication) wakeISR() {
+	select {
+	case r.isrWake <- struct{}{}:
+	default:
+	}
+}
+
+// maintainISRs runs while the broker runs (replication on): every half
+// replica.lag.time.max.ms, and when a follower may rejoin, it checks the
+// ISR of every partition led here ([partition.Partition.MaintainISR]).
+func (b *Broker) maintainISRs() {
+	defer b.background.Done()
+	lag := b.config.settings.ReplicaLagTimeMax
+	ticker := time.NewTicker(max(lag/2, 5*time.Millisecond))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-ticker.C:
+		case <-b.replication.isrWake:
 		}
-		if err == nil {
-			// A crash can lose an unsynced log tail the checkpoint already
-			// names: drop the epochs starting beyond the recovered end.
-			err = p.epochs.truncateFromEnd(log.LogEndOffset() + 1)
-		}
-		if err != nil {
-			log.Close()
-			return nil, fmt.Errorf("%w: %s: %w", errStorage, p.name(), err)
+		for _, p := range b.allPartitions() {
+			p.MaintainISR(b.ctx, lag)
 		}
 	}
-	if !fresh {
-		b.logger.Info("partition loaded", "partition", p.name(),
-			"log_start_offset", log.LogStartOffset(), "log_end_offset", log.LogEndOffset(),
-			"recovery", fmt.Sprintf("%+v", report), "producers", p.producers.Len(),
-			"producer_snapshot_offset", p.snapshotOffset, "replayed_batches", replayed)
-	}
-	return p, nil
 }
 
-// name is "<topic>-<index>", for logs and errors.
-func (p *partition) name() string { return partitionDirName(p.topic.name, p.index) }
-
-func (p *partition) wakeWaiters() {
-	p.notifyMu.Lock()
-	close(p.notify)
-	p.notify = make(chan struct{})
-	p.notifyMu.Unlock()
-}
-
-// waitChannel returns the channel the next append closes.
-func (p *partition) waitChannel() <-chan struct{} {
-	p.notifyMu.Lock()
-	defer p.notifyMu.Unlock()
-	return p.notify
-}
-
-// waitDurable waits until offset is durable under the log's fsync policy.
-func (p *partition) waitDurable(ctx context.Context, offset int64) error {
-	if err := p.log.WaitDurable(ctx, offset); err != nil {
-		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("%w: %s: %w", errShuttingDown, p.name(), err)
+// checkpointHighWatermarks writes every open partition's changed high
+// watermark; it runs every replica.high.watermark.checkpoint.interval.ms.
+func (b *Broker) checkpointHighWatermarks() {
+	for _, p := range b.allPartitions() {
+		if p.Closed() {
+			continue
 		}
-		return fmt.Errorf("%w: sync %s: %w", errStorage, p.name(), err)
-	}
-	return nil
-}
-
-// highWatermark is the offset after the last readable record. Without a
-// role (one replica) every appended record is committed, so it is the log
-// end; with one it is what the ISR has (partition.waitReplicated).
-func (p *partition) highWatermark() int64 {
-	if p.role.Load() == nil {
-		return p.log.LogEndOffset()
-	}
-	return p.hw.Load()
-}
-
-// applyRetention deletes segments beyond the topic's retention. The
-// producer state is kept (producers expire by idleness, not by retention);
-// when segments went, a snapshot at the log end keeps the producers whose
-// batches were all deleted across a restart. The files are removed
-// without appendMu (storage serializes retention with appends itself and
-// unlinks outside its append lock); appendMu is taken only to prepare the
-// snapshot, written after it is released.
-func (p *partition) applyRetention() (int, error) {
-	if p.closed.Load() {
-		return 0, nil
-	}
-	deleted, err := p.log.ApplyRetention()
-	if errors.Is(err, storage.ErrClosed) && p.closed.Load() {
-		return 0, nil
-	}
-	if deleted > 0 {
-		p.appendMu.Lock()
-		if !p.closed.Load() {
-			p.snapshotLocked(p.log.LogEndOffset())
+		if err := p.CheckpointHighWatermark(); err != nil {
+			b.logger.Error("high watermark checkpoint failed", "partition", p.Name(), "error", err)
 		}
-		p.unlockAppend()
 	}
-	return deleted, err
-}
-
-// reconfigure applies a topic's new configuration to the log. Settings the
-// broker checks itself (max.message.bytes, min.insync.replicas,
-// message.timestamp.type) take effect through the topic's config snapshot.
-func (p *partition) reconfigure(options storage.Options) error {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if p.closed.Load() {
-		return nil
-	}
-	return p.log.SetOptions(options)
-}
-
-// close flushes and closes the log.
-func (p *partition) close() error {
-	p.snapshotMu.Lock()
-	defer p.snapshotMu.Unlock()
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if p.closed.Swap(true) {
-		return nil
-	}
-	p.wakeWaiters()
-	// A snapshot at the log end makes the next start replay nothing. One
-	// prepared but not written yet will be dropped (the partition is
-	// closed): write this one even if it has the same offset.
-	if p.unwrittenSnapshots.Load() > 0 {
-		p.producersDirty = true
-	}
-	p.snapshotLocked(p.log.LogEndOffset())
-	p.writeSnapshotNowLocked()
-	if err := p.checkpointHighWatermark(); err != nil {
-		p.logger.Error("high watermark checkpoint at close", "partition", p.name(), "error", err)
-	}
-	if err := p.log.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", p.name(), err)
-	}
-	return nil
-}
-
-// delete closes the log and removes its files.
-func (p *partition) delete() error {
-	p.snapshotMu.Lock()
-	defer p.snapshotMu.Unlock()
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	p.closed.Store(true)
-	p.wakeWaiters()
-	if err := p.log.Delete(); err != nil {
-		return fmt.Errorf("delete %s: %w", p.name(), err)
-	}
-	return nil
 }

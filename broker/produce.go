@@ -2,18 +2,18 @@ package broker
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // Produce v3–13 (record batch v2 only; v13 names topics by id) walks the
 // request as a zero-copy view over the frame buffer. Each partition's
 // batches are validated from their headers and CRC-32C (never decompressed;
-// one pass over the headers, [analyzeRecords], which every later step uses)
+// one pass over the headers, [partition.Analyze], which every later step uses)
 // and checked against max.message.bytes before any byte of that partition
 // is written; then their base offsets and leader epoch are patched in place
 // and the same bytes are appended to the log.
@@ -24,7 +24,7 @@ import (
 //
 // Idempotence: a batch with a producer id is checked against the
 // partition's producer state and appended under the partition's append
-// lock (partition.applyProducerBatchLocked). A retry of one of the producer's 5 newest
+// lock ([partition.Partition.AppendClient]). A retry of one of the producer's 5 newest
 // batches is answered with the original offsets (and, for acks=all, after
 // the original is durable) and is not written again; a sequence gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, an
@@ -33,7 +33,7 @@ import (
 //
 // Transactions: a transactional batch must come with the request's
 // transactional id and pass the coordinator's KIP-890 verification
-// (partition.verifyTransactional): INVALID_TXN_STATE when its partition is not in the
+// ([partition.TxnVerifier], produceTxn): INVALID_TXN_STATE when its partition is not in the
 // producer's open transaction, INVALID_PRODUCER_EPOCH when the producer
 // was fenced, INVALID_PRODUCER_ID_MAPPING for an unknown id. Under
 // transaction.version 2, Produce v12+ adds the partition to the
@@ -47,7 +47,7 @@ import (
 // leader (NOT_LEADER_OR_FOLLOWER elsewhere); acks=all is refused with
 // NOT_ENOUGH_REPLICAS before the append when the ISR is smaller than
 // min.insync.replicas, and answered once the ISR has the batch
-// (partition.waitReplicated). The leader epoch is stamped into each batch under
+// ([partition.Partition.WaitReplicated]). The leader epoch is stamped into each batch under
 // the append lock, so it matches the leader-epoch checkpoint.
 func init() {
 	register(wire.APIProduce, 3, 13, handleProduce)
@@ -56,7 +56,7 @@ func init() {
 // produceWait is an appended partition whose acks=all answer waits for
 // durability.
 type produceWait struct {
-	partition  *partition
+	partition  *topicPartition
 	lastOffset int64
 	// minInsync is the topic's min.insync.replicas (replicated partitions).
 	minInsync int64
@@ -99,11 +99,11 @@ func handleProduce(c *connection, r *request) {
 			if appendErr != nil {
 				setProduceError(rp, appendErr, version)
 				if p.partition != nil {
-					rp.LogStartOffset = p.partition.log.LogStartOffset()
+					rp.LogStartOffset = p.partition.Log().LogStartOffset()
 				}
 				continue
 			}
-			rp.BaseOffset, rp.LogStartOffset = p.baseOffset, p.partition.log.LogStartOffset()
+			rp.BaseOffset, rp.LogStartOffset = p.baseOffset, p.partition.Log().LogStartOffset()
 			rp.LogAppendTime = p.logAppendTime
 			if acks == -1 {
 				waits = append(waits, produceWait{partition: p.partition, lastOffset: p.lastOffset,
@@ -152,11 +152,11 @@ func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits 
 	}
 	for _, wait := range waits {
 		err := error(nil)
-		if wait.partition.role.Load() != nil {
-			err = wait.partition.waitReplicated(c.ctx, c.broker.ctx.Done(), wait.lastOffset, wait.minInsync, timeout)
+		if wait.partition.Replicated() {
+			err = wait.partition.WaitReplicated(c.ctx, c.broker.ctx.Done(), wait.lastOffset, wait.minInsync, timeout)
 		}
 		if err == nil {
-			err = wait.partition.waitDurable(c.ctx, wait.lastOffset)
+			err = wait.partition.WaitDurable(c.ctx, wait.lastOffset)
 		}
 		if err != nil {
 			rp := findProducePartition(resp, wait.partition)
@@ -172,14 +172,14 @@ func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits 
 	c.respond(r, resp.AppendTo)
 }
 
-func findProducePartition(resp *kmsg.ProduceResponse, p *partition) *kmsg.ProduceResponseTopicPartition {
+func findProducePartition(resp *kmsg.ProduceResponse, p *topicPartition) *kmsg.ProduceResponseTopicPartition {
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		if rt.Topic != p.topic.name && rt.TopicID != p.topic.id {
 			continue
 		}
 		for j := range rt.Partitions {
-			if rt.Partitions[j].Partition == p.index {
+			if rt.Partitions[j].Partition == p.Index() {
 				return &rt.Partitions[j]
 			}
 		}
@@ -253,7 +253,7 @@ func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16, allo
 
 // appended is the outcome of a successful partition append.
 type appended struct {
-	partition     *partition
+	partition     *topicPartition
 	baseOffset    int64
 	lastOffset    int64
 	logAppendTime int64
@@ -271,28 +271,28 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 	if err != nil {
 		return appended{}, err
 	}
-	if err := p.checkLeader(-1); err != nil {
+	if err := p.CheckLeader(-1); err != nil {
 		return appended{}, err
 	}
 	tc := t.config.Load()
 	if acks == -1 {
-		if err := p.checkMinInsync(tc.minInsyncReplica); err != nil {
+		if err := p.CheckMinInsync(tc.minInsyncReplica); err != nil {
 			return appended{}, err
 		}
 	}
 	// The one pass over the batch headers: the request's batches are
 	// validated and described here, before any is written.
-	var scratch [1]batchInfo
-	info, err := analyzeRecords(originClient, records, 0, tc.maxMessageBytes, scratch[:0])
+	var scratch [1]partition.BatchInfo
+	info, err := partition.Analyze(partition.OriginClient, records, 0, tc.maxMessageBytes, scratch[:0])
 	if err != nil {
-		return appended{}, fmt.Errorf("%s: %w", p.name(), err)
+		return appended{}, fmt.Errorf("%s: %w", p.Name(), err)
 	}
 	appendTime := int64(-1)
 	if tc.logAppendTime {
 		appendTime = time.Now().UnixMilli()
-		info.stampLogAppendTime(appendTime)
+		info.StampLogAppendTime(appendTime)
 	}
-	result, err := p.appendClient(records, &info, tx)
+	result, err := p.AppendClient(records, &info, tx)
 	if b.metrics != nil {
 		b.countProduced(t, &info, result, err)
 	}
@@ -303,46 +303,8 @@ func (b *Broker) produceToPartition(t *topic, topicErr error, index int32, recor
 		// whose batches retention deleted (franz-go's sink.handleReqRespBatch, KIP-360).
 		return appended{partition: p}, err
 	}
-	if result.duplicate && appendTime >= 0 {
-		appendTime = result.maxTimestamp // the original append's time
+	if result.Duplicate && appendTime >= 0 {
+		appendTime = result.MaxTimestamp // the original append's time
 	}
-	return appended{partition: p, baseOffset: result.firstOffset, lastOffset: result.lastOffset, logAppendTime: appendTime}, nil
-}
-
-// appendProduced appends a client's records after the one pass over them
-// (with no max.message.bytes: the topic's limit is Produce's,
-// produceToPartition); see appendClient.
-func (p *partition) appendProduced(records []byte, tx produceTxn) (appendOutcome, error) {
-	var scratch [1]batchInfo
-	info, err := analyzeRecords(originClient, records, 0, math.MaxInt64, scratch[:0])
-	if err != nil {
-		return noAppend, fmt.Errorf("%s: %w", p.name(), err)
-	}
-	return p.appendClient(records, &info, tx)
-}
-
-// appendClient appends a Produce request's records for this partition
-// (info is their analyzeRecords pass) through the one append path as
-// originClient. Idempotent data must be one batch; a transactional batch
-// is verified with the coordinator first (KIP-890), outside appendMu, and
-// a transactional batch without a producer id is refused. Under appendMu
-// the idempotent batch is checked against the producer state, appended
-// and recorded: a duplicate of one of the producer's 5 newest batches is
-// answered with the original offsets and not written; an out-of-order,
-// fenced or unknown-producer batch is refused with nothing written.
-func (p *partition) appendClient(records []byte, info *appendInfo, tx produceTxn) (appendOutcome, error) {
-	var options appendOptions
-	switch {
-	case len(info.batches) > 1 && info.producerBatches > 0:
-		return noAppend, errIdempotentMultiBatch
-	case info.idempotent() && info.batches[0].transactional():
-		guard, err := p.verifyTransactional(tx, info.batches[0].view)
-		if err != nil {
-			return noAppend, err
-		}
-		options.guard = guard
-	case info.transactional:
-		return noAppend, fmt.Errorf("%w: transactional batch without a producer id", errInvalidRecord)
-	}
-	return p.append(originClient, records, info, &options)
+	return appended{partition: p, baseOffset: result.FirstOffset, lastOffset: result.LastOffset, logAppendTime: appendTime}, nil
 }

@@ -143,7 +143,7 @@ func TestCompressionCodecs(t *testing.T) {
 			compressedBatches := 0
 			for _, p := range b.partitionsOf(b.topicByName(topic)) {
 				var stored []string
-				err := p.log.ScanHeaders(0, func(batch wire.BatchView) error {
+				err := p.Log().ScanHeaders(0, func(batch wire.BatchView) error {
 					codec := batch.Compression()
 					if codec != wantCodec[name] && codec != wire.CompressionNone {
 						return fmt.Errorf("batch at %d has codec %v", batch.BaseOffset(), codec)
@@ -155,13 +155,13 @@ func TestCompressionCodecs(t *testing.T) {
 					return nil
 				})
 				if err != nil || len(stored) == 0 {
-					t.Fatalf("%s: %d batches, %v", p.name(), len(stored), err)
+					t.Fatalf("%s: %d batches, %v", p.Name(), len(stored), err)
 				}
-				written := sent.of(p.index)
+				written := sent.of(p.Index())
 				slices.Sort(stored)
 				slices.Sort(written)
 				if !slices.Equal(stored, written) {
-					t.Fatalf("%s: stored batches %v, the client wrote %v", p.name(), stored, written)
+					t.Fatalf("%s: stored batches %v, the client wrote %v", p.Name(), stored, written)
 				}
 			}
 			if compressedBatches == 0 {

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/broker/partition"
 )
 
 // Follower fetching: one replicaFetcher goroutine per source leader broker
@@ -19,7 +21,7 @@ import (
 // or a new leader epoch) first truncates its divergent tail (truncate,
 // KIP-101 / KIP-279); then Fetch requests carry ReplicaID = this broker
 // and the current leader epoch, and the leader's batches are appended as
-// they are (partition.appendReplicated). A response for an epoch
+// they are ([partition.Partition.AppendReplicated]). A response for an epoch
 // that is no longer the partition's is dropped: the role check runs under
 // appendMu, so a stale fetch never lands after a role change.
 
@@ -50,7 +52,7 @@ func newFetcherManager(b *Broker) *fetcherManager {
 
 // add makes the fetcher of leader fetch p at leader epoch epoch, starting
 // with truncation.
-func (m *fetcherManager) add(p *partition, leader, epoch int32) {
+func (m *fetcherManager) add(p *topicPartition, leader, epoch int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -60,7 +62,7 @@ func (m *fetcherManager) add(p *partition, leader, epoch int32) {
 	if f == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		f = &replicaFetcher{b: m.b, leader: leader, ctx: ctx, cancel: cancel,
-			partitions: map[*partition]*fetchState{}, changed: make(chan struct{}, 1)}
+			partitions: map[*topicPartition]*fetchState{}, changed: make(chan struct{}, 1)}
 		m.fetchers[leader] = f
 		m.wg.Add(1)
 		go func() {
@@ -72,7 +74,7 @@ func (m *fetcherManager) add(p *partition, leader, epoch int32) {
 }
 
 // remove stops fetching p from any leader.
-func (m *fetcherManager) remove(p *partition) {
+func (m *fetcherManager) remove(p *topicPartition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, f := range m.fetchers {
@@ -105,7 +107,7 @@ type replicaFetcher struct {
 	cancel context.CancelFunc
 
 	mu         sync.Mutex // guards partitions; a leaf
-	partitions map[*partition]*fetchState
+	partitions map[*topicPartition]*fetchState
 	changed    chan struct{}
 
 	// client and address are the fetcher goroutine's own.
@@ -114,7 +116,7 @@ type replicaFetcher struct {
 }
 
 // set replaces (nil: removes) the state of p.
-func (f *replicaFetcher) set(p *partition, state *fetchState) {
+func (f *replicaFetcher) set(p *topicPartition, state *fetchState) {
 	f.mu.Lock()
 	if state == nil {
 		delete(f.partitions, p)
@@ -130,12 +132,12 @@ func (f *replicaFetcher) set(p *partition, state *fetchState) {
 
 // snapshot copies the partitions and their states, forgetting those
 // closed (deleted, or the broker is closing).
-func (f *replicaFetcher) snapshot() map[*partition]fetchState {
+func (f *replicaFetcher) snapshot() map[*topicPartition]fetchState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[*partition]fetchState, len(f.partitions))
+	out := make(map[*topicPartition]fetchState, len(f.partitions))
 	for p, state := range f.partitions {
-		if p.closed.Load() {
+		if p.Closed() {
 			delete(f.partitions, p)
 			continue
 		}
@@ -146,7 +148,7 @@ func (f *replicaFetcher) snapshot() map[*partition]fetchState {
 
 // markTruncated records that p finished truncation at epoch (unless its
 // state was replaced meanwhile).
-func (f *replicaFetcher) markTruncated(p *partition, epoch int32, truncated bool) {
+func (f *replicaFetcher) markTruncated(p *topicPartition, epoch int32, truncated bool) {
 	f.mu.Lock()
 	if state := f.partitions[p]; state != nil && state.epoch == epoch {
 		state.truncated = truncated
@@ -172,11 +174,11 @@ func (f *replicaFetcher) run() {
 			f.pause(replicaFetchBackoff)
 			continue
 		}
-		ready := map[*partition]fetchState{}
+		ready := map[*topicPartition]fetchState{}
 		for p, state := range work {
 			if !state.truncated {
 				if err := f.truncate(broker, p, state.epoch); err != nil {
-					f.b.logger.Debug("replica truncation failed", "partition", p.name(), "leader", f.leader, "error", err)
+					f.b.logger.Debug("replica truncation failed", "partition", p.Name(), "leader", f.leader, "error", err)
 					continue
 				}
 				f.markTruncated(p, state.epoch, true)
@@ -234,7 +236,7 @@ func (f *replicaFetcher) connect() (*kgo.Broker, error) {
 // fetch sends one Fetch for the ready partitions and applies the answer.
 // It reports whether any partition was served without error (if none
 // was, the loop backs off rather than spin on immediate error answers).
-func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*partition]fetchState) bool {
+func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*topicPartition]fetchState) bool {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = f.b.nodeID
 	req.ReplicaState.ID, req.ReplicaState.Epoch = f.b.nodeID, -1
@@ -244,7 +246,7 @@ func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*partition]fetchSta
 		topic     string
 		partition int32
 	}
-	byKey := map[key]*partition{}
+	byKey := map[key]*topicPartition{}
 	topicIndex := map[string]int{}
 	for p, state := range ready {
 		i, ok := topicIndex[p.topic.name]
@@ -256,11 +258,11 @@ func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*partition]fetchSta
 			topicIndex[p.topic.name] = i
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch = p.index, state.epoch
-		rp.FetchOffset, rp.LogStartOffset = p.log.LogEndOffset(), p.log.LogStartOffset()
+		rp.Partition, rp.CurrentLeaderEpoch = p.Index(), state.epoch
+		rp.FetchOffset, rp.LogStartOffset = p.Log().LogEndOffset(), p.Log().LogStartOffset()
 		rp.LastFetchedEpoch, rp.PartitionMaxBytes = -1, replicaFetchPartitionBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		byKey[key{p.topic.name, p.index}] = p
+		byKey[key{p.topic.name, p.Index()}] = p
 	}
 	raw, err := broker.Request(f.ctx, req)
 	if err != nil {
@@ -293,7 +295,7 @@ func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*partition]fetchSta
 
 // applyFetched applies one partition of a fetch response; it reports
 // whether the partition had no error.
-func (f *replicaFetcher) applyFetched(p *partition, epoch int32, rp *kmsg.FetchResponseTopicPartition) bool {
+func (f *replicaFetcher) applyFetched(p *topicPartition, epoch int32, rp *kmsg.FetchResponseTopicPartition) bool {
 	err := kerr.ErrorForCode(rp.ErrorCode)
 	switch {
 	case err == nil:
@@ -303,46 +305,46 @@ func (f *replicaFetcher) applyFetched(p *partition, epoch int32, rp *kmsg.FetchR
 	default:
 		// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: a role change is on
 		// its way; UNKNOWN_LEADER_EPOCH: the leader has not applied it yet.
-		f.b.logger.Debug("replica fetch partition error", "partition", p.name(), "leader", f.leader, "error", err)
+		f.b.logger.Debug("replica fetch partition error", "partition", p.Name(), "leader", f.leader, "error", err)
 		return false
 	}
 	if len(rp.RecordBatches) > 0 {
-		if err := p.appendReplicated(rp.RecordBatches, epoch); err != nil {
-			if errors.Is(err, errDiverged) {
+		if err := p.AppendReplicated(rp.RecordBatches, epoch); err != nil {
+			if errors.Is(err, partition.ErrDiverged) {
 				f.markTruncated(p, epoch, false)
 			}
-			f.b.logger.Debug("replica append", "partition", p.name(), "error", err)
+			f.b.logger.Debug("replica append", "partition", p.Name(), "error", err)
 			return false
 		}
 	}
-	p.learnHighWatermark(rp.HighWatermark, epoch)
+	p.LearnHighWatermark(rp.HighWatermark, epoch)
 	return true
 }
 
 // truncate runs the KIP-279 loop against the leader and cuts the local log
 // where it diverges from the leader's.
-func (f *replicaFetcher) truncate(broker *kgo.Broker, p *partition, epoch int32) error {
-	requested, logEnd, start := p.latestEpochAndEnds()
+func (f *replicaFetcher) truncate(broker *kgo.Broker, p *topicPartition, epoch int32) error {
+	requested, logEnd, start := p.LatestEpochAndEnds()
 	if logEnd == start {
 		return nil // nothing to diverge
 	}
 	target := logEnd
 	if requested < 0 {
-		target = min(p.hw.Load(), logEnd) // no epochs known: keep what was committed (KIP-101's fallback)
+		target = min(p.HighWatermark(), logEnd) // no epochs known: keep what was committed (KIP-101's fallback)
 	}
 	for round := 0; requested >= 0; round++ {
 		if round == truncationRounds {
-			return fmt.Errorf("%s: no common leader epoch after %d rounds", p.name(), round)
+			return fmt.Errorf("%s: no common leader epoch after %d rounds", p.Name(), round)
 		}
 		leaderEpoch, leaderEnd, err := f.offsetForLeaderEpoch(broker, p, requested, epoch)
 		if err != nil {
 			return err
 		}
 		if leaderEnd < 0 {
-			target = min(p.hw.Load(), logEnd)
+			target = min(p.HighWatermark(), logEnd)
 			break
 		}
-		followerEpoch, followerEnd := p.endOffsetForEpoch(leaderEpoch)
+		followerEpoch, followerEnd := p.EndOffsetForEpoch(leaderEpoch)
 		if followerEpoch >= 0 && followerEpoch != leaderEpoch {
 			requested = followerEpoch // the leader's epoch is unknown here: ask about our next older one
 			continue
@@ -353,30 +355,30 @@ func (f *replicaFetcher) truncate(broker *kgo.Broker, p *partition, epoch int32)
 		}
 		break
 	}
-	return p.truncateAsFollower(target, epoch)
+	return p.TruncateAsFollower(target, epoch)
 }
 
 // offsetForLeaderEpoch asks the leader where epoch requested ends.
-func (f *replicaFetcher) offsetForLeaderEpoch(broker *kgo.Broker, p *partition, requested, current int32) (int32, int64, error) {
+func (f *replicaFetcher) offsetForLeaderEpoch(broker *kgo.Broker, p *topicPartition, requested, current int32) (int32, int64, error) {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.ReplicaID = f.b.nodeID
 	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
 	rt.Topic = p.topic.name
 	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, current, requested
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.Index(), current, requested
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	raw, err := broker.Request(f.ctx, req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("OffsetForLeaderEpoch of %s: %w", p.name(), err)
+		return 0, 0, fmt.Errorf("OffsetForLeaderEpoch of %s: %w", p.Name(), err)
 	}
 	resp := raw.(*kmsg.OffsetForLeaderEpochResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return 0, 0, fmt.Errorf("OffsetForLeaderEpoch of %s: malformed answer", p.name())
+		return 0, 0, fmt.Errorf("OffsetForLeaderEpoch of %s: malformed answer", p.Name())
 	}
 	answer := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(answer.ErrorCode); err != nil {
-		return 0, 0, fmt.Errorf("OffsetForLeaderEpoch of %s: %w", p.name(), err)
+		return 0, 0, fmt.Errorf("OffsetForLeaderEpoch of %s: %w", p.Name(), err)
 	}
 	return answer.LeaderEpoch, answer.EndOffset, nil
 }

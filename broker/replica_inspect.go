@@ -24,8 +24,8 @@ func (b *Broker) ReadReplica(topic string, partition int32, maxBytes int) (Repli
 	if err != nil {
 		return ReplicaLog{}, fmt.Errorf("broker %d: %s-%d: %w", b.nodeID, topic, partition, err)
 	}
-	out := ReplicaLog{LogStart: p.log.LogStartOffset(), LogEnd: p.log.LogEndOffset(), HighWatermark: p.highWatermark()}
-	out.Batches, err = p.log.ReadBatches(out.LogStart, out.LogEnd, maxBytes)
+	out := ReplicaLog{LogStart: p.Log().LogStartOffset(), LogEnd: p.Log().LogEndOffset(), HighWatermark: p.HighWatermark()}
+	out.Batches, err = p.Log().ReadBatches(out.LogStart, out.LogEnd, maxBytes)
 	if err != nil {
 		return out, fmt.Errorf("broker %d: read %s-%d: %w", b.nodeID, topic, partition, err)
 	}

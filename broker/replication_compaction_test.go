@@ -29,10 +29,10 @@ func TestReplicationCompactedReplicas(t *testing.T) {
 	for _, id := range role.Replicas {
 		p := c.localPartition(id, "compacted-replicas", 0)
 		testutil.Until(t, 10*time.Second, fmt.Sprintf("replica %d to learn the high watermark", id), func() bool {
-			return p.lastStableOffset() == p.log.LogEndOffset()
+			return p.LastStableOffset() == p.Log().LogEndOffset()
 		})
-		sealAndWaitCleaned(t, c.broker(id), p.log, p.lastStableOffset)
-		records, _ := logRecords(t, p.log)
+		sealAndWaitCleaned(t, c.broker(id), p.Log(), p.LastStableOffset)
+		records, _ := logRecords(t, p.Log())
 		logs = append(logs, records)
 	}
 	var want []logRecord
@@ -78,7 +78,7 @@ func TestReplicationFollowerCatchesUpOverGaps(t *testing.T) {
 		write(i)
 	}
 	leader := c.localPartition(role.Leader, "compacted-gaps", 0)
-	sealAndWaitCleaned(t, c.broker(role.Leader), leader.log, leader.lastStableOffset)
+	sealAndWaitCleaned(t, c.broker(role.Leader), leader.Log(), leader.LastStableOffset)
 	c.mu.Lock()
 	delete(c.brokers, follower)
 	c.mu.Unlock()
@@ -87,9 +87,9 @@ func TestReplicationFollowerCatchesUpOverGaps(t *testing.T) {
 		return slices.Contains(c.role("compacted-gaps", 0).ISR, follower)
 	})
 	c.waitCaughtUp("compacted-gaps", 0)
-	leaderRecords, _ := logRecords(t, leader.log)
+	leaderRecords, _ := logRecords(t, leader.Log())
 	replica := c.localPartition(follower, "compacted-gaps", 0)
-	followerRecords, _ := logRecords(t, replica.log)
+	followerRecords, _ := logRecords(t, replica.Log())
 	fetched := slices.DeleteFunc(slices.Clone(followerRecords), func(r logRecord) bool { return r.offset < 10 })
 	if !sameRecords(fetched, leaderRecords) {
 		t.Fatalf("follower's records fetched over the gaps %+v, the leader's %+v", fetched, leaderRecords)
@@ -97,13 +97,13 @@ func TestReplicationFollowerCatchesUpOverGaps(t *testing.T) {
 	// The follower cleans its own older records too, and a restart
 	// (recovery over the gaps) keeps its log as it is.
 	testutil.Until(t, 10*time.Second, "the follower to learn the high watermark", func() bool {
-		return replica.lastStableOffset() == replica.log.LogEndOffset()
+		return replica.LastStableOffset() == replica.Log().LogEndOffset()
 	})
-	sealAndWaitCleaned(t, c.broker(follower), replica.log, replica.lastStableOffset)
+	sealAndWaitCleaned(t, c.broker(follower), replica.Log(), replica.LastStableOffset)
 	c.kill(follower)
 	c.restart(follower)
 	replica = c.localPartition(follower, "compacted-gaps", 0)
-	if followerRecords, _ = logRecords(t, replica.log); !sameRecords(followerRecords, leaderRecords) {
+	if followerRecords, _ = logRecords(t, replica.Log()); !sameRecords(followerRecords, leaderRecords) {
 		t.Fatalf("follower after its own clean and a restart %+v, the leader's %+v", followerRecords, leaderRecords)
 	}
 }

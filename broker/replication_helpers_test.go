@@ -294,7 +294,7 @@ func (c *testCluster) restart(id int32) *Broker {
 }
 
 // localPartition returns broker id's replica of topic-partition.
-func (c *testCluster) localPartition(id int32, topic string, partition int32) *partition {
+func (c *testCluster) localPartition(id int32, topic string, partition int32) *topicPartition {
 	c.t.Helper()
 	b := c.broker(id)
 	if b == nil {
@@ -334,12 +334,12 @@ func (c *testCluster) waitCaughtUp(topic string, partition int32) {
 			return false
 		}
 		leader := c.localPartition(role.Leader, topic, partition)
-		end := leader.log.LogEndOffset()
-		if leader.highWatermark() != end {
+		end := leader.Log().LogEndOffset()
+		if leader.HighWatermark() != end {
 			return false
 		}
 		for _, id := range role.Replicas {
-			if c.broker(id) != nil && c.localPartition(id, topic, partition).log.LogEndOffset() != end {
+			if c.broker(id) != nil && c.localPartition(id, topic, partition).Log().LogEndOffset() != end {
 				return false
 			}
 		}

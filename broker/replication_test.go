@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -34,13 +37,13 @@ func (c *testCluster) checkHighWatermark(topic string, partition int32) {
 		return
 	}
 	lp := c.localPartition(role.Leader, topic, partition)
-	if lp.closed.Load() {
+	if lp.Closed() {
 		return
 	}
-	hw := lp.highWatermark()
-	for _, id := range lp.role.Load().isr {
+	hw := lp.HighWatermark()
+	for _, id := range lp.Role().ISR {
 		if b := c.broker(id); b != nil {
-			if end := c.localPartition(id, topic, partition).log.LogEndOffset(); end < hw {
+			if end := c.localPartition(id, topic, partition).Log().LogEndOffset(); end < hw {
 				c.t.Fatalf("%s-%d: leader %d's high watermark %d is ahead of ISR member %d's log end %d", topic, partition, role.Leader, hw, id, end)
 			}
 		}
@@ -147,7 +150,7 @@ func TestReplicationRetryDeduplicatedByNewLeader(t *testing.T) {
 		t.Fatalf("retry at new leader %d: error %v, base offset %d, want the original 5", leader,
 			kerr.ErrorForCode(retried.ErrorCode), retried.BaseOffset)
 	}
-	if end := c.localPartition(leader, "dedup", 0).log.LogEndOffset(); end != 10 {
+	if end := c.localPartition(leader, "dedup", 0).Log().LogEndOffset(); end != 10 {
 		t.Fatalf("new leader's log end %d after the retry, want 10 (no second copy)", end)
 	}
 	next := again.produceAcks("dedup", 0, idempotentBatch(t, producerID, 0, 10, 5), -1)
@@ -205,9 +208,9 @@ func TestReplicationAbortedTransactionOnNewLeader(t *testing.T) {
 	leader := c.role("ledger", 0).Leader
 	lp := c.localPartition(leader, "ledger", 0)
 	testutil.Until(t, 20*time.Second, "the new leader's high watermark at its log end", func() bool {
-		return lp.highWatermark() == lp.log.LogEndOffset()
+		return lp.HighWatermark() == lp.Log().LogEndOffset()
 	})
-	if aborted := lp.log.AbortedTxns(0, lp.log.LogEndOffset()); len(aborted) != 1 {
+	if aborted := lp.Log().AbortedTxns(0, lp.Log().LogEndOffset()); len(aborted) != 1 {
 		t.Fatalf("new leader's aborted index: %+v, want the one aborted transaction", aborted)
 	}
 	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"ledger": {0: kgo.NewOffset().AtStart()}}),
@@ -282,7 +285,7 @@ func TestReplicationDivergentTailTruncated(t *testing.T) {
 	producerID := raw.initProducerID(4)
 	mustProduce(t, "divergent batch at the cut-off leader", raw.produceAcks("diverge", 0, idempotentBatch(t, producerID, 0, 0, 3), 1), 10)
 	stale := c.localPartition(old, "diverge", 0)
-	if producers, _ := stale.describeProducers(); len(producers) != 1 {
+	if producers, _ := stale.DescribeProducers(); len(producers) != 1 {
 		t.Fatalf("cut-off leader's producers: %+v", producers)
 	}
 	mustProduce(t, "new leader's batch", dialRaw(t, c.broker(next)).produceAcks("diverge", 0, plainBatch(t, "epoch-1", 4), -1), 10)
@@ -293,19 +296,19 @@ func TestReplicationDivergentTailTruncated(t *testing.T) {
 	c.publish()
 	c.waitCaughtUp("diverge", 0)
 	leaderPartition := c.localPartition(next, "diverge", 0)
-	want, err := leaderPartition.log.ReadBatches(0, 14, 1<<20)
+	want, err := leaderPartition.Log().ReadBatches(0, 14, 1<<20)
 	if err != nil {
 		t.Fatalf("read the leader's log: %v", err)
 	}
-	got, err := stale.log.ReadBatches(0, 14, 1<<20)
-	if err != nil || string(got) != string(want) || stale.log.LogEndOffset() != 14 {
-		t.Fatalf("old leader's log (end %d, %v) differs from the new leader's", stale.log.LogEndOffset(), err)
+	got, err := stale.Log().ReadBatches(0, 14, 1<<20)
+	if err != nil || string(got) != string(want) || stale.Log().LogEndOffset() != 14 {
+		t.Fatalf("old leader's log (end %d, %v) differs from the new leader's", stale.Log().LogEndOffset(), err)
 	}
-	if producers, _ := stale.describeProducers(); len(producers) != 0 {
+	if producers, _ := stale.DescribeProducers(); len(producers) != 0 {
 		t.Fatalf("old leader still knows the truncated batch's producer: %+v", producers)
 	}
-	if epochs := stale.epochs.entries; !slices.Equal(epochs, []epochEntry{{0, 0}, {1, 10}}) {
-		t.Fatalf("old leader's leader epochs: %+v, want [{0 0} {1 10}]", epochs)
+	if checkpoint, err := os.ReadFile(filepath.Join(stale.Log().Dir(), partition.LeaderEpochCheckpointFile)); err != nil || string(checkpoint) != "0\n2\n0 0\n1 10\n" {
+		t.Fatalf("old leader's leader-epoch checkpoint: %q, %v; want epochs 0 at 0 and 1 at 10", checkpoint, err)
 	}
 	testutil.Until(t, 20*time.Second, "the old leader back in the ISR", func() bool {
 		return slices.Contains(c.role("diverge", 0).ISR, old)
@@ -338,7 +341,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 		t.Fatalf("acks=all with ISR %v: %v, want NOT_ENOUGH_REPLICAS", c.role("guarded", 0).ISR, kerr.ErrorForCode(refused.ErrorCode))
 	}
 	lp := c.localPartition(leader, "guarded", 0)
-	if end := lp.log.LogEndOffset(); end != 5 {
+	if end := lp.Log().LogEndOffset(); end != 5 {
 		t.Fatalf("log end %d after the refused batch, want 5 (nothing appended)", end)
 	}
 	mustProduce(t, "acks=1 with ISR of one", raw.produceAcks("guarded", 0, plainBatch(t, "b", 3), 1), 5)
@@ -353,7 +356,7 @@ func TestReplicationMinInsyncReplicas(t *testing.T) {
 	c.kill(leader)
 	next := c.role("guarded", 0).Leader
 	np := c.localPartition(next, "guarded", 0)
-	testutil.Until(t, 20*time.Second, "the new leader's high watermark at 10", func() bool { return np.highWatermark() == 10 })
+	testutil.Until(t, 20*time.Second, "the new leader's high watermark at 10", func() bool { return np.HighWatermark() == 10 })
 	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"guarded": {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxWait(100*time.Millisecond))
 	ctx := testContext(t, 20*time.Second)
@@ -395,8 +398,8 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 	go func() {
 		deadline := time.After(10 * time.Second)
 		for waiting := true; waiting; {
-			wake := lp.waitChannel() // closed by the next append
-			if lp.log.LogEndOffset() > 0 {
+			wake := lp.WaitChannel() // closed by the next append
+			if lp.Log().LogEndOffset() > 0 {
 				break
 			}
 			select {
@@ -406,7 +409,7 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 			}
 		}
 		// Appended, not fetched by the ISR's followers: not committed.
-		hwBeforeShrink <- lp.highWatermark()
+		hwBeforeShrink <- lp.HighWatermark()
 		c.mu.Lock()
 		role := &c.roles["shrinking"][0]
 		role.ISR = []int32{leader}
@@ -421,7 +424,7 @@ func TestReplicationNotEnoughReplicasAfterAppend(t *testing.T) {
 	if hw := <-hwBeforeShrink; hw != 0 {
 		t.Fatalf("high watermark %d while the ISR's followers have nothing, want 0", hw)
 	}
-	if hw := lp.highWatermark(); hw != 2 {
+	if hw := lp.HighWatermark(); hw != 2 {
 		t.Fatalf("high watermark %d with the leader alone in the ISR, want 2", hw)
 	}
 }
@@ -532,7 +535,7 @@ func TestReplicationLaggingFollowerLeavesISR(t *testing.T) {
 	testutil.Until(t, 10*time.Second, fmt.Sprintf("follower %d back in the ISR", stopped), func() bool {
 		return slices.Contains(c.role("lagging", 0).ISR, stopped)
 	})
-	if end := c.localPartition(stopped, "lagging", 0).log.LogEndOffset(); end < 3 {
+	if end := c.localPartition(stopped, "lagging", 0).Log().LogEndOffset(); end < 3 {
 		t.Fatalf("follower %d rejoined the ISR with log end %d, below the high watermark 3", stopped, end)
 	}
 }

@@ -40,19 +40,19 @@ func TestRollSnapshotDoesNotBlockAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	for sequence := range int32(2) {
-		if _, err := p.appendProduced(sequencedBatch(t, 7, sequence), produceTxn{}); err != nil {
+		if _, err := p.AppendProduced(sequencedBatch(t, 7, sequence), produceTxn{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	release := fsys.closeGate(t)
 	rolled := make(chan error, 1)
 	go func() { // a third 1 KiB batch does not fit in 3000 bytes: it rolls
-		_, err := p.appendProduced(sequencedBatch(t, 7, 2), produceTxn{})
+		_, err := p.AppendProduced(sequencedBatch(t, 7, 2), produceTxn{})
 		rolled <- err
 	}()
 	<-fsys.reached // the roll's snapshot is being renamed into place
 	withinSeconds(t, "an append of another producer", func() {
-		if result, err := p.appendProduced(sequencedBatch(t, 8, 0), produceTxn{}); err != nil || result.firstOffset != 3 {
+		if result, err := p.AppendProduced(sequencedBatch(t, 8, 0), produceTxn{}); err != nil || result.FirstOffset != 3 {
 			t.Errorf("append during the snapshot write: %+v, %v", result, err)
 		}
 	})
@@ -60,7 +60,7 @@ func TestRollSnapshotDoesNotBlockAppends(t *testing.T) {
 	if err := <-rolled; err != nil {
 		t.Fatalf("rolling append: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(p.snapshotDir(), producers.SnapshotFileName(2))); err != nil {
+	if _, err := os.Stat(filepath.Join(p.SnapshotDir(), producers.SnapshotFileName(2))); err != nil {
 		t.Fatalf("the roll's snapshot at offset 2 is not on disk: %v", err)
 	}
 }

@@ -50,7 +50,7 @@ type topic struct {
 	name       string
 	id         [16]byte
 	config     atomic.Pointer[topicConfig]
-	partitions []*partition
+	partitions []*topicPartition
 	// metrics is the topic's data metrics, set on first use when the
 	// broker has metrics (topicMetrics).
 	metrics atomic.Pointer[metrics.Topic]
@@ -190,14 +190,14 @@ func (b *Broker) topicByID(id [16]byte) *topic {
 }
 
 // partitionsOf returns the topic's current partitions.
-func (b *Broker) partitionsOf(t *topic) []*partition {
+func (b *Broker) partitionsOf(t *topic) []*topicPartition {
 	b.topicsMu.RLock()
 	defer b.topicsMu.RUnlock()
 	return t.partitions
 }
 
 // partitionOf returns partition index of t, or errUnknownTopic.
-func (b *Broker) partitionOf(t *topic, index int32) (*partition, error) {
+func (b *Broker) partitionOf(t *topic, index int32) (*topicPartition, error) {
 	parts := b.partitionsOf(t)
 	if index < 0 || int(index) >= len(parts) {
 		return nil, fmt.Errorf("%w: %s-%d", errUnknownTopic, t.name, index)
@@ -217,8 +217,8 @@ func (b *Broker) sortedTopics() []*topic {
 	return out
 }
 
-func (b *Broker) allPartitions() []*partition {
-	var out []*partition
+func (b *Broker) allPartitions() []*topicPartition {
+	var out []*topicPartition
 	for _, t := range b.sortedTopics() {
 		out = append(out, b.partitionsOf(t)...)
 	}
@@ -354,9 +354,9 @@ func (b *Broker) reserveTopicName(name string, validateOnly bool) (*pendingTopic
 }
 
 // deletePartitions closes and removes partitions that were never published.
-func deletePartitions(partitions []*partition) {
+func deletePartitions(partitions []*topicPartition) {
 	for _, p := range partitions {
-		p.delete()
+		p.Delete()
 	}
 }
 
@@ -383,8 +383,8 @@ func (b *Broker) deleteTopic(t *topic) error {
 	parts := t.partitions
 	b.topicsMu.Unlock()
 	for _, p := range parts {
-		if err := p.delete(); err != nil {
-			b.logger.Error("delete partition log", "partition", p.name(), "error", err)
+		if err := p.Delete(); err != nil {
+			b.logger.Error("delete partition log", "partition", p.Name(), "error", err)
 		}
 	}
 	b.topicsMu.Lock()
@@ -455,8 +455,8 @@ func (b *Broker) setTopicConfigs(t *topic, overrides map[string]string) error {
 	}
 	options := b.config.storageOptions(next)
 	for _, p := range b.partitionsOf(t) {
-		if err := p.reconfigure(options); err != nil {
-			return fmt.Errorf("alter configs of %s: %w", p.name(), err)
+		if err := p.Reconfigure(options); err != nil {
+			return fmt.Errorf("alter configs of %s: %w", p.Name(), err)
 		}
 	}
 	b.logger.Info("topic configs altered", "topic", t.name, "configs", overrides)
@@ -467,7 +467,7 @@ func (b *Broker) setTopicConfigs(t *topic, overrides map[string]string) error {
 func (b *Broker) closeLogs() error {
 	var errs []error
 	for _, p := range b.allPartitions() {
-		if err := p.close(); err != nil {
+		if err := p.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/broker/partition"
 )
 
 // The two steps of writing an ABORT marker — the control batch in the log,
@@ -18,18 +20,18 @@ import (
 // exactly-once pipelines copied aborted input into their committed output
 // (franz-go's TestTxnEtl found ~1,000 duplicates in 25,000 records).
 
-// setAbortIndexHook installs hook for the partition named partition only
+// setAbortIndexHook installs hook for the partition named name only
 // (other tests' brokers in the process are left alone) until the test ends.
-func setAbortIndexHook(t *testing.T, partition string, hook func() error) {
+func setAbortIndexHook(t *testing.T, name string, hook func() error) {
 	t.Helper()
-	wrapped := func(name string) error {
-		if name != partition {
+	wrapped := func(partitionName string) error {
+		if partitionName != name {
 			return nil
 		}
 		return hook()
 	}
-	beforeAbortedIndexAppend.Store(&wrapped)
-	t.Cleanup(func() { beforeAbortedIndexAppend.Store(nil) })
+	partition.BeforeAbortedIndexAppend.Store(&wrapped)
+	t.Cleanup(func() { partition.BeforeAbortedIndexAppend.Store(nil) })
 }
 
 // leakedAbortedRecords decodes a read_committed Fetch response for one
@@ -180,7 +182,7 @@ func TestAbortIndexRestoredAfterCrashBetweenMarkerAndIndex(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Logf("close after the injected failure: %v", err)
 	}
-	beforeAbortedIndexAppend.Store(nil)
+	partition.BeforeAbortedIndexAppend.Store(nil)
 
 	restarted := startTestBroker(t, dir, properties)
 	writeSentinels(t, restarted.Addr(), []string{"abort-crash"}, 1)

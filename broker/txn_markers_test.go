@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -57,8 +59,8 @@ func TestWriteTxnMarkersHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.lastStableOffset() != 0 || p.highWatermark() != 1 {
-		t.Fatalf("open transaction: LSO %d, high watermark %d", p.lastStableOffset(), p.highWatermark())
+	if p.LastStableOffset() != 0 || p.HighWatermark() != 1 {
+		t.Fatalf("open transaction: LSO %d, high watermark %d", p.LastStableOffset(), p.HighWatermark())
 	}
 	send := func(topic string, partition int32, markerEpoch int16) int16 {
 		req := kmsg.NewPtrWriteTxnMarkersRequest()
@@ -74,16 +76,16 @@ func TestWriteTxnMarkersHandler(t *testing.T) {
 	if code := send("marked", 0, epoch); code != 0 {
 		t.Fatalf("commit marker: %v", kerr.ErrorForCode(code))
 	}
-	if p.lastStableOffset() != 2 || p.highWatermark() != 2 {
-		t.Fatalf("after the marker: LSO %d, high watermark %d, want both 2", p.lastStableOffset(), p.highWatermark())
+	if p.LastStableOffset() != 2 || p.HighWatermark() != 2 {
+		t.Fatalf("after the marker: LSO %d, high watermark %d, want both 2", p.LastStableOffset(), p.HighWatermark())
 	}
 	// A newer epoch's marker moves the producer on; the old one is stale.
 	if code := send("marked", 0, epoch+1); code != 0 {
 		t.Fatalf("newer marker: %v", kerr.ErrorForCode(code))
 	}
-	end := p.highWatermark()
-	if code := send("marked", 0, epoch); code != 0 || p.highWatermark() != end {
-		t.Fatalf("stale marker: %v, log end %d → %d", kerr.ErrorForCode(code), end, p.highWatermark())
+	end := p.HighWatermark()
+	if code := send("marked", 0, epoch); code != 0 || p.HighWatermark() != end {
+		t.Fatalf("stale marker: %v, log end %d → %d", kerr.ErrorForCode(code), end, p.HighWatermark())
 	}
 	if code := send("absent", 0, epoch+1); code != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("marker for a missing topic: %v", kerr.ErrorForCode(code))
@@ -113,8 +115,8 @@ func TestProduceVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.highWatermark() != 0 || p.lastStableOffset() != 0 {
-		t.Fatalf("refused batches were written: high watermark %d", p.highWatermark())
+	if p.HighWatermark() != 0 || p.LastStableOffset() != 0 {
+		t.Fatalf("refused batches were written: high watermark %d", p.HighWatermark())
 	}
 }
 
@@ -139,27 +141,46 @@ func TestVerificationGuardRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := wire.ParseBatch(late)
+	info, err := partition.Analyze(partition.OriginClient, late, 0, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx := produceTxn{broker: b, transactionalID: []byte("race-id"), version: 9, ctx: testContext(t, 5*time.Second)}
-	guard, err := p.verifyTransactional(tx, batch)
-	if err != nil {
-		t.Fatalf("verification of a batch in the open transaction: %v", err)
+	var verified error = errors.New("not verified")
+	raced := racingVerifier{
+		produceTxn: produceTxn{broker: b, transactionalID: []byte("race-id"), version: 9, ctx: testContext(t, 5*time.Second)},
+		verified:   &verified,
+		afterVerify: func() error {
+			_, err := p.AppendMarker(producerID, epoch, 0, true)
+			return err
+		},
 	}
-	if _, err := p.appendMarker(producerID, epoch, 0, true); err != nil {
-		t.Fatal(err)
+	_, err = p.AppendClient(late, &info, raced)
+	if verified != nil {
+		t.Fatalf("verification of a batch in the open transaction: %v", verified)
 	}
-	p.appendMu.Lock()
-	err = p.checkGuard(producerID, guard)
-	p.appendMu.Unlock()
 	if err == nil || errorCode(err) != kerr.InvalidTxnState.Code {
 		t.Fatalf("late batch after the marker: %v, want INVALID_TXN_STATE", err)
 	}
-	if p.lastStableOffset() != p.highWatermark() {
-		t.Fatalf("LSO %d held below the high watermark %d", p.lastStableOffset(), p.highWatermark())
+	if p.LastStableOffset() != p.HighWatermark() {
+		t.Fatalf("LSO %d held below the high watermark %d", p.LastStableOffset(), p.HighWatermark())
 	}
+}
+
+// racingVerifier is a request's produceTxn whose verification, once
+// answered, lets the transaction end (afterVerify writes its marker)
+// before the batch reaches the append: the window Jepsen found.
+type racingVerifier struct {
+	produceTxn
+	verified    *error
+	afterVerify func() error
+}
+
+func (v racingVerifier) VerifyTransactional(producerID int64, producerEpoch int16, topic string, index int32) error {
+	*v.verified = v.produceTxn.VerifyTransactional(producerID, producerEpoch, topic, index)
+	if *v.verified != nil {
+		return *v.verified
+	}
+	return v.afterVerify()
 }
 
 // TestTransactionVersionFeature: ApiVersions v3+ advertises

@@ -13,7 +13,7 @@ import (
 // WriteTxnMarkers v0–1 is how a transaction coordinator tells a partition
 // leader to end a producer's transaction there: for each marker and each
 // of its partitions, a COMMIT or ABORT control batch carrying the
-// coordinator epoch is appended (partition.appendMarker closes the
+// coordinator epoch is appended ([partition.Partition.AppendMarker] closes the
 // producer's open transaction, moves the last stable offset, and records
 // an ABORT in the aborted-transaction index), and the answer waits until
 // the marker is durable under log.fsync. The coordinator of this broker
@@ -99,7 +99,7 @@ func (b *Broker) writeMarker(ctx context.Context, topicName string, index int32,
 		return b.completeOffsetsTxn(ctx, index, marker.ProducerID, marker.ProducerEpoch, marker.Committed)
 	}
 	t := b.topicByName(topicName)
-	var p *partition
+	var p *topicPartition
 	err := fmt.Errorf("%w: %s", errUnknownTopic, topicName)
 	if t != nil {
 		p, err = b.partitionOf(t, index)
@@ -113,20 +113,20 @@ func (b *Broker) writeMarker(ctx context.Context, topicName string, index int32,
 		}
 		return err
 	}
-	result, err := p.appendMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Committed)
-	if err != nil || result.offset < 0 {
+	offset, err := p.AppendMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Committed)
+	if err != nil || offset < 0 {
 		return err
 	}
 	if b.metrics != nil {
 		b.metrics.MarkersWritten(1)
 	}
-	if p.role.Load() != nil {
+	if p.Replicated() {
 		// A replicated partition: the marker is answered once the ISR has
 		// it, so a new leader cannot lack a marker the coordinator counted.
 		minInsync := t.config.Load().minInsyncReplica
-		if err := p.waitReplicated(ctx, b.ctx.Done(), result.offset, minInsync, internalAppendTimeout); err != nil {
+		if err := p.WaitReplicated(ctx, b.ctx.Done(), offset, minInsync, internalAppendTimeout); err != nil {
 			return err
 		}
 	}
-	return p.waitDurable(ctx, result.offset)
+	return p.WaitDurable(ctx, offset)
 }

@@ -1,6 +1,6 @@
 //go:build invariants
 
-package broker
+package partition
 
 import (
 	"strings"
@@ -16,20 +16,15 @@ import (
 // publishes the last stable offset.
 func TestInvariantUnstableOffset(t *testing.T) {
 	t.Parallel()
-	b := startTestBroker(t, t.TempDir(), nil)
-	r := dialRaw(t, b)
+	p := openTestPartition(t, t.TempDir(), 0)
 	records, err := wire.BuildBatch(wire.PlainBatchOptions(), []wire.BuilderRecord{{TimestampMillis: 1, Value: []byte("v")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.produceRaw("checked", 0, records, 9); got.ErrorCode != 0 {
-		t.Fatalf("produce: error %d", got.ErrorCode)
+	if _, err := p.AppendProduced(records, nil); err != nil {
+		t.Fatalf("produce: %v", err)
 	}
-	p, err := b.partitionOf(b.topicByName("checked"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := analyzeRecords(originClient, records, 0, 1<<62, nil)
+	info, err := Analyze(OriginClient, records, 0, 1<<62, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +33,7 @@ func TestInvariantUnstableOffset(t *testing.T) {
 	defer p.appendMu.Unlock()
 	p.unstableOffset = 0 // as if a transaction were open at offset 0
 	defer func() {
-		p.unstableOffset = -1 // restore, so the broker closes cleanly
+		p.unstableOffset = -1 // restore, so the partition closes cleanly
 		recovered := recover()
 		if !invariants.IsViolation(recovered) {
 			t.Fatalf("recovered %v, want an invariant violation", recovered)
@@ -47,6 +42,6 @@ func TestInvariantUnstableOffset(t *testing.T) {
 			t.Fatalf("violation %q, want one about unstableOffset", message)
 		}
 	}()
-	p.appendLocked(originClient, records, &info, &appendOptions{})
+	p.appendLocked(OriginClient, records, &info, &AppendOptions{})
 	t.Fatal("the append published a last stable offset that disagrees with the producer state")
 }

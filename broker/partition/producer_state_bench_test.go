@@ -1,9 +1,7 @@
-package broker
+package partition
 
 import (
-	"context"
 	"encoding/binary"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -19,27 +17,14 @@ const batchBaseSequenceOffset = 53
 // and idempotent: the difference in allocs/op is what the producer-state
 // check adds to the produce path.
 //
-//	go test ./broker/ -run '^$' -bench AppendProduced -benchmem
+//	go test ./broker/partition/ -run '^$' -bench AppendProduced -benchmem
 func BenchmarkAppendProduced(b *testing.B) {
 	for _, mode := range []struct {
 		name       string
 		producerID int64
 	}{{"plain", -1}, {"idempotent", 7}} {
 		b.Run(mode.name, func(b *testing.B) {
-			server, err := Start(context.Background(), Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: b.TempDir(),
-				Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer server.Close()
-			t, err := server.autoCreateTopic("bench", true)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p, err := server.partitionOf(t, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
+			p := openTestPartition(b, b.TempDir(), 0)
 			options := wire.PlainBatchOptions()
 			if mode.producerID >= 0 {
 				options.ProducerID, options.ProducerEpoch, options.BaseSequence = mode.producerID, 0, 0
@@ -63,8 +48,8 @@ func BenchmarkAppendProduced(b *testing.B) {
 					binary.BigEndian.PutUint32(batch[batchBaseSequenceOffset:], uint32(i))
 				}
 				view.UpdateCRC() // both modes pay for it alike
-				result, err := p.appendProduced(batch, produceTxn{})
-				if err != nil || result.duplicate || result.firstOffset != int64(i) {
+				result, err := p.AppendProduced(batch, nil)
+				if err != nil || result.Duplicate || result.FirstOffset != int64(i) {
 					b.Fatalf("append %d: %+v %v", i, result, err)
 				}
 			}

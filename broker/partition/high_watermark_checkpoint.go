@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"errors"
@@ -25,15 +25,15 @@ import (
 // reads. On open it is capped by the recovered log end (a crash may have
 // lost an unsynced tail).
 
-// highWatermarkCheckpointFile is the checkpoint's name in a partition's
+// HighWatermarkCheckpointFile is the checkpoint's name in a partition's
 // directory: "0\n" (the format version) then the offset and "\n".
-const highWatermarkCheckpointFile = "high-watermark-checkpoint"
+const HighWatermarkCheckpointFile = "high-watermark-checkpoint"
 
 // loadHighWatermark sets p.hw from the checkpoint in dir: the log start
 // when there is none, else the checkpointed offset within the log's
 // bounds.
-func (p *partition) loadHighWatermark(fsys storage.FS, dir string) error {
-	p.fs, p.hwFile = fsys, filepath.Join(dir, highWatermarkCheckpointFile)
+func (p *Partition) loadHighWatermark(fsys storage.FS, dir string) error {
+	p.fs, p.hwFile = fsys, filepath.Join(dir, HighWatermarkCheckpointFile)
 	start, end := p.log.LogStartOffset(), p.log.LogEndOffset()
 	hw := start
 	data, err := storage.ReadFile(fsys, p.hwFile)
@@ -65,9 +65,9 @@ func decodeHighWatermark(data []byte) (int64, error) {
 	return offset, nil
 }
 
-// checkpointHighWatermark writes the high watermark when it changed since
+// CheckpointHighWatermark writes the high watermark when it changed since
 // the last write. Safe from any goroutine (hwFileMu).
-func (p *partition) checkpointHighWatermark() error {
+func (p *Partition) CheckpointHighWatermark() error {
 	if p.hwFile == "" {
 		return nil // replication off
 	}
@@ -78,21 +78,8 @@ func (p *partition) checkpointHighWatermark() error {
 		return nil
 	}
 	if err := storage.WriteFileAtomic(p.fs, p.hwFile, []byte("0\n"+strconv.FormatInt(hw, 10)+"\n")); err != nil {
-		return fmt.Errorf("%w: high-watermark checkpoint of %s: %w", errStorage, p.name(), err)
+		return fmt.Errorf("%w: high-watermark checkpoint of %s: %w", ErrStorage, p.Name(), err)
 	}
 	p.hwWritten.Store(hw)
 	return nil
-}
-
-// checkpointHighWatermarks writes every open partition's changed high
-// watermark; it runs every replica.high.watermark.checkpoint.interval.ms.
-func (b *Broker) checkpointHighWatermarks() {
-	for _, p := range b.allPartitions() {
-		if p.closed.Load() {
-			continue
-		}
-		if err := p.checkpointHighWatermark(); err != nil {
-			b.logger.Error("high watermark checkpoint failed", "partition", p.name(), "error", err)
-		}
-	}
 }

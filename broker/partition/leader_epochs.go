@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"bufio"
@@ -33,11 +33,11 @@ import (
 // It is replaced whole through storage.WriteFileAtomic whenever an entry
 // is added or truncated away; the name is not a segment name, so storage
 // never removes it. Entries are few (one per leader change), so the file
-// stays small and is rewritten rarely (under partition.appendMu: once per
+// stays small and is rewritten rarely (under Partition.appendMu: once per
 // leader change, and at a truncation).
 
-// leaderEpochCheckpointFile is the checkpoint's name in the partition directory.
-const leaderEpochCheckpointFile = "leader-epoch-checkpoint"
+// LeaderEpochCheckpointFile is the checkpoint's name in the partition directory.
+const LeaderEpochCheckpointFile = "leader-epoch-checkpoint"
 
 // epochEntry is one leader epoch and the offset of its first batch.
 type epochEntry struct {
@@ -46,7 +46,7 @@ type epochEntry struct {
 }
 
 // leaderEpochCache is the partition's epoch → start offset map, backed by
-// the checkpoint file. Guarded by partition.appendMu. Invariant: entries
+// the checkpoint file. Guarded by Partition.appendMu. Invariant: entries
 // are strictly ascending in epoch and non-decreasing in start offset, and
 // every start offset is at most the log end.
 type leaderEpochCache struct {
@@ -58,7 +58,7 @@ type leaderEpochCache struct {
 // openLeaderEpochCache loads the checkpoint of the partition in dir (an
 // empty cache when there is none yet).
 func openLeaderEpochCache(fsys storage.FS, dir string) (*leaderEpochCache, error) {
-	cache := &leaderEpochCache{fs: fsys, path: filepath.Join(dir, leaderEpochCheckpointFile)}
+	cache := &leaderEpochCache{fs: fsys, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
 	data, err := storage.ReadFile(fsys, cache.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return cache, nil
@@ -116,7 +116,7 @@ func (c *leaderEpochCache) encode() []byte {
 
 func (c *leaderEpochCache) write() error {
 	if err := storage.WriteFileAtomic(c.fs, c.path, c.encode()); err != nil {
-		return fmt.Errorf("%w: leader-epoch checkpoint: %w", errStorage, err)
+		return fmt.Errorf("%w: leader-epoch checkpoint: %w", ErrStorage, err)
 	}
 	return nil
 }

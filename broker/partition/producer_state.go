@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"errors"
@@ -13,11 +13,11 @@ import (
 // Idempotent-producer state of a partition (KIP-98), wired around
 // producers.PartitionState:
 //
-//   - Ownership: partition.producers is guarded by partition.appendMu. A
+//   - Ownership: Partition.producers is guarded by Partition.appendMu. A
 //     Produce checks a batch, appends it and records it without releasing
-//     lock ([partition.appendLocked]), so no batch of the same producer can be
+//     lock ([Partition.appendLocked]), so no batch of the same producer can be
 //     checked against state that misses an earlier accepted one, whichever
-//     connection it came from. The expiry loop (Broker.expireProducers)
+//     connection it came from. The broker's expiry loop ([Partition.ExpireProducers])
 //     takes the same lock, as do retention, truncation and close.
 //   - Snapshots live in <partition-dir>/producer-snapshots/, not next to the
 //     segments: storage deletes any "<20 digits>.*" file of the partition
@@ -36,45 +36,45 @@ import (
 //     a clean close nothing is replayed; after a crash, normally only the
 //     active segment (from the snapshot taken when it was rolled; the whole
 //     log if no roll happened since the log start).
-//   - Truncation (partition.truncate) follows producers' doc: remove the
+//   - Truncation ([Partition.Truncate]) follows producers' doc: remove the
 //     snapshots above the new end, reload, replay.
 
-// producerSnapshotDirName is the subdirectory of a partition directory that
+// ProducerSnapshotDirName is the subdirectory of a partition directory that
 // holds its producer-state snapshots.
-const producerSnapshotDirName = "producer-snapshots"
+const ProducerSnapshotDirName = "producer-snapshots"
 
 // errIdempotentMultiBatch: an idempotent producer's partition data holds more
 // than one batch. Every client sends one batch per partition per request;
 // accepting several would make a duplicate in the middle ambiguous.
-var errIdempotentMultiBatch = fmt.Errorf("%w: a producer id's batches must come one per partition per request", errInvalidRecord)
+var errIdempotentMultiBatch = fmt.Errorf("%w: a producer id's batches must come one per partition per request", ErrInvalidRecord)
 
-// snapshotDir is where the partition's producer snapshots live.
-func (p *partition) snapshotDir() string {
-	return filepath.Join(p.log.Dir(), producerSnapshotDirName)
+// SnapshotDir is where the partition's producer snapshots live.
+func (p *Partition) SnapshotDir() string {
+	return filepath.Join(p.log.Dir(), ProducerSnapshotDirName)
 }
 
 // loadProducerState rebuilds the producer state up to the log end from the
 // newest usable snapshot plus a replay of the batch headers after it. The
 // caller owns the partition exclusively (open) or holds appendMu (truncate).
-func (p *partition) loadProducerState(options producers.Options) (replayed int, err error) {
-	dir := p.snapshotDir()
+func (p *Partition) loadProducerState(options producers.Options) (replayed int, err error) {
+	dir := p.SnapshotDir()
 	fsys := options.FS
 	if fsys == nil {
 		fsys = storage.OSFS{}
 	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
+		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", ErrStorage, p.Name(), err)
 	}
 	logEnd := p.log.LogEndOffset()
 	if err := producers.RemoveSnapshotsAbove(dir, logEnd, options); err != nil {
-		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
+		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", ErrStorage, p.Name(), err)
 	}
 	state, load, err := producers.LoadLatestSnapshot(dir, logEnd, options)
 	if err != nil {
-		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", errStorage, p.name(), err)
+		return 0, fmt.Errorf("%w: producer snapshots of %s: %w", ErrStorage, p.Name(), err)
 	}
 	for _, skipped := range load.Skipped {
-		p.logger.Warn("producer snapshot skipped", "partition", p.name(), "snapshot", skipped.Path, "reason", skipped.Reason)
+		p.logger.Warn("producer snapshot skipped", "partition", p.Name(), "snapshot", skipped.Path, "reason", skipped.Reason)
 	}
 	from := p.log.LogStartOffset()
 	p.snapshotOffset = -1
@@ -99,7 +99,7 @@ func (p *partition) loadProducerState(options producers.Options) (replayed int, 
 			return err
 		})
 		if err != nil {
-			return replayed, fmt.Errorf("%w: replay producer state of %s from %d: %w", errStorage, p.name(), from, err)
+			return replayed, fmt.Errorf("%w: replay producer state of %s from %d: %w", ErrStorage, p.Name(), from, err)
 		}
 	}
 	if err := p.restoreAbortedIndex(aborted); err != nil {
@@ -112,13 +112,13 @@ func (p *partition) loadProducerState(options producers.Options) (replayed int, 
 
 // restoreAbortedIndex puts back the aborted-index entries of replayed ABORT
 // markers that the index lacks. The marker is appended to the log before
-// its entry is written ([partition.applyProducerBatchLocked]), so a crash between the two
+// its entry is written ([Partition.applyProducerBatchLocked]), so a crash between the two
 // leaves a marker without an entry; without this, read_committed fetches
 // would return that transaction's records as committed after a restart.
 // Replay starts at the latest snapshot, which is taken only after every
 // earlier marker's entry was written and synced (snapshotLocked), so
 // every marker that can lack an entry after a crash is replayed.
-func (p *partition) restoreAbortedIndex(replayed []storage.AbortedTxn) error {
+func (p *Partition) restoreAbortedIndex(replayed []storage.AbortedTxn) error {
 	for _, txn := range replayed {
 		present := false
 		for _, entry := range p.log.AbortedTxns(txn.LastOffset, txn.LastOffset+1) {
@@ -131,20 +131,20 @@ func (p *partition) restoreAbortedIndex(replayed []storage.AbortedTxn) error {
 			continue
 		}
 		if err := p.log.AppendAbortedTxn(txn); err != nil {
-			return fmt.Errorf("%w: restore aborted transaction index of %s: %w", errStorage, p.name(), err)
+			return fmt.Errorf("%w: restore aborted transaction index of %s: %w", ErrStorage, p.Name(), err)
 		}
-		p.logger.Warn("aborted transaction index entry restored", "partition", p.name(),
+		p.logger.Warn("aborted transaction index entry restored", "partition", p.Name(),
 			"producer_id", txn.ProducerID, "first_offset", txn.FirstOffset, "marker_offset", txn.LastOffset)
 	}
 	return nil
 }
 
 // replayBatch applies one batch found in the log (or appended by an origin
-// that replays: [partition.applyProducerBatchLocked]) to the state, at the
+// that replays: [Partition.applyProducerBatchLocked]) to the state, at the
 // offsets batch has: data batches through Replay, transaction markers
 // through ApplyMarker. It returns the transaction a marker completed (zero
 // for other batches).
-func replayBatch(state *producers.PartitionState, batch *batchInfo) (producers.CompletedTransaction, error) {
+func replayBatch(state *producers.PartitionState, batch *BatchInfo) (producers.CompletedTransaction, error) {
 	if batch.producerID < 0 {
 		return producers.CompletedTransaction{}, nil
 	}
@@ -178,7 +178,7 @@ func replayBatch(state *producers.PartitionState, batch *batchInfo) (producers.C
 
 // noteAppend takes a snapshot when an append rolled a segment (caller
 // holds appendMu).
-func (p *partition) noteAppend(result storage.AppendResult) {
+func (p *Partition) noteAppend(result storage.AppendResult) {
 	if result.SegmentBase == p.activeSegmentBase {
 		return
 	}
@@ -196,7 +196,7 @@ func (p *partition) noteAppend(result storage.AppendResult) {
 }
 
 // pendingSnapshot is a producer snapshot encoded under appendMu and not
-// yet written; generation is partition.snapshotGeneration at encoding.
+// yet written; generation is Partition.snapshotGeneration at encoding.
 type pendingSnapshot struct {
 	snapshot   producers.Snapshot
 	generation uint64
@@ -207,7 +207,7 @@ type pendingSnapshot struct {
 // last snapshot at that offset, and leaves it in p.pendingSnapshot for
 // unlockAppend to write once appendMu is released: the fsyncs of a
 // snapshot never hold up the partition's appends (caller holds appendMu).
-func (p *partition) snapshotLocked(offset int64) {
+func (p *Partition) snapshotLocked(offset int64) {
 	if !p.producersDirty && offset == p.snapshotOffset {
 		return
 	}
@@ -223,12 +223,12 @@ func (p *partition) snapshotLocked(offset int64) {
 	// the replay that restores it starts at the snapshot. Nothing to sync
 	// is free.
 	if err := p.log.SyncAbortedTxns(); err != nil {
-		p.logger.Error("producer snapshot skipped: transaction index not synced", "partition", p.name(), "offset", offset, "error", err)
+		p.logger.Error("producer snapshot skipped: transaction index not synced", "partition", p.Name(), "offset", offset, "error", err)
 		return
 	}
 	snapshot, err := p.producers.Snapshot(offset)
 	if err != nil {
-		p.logger.Error("producer snapshot failed", "partition", p.name(), "offset", offset, "error", err)
+		p.logger.Error("producer snapshot failed", "partition", p.Name(), "offset", offset, "error", err)
 		return
 	}
 	// A newer snapshot replaces one not written yet: it covers more.
@@ -240,7 +240,7 @@ func (p *partition) snapshotLocked(offset int64) {
 // unlockAppend releases appendMu, then writes the snapshot the critical
 // section prepared, if any. Every holder of appendMu that may call
 // snapshotLocked releases it through here.
-func (p *partition) unlockAppend() {
+func (p *Partition) unlockAppend() {
 	pending := p.pendingSnapshot
 	p.pendingSnapshot = nil
 	if pending != nil {
@@ -260,15 +260,15 @@ func (p *partition) unlockAppend() {
 // offset and loading takes the newest. A failure is logged, not returned:
 // snapshots only shorten the replay at startup and the previous ones stay
 // valid; the state is marked dirty so that the next roll tries again.
-func (p *partition) writeSnapshot(pending *pendingSnapshot) {
+func (p *Partition) writeSnapshot(pending *pendingSnapshot) {
 	p.snapshotMu.Lock()
 	defer p.snapshotMu.Unlock()
 	defer p.unwrittenSnapshots.Add(-1)
 	if p.closed.Load() || p.snapshotGeneration.Load() != pending.generation {
 		return
 	}
-	if err := pending.snapshot.WriteTo(p.snapshotDir()); err != nil {
-		p.logger.Error("producer snapshot failed", "partition", p.name(), "offset", pending.snapshot.Offset(), "error", err)
+	if err := pending.snapshot.WriteTo(p.SnapshotDir()); err != nil {
+		p.logger.Error("producer snapshot failed", "partition", p.Name(), "offset", pending.snapshot.Offset(), "error", err)
 		p.appendMu.Lock()
 		p.producersDirty = true
 		p.appendMu.Unlock()
@@ -278,21 +278,21 @@ func (p *partition) writeSnapshot(pending *pendingSnapshot) {
 // writeSnapshotNowLocked writes the snapshot snapshotLocked prepared
 // without releasing appendMu: for close, which must have it on disk
 // before the log closes (caller holds snapshotMu and appendMu).
-func (p *partition) writeSnapshotNowLocked() {
+func (p *Partition) writeSnapshotNowLocked() {
 	pending := p.pendingSnapshot
 	p.pendingSnapshot = nil
 	if pending == nil {
 		return
 	}
-	if err := pending.snapshot.WriteTo(p.snapshotDir()); err != nil {
-		p.logger.Error("producer snapshot failed", "partition", p.name(), "offset", pending.snapshot.Offset(), "error", err)
+	if err := pending.snapshot.WriteTo(p.SnapshotDir()); err != nil {
+		p.logger.Error("producer snapshot failed", "partition", p.Name(), "offset", pending.snapshot.Offset(), "error", err)
 		p.producersDirty = true
 	}
 }
 
-// expireProducers forgets the producers idle for producer.id.expiration.ms
+// ExpireProducers forgets the producers idle for producer.id.expiration.ms
 // (called by the broker's expiry loop; takes appendMu).
-func (p *partition) expireProducers() int {
+func (p *Partition) ExpireProducers() int {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.closed.Load() {
@@ -305,23 +305,23 @@ func (p *partition) expireProducers() int {
 	return dropped
 }
 
-// describeProducers lists the partition's producers (DescribeProducers).
-func (p *partition) describeProducers() ([]producers.ProducerInfo, error) {
+// DescribeProducers lists the partition's producers (DescribeProducers).
+func (p *Partition) DescribeProducers() ([]producers.ProducerInfo, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.closed.Load() {
-		return nil, fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
+		return nil, fmt.Errorf("%w: %s was deleted", ErrUnknownTopicOrPartition, p.Name())
 	}
 	return p.producers.Producers(), nil
 }
 
-// truncate cuts the log to end at offset and rebuilds the producer state to
+// Truncate cuts the log to end at offset and rebuilds the producer state to
 // match, as producers' doc prescribes: the snapshots above offset describe
 // batches that are gone, and the in-memory state cannot be undone (it keeps
 // only each producer's 5 newest batches), so it is reloaded from the newest
 // snapshot at or below offset plus a replay. A single broker never
-// truncates; a follower does (partition.truncateAsFollower).
-func (p *partition) truncate(offset int64) error {
+// truncates; a follower does ([Partition.TruncateAsFollower]).
+func (p *Partition) Truncate(offset int64) error {
 	p.snapshotMu.Lock()
 	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
@@ -330,19 +330,19 @@ func (p *partition) truncate(offset int64) error {
 }
 
 // truncateLocked is truncate's body (caller holds snapshotMu and appendMu).
-func (p *partition) truncateLocked(offset int64) error {
+func (p *Partition) truncateLocked(offset int64) error {
 	if p.closed.Load() {
-		return fmt.Errorf("%w: %s was deleted", errUnknownTopic, p.name())
+		return fmt.Errorf("%w: %s was deleted", ErrUnknownTopicOrPartition, p.Name())
 	}
 	// Snapshots prepared before the truncation are not written after it
 	// (writeSnapshot checks the generation under snapshotMu, held here).
 	p.snapshotGeneration.Add(1)
 	if err := p.log.Truncate(offset); err != nil {
-		return fmt.Errorf("%w: truncate %s to %d: %w", errStorage, p.name(), offset, err)
+		return fmt.Errorf("%w: truncate %s to %d: %w", ErrStorage, p.Name(), offset, err)
 	}
 	p.activeSegmentBase = -1
 	if _, err := p.loadProducerState(p.producerOptions); err != nil {
-		return errors.Join(fmt.Errorf("truncate %s to %d", p.name(), offset), err)
+		return errors.Join(fmt.Errorf("truncate %s to %d", p.Name(), offset), err)
 	}
 	p.refreshUnstable()
 	return nil

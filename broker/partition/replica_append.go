@@ -1,8 +1,4 @@
-package broker
-
-import (
-	"errors"
-)
+package partition
 
 // The follower side of one partition: appending the leader's batches,
 // deriving producer and transaction state from them, learning the high
@@ -22,30 +18,23 @@ import (
 // read_committed as the old leader did. A new epoch seen in a batch is
 // added to the leader-epoch checkpoint at that batch's offset.
 
-// errDiverged: the leader's batches do not continue the local log; the
-// fetcher truncates again.
-var errDiverged = errors.New("fetched batches do not continue the log")
-
-// errStaleFetch: a fetch answer for a role the partition no longer has.
-var errStaleFetch = errors.New("fetch answer for an old leader epoch")
-
-// appendReplicated appends batches fetched from the leader at leader epoch
-// epoch, through the one append path as originReplication
-// ([partition.appendLocked]). Batches wholly below the log end (a refetch)
-// are skipped, a trailing partial batch is ignored ([analyzeRecords]).
-func (p *partition) appendReplicated(records []byte, epoch int32) error {
-	var info appendInfo // filled under appendMu, against the log end
-	_, err := p.append(originReplication, records, &info, &appendOptions{leaderEpoch: epoch})
+// AppendReplicated appends batches fetched from the leader at leader epoch
+// epoch, through the one append path as OriginReplication
+// ([Partition.appendLocked]). Batches wholly below the log end (a refetch)
+// are skipped, a trailing partial batch is ignored ([Analyze]).
+func (p *Partition) AppendReplicated(records []byte, epoch int32) error {
+	var info AppendInfo // filled under appendMu, against the log end
+	_, err := p.Append(OriginReplication, records, &info, &AppendOptions{LeaderEpoch: epoch})
 	return err
 }
 
-// learnHighWatermark takes the leader's high watermark from a fetch
+// LearnHighWatermark takes the leader's high watermark from a fetch
 // answer, capped at the local log end.
-func (p *partition) learnHighWatermark(leaderHW int64, epoch int32) {
+func (p *Partition) LearnHighWatermark(leaderHW int64, epoch int32) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	role := p.role.Load()
-	if role == nil || role.leader == p.nodeID || role.leaderEpoch != epoch {
+	if role == nil || role.Leader == p.nodeID || role.LeaderEpoch != epoch {
 		return
 	}
 	hw := min(leaderHW, p.log.LogEndOffset())
@@ -54,32 +43,32 @@ func (p *partition) learnHighWatermark(leaderHW int64, epoch int32) {
 	}
 }
 
-// latestEpochAndEnds returns the newest leader epoch known here and the
+// LatestEpochAndEnds returns the newest leader epoch known here and the
 // log end and start offsets.
-func (p *partition) latestEpochAndEnds() (epoch int32, logEnd, logStart int64) {
+func (p *Partition) LatestEpochAndEnds() (epoch int32, logEnd, logStart int64) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	return p.epochs.latest(), p.log.LogEndOffset(), p.log.LogStartOffset()
 }
 
-// endOffsetForEpoch is the local answer to OffsetForLeaderEpoch.
-func (p *partition) endOffsetForEpoch(requested int32) (int32, int64) {
+// EndOffsetForEpoch is the local answer to OffsetForLeaderEpoch.
+func (p *Partition) EndOffsetForEpoch(requested int32) (int32, int64) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	return p.epochs.endOffsetFor(requested, p.log.LogEndOffset())
 }
 
-// truncateAsFollower cuts the log to end at offset, with the producer
+// TruncateAsFollower cuts the log to end at offset, with the producer
 // state, transaction state and leader epochs rolled back to match, if the
 // partition still follows at leader epoch epoch.
-func (p *partition) truncateAsFollower(offset int64, epoch int32) error {
+func (p *Partition) TruncateAsFollower(offset int64, epoch int32) error {
 	p.snapshotMu.Lock()
 	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	role := p.role.Load()
-	if role == nil || role.leader == p.nodeID || role.leaderEpoch != epoch {
-		return errStaleFetch
+	if role == nil || role.Leader == p.nodeID || role.LeaderEpoch != epoch {
+		return ErrStaleFetch
 	}
 	logEnd := p.log.LogEndOffset()
 	if offset >= logEnd {
@@ -98,6 +87,20 @@ func (p *partition) truncateAsFollower(offset int64, epoch int32) error {
 	if err := p.epochs.truncateFromEnd(p.log.LogEndOffset()); err != nil {
 		return err
 	}
-	p.logger.Info("replica truncated divergent tail", "partition", p.name(), "from", logEnd, "to", p.log.LogEndOffset(), "leader_epoch", epoch)
+	p.logger.Info("replica truncated divergent tail", "partition", p.Name(), "from", logEnd, "to", p.log.LogEndOffset(), "leader_epoch", epoch)
 	return nil
+}
+
+// EndOffsetOfEpoch answers OffsetForLeaderEpoch for the partition: from
+// the leader-epoch checkpoint when it is replicated
+// ([Partition.EndOffsetForEpoch]), else from the one epoch,
+// [UnreplicatedLeaderEpoch], that ends at the log end.
+func (p *Partition) EndOffsetOfEpoch(requested int32) (int32, int64) {
+	if p.epochs == nil || p.role.Load() == nil {
+		if requested <= UnreplicatedLeaderEpoch && requested >= 0 {
+			return UnreplicatedLeaderEpoch, p.log.LogEndOffset()
+		}
+		return -1, -1
+	}
+	return p.EndOffsetForEpoch(requested)
 }

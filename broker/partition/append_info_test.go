@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ func TestAnalyzeRecords(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		origin   appendOrigin
+		origin   Origin
 		records  []byte
 		logEnd   int64
 		maxBytes int64
@@ -84,39 +84,39 @@ func TestAnalyzeRecords(t *testing.T) {
 			want: want{batches: 1, records: 5, maxTimestamp: 104, end: len(compressed), lastOffset: 4}},
 		{name: "multiple batches", records: concat(plain, plain2, compressed),
 			want: want{batches: 3, records: 10, maxTimestamp: 104, end: len(plain) + len(plain2) + len(compressed), lastOffset: 9}},
-		{name: "control from a client", records: control, wantErr: errInvalidRecord},
-		{name: "empty", records: nil, wantErr: errInvalidRecord},
-		{name: "too large", records: plain, maxBytes: int64(len(plain)) - 1, wantErr: errMessageTooLarge},
+		{name: "control from a client", records: control, wantErr: ErrInvalidRecord},
+		{name: "empty", records: nil, wantErr: ErrInvalidRecord},
+		{name: "too large", records: plain, maxBytes: int64(len(plain)) - 1, wantErr: ErrMessageTooLarge},
 		{name: "bad CRC", records: badCRC, wantErr: wire.ErrBatchCRC},
-		{name: "record count", records: badCount, wantErr: errInvalidRecord},
+		{name: "record count", records: badCount, wantErr: ErrInvalidRecord},
 		{name: "truncated", records: plain[:len(plain)-1], wantErr: wire.ErrBatchTruncated},
 		{name: "trailing bytes", records: concat(plain, []byte{0, 0, 0}), wantErr: wire.ErrBatchTruncated},
 		{name: "bad magic", records: concat(plain, func() []byte { b := bytes.Clone(plain2); b[16] = 1; return b }()), wantErr: wire.ErrBatchMagic},
 		{name: "second batch bad", records: concat(plain, badCRC), wantErr: wire.ErrBatchCRC},
 
-		{name: "coordinator control", origin: originCoordinator, records: control,
+		{name: "coordinator control", origin: OriginCoordinator, records: control,
 			want: want{batches: 1, producerBatches: 1, records: 1, maxTimestamp: 500, transactional: true, control: true, end: len(control)}},
-		{name: "marker empty", origin: originMarker, records: nil, wantErr: wire.ErrBatchTruncated},
+		{name: "marker empty", origin: OriginMarker, records: nil, wantErr: wire.ErrBatchTruncated},
 
-		{name: "replica from the log end", origin: originReplication, logEnd: 10, records: concat(leader(10, 3), leader(13, 2)),
+		{name: "replica from the log end", origin: OriginReplication, logEnd: 10, records: concat(leader(10, 3), leader(13, 2)),
 			want: want{batches: 2, records: 5, maxTimestamp: 102, end: len(leader(10, 3)) + len(leader(13, 2)), firstOffset: 10, lastOffset: 14}},
-		{name: "replica refetch and partial tail", origin: originReplication, logEnd: 13,
+		{name: "replica refetch and partial tail", origin: OriginReplication, logEnd: 13,
 			records: concat(leader(10, 3), leader(13, 2), leader(15, 1)[:20]),
 			want:    want{batches: 1, records: 2, maxTimestamp: 101, start: len(leader(10, 3)), end: len(leader(10, 3)) + len(leader(13, 2)), firstOffset: 13, lastOffset: 14}},
-		{name: "replica after a compaction gap", origin: originReplication, logEnd: 10, records: leader(20, 1),
+		{name: "replica after a compaction gap", origin: OriginReplication, logEnd: 10, records: leader(20, 1),
 			want: want{batches: 1, records: 1, maxTimestamp: 100, end: len(leader(20, 1)), firstOffset: 20, lastOffset: 20}},
-		{name: "replica nothing new", origin: originReplication, logEnd: 13, records: leader(10, 3),
+		{name: "replica nothing new", origin: OriginReplication, logEnd: 13, records: leader(10, 3),
 			want: want{maxTimestamp: -1}},
-		{name: "replica diverged", origin: originReplication, logEnd: 12, records: leader(10, 3), wantErr: errDiverged},
-		{name: "replica bad CRC", origin: originReplication, records: badCRC, wantErr: wire.ErrBatchCRC},
+		{name: "replica diverged", origin: OriginReplication, logEnd: 12, records: leader(10, 3), wantErr: ErrDiverged},
+		{name: "replica bad CRC", origin: OriginReplication, records: badCRC, wantErr: wire.ErrBatchCRC},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			maxBytes := tc.maxBytes
 			if maxBytes == 0 {
 				maxBytes = 1 << 20
 			}
-			var scratch [1]batchInfo
-			info, err := analyzeRecords(tc.origin, tc.records, tc.logEnd, maxBytes, scratch[:0])
+			var scratch [1]BatchInfo
+			info, err := Analyze(tc.origin, tc.records, tc.logEnd, maxBytes, scratch[:0])
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("error %v, want %v", err, tc.wantErr)
@@ -154,7 +154,7 @@ func TestAnalyzeRecords(t *testing.T) {
 // assigns offsets.
 func TestAnalyzeRecordsProducer(t *testing.T) {
 	records := testBatch(t, producerOptions(7, 1, 0x7ffffffe, true), 4)
-	info, err := analyzeRecords(originClient, records, 0, 1<<20, nil)
+	info, err := Analyze(OriginClient, records, 0, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,15 +173,15 @@ func TestAnalyzeRecordsProducer(t *testing.T) {
 // refused before the partition is touched.
 func TestIdempotentMultiBatch(t *testing.T) {
 	records := concat(testBatch(t, producerOptions(7, 0, 0, false), 1), testBatch(t, wire.PlainBatchOptions(), 1))
-	info, err := analyzeRecords(originClient, records, 0, 1<<20, nil)
+	info, err := Analyze(OriginClient, records, 0, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.idempotent() || info.producerBatches != 1 {
 		t.Fatalf("info %+v", info)
 	}
-	var p *partition // not reached
-	if _, err := p.appendClient(records, &info, produceTxn{}); !errors.Is(err, errIdempotentMultiBatch) {
+	var p *Partition // not reached
+	if _, err := p.AppendClient(records, &info, nil); !errors.Is(err, errIdempotentMultiBatch) {
 		t.Fatalf("error %v, want errIdempotentMultiBatch", err)
 	}
 }
@@ -190,16 +190,16 @@ func TestIdempotentMultiBatch(t *testing.T) {
 // (the field is outside what it covers) and LogAppendTime recomputes it.
 func TestAppendInfoStamps(t *testing.T) {
 	records := concat(testBatch(t, wire.PlainBatchOptions(), 2), testBatch(t, wire.PlainBatchOptions(), 3))
-	info, err := analyzeRecords(originClient, records, 0, 1<<20, nil)
+	info, err := Analyze(OriginClient, records, 0, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	info.stampLeaderEpoch(6)
-	info.stampLogAppendTime(12345)
+	info.StampLogAppendTime(12345)
 	if info.maxTimestamp != 12345 {
 		t.Fatalf("max timestamp %d", info.maxTimestamp)
 	}
-	again, err := analyzeRecords(originClient, records, 0, 1<<20, nil)
+	again, err := Analyze(OriginClient, records, 0, 1<<20, nil)
 	if err != nil {
 		t.Fatalf("stamped batches no longer valid: %v", err)
 	}
