@@ -13,7 +13,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand"
 	"slices"
 	"testing"
@@ -23,7 +22,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/exactly-eos/exactly/broker"
 	"github.com/exactly-eos/exactly/broker/producers"
 )
 
@@ -95,8 +93,7 @@ func newIdempotenceBenchMode(b *testing.B, addr, name string, idempotent bool) *
 // BenchmarkIdempotence: one op is one 1 KiB record produced by each mode.
 func BenchmarkIdempotence(b *testing.B) {
 	ctx := context.Background()
-	server, err := broker.Start(ctx, broker.Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: b.TempDir(),
-		Logger: slog.New(slog.DiscardHandler)})
+	server, err := startSingleBroker(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"slices"
 	"sync"
@@ -34,7 +33,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/clusternode"
 )
 
 const (
@@ -236,12 +235,12 @@ func (p *modeProducer) commit(ctx context.Context) error {
 	return nil
 }
 
-// startModesBroker starts an in-process broker over a fresh data directory
-// (default settings: log.fsync=never), closed when b ends.
-func startModesBroker(b testing.TB) *broker.Broker {
+// startModesBroker starts an in-process single broker (a cluster of one)
+// over a fresh data directory (default settings: log.fsync=never), closed
+// when b ends.
+func startModesBroker(b testing.TB) *clusternode.Member {
 	b.Helper()
-	server, err := broker.Start(context.Background(), broker.Config{NodeID: 1, Listen: "127.0.0.1:0",
-		DataDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	server, err := startSingleBroker(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

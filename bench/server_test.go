@@ -9,7 +9,6 @@ package bench
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,12 +21,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/clusternode"
 )
 
 // Server kinds a subprocess can host.
 const (
-	serverExactly = "exactly" // broker.Start over a data directory
+	serverExactly = "exactly" // a single broker as users run it: a cluster of one over a data directory
 	serverKfake   = "kfake"   // kfake, everything in memory
 	serverCeiling = "ceiling" // kfake with BlackholeProduce: acks and discards
 )
@@ -72,14 +71,11 @@ func serveChild(kind string) error {
 	var shutdown func() error
 	switch kind {
 	case serverExactly:
-		b, err := broker.Start(context.Background(), broker.Config{
-			Listen:  "127.0.0.1:0",
-			DataDir: os.Getenv(serverDataDirEnv),
-		})
+		m, err := startSingleBroker(os.Getenv(serverDataDirEnv))
 		if err != nil {
 			return err
 		}
-		addr, shutdown = b.Addr(), b.Close
+		addr, shutdown = m.Addr(), m.Close
 	case serverKfake, serverCeiling:
 		options := []kfake.Opt{kfake.NumBrokers(1)}
 		if kind == serverCeiling {
@@ -97,6 +93,13 @@ func serveChild(kind string) error {
 	fmt.Printf("listening %s\n", addr)
 	io.Copy(io.Discard, os.Stdin) // returns at EOF: the parent is done
 	return shutdown()
+}
+
+// startSingleBroker starts one exactly broker as `exactly broker` runs it
+// without a quorum: a cluster of one (clusternode with no voters, its
+// metadata quorum in process), on a loopback port, logs discarded.
+func startSingleBroker(dataDir string) (*clusternode.Member, error) {
+	return clusternode.Start(clusternode.Config{Listen: "127.0.0.1:0", DataDir: dataDir})
 }
 
 // serverProcess is a server subprocess seen from the parent. Its methods

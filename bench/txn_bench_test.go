@@ -18,7 +18,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand"
 	"slices"
 	"testing"
@@ -26,8 +25,6 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/exactly-eos/exactly/broker"
 )
 
 const (
@@ -142,8 +139,7 @@ func (m *txnBenchMode) commit(ctx context.Context, again bool) error {
 // the three modes.
 func BenchmarkTransactions(b *testing.B) {
 	ctx := context.Background()
-	server, err := broker.Start(ctx, broker.Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: b.TempDir(),
-		Logger: slog.New(slog.DiscardHandler)})
+	server, err := startSingleBroker(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

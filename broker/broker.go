@@ -444,7 +444,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	specs, err := listenerSpecs(cfg, config.settings)
 	interBroker := 0
 	if err == nil {
-		interBroker, err = interBrokerListener(specs, config.settings.InterBrokerListener, cfg.Replication != nil)
+		interBroker, err = interBrokerListener(specs, config.settings.InterBrokerListener, cfg.Replication != nil && !cfg.Replication.Alone)
 	}
 	if err == nil {
 		b.listeners, err = openListeners(specs)

@@ -83,6 +83,10 @@ type ReplicationConfig struct {
 	// e.g. from a chosen source address so a partition proxy can cut this
 	// broker off; nil dials as kgo does by default.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Alone says the cluster is this broker alone (a single broker run as
+	// a cluster of one): no other broker ever connects to it, so its
+	// inter-broker listener may be TLS or SASL like any other.
+	Alone bool
 }
 
 // peerOptions are the kgo options of every client to another broker.

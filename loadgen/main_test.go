@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/clusternode"
 )
 
 // selfEnv turns the re-executed test binary into the `exactly` binary's
@@ -48,7 +48,8 @@ func runSelf(args []string) int {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		b, err := broker.Start(ctx, broker.Config{NodeID: int32(*nodeID), Listen: *listen, DataDir: *dataDir})
+		// As `exactly broker` runs without a quorum: a cluster of one.
+		b, err := clusternode.Start(clusternode.Config{NodeID: int32(*nodeID), Listen: *listen, DataDir: *dataDir})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "broker:", err)
 			return 1

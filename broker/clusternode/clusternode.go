@@ -38,6 +38,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -60,7 +61,9 @@ type Config struct {
 	// DataDir holds quorum/ (raft) and broker/ (partitions).
 	DataDir string
 	// Voters are the quorum's members and their addresses (see
-	// quorum.Config.Voters); it must hold NodeID.
+	// quorum.Config.Voters); it must hold NodeID. Empty means a cluster of
+	// one: this node alone, its quorum in process with no listener of its
+	// own (quorum's in-process voter) — how a single broker runs.
 	Voters map[int32]quorum.VoterAddrs
 	// Properties are broker settings by Kafka's names. The member takes
 	// default.replication.factor out of them (the broker itself serves
@@ -130,6 +133,13 @@ func Start(cfg Config) (*Member, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	alone := len(cfg.Voters) == 0
+	if alone {
+		cfg.Voters = map[int32]quorum.VoterAddrs{cfg.NodeID: {}}
+	}
+	if err := checkDataDir(cfg.DataDir); err != nil {
+		return nil, err // says what to do; the node id adds nothing
+	}
 	props := map[string]string{}
 	for k, v := range cfg.Properties {
 		props[k] = v
@@ -170,6 +180,7 @@ func Start(cfg Config) (*Member, error) {
 			// creating their topics short of replicas.
 			InternalReplicationFactor: int32(min(3, len(cfg.Voters))),
 			Dial:                      dialFrom(cfg.SourceAddress),
+			Alone:                     alone,
 		},
 	})
 	if err != nil {
@@ -187,7 +198,57 @@ func Start(cfg Config) (*Member, error) {
 	}
 	m.stopHeartbeats = node.StartHeartbeats(reg)
 	go m.applyLoop()
+	if alone {
+		// A cluster of one is ready when Start returns, as a single
+		// broker was: its Metadata lists itself, so a client's first
+		// request finds a broker to send to.
+		ctx, cancel := context.WithTimeout(m.ctx, aloneStartTimeout)
+		err := m.waitRegistered(ctx, reg)
+		cancel()
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// aloneStartTimeout bounds how long a cluster of one waits at start for
+// its quorum to elect itself and register its broker (milliseconds, as a
+// rule).
+const aloneStartTimeout = 30 * time.Second
+
+// waitRegistered waits until the quorum's image holds reg, unfenced, and
+// the apply loop has applied it.
+func (m *Member) waitRegistered(ctx context.Context, reg quorum.BrokerRegistration) error {
+	_, err := m.node.WaitFor(ctx, func(img *quorum.Image) bool {
+		b, ok := img.Broker(reg.ID)
+		return ok && !b.Fenced && b.Host == reg.Host && b.Port == reg.Port
+	})
+	if err == nil {
+		err = m.waitApplied(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("clusternode %d: registering the broker with its quorum: %w", m.cfg.NodeID, err)
+	}
+	return nil
+}
+
+// legacyLayoutFile is at the top of a data directory written by a single
+// broker before a single broker ran as a cluster of one.
+const legacyLayoutFile = "topics.json"
+
+// checkDataDir refuses a data directory in the layout of a single broker
+// of before (topics at its top, no quorum): a member keeps its topics
+// under broker/ and its metadata under quorum/, and would start empty
+// beside them, as if they were lost.
+func checkDataDir(dataDir string) error {
+	if _, err := os.Stat(filepath.Join(dataDir, legacyLayoutFile)); err != nil {
+		return nil
+	}
+	return fmt.Errorf("data directory %s holds the topics of a single broker of an earlier version, which this one does not convert "+
+		"(a single broker now runs as a cluster of one: topics under broker/, metadata under quorum/); "+
+		"start with an empty --data-dir, or move this one aside (mv %s %s.old) to keep it", dataDir, dataDir, dataDir)
 }
 
 // dialFrom is the broker's dial hook for connections to other brokers:

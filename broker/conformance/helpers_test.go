@@ -19,21 +19,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/clusternode"
 	"github.com/exactly-eos/exactly/internal/testenv"
 )
 
-// startBroker starts a broker on 127.0.0.1:0 over a fresh data directory
-// and closes it when the test ends. BROKER_TEST_LOG set makes it log at
+// startBroker starts a broker on 127.0.0.1:0 over a fresh data directory,
+// as `exactly broker` runs it without a quorum (a cluster of one, its
+// metadata quorum in process), and closes it when the test ends. BROKER_TEST_LOG set makes it log at
 // debug level to stderr.
-func startBroker(t *testing.T, properties map[string]string) *broker.Broker {
+func startBroker(t *testing.T, properties map[string]string) *clusternode.Member {
 	t.Helper()
 	level := slog.LevelWarn
 	if os.Getenv("BROKER_TEST_LOG") != "" {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	b, err := broker.Start(context.Background(), broker.Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: t.TempDir(),
+	b, err := clusternode.Start(clusternode.Config{NodeID: 1, Listen: "127.0.0.1:0", DataDir: t.TempDir(),
 		Properties: properties, Logger: logger})
 	if err != nil {
 		t.Fatalf("start broker: %v", err)
@@ -58,7 +59,7 @@ func groupTestProperties() map[string]string {
 
 // newClient returns a franz-go client of b, closed at the end of the test,
 // with idempotent writes off (as the broker package's own test client).
-func newClient(t *testing.T, b *broker.Broker, options ...kgo.Opt) *kgo.Client {
+func newClient(t *testing.T, b *clusternode.Member, options ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	client, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.DisableIdempotentWrite()}, options...)...)
 	if err != nil {
@@ -101,7 +102,7 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 
 // produceNumbered writes count records whose values are their indexes,
 // record i to partition i % partitions.
-func produceNumbered(t *testing.T, b *broker.Broker, topic string, partitions int32, count int) {
+func produceNumbered(t *testing.T, b *clusternode.Member, topic string, partitions int32, count int) {
 	t.Helper()
 	producer := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
 	records := make([]*kgo.Record, count)

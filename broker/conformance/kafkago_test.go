@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/clusternode"
 	"github.com/segmentio/kafka-go"
-
-	"github.com/exactly-eos/exactly/broker"
 )
 
 // Compatibility tests with an unmodified third-party client: segmentio's
@@ -21,7 +20,7 @@ import (
 // kafkaGoCreateTopic creates topic through kafka.Client.CreateTopics and
 // checks kafka.Client.Metadata and kafka.Conn's metadata calls agree with
 // it.
-func kafkaGoCreateTopic(t *testing.T, ctx context.Context, b *broker.Broker, topic string, partitions int) {
+func kafkaGoCreateTopic(t *testing.T, ctx context.Context, b *clusternode.Member, topic string, partitions int) {
 	t.Helper()
 	client := &kafka.Client{Addr: kafka.TCP(b.Addr()), Timeout: 10 * time.Second}
 	created, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{
@@ -71,7 +70,7 @@ func kafkaGoCreateTopic(t *testing.T, ctx context.Context, b *broker.Broker, top
 }
 
 // kafkaGoWrite writes count keyed messages (value prefix-i) with acks=all.
-func kafkaGoWrite(t *testing.T, ctx context.Context, b *broker.Broker, topic, prefix string, count int) {
+func kafkaGoWrite(t *testing.T, ctx context.Context, b *clusternode.Member, topic, prefix string, count int) {
 	t.Helper()
 	writer := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, Balancer: &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 100}
@@ -90,7 +89,7 @@ func kafkaGoWrite(t *testing.T, ctx context.Context, b *broker.Broker, topic, pr
 
 // kafkaGoEnds returns each partition's end offset through kafka.Conns
 // dialled to the partition leaders.
-func kafkaGoEnds(t *testing.T, ctx context.Context, b *broker.Broker, topic string, partitions int) map[int]int64 {
+func kafkaGoEnds(t *testing.T, ctx context.Context, b *clusternode.Member, topic string, partitions int) map[int]int64 {
 	t.Helper()
 	ends := map[int]int64{}
 	for partition := range partitions {
@@ -110,7 +109,7 @@ func kafkaGoEnds(t *testing.T, ctx context.Context, b *broker.Broker, topic stri
 
 // newKafkaGoReader is a group reader of topic that commits synchronously
 // and starts at the first offset when the group has none committed.
-func newKafkaGoReader(b *broker.Broker, groupID, topic string) *kafka.Reader {
+func newKafkaGoReader(b *clusternode.Member, groupID, topic string) *kafka.Reader {
 	return kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, GroupID: groupID, Topic: topic,
 		MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 100 * time.Millisecond, StartOffset: kafka.FirstOffset,
 		CommitInterval: 0, HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second,

@@ -57,7 +57,7 @@ func TestKcatSSL(t *testing.T) {
 	for i := range 50 {
 		fmt.Fprintf(&input, "ssl-%d\n", i)
 	}
-	ssl := b.ListenerAddr("SSL")
+	ssl := b.Broker().ListenerAddr("SSL")
 	if out, err := run(input.String(), "-b", ssl, "-P", "-t", "kcat-ssl"); err != nil {
 		t.Fatalf("kcat produce over SSL: %v\n%s", err, out)
 	}
@@ -65,7 +65,7 @@ func TestKcatSSL(t *testing.T) {
 	if err != nil || out != input.String() {
 		t.Fatalf("kcat consume over SSL: %v\n%q", err, out)
 	}
-	mtls := b.ListenerAddr("MTLS")
+	mtls := b.Broker().ListenerAddr("MTLS")
 	if out, err := run("", "-b", mtls, "-L"); err == nil {
 		t.Fatalf("kcat without a client certificate read metadata from ssl.client.auth=required:\n%s", out)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/clusternode"
 	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
@@ -48,7 +48,7 @@ func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
 
 // newSaramaClient returns a sarama client of b, closed at the end of the
 // test.
-func newSaramaClient(t *testing.T, b *broker.Broker, config *sarama.Config) sarama.Client {
+func newSaramaClient(t *testing.T, b *clusternode.Member, config *sarama.Config) sarama.Client {
 	t.Helper()
 	client, err := sarama.NewClient([]string{b.Addr()}, config)
 	if err != nil {
@@ -112,7 +112,7 @@ func saramaProduce(t *testing.T, producer sarama.SyncProducer, topic, prefix str
 
 // saramaReadPartition reads want records of topic-partition from offset
 // with a fresh consumer of config.
-func saramaReadPartition(t *testing.T, b *broker.Broker, config *sarama.Config, topic string, partition int32, offset int64, want int) []*sarama.ConsumerMessage {
+func saramaReadPartition(t *testing.T, b *clusternode.Member, config *sarama.Config, topic string, partition int32, offset int64, want int) []*sarama.ConsumerMessage {
 	t.Helper()
 	consumer, err := sarama.NewConsumer([]string{b.Addr()}, config)
 	if err != nil {
@@ -401,7 +401,7 @@ func (l *saramaGroupLog) shared(topic string, members []string, partitions int32
 // startSaramaMember runs a consumer group member; the returned stop
 // closes it (leaving the group) and waits for its goroutine, and runs at
 // the end of the test if the test did not call it.
-func startSaramaMember(t *testing.T, b *broker.Broker, config *sarama.Config, log *saramaGroupLog, name, groupID, topic string) (stop func()) {
+func startSaramaMember(t *testing.T, b *clusternode.Member, config *sarama.Config, log *saramaGroupLog, name, groupID, topic string) (stop func()) {
 	t.Helper()
 	group, err := sarama.NewConsumerGroup([]string{b.Addr()}, groupID, config)
 	if err != nil {

@@ -67,6 +67,16 @@
 // that heartbeats or registers again is unfenced, and a leaderless
 // partition whose ISR holds it elects it.
 //
+// # A cluster of one
+//
+// A single broker runs the same quorum with one voter: itself, listed with
+// no addresses (Config.Voters = {id: {}}). That node's raft runs over
+// hashicorp/raft's in-memory transport and it serves no RPC, since no
+// other node exists to call it or to be called; it elects itself within
+// one short election timeout (50ms unless set) and applies every command
+// as the leader, through the same state machine, log and snapshots as a
+// member of three.
+//
 // # Goroutines
 //
 // hashicorp/raft runs its own (leader loop, FSM, snapshots, transport); it

@@ -62,6 +62,18 @@ type Config struct {
 	RaftBind, RPCBind string
 }
 
+// inProcessAddress is the raft address of the one voter of an in-process
+// quorum (Config.inProcess): its in-memory transport's name.
+const inProcessAddress = "in-process"
+
+// inProcess reports whether the quorum is one voter, this node, with no
+// addresses: a single broker, the cluster of one. Its raft runs over an
+// in-memory transport and it serves no RPC — no other node can ask it
+// anything, and it is the leader as soon as it has elected itself.
+func (c *Config) inProcess() bool {
+	return len(c.Voters) == 1 && c.Voters[c.NodeID] == VoterAddrs{}
+}
+
 // maxVoters is the number of voters of KRaft-style combined mode.
 const maxVoters = 3
 
@@ -81,9 +93,9 @@ type Node struct {
 	voter     bool
 	fsm       *fsm
 	raft      *raft.Raft
-	transport *raft.NetworkTransport
+	transport closingTransport
 	store     *raftboltdb.BoltStore
-	rpc       *rpcServer
+	rpc       *rpcServer // nil in process (Config.inProcess)
 	ctrl      *controller
 	dialer    net.Dialer // outbound connections, from Config.SourceAddress
 
@@ -104,6 +116,11 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.ElectionTimeout <= 0 {
 		out.ElectionTimeout = time.Second
+		if out.inProcess() {
+			// Nobody else votes or can be cut off: the only wait is the
+			// node's own first election, so keep it short.
+			out.ElectionTimeout = 50 * time.Millisecond
+		}
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -166,11 +183,13 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.ctrl = newController(n)
-	n.rpc, err = startRPCServer(cfg.rpcBind(), n.ctrl.handle, n.logger)
-	if err != nil {
-		n.closeRaft()
-		n.cancel()
-		return nil, err
+	if !cfg.inProcess() {
+		n.rpc, err = startRPCServer(cfg.rpcBind(), n.ctrl.handle, n.logger)
+		if err != nil {
+			n.closeRaft()
+			n.cancel()
+			return nil, err
+		}
 	}
 	n.wg.Add(1)
 	go n.ctrl.run(n.ctx)
@@ -195,12 +214,11 @@ func (n *Node) openRaft() error {
 		store.Close()
 		return fmt.Errorf("quorum: open snapshot store: %w", err)
 	}
-	stream, err := newStreamLayer(n.cfg.raftBind(), n.cfg.Voters[n.cfg.NodeID].Raft, n.dialer)
+	transport, err := n.openTransport(logWriter)
 	if err != nil {
 		store.Close()
 		return err
 	}
-	transport := raft.NewNetworkTransport(stream, 3, 5*time.Second, logWriter)
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(n.cfg.NodeID)
 	rc.HeartbeatTimeout = n.cfg.ElectionTimeout
@@ -225,7 +243,7 @@ func (n *Node) openRaft() error {
 	if !existing && n.voter {
 		var servers []raft.Server
 		for _, id := range voterIDs(n.cfg.Voters) {
-			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(id), Address: raft.ServerAddress(n.cfg.Voters[id].Raft)})
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(id), Address: n.raftAddress(id)})
 		}
 		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.closeRaft()
@@ -233,6 +251,35 @@ func (n *Node) openRaft() error {
 		}
 	}
 	return nil
+}
+
+// closingTransport is a raft transport that can be closed: the TCP one, or
+// the in-memory one of an in-process quorum.
+type closingTransport interface {
+	raft.Transport
+	Close() error
+}
+
+// openTransport opens raft's transport: in memory for an in-process
+// quorum, else TCP on the raft bind address, advertising the Voters entry.
+func (n *Node) openTransport(logWriter *hclogWriter) (closingTransport, error) {
+	if n.cfg.inProcess() {
+		_, transport := raft.NewInmemTransport(inProcessAddress)
+		return transport, nil
+	}
+	stream, err := newStreamLayer(n.cfg.raftBind(), n.cfg.Voters[n.cfg.NodeID].Raft, n.dialer)
+	if err != nil {
+		return nil, err
+	}
+	return raft.NewNetworkTransport(stream, 3, 5*time.Second, logWriter), nil
+}
+
+// raftAddress is voter id's raft address in the bootstrap configuration.
+func (n *Node) raftAddress(id int32) raft.ServerAddress {
+	if n.cfg.inProcess() {
+		return inProcessAddress
+	}
+	return raft.ServerAddress(n.cfg.Voters[id].Raft)
 }
 
 func (n *Node) closeRaft() {
@@ -254,7 +301,9 @@ func (n *Node) Close() error {
 		if err := n.raft.Shutdown().Error(); err != nil {
 			n.closeErr = fmt.Errorf("quorum: raft shutdown: %w", err)
 		}
-		n.rpc.close()
+		if n.rpc != nil {
+			n.rpc.close()
+		}
 		n.wg.Wait()
 		n.transport.Close()
 		if err := n.store.Close(); err != nil && n.closeErr == nil {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/exactly-eos/exactly/broker"
 	"github.com/exactly-eos/exactly/broker/clusternode"
 )
 
@@ -25,9 +24,16 @@ func (r *repeatedFlag) Set(v string) error { *r = append(*r, v); return nil }
 const brokerDescription = `Runs one Kafka-compatible broker, alone or as a member of a replicated
 cluster. Kafka clients use it unmodified; the ones this repository tests
 against are franz-go (with franz-go's own kgo test suite in CI),
-librdkafka (kcat), sarama and kafka-go. Topics live under --data-dir, one
-directory per partition (<topic>-<partition>), with topic metadata in
-topics.json.
+librdkafka (kcat), sarama and kafka-go.
+
+Alone (no --controller-quorum), the broker is a cluster of one: the same
+broker as a cluster member, with a Raft metadata quorum of one voter
+inside the process (no port of its own). --data-dir holds quorum/ (the
+metadata: topics, partitions, leaders, as a Raft log) and broker/ (one
+directory per partition, <topic>-<partition>, the group and transaction
+coordinators' __consumer_offsets and __transaction_state among them). A
+data directory written by a single broker of an earlier version
+(topics.json at its top) is refused at start, saying what to do.
 
 Broker settings use Kafka's server.properties names, from --config-file and
 then --config (later wins; a flag given on the command line wins over
@@ -66,7 +72,7 @@ SASL (on SASL_PLAINTEXT and SASL_SSL listeners): sasl.enabled.mechanisms
 (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; all three by default),
 connections.max.reauth.ms (KIP-368 re-authentication; 0, no expiry, by
 default) and sasl.server.max.receive.size. SCRAM credentials are kept in
-<data-dir>/scram-credentials.json (salted, never passwords), managed with
+<data-dir>/broker/scram-credentials.json (salted, never passwords), managed with
 kafka-configs / AlterUserScramCredentials; --users-file adds users at start.
 An unknown setting is refused, naming the nearest known one.
 
@@ -114,9 +120,8 @@ member, as the load generator's broker-partition fault does.
 --source-address IP makes every connection this member opens to the others
 (Raft, the quorum's RPC, replica fetching, transaction markers to other
 leaders) leave from that local IP address, so such a proxy can tell the
-members apart; clients are not affected. Then --data-dir holds quorum/
-(the Raft log) and broker/ (the partitions), and
-default.replication.factor may exceed 1. Client topic administration
+members apart; clients are not affected. --data-dir is laid out as
+alone, and default.replication.factor may exceed 1. Client topic administration
 (CreateTopics, DeleteTopics, CreatePartitions, auto-creation) and topic
 configs (AlterConfigs and IncrementalAlterConfigs sent to any member) go
 through the quorum and reach every replica; broker settings are static
@@ -191,42 +196,24 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if served != nil {
 		fmt.Fprintf(stdout, "metrics on %s\n", served.url())
 	}
+	cfg := clusternode.Config{
+		NodeID: int32(opts.nodeID), Listen: opts.listen, Advertised: opts.advertised, DataDir: opts.dataDir,
+		Properties: properties, Logger: logger, SourceAddress: *sourceAddress,
+		Metrics: served.collectors(), UsersFile: *usersFile,
+	}
 	if opts.controllerQuorum != "" {
 		voters, err := parseControllerQuorum(opts.controllerQuorum, int32(opts.nodeID), opts.controllerListen)
 		if err != nil {
 			return usageError("%v", err)
 		}
-		cfg := clusternode.Config{
-			NodeID: int32(opts.nodeID), Listen: opts.listen, Advertised: opts.advertised, DataDir: opts.dataDir,
-			Voters: voters, Properties: properties, Logger: logger, SourceAddress: *sourceAddress,
-			Metrics: served.collectors(), UsersFile: *usersFile,
-		}
+		cfg.Voters = voters
 		if err := memberBinds(&cfg, opts.controllerListen, *sourceAddress); err != nil {
 			return usageError("%v", err)
 		}
-		return runMember(ctx, cfg, stdout, logger, served)
 	}
-	b, err := broker.Start(ctx, broker.Config{
-		NodeID:     int32(opts.nodeID),
-		Listen:     opts.listen,
-		Advertised: opts.advertised,
-		DataDir:    opts.dataDir,
-		Properties: properties,
-		Logger:     logger,
-		Metrics:    served.collectors(),
-		UsersFile:  *usersFile,
-	})
-	if err != nil {
-		return err
-	}
-	served.setReady(b.Ready)
-	fmt.Fprintf(stdout, "exactly broker %d listening on %s (data in %s)\n", opts.nodeID, b.Addr(), opts.dataDir)
-	if listeners := b.Listeners(); len(listeners) > 1 {
-		fmt.Fprintf(stdout, "listeners: %s\n", strings.Join(listeners, ","))
-	}
-	<-ctx.Done()
-	logger.Info("signal received; shutting down")
-	return b.Close()
+	// Without a quorum the broker is a cluster of one (cfg.Voters empty):
+	// the same member, its quorum in process.
+	return runMember(ctx, cfg, stdout, logger, served)
 }
 
 // startProfile starts pkg/profile writing into profiles/, or nothing.

@@ -105,8 +105,15 @@ func runMember(ctx context.Context, cfg clusternode.Config, stdout io.Writer, lo
 		return err
 	}
 	served.setReady(m.Broker().Ready)
-	fmt.Fprintf(stdout, "exactly broker %d listening on %s (cluster member; data in %s)\n", cfg.NodeID, m.Addr(), cfg.DataDir)
-	fmt.Fprintln(stdout, quorumLine(cfg))
+	if len(cfg.Voters) == 0 {
+		fmt.Fprintf(stdout, "exactly broker %d listening on %s (a cluster of one, its metadata quorum in process; data in %s)\n", cfg.NodeID, m.Addr(), cfg.DataDir)
+		if listeners := m.Broker().Listeners(); len(listeners) > 1 {
+			fmt.Fprintf(stdout, "listeners: %s\n", strings.Join(listeners, ","))
+		}
+	} else {
+		fmt.Fprintf(stdout, "exactly broker %d listening on %s (cluster member; data in %s)\n", cfg.NodeID, m.Addr(), cfg.DataDir)
+		fmt.Fprintln(stdout, quorumLine(cfg))
+	}
 	<-ctx.Done()
 	logger.Info("signal received; shutting down")
 	return m.Close()

@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/clusternode"
 	"github.com/exactly-eos/exactly/internal/selfsigned"
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/clientsec"
@@ -72,7 +72,7 @@ func startEmbeddedSecurity(ctx context.Context, dataDir string, spec loadgen.Sec
 	for _, protocol := range spec.Protocols {
 		listeners = append(listeners, protocol+"://127.0.0.1:0")
 	}
-	target, err := startEmbeddedWith(ctx, dataDir, func(config *broker.Config) {
+	target, err := startEmbeddedWith(ctx, dataDir, func(config *clusternode.Config) {
 		config.Properties = map[string]string{
 			"listeners":             strings.Join(listeners, ","),
 			"ssl.keystore.type":     "PEM",
@@ -90,7 +90,7 @@ func startEmbeddedSecurity(ctx context.Context, dataDir string, spec loadgen.Sec
 	stop := func() error { return errors.Join(target.Close(), cleanup()) }
 	var out []securityListener
 	for _, protocol := range spec.Protocols {
-		address := target.broker.ListenerAddr(protocol)
+		address := target.member.Broker().ListenerAddr(protocol)
 		if address == "" {
 			stop()
 			return nil, nil, nil, fmt.Errorf("the embedded broker has no %s listener", protocol)

@@ -6,20 +6,23 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/exactly-eos/exactly/broker"
+	"github.com/exactly-eos/exactly/broker/clusternode"
 	"github.com/exactly-eos/exactly/loadgen"
 )
 
 // embeddedTarget is our own broker, started in this process on a loopback
 // port with its log in a temporary directory: loadgen's "embedded" target.
+// It runs as `exactly broker` does without a quorum: a cluster of one
+// (clusternode with no voters listed, its metadata quorum in process).
 // It lives here, not in package loadgen, so that the load generator does
 // not link the broker; the suite spec hands startEmbedded to
 // loadgen.StartTarget.
 type embeddedTarget struct {
-	broker  *broker.Broker
+	member  *clusternode.Member
 	metrics *brokerMetrics
 	dataDir string
 	owned   bool // dataDir was created here and is removed on Close
+	stopped chan struct{} // closed by Close: the watch of the start context ends
 }
 
 // startEmbedded starts the broker. An empty dataDir means a fresh temporary
@@ -40,7 +43,7 @@ func embeddedFor(properties map[string]string) func(ctx context.Context, dataDir
 		return startEmbedded
 	}
 	return func(ctx context.Context, dataDir string) (loadgen.Target, error) {
-		target, err := startEmbeddedWith(ctx, dataDir, func(config *broker.Config) { config.Properties = properties })
+		target, err := startEmbeddedWith(ctx, dataDir, func(config *clusternode.Config) { config.Properties = properties })
 		if err != nil {
 			return nil, err // not a nil *embeddedTarget in a non-nil Target
 		}
@@ -49,8 +52,9 @@ func embeddedFor(properties map[string]string) func(ctx context.Context, dataDir
 }
 
 // startEmbeddedWith is startEmbedded with configure (if not nil) applied
-// to the broker's Config before it starts.
-func startEmbeddedWith(ctx context.Context, dataDir string, configure func(*broker.Config)) (*embeddedTarget, error) {
+// to the member's Config before it starts. The broker stops when ctx ends
+// or on Close.
+func startEmbeddedWith(ctx context.Context, dataDir string, configure func(*clusternode.Config)) (*embeddedTarget, error) {
 	owned := dataDir == ""
 	if owned {
 		dir, err := os.MkdirTemp("", "exactly-loadgen-*")
@@ -68,11 +72,11 @@ func startEmbeddedWith(ctx context.Context, dataDir string, configure func(*brok
 		}
 		return nil, fmt.Errorf("embedded broker metrics: %w", err)
 	}
-	config := broker.Config{Listen: "127.0.0.1:0", DataDir: dataDir, Metrics: served.collectors()}
+	config := clusternode.Config{Listen: "127.0.0.1:0", DataDir: dataDir, Metrics: served.collectors()}
 	if configure != nil {
 		configure(&config)
 	}
-	b, err := broker.Start(ctx, config)
+	m, err := clusternode.Start(config)
 	if err != nil {
 		served.close()
 		if owned {
@@ -80,21 +84,32 @@ func startEmbeddedWith(ctx context.Context, dataDir string, configure func(*brok
 		}
 		return nil, fmt.Errorf("start embedded broker: %w", err)
 	}
-	served.setReady(b.Ready)
-	return &embeddedTarget{broker: b, metrics: served, dataDir: dataDir, owned: owned}, nil
+	served.setReady(m.Broker().Ready)
+	target := &embeddedTarget{member: m, metrics: served, dataDir: dataDir, owned: owned}
+	stopped := make(chan struct{})
+	target.stopped = stopped
+	go func() {
+		select {
+		case <-ctx.Done():
+			m.Close()
+		case <-stopped:
+		}
+	}()
+	return target, nil
 }
 
 // MetricsURL is the embedded broker's /metrics URL (http://127.0.0.1:port/metrics).
 func (t *embeddedTarget) MetricsURL() string { return t.metrics.url() }
 
 func (t *embeddedTarget) Kind() string        { return loadgen.TargetEmbedded }
-func (t *embeddedTarget) Bootstrap() []string { return []string{t.broker.Addr()} }
+func (t *embeddedTarget) Bootstrap() []string { return []string{t.member.Addr()} }
 func (t *embeddedTarget) Description() string {
-	return "exactly broker, embedded in process, " + t.broker.Addr() + ", data in " + t.dataDir
+	return "exactly broker, embedded in process, " + t.member.Addr() + ", data in " + t.dataDir
 }
 
 func (t *embeddedTarget) Close() error {
-	err := errors.Join(t.broker.Close(), t.metrics.close())
+	close(t.stopped)
+	err := errors.Join(t.member.Close(), t.metrics.close())
 	if t.owned {
 		if removeErr := os.RemoveAll(t.dataDir); removeErr != nil && err == nil {
 			err = removeErr

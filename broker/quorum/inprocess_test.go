@@ -1,0 +1,66 @@
+package quorum
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// A quorum of one voter with no addresses runs in process: it elects
+// itself without any listener, serves requests, and keeps its state over
+// a restart.
+func TestInProcessQuorumOfOne(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 30*time.Second)
+	dir := t.TempDir()
+	cfg := Config{NodeID: 7, Voters: map[int32]VoterAddrs{7: {}}, DataDir: dir, SessionTimeout: time.Minute}
+	open := func() *Node {
+		t.Helper()
+		n, err := Open(cfg)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		if n.rpc != nil {
+			t.Fatal("an in-process quorum serves an RPC listener")
+		}
+		return n
+	}
+	n := open()
+	if _, err := n.RegisterBroker(ctx, BrokerRegistration{ID: 7, Host: "127.0.0.1", Port: 9092}); err != nil {
+		n.Close()
+		t.Fatalf("register: %v", err)
+	}
+	created, err := n.CreateTopic(ctx, CreateTopicRequest{Name: "a", Partitions: 2, ReplicationFactor: 1})
+	if err != nil {
+		n.Close()
+		t.Fatalf("create topic: %v", err)
+	}
+	if !n.IsController() || n.ControllerID() != 7 {
+		t.Errorf("controller: active %v, id %d; want this node, 7", n.IsController(), n.ControllerID())
+	}
+	if got, ok := n.Image().Topic("a"); !ok || len(got.Partitions) != 2 || got.Partitions[0].Leader != 7 {
+		t.Errorf("topic a in the image: %+v; want 2 partitions led by 7", got)
+	}
+	if _, err := n.CreateTopic(ctx, CreateTopicRequest{Name: "b", Partitions: 1, ReplicationFactor: 2}); err == nil {
+		t.Error("created a topic of replication factor 2 on a cluster of one")
+	}
+	if err := n.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if _, err := os.Stat(dir + "/raft.db"); err != nil {
+		t.Fatalf("raft store: %v", err)
+	}
+
+	n = open()
+	defer n.Close()
+	img, err := n.WaitFor(ctx, func(img *Image) bool { _, ok := img.Topic("a"); return ok })
+	if err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	if got, _ := img.Topic("a"); got.ID != created.ID {
+		t.Errorf("topic a's id after restart: %x; want %x", got.ID, created.ID)
+	}
+	if _, err := n.CreateTopic(ctx, CreateTopicRequest{Name: "c", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Errorf("create after restart: %v", err)
+	}
+}
