@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/txn"
 )
 
 // Group coordinators in a cluster (coordinatorShards has the sharding):
@@ -82,7 +83,7 @@ func (b *Broker) completeGroupTxn(ctx context.Context, groupID string, producerI
 		return b.groups.CompleteTxn(ctx, producerID, producerEpoch, commit)
 	}
 	return b.writeRemoteMarkers(ctx, producerID, producerEpoch, coordinatorEpoch, commit,
-		[]topicIndex{{topic: group.OffsetsTopic, index: b.offsetsPartition(groupID)}})
+		[]txn.TopicPartition{{Topic: group.OffsetsTopic, Partition: b.offsetsPartition(groupID)}})
 }
 
 // completeOffsetsTxn is a transaction marker for partition index of the

@@ -86,12 +86,6 @@ func (b *Broker) closePeers() {
 	ps.clients = nil
 }
 
-// topicIndex names one partition.
-type topicIndex struct {
-	topic string
-	index int32
-}
-
 // partitionLeader is the current leader of a partition in the roles, -1
 // when none (or unknown).
 func (b *Broker) partitionLeader(topicName string, index int32) int32 {
@@ -107,20 +101,20 @@ func (b *Broker) partitionLeader(topicName string, index int32) int32 {
 // their current leader. Partitions that no longer exist count as done. A
 // failure is a *txn.MarkerError naming the partitions still to do (the
 // coordinator retries them, after the roles moved on if need be).
-func (b *Broker) writeRemoteMarkers(ctx context.Context, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []topicIndex) error {
-	byLeader := map[int32][]topicIndex{}
+func (b *Broker) writeRemoteMarkers(ctx context.Context, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []txn.TopicPartition) error {
+	byLeader := map[int32][]txn.TopicPartition{}
 	var failed []txn.TopicPartition
 	var firstErr error
-	fail := func(tp topicIndex, err error) {
-		failed = append(failed, txn.TopicPartition{Topic: tp.topic, Partition: tp.index})
+	fail := func(tp txn.TopicPartition, err error) {
+		failed = append(failed, tp)
 		if firstErr == nil {
-			firstErr = fmt.Errorf("marker for producer %d on %s-%d: %w", producerID, tp.topic, tp.index, err)
+			firstErr = fmt.Errorf("marker for producer %d on %s: %w", producerID, tp, err)
 		}
 	}
 	for _, tp := range partitions {
-		leader := b.partitionLeader(tp.topic, tp.index)
+		leader := b.partitionLeader(tp.Topic, tp.Partition)
 		if leader < 0 {
-			if b.topicRoles(tp.topic) == nil {
+			if b.topicRoles(tp.Topic) == nil {
 				continue // the topic was deleted: its data is gone with it
 			}
 			fail(tp, fmt.Errorf("%w: no leader", errNotLeader))
@@ -150,7 +144,7 @@ func (b *Broker) writeRemoteMarkers(ctx context.Context, producerID int64, produ
 					if code == 0 || code == kerr.UnknownTopicOrPartition.Code {
 						continue
 					}
-					fail(topicIndex{topic.Topic, partition.Partition}, kerr.ErrorForCode(code))
+					fail(txn.TopicPartition{Topic: topic.Topic, Partition: partition.Partition}, kerr.ErrorForCode(code))
 				}
 			}
 		}
@@ -162,22 +156,22 @@ func (b *Broker) writeRemoteMarkers(ctx context.Context, producerID int64, produ
 }
 
 // markersRequest is the WriteTxnMarkers request of one marker.
-func markersRequest(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []topicIndex) *kmsg.WriteTxnMarkersRequest {
+func markersRequest(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []txn.TopicPartition) *kmsg.WriteTxnMarkersRequest {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	marker := kmsg.NewWriteTxnMarkersRequestMarker()
 	marker.ProducerID, marker.ProducerEpoch, marker.Committed, marker.CoordinatorEpoch = producerID, producerEpoch, commit, coordinatorEpoch
 	topicAt := map[string]int{}
 	for _, tp := range partitions {
-		at, ok := topicAt[tp.topic]
+		at, ok := topicAt[tp.Topic]
 		if !ok {
 			at = len(marker.Topics)
-			topicAt[tp.topic] = at
+			topicAt[tp.Topic] = at
 			topic := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			topic.Topic = tp.topic
+			topic.Topic = tp.Topic
 			marker.Topics = append(marker.Topics, topic)
 		}
-		marker.Topics[at].Partitions = append(marker.Topics[at].Partitions, tp.index)
+		marker.Topics[at].Partitions = append(marker.Topics[at].Partitions, tp.Partition)
 	}
 	req.Markers = append(req.Markers, marker)
 	return req

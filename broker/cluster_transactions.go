@@ -193,11 +193,7 @@ func (w clusterMarkerWriter) WriteMarkers(ctx context.Context, producerID int64,
 			return err
 		}
 	}
-	list := make([]topicIndex, len(partitions))
-	for i, tp := range partitions {
-		list[i] = topicIndex{topic: tp.Topic, index: tp.Partition}
-	}
-	return w.broker.writeRemoteMarkers(ctx, producerID, producerEpoch, coordinatorEpoch, commit, list)
+	return w.broker.writeRemoteMarkers(ctx, producerID, producerEpoch, coordinatorEpoch, commit, partitions)
 }
 
 // partitionTxnLog is a transaction shard's Log: one replicated
