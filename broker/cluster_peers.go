@@ -86,16 +86,6 @@ func (b *Broker) closePeers() {
 	ps.clients = nil
 }
 
-// partitionLeader is the current leader of a partition in the roles, -1
-// when none (or unknown).
-func (b *Broker) partitionLeader(topicName string, index int32) int32 {
-	roles := b.topicRoles(topicName)
-	if int(index) >= len(roles) {
-		return -1
-	}
-	return roles[index].Leader
-}
-
 // remoteWriteMarkers sends m to broker leader as a WriteTxnMarkers
 // request and returns its answer per partition, as [Broker.writeMarkers]
 // does here: errs[i] is the result of m.partitions[i]. A request that
