@@ -27,8 +27,9 @@ import (
 // Markers go to each data partition's current leader
 // ([Broker.writeMarkersToLeaders]): through [Broker.writeMarkers] when
 // that is this broker, else as a WriteTxnMarkers request to it
-// ([Broker.remoteWriteMarkers]), carrying the coordinator epoch; a leader that moved answers NOT_LEADER_OR_FOLLOWER and the
-// completion retries with the roles of the time. Groups' offsets are
+// ([Broker.remoteWriteMarkers]), carrying the coordinator epoch; a
+// leader that moved answers NOT_LEADER_OR_FOLLOWER and the completion
+// retries with the roles of the time. Groups' offsets are
 // completed by a marker to their __consumer_offsets partition's leader,
 // whose group shard applies them before answering.
 //
