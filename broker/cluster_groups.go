@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/txn"
 )
 
 // Group coordinators in a cluster (coordinatorShards has the sharding):
@@ -76,13 +77,14 @@ func (b *Broker) syncGroupShards(view *clusterView) {
 // completeGroupTxn ends a producer's transaction in groupID's offsets (the
 // local transaction coordinator's OffsetCommitter). In a cluster the
 // group's __consumer_offsets partition may be led elsewhere: then the
-// marker goes to its leader (WriteTxnMarkers; Broker.writeRemoteMarkers).
+// marker goes to its leader ([Broker.writeMarkersToLeaders]).
 func (b *Broker) completeGroupTxn(ctx context.Context, groupID string, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) error {
 	if !b.clusterGroups() {
 		return b.groups.CompleteTxn(ctx, producerID, producerEpoch, commit)
 	}
-	return b.writeRemoteMarkers(ctx, producerID, producerEpoch, coordinatorEpoch, commit,
-		[]topicIndex{{topic: group.OffsetsTopic, index: b.offsetsPartition(groupID)}})
+	return b.writeMarkersToLeaders(ctx, markerWrite{producerID: producerID, producerEpoch: producerEpoch,
+		coordinatorEpoch: coordinatorEpoch, commit: commit,
+		partitions: []txn.TopicPartition{{Topic: group.OffsetsTopic, Partition: b.offsetsPartition(groupID)}}})
 }
 
 // completeOffsetsTxn is a transaction marker for partition index of the

@@ -86,98 +86,60 @@ func (b *Broker) closePeers() {
 	ps.clients = nil
 }
 
-// topicIndex names one partition.
-type topicIndex struct {
-	topic string
-	index int32
-}
-
-// partitionLeader is the current leader of a partition in the roles, -1
-// when none (or unknown).
-func (b *Broker) partitionLeader(topicName string, index int32) int32 {
-	roles := b.topicRoles(topicName)
-	if int(index) >= len(roles) {
-		return -1
-	}
-	return roles[index].Leader
-}
-
-// writeRemoteMarkers writes one marker to every partition: those led here
-// through writeTxnMarkers, the others by a WriteTxnMarkers request to
-// their current leader. Partitions that no longer exist count as done. A
-// failure is a *txn.MarkerError naming the partitions still to do (the
-// coordinator retries them, after the roles moved on if need be).
-func (b *Broker) writeRemoteMarkers(ctx context.Context, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []topicIndex) error {
-	byLeader := map[int32][]topicIndex{}
-	var failed []txn.TopicPartition
-	var firstErr error
-	fail := func(tp topicIndex, err error) {
-		failed = append(failed, txn.TopicPartition{Topic: tp.topic, Partition: tp.index})
-		if firstErr == nil {
-			firstErr = fmt.Errorf("marker for producer %d on %s-%d: %w", producerID, tp.topic, tp.index, err)
+// remoteWriteMarkers sends m to broker leader as a WriteTxnMarkers
+// request and returns its answer per partition, as [Broker.writeMarkers]
+// does here: errs[i] is the result of m.partitions[i]. A request that
+// fails fails every partition; UNKNOWN_TOPIC_OR_PARTITION is
+// errUnknownTopic (the partition is gone there), another code its Kafka
+// error; a partition the answer leaves out counts as written (a broker
+// answers every partition it is sent).
+func (b *Broker) remoteWriteMarkers(ctx context.Context, leader int32, m markerWrite) (errs []error) {
+	errs = make([]error, len(m.partitions))
+	answer, err := b.peerRequest(ctx, leader, markersRequest(m))
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
 		}
+		return errs
 	}
-	for _, tp := range partitions {
-		leader := b.partitionLeader(tp.topic, tp.index)
-		if leader < 0 {
-			if b.topicRoles(tp.topic) == nil {
-				continue // the topic was deleted: its data is gone with it
-			}
-			fail(tp, fmt.Errorf("%w: no leader", errNotLeader))
-			continue
-		}
-		byLeader[leader] = append(byLeader[leader], tp)
-	}
-	for leader, list := range byLeader {
-		req := markersRequest(producerID, producerEpoch, coordinatorEpoch, commit, list)
-		var resp *kmsg.WriteTxnMarkersResponse
-		if leader == b.nodeID {
-			resp = b.writeTxnMarkers(ctx, req)
-		} else {
-			answer, err := b.peerRequest(ctx, leader, req)
-			if err != nil {
-				for _, tp := range list {
-					fail(tp, err)
-				}
-				continue
-			}
-			resp = answer.(*kmsg.WriteTxnMarkersResponse)
-		}
-		for _, result := range resp.Markers {
-			for _, topic := range result.Topics {
-				for _, partition := range topic.Partitions {
-					code := partition.ErrorCode
-					if code == 0 || code == kerr.UnknownTopicOrPartition.Code {
-						continue
-					}
-					fail(topicIndex{topic.Topic, partition.Partition}, kerr.ErrorForCode(code))
-				}
+	codes := map[txn.TopicPartition]int16{}
+	for _, result := range answer.(*kmsg.WriteTxnMarkersResponse).Markers {
+		for _, topic := range result.Topics {
+			for _, partition := range topic.Partitions {
+				codes[txn.TopicPartition{Topic: topic.Topic, Partition: partition.Partition}] = partition.ErrorCode
 			}
 		}
 	}
-	if len(failed) > 0 {
-		return &txn.MarkerError{Failed: failed, Err: firstErr}
+	for i, tp := range m.partitions {
+		switch code := codes[tp]; code {
+		case 0:
+		case kerr.UnknownTopicOrPartition.Code:
+			errs[i] = fmt.Errorf("broker %d: %w", leader, errUnknownTopic)
+		default:
+			errs[i] = kerr.ErrorForCode(code)
+		}
 	}
-	return nil
+	return errs
 }
 
-// markersRequest is the WriteTxnMarkers request of one marker.
-func markersRequest(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []topicIndex) *kmsg.WriteTxnMarkersRequest {
+// markersRequest is the WriteTxnMarkers request of one marker, its
+// partitions grouped by topic.
+func markersRequest(m markerWrite) *kmsg.WriteTxnMarkersRequest {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	marker := kmsg.NewWriteTxnMarkersRequestMarker()
-	marker.ProducerID, marker.ProducerEpoch, marker.Committed, marker.CoordinatorEpoch = producerID, producerEpoch, commit, coordinatorEpoch
+	marker.ProducerID, marker.ProducerEpoch, marker.Committed, marker.CoordinatorEpoch = m.producerID, m.producerEpoch, m.commit, m.coordinatorEpoch
 	topicAt := map[string]int{}
-	for _, tp := range partitions {
-		at, ok := topicAt[tp.topic]
+	for _, tp := range m.partitions {
+		at, ok := topicAt[tp.Topic]
 		if !ok {
 			at = len(marker.Topics)
-			topicAt[tp.topic] = at
+			topicAt[tp.Topic] = at
 			topic := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			topic.Topic = tp.topic
+			topic.Topic = tp.Topic
 			marker.Topics = append(marker.Topics, topic)
 		}
-		marker.Topics[at].Partitions = append(marker.Topics[at].Partitions, tp.index)
+		marker.Topics[at].Partitions = append(marker.Topics[at].Partitions, tp.Partition)
 	}
 	req.Markers = append(req.Markers, marker)
 	return req

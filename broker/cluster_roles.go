@@ -109,6 +109,29 @@ type clusterView struct {
 	topics map[string][]PartitionRole
 }
 
+// topicRoles returns the roles of a topic's partitions as last applied,
+// nil when it has none (replication off, or a topic only this broker has).
+func (b *Broker) topicRoles(name string) []PartitionRole {
+	if b.replication == nil {
+		return nil
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return nil
+	}
+	return view.topics[name]
+}
+
+// partitionLeader is the current leader of a partition in the roles, -1
+// when none (or unknown).
+func (b *Broker) partitionLeader(topicName string, index int32) int32 {
+	roles := b.topicRoles(topicName)
+	if int(index) >= len(roles) {
+		return -1
+	}
+	return roles[index].Leader
+}
+
 // replication is a broker's replication machinery (nil when off).
 type replication struct {
 	config ReplicationConfig

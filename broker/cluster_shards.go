@@ -278,31 +278,3 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partition
 	}
 	return nil
 }
-
-// clusterFindCoordinator answers FindCoordinator in a cluster: the leader
-// of partition index of the internal topic (created on first use),
-// COORDINATOR_NOT_AVAILABLE while it has no leader.
-func (b *Broker) clusterFindCoordinator(ctx context.Context, c *connection, topicName string, partitions int32, index int32) coordinatorAnswer {
-	fail := func(err error) coordinatorAnswer {
-		message := err.Error()
-		return coordinatorAnswer{nodeID: -1, port: -1, errorCode: errorCode(err), message: &message}
-	}
-	if err := b.ensureInternalTopic(ctx, topicName, partitions); err != nil {
-		return fail(err)
-	}
-	roles := b.topicRoles(topicName)
-	if int(index) >= len(roles) || roles[index].Leader < 0 {
-		return fail(fmt.Errorf("%w: %s-%d has no leader", errNoCoordinator, topicName, index))
-	}
-	leader := roles[index].Leader
-	for _, broker := range b.replication.view.Load().brokers {
-		if broker.ID != leader {
-			continue
-		}
-		if host, port, ok := b.endpointFor(c, broker); ok {
-			return coordinatorAnswer{nodeID: leader, host: host, port: port}
-		}
-		return fail(fmt.Errorf("%w: leader %d of %s-%d has no listener of this connection's name", errNoCoordinator, leader, topicName, index))
-	}
-	return fail(fmt.Errorf("%w: leader %d of %s-%d is not registered", errNoCoordinator, leader, topicName, index))
-}

@@ -24,11 +24,12 @@ import (
 // coordinator that died between Prepare* and the markers is finished by
 // the next leader.
 //
-// Markers go to each data partition's current leader: through
-// writeTxnMarkers when that is this broker, else as a WriteTxnMarkers
-// request to it (Broker.writeRemoteMarkers), carrying the coordinator
-// epoch; a leader that moved answers NOT_LEADER_OR_FOLLOWER and the
-// completion retries with the roles of the time. Groups' offsets are
+// Markers go to each data partition's current leader
+// ([Broker.writeMarkersToLeaders]): through [Broker.writeMarkers] when
+// that is this broker, else as a WriteTxnMarkers request to it
+// ([Broker.remoteWriteMarkers]), carrying the coordinator epoch; a
+// leader that moved answers NOT_LEADER_OR_FOLLOWER and the completion
+// retries with the roles of the time. Groups' offsets are
 // completed by a marker to their __consumer_offsets partition's leader,
 // whose group shard applies them before answering.
 //
@@ -186,18 +187,16 @@ func (b *Broker) transactionCoordinatorBroker(transactionalID string) (int32, er
 // partition's current leader.
 type clusterMarkerWriter struct{ broker *Broker }
 
-// WriteMarkers writes one marker to every partition (writeRemoteMarkers).
+// WriteMarkers writes one marker to every partition
+// ([Broker.writeMarkersToLeaders]).
 func (w clusterMarkerWriter) WriteMarkers(ctx context.Context, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, partitions []txn.TopicPartition) error {
 	if hook := w.broker.beforeMarkers; hook != nil {
 		if err := hook(ctx); err != nil {
 			return err
 		}
 	}
-	list := make([]topicIndex, len(partitions))
-	for i, tp := range partitions {
-		list[i] = topicIndex{topic: tp.Topic, index: tp.Partition}
-	}
-	return w.broker.writeRemoteMarkers(ctx, producerID, producerEpoch, coordinatorEpoch, commit, list)
+	return w.broker.writeMarkersToLeaders(ctx, markerWrite{producerID: producerID, producerEpoch: producerEpoch,
+		coordinatorEpoch: coordinatorEpoch, commit: commit, partitions: partitions})
 }
 
 // partitionTxnLog is a transaction shard's Log: one replicated

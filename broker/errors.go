@@ -51,6 +51,9 @@ var (
 	errStorage                      = partition.ErrStorage
 	errInvalidTxnState              = partition.ErrInvalidTxnState
 	errNoCoordinator                = errors.New("coordinator not available")
+	// errUnknownCoordinatorType: a FindCoordinator key type that is
+	// neither a group (0) nor a transactional id (1).
+	errUnknownCoordinatorType = errors.New("unknown coordinator key type")
 )
 
 // errorCode maps an error to the Kafka error code a response carries; nil
@@ -105,6 +108,7 @@ var errorCodes = []struct {
 	{errStorage, kerr.KafkaStorageError},
 	{errInvalidTxnState, kerr.InvalidTxnState},
 	{errNoCoordinator, kerr.CoordinatorNotAvailable},
+	{errUnknownCoordinatorType, kerr.InvalidRequest},
 	// Authorization (authorizationRules): the resource type decides the code.
 	{errTopicAuthorization, kerr.TopicAuthorizationFailed},
 	{errGroupAuthorization, kerr.GroupAuthorizationFailed},

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/partition"
+	"github.com/exactly-eos/exactly/broker/txn"
 )
 
 // Follower fetching: one replicaFetcher goroutine per source leader broker
@@ -242,11 +243,7 @@ func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*topicPartition]fet
 	req.ReplicaState.ID, req.ReplicaState.Epoch = f.b.nodeID, -1
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(replicaFetchMaxWait/time.Millisecond), 1, replicaFetchMaxBytes
 	req.SessionEpoch = -1
-	type key struct {
-		topic     string
-		partition int32
-	}
-	byKey := map[key]*topicPartition{}
+	byKey := map[txn.TopicPartition]*topicPartition{}
 	topicIndex := map[string]int{}
 	for p, state := range ready {
 		i, ok := topicIndex[p.topic.name]
@@ -262,7 +259,7 @@ func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*topicPartition]fet
 		rp.FetchOffset, rp.LogStartOffset = p.Log().LogEndOffset(), p.Log().LogStartOffset()
 		rp.LastFetchedEpoch, rp.PartitionMaxBytes = -1, replicaFetchPartitionBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		byKey[key{p.topic.name, p.Index()}] = p
+		byKey[txn.TopicPartition{Topic: p.topic.name, Partition: p.Index()}] = p
 	}
 	raw, err := broker.Request(f.ctx, req)
 	if err != nil {
@@ -281,7 +278,7 @@ func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*topicPartition]fet
 			name = t.name
 		}
 		for _, rp := range rt.Partitions {
-			p := byKey[key{name, rp.Partition}]
+			p := byKey[txn.TopicPartition{Topic: name, Partition: rp.Partition}]
 			if p == nil {
 				continue
 			}

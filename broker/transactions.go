@@ -6,18 +6,15 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/exactly-eos/exactly/broker/txn"
 )
 
 // This file wires the transaction coordinator (broker/txn) into the broker:
 // opening it over the __transaction_state logs, closing it, and the two
 // adapters it calls back through — the MarkerWriter (markers go through
-// the WriteTxnMarkers handler's own function, writeTxnMarkers, exactly as
-// a request from a remote coordinator would) and the OffsetCommitter (the
-// group coordinator's CompleteTxn).
+// [Broker.writeMarkers], the core a remote coordinator's WriteTxnMarkers
+// request is served by) and the OffsetCommitter (the group coordinator's
+// CompleteTxn).
 //
 // Storage: partition p of __transaction_state is a storage log in
 // <data-dir>/__transaction_state/__transaction_state-<p> (the extra level
@@ -143,9 +140,8 @@ func (b *Broker) partitionExists(topicName string, index int32) bool {
 	return err == nil
 }
 
-// markerWriter is the coordinator's MarkerWriter: it builds the
-// WriteTxnMarkers request a remote coordinator would send and serves it
-// with the handler's own function.
+// markerWriter is the coordinator's MarkerWriter: it writes the markers
+// with [Broker.writeMarkers], the core of the WriteTxnMarkers handler.
 type markerWriter struct{ broker *Broker }
 
 // WriteMarkers writes one marker to every partition; partitions that no
@@ -156,42 +152,8 @@ func (w markerWriter) WriteMarkers(ctx context.Context, producerID int64, produc
 			return err
 		}
 	}
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.Version = 1
-	marker := kmsg.NewWriteTxnMarkersRequestMarker()
-	marker.ProducerID, marker.ProducerEpoch, marker.Committed, marker.CoordinatorEpoch = producerID, producerEpoch, commit, coordinatorEpoch
-	topicAt := map[string]int{}
-	for _, tp := range partitions {
-		at, ok := topicAt[tp.Topic]
-		if !ok {
-			at = len(marker.Topics)
-			topicAt[tp.Topic] = at
-			topic := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			topic.Topic = tp.Topic
-			marker.Topics = append(marker.Topics, topic)
-		}
-		marker.Topics[at].Partitions = append(marker.Topics[at].Partitions, tp.Partition)
-	}
-	req.Markers = append(req.Markers, marker)
-	resp := w.broker.writeTxnMarkers(ctx, req)
-	var failed []txn.TopicPartition
-	var firstErr error
-	for _, result := range resp.Markers {
-		for _, topic := range result.Topics {
-			for _, partition := range topic.Partitions {
-				code := partition.ErrorCode
-				if code == 0 || code == kerr.UnknownTopicOrPartition.Code {
-					continue
-				}
-				failed = append(failed, txn.TopicPartition{Topic: topic.Topic, Partition: partition.Partition})
-				if firstErr == nil {
-					firstErr = fmt.Errorf("marker for producer %d on %s-%d: %w", producerID, topic.Topic, partition.Partition, kerr.ErrorForCode(code))
-				}
-			}
-		}
-	}
-	if len(failed) > 0 {
-		return &txn.MarkerError{Failed: failed, Err: firstErr}
-	}
-	return nil
+	m := markerWrite{producerID: producerID, producerEpoch: producerEpoch, coordinatorEpoch: coordinatorEpoch, commit: commit, partitions: partitions}
+	failures := markerFailures{producerID: producerID}
+	failures.addAll(partitions, w.broker.writeMarkers(ctx, m))
+	return failures.err()
 }

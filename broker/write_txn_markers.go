@@ -1,12 +1,9 @@
 package broker
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -16,9 +13,10 @@ import (
 // coordinator epoch is appended ([partition.Partition.AppendMarker] closes the
 // producer's open transaction, moves the last stable offset, and records
 // an ABORT in the aborted-transaction index), and the answer waits until
-// the marker is durable under log.fsync. The coordinator of this broker
-// writes its markers through the same function (markerWriter), so a remote coordinator's request and the local one take
-// one path.
+// the marker is durable under log.fsync. The handler decodes each marker
+// into a [markerWrite] and serves it with [Broker.writeMarkers], the
+// function this broker's own coordinator calls directly, so a remote
+// coordinator's request and the local one take one path.
 //
 // In a cluster (Broker.transactionsFor) requests come from the
 // coordinators of other brokers too: a partition not led here answers
@@ -43,90 +41,57 @@ func init() {
 func handleWriteTxnMarkers(c *connection, req *kmsg.WriteTxnMarkersRequest) kmsg.Response {
 	// Authorization (authorizationRules): Alter or ClusterAction on the Cluster,
 	// else every partition is CLUSTER_AUTHORIZATION_FAILED.
-	if !c.authorizedCluster(kmsg.ACLOperationAlter) && !c.authorizedCluster(kmsg.ACLOperationClusterAction) {
-		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-		for _, marker := range req.Markers {
-			result := kmsg.NewWriteTxnMarkersResponseMarker()
-			result.ProducerID = marker.ProducerID
-			for _, topic := range marker.Topics {
-				resultTopic := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-				resultTopic.Topic = topic.Topic
-				for _, index := range topic.Partitions {
-					resultPartition := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-					resultPartition.Partition, resultPartition.ErrorCode = index, errorCode(errClusterAuthorization)
-					resultTopic.Partitions = append(resultTopic.Partitions, resultPartition)
-				}
-				result.Topics = append(result.Topics, resultTopic)
-			}
-			resp.Markers = append(resp.Markers, result)
-		}
-		return resp
-	}
-	return c.broker.writeTxnMarkers(c.ctx, req)
-}
-
-// writeTxnMarkers serves a WriteTxnMarkers request: it writes every marker
-// and waits for each written one to be durable.
-func (b *Broker) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+	authorized := c.authorizedCluster(kmsg.ACLOperationAlter) || c.authorizedCluster(kmsg.ACLOperationClusterAction)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	for _, marker := range req.Markers {
-		result := kmsg.NewWriteTxnMarkersResponseMarker()
-		result.ProducerID = marker.ProducerID
-		for _, topic := range marker.Topics {
-			resultTopic := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-			resultTopic.Topic = topic.Topic
-			for _, index := range topic.Partitions {
-				err := b.writeMarker(ctx, topic.Topic, index, marker)
-				resultPartition := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-				resultPartition.Partition, resultPartition.ErrorCode = index, errorCode(err)
-				if err != nil && ctx.Err() == nil {
-					b.logger.Warn("transaction marker not written", "topic", topic.Topic, "partition", index,
-						"producer_id", marker.ProducerID, "commit", marker.Committed, "error", err)
-				}
-				resultTopic.Partitions = append(resultTopic.Partitions, resultPartition)
+		m := decodeMarkerWrite(marker)
+		var errs []error
+		if authorized {
+			errs = c.broker.writeMarkers(c.ctx, m)
+		} else {
+			errs = make([]error, len(m.partitions))
+			for i := range errs {
+				errs[i] = errClusterAuthorization
 			}
-			result.Topics = append(result.Topics, resultTopic)
 		}
-		resp.Markers = append(resp.Markers, result)
+		resp.Markers = append(resp.Markers, encodeMarkerResults(marker, errs))
 	}
 	return resp
 }
 
-// writeMarker appends one marker to one partition and waits for it to be
-// durable.
-func (b *Broker) writeMarker(ctx context.Context, topicName string, index int32, marker kmsg.WriteTxnMarkersRequestMarker) error {
-	if topicName == group.OffsetsTopic && b.clusterGroups() {
-		return b.completeOffsetsTxn(ctx, index, marker.ProducerID, marker.ProducerEpoch, marker.Committed)
+// decodeMarkerWrite is one marker of the request, its partitions in the
+// request's order.
+func decodeMarkerWrite(marker kmsg.WriteTxnMarkersRequestMarker) markerWrite {
+	m := markerWrite{
+		producerID:       marker.ProducerID,
+		producerEpoch:    marker.ProducerEpoch,
+		coordinatorEpoch: marker.CoordinatorEpoch,
+		commit:           marker.Committed,
 	}
-	t := b.topicByName(topicName)
-	var p *topicPartition
-	err := fmt.Errorf("%w: %s", errUnknownTopic, topicName)
-	if t != nil {
-		p, err = b.partitionOf(t, index)
-	}
-	if err != nil {
-		if b.clusterGroups() && int(index) < len(b.topicRoles(topicName)) {
-			// The partition exists in the cluster, with no replica here:
-			// the coordinator's roles are stale, it must not count the
-			// marker as done (UNKNOWN_TOPIC_OR_PARTITION means deleted).
-			return fmt.Errorf("%w: no replica of %s-%d here", errNotLeader, topicName, index)
-		}
-		return err
-	}
-	offset, err := p.AppendMarker(marker.ProducerID, marker.ProducerEpoch, marker.CoordinatorEpoch, marker.Committed)
-	if err != nil || offset < 0 {
-		return err
-	}
-	if b.metrics != nil {
-		b.metrics.MarkersWritten(1)
-	}
-	if p.Replicated() {
-		// A replicated partition: the marker is answered once the ISR has
-		// it, so a new leader cannot lack a marker the coordinator counted.
-		minInsync := t.config.Load().minInsyncReplica
-		if err := p.WaitReplicated(ctx, b.ctx.Done(), offset, minInsync, internalAppendTimeout); err != nil {
-			return err
+	for _, topic := range marker.Topics {
+		for _, index := range topic.Partitions {
+			m.partitions = append(m.partitions, txn.TopicPartition{Topic: topic.Topic, Partition: index})
 		}
 	}
-	return p.WaitDurable(ctx, offset)
+	return m
+}
+
+// encodeMarkerResults is the answer to marker: errs are the results of
+// its partitions in the order decodeMarkerWrite listed them.
+func encodeMarkerResults(marker kmsg.WriteTxnMarkersRequestMarker, errs []error) kmsg.WriteTxnMarkersResponseMarker {
+	result := kmsg.NewWriteTxnMarkersResponseMarker()
+	result.ProducerID = marker.ProducerID
+	next := 0
+	for _, topic := range marker.Topics {
+		resultTopic := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+		resultTopic.Topic = topic.Topic
+		for _, index := range topic.Partitions {
+			resultPartition := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+			resultPartition.Partition, resultPartition.ErrorCode = index, errorCode(errs[next])
+			next++
+			resultTopic.Partitions = append(resultTopic.Partitions, resultPartition)
+		}
+		result.Topics = append(result.Topics, resultTopic)
+	}
+	return result
 }

@@ -110,7 +110,10 @@ const (
 // Short.MaxValue - 1, keeping the last value for fencing.
 func epochExhausted(epoch int16) bool { return epoch >= maxProducerEpoch-1 }
 
-// TopicPartition names a partition.
+// TopicPartition names a partition: a topic name and a partition index.
+// It is the broker's one type for that name, beyond transactions too
+// (markers routed to leaders, the replica fetcher's answers), so the
+// broker package defines no other.
 type TopicPartition struct {
 	Topic     string
 	Partition int32
