@@ -21,7 +21,7 @@ type embeddedTarget struct {
 	member  *clusternode.Member
 	metrics *brokerMetrics
 	dataDir string
-	owned   bool // dataDir was created here and is removed on Close
+	owned   bool          // dataDir was created here and is removed on Close
 	stopped chan struct{} // closed by Close: the watch of the start context ends
 }
 
