@@ -100,7 +100,17 @@ func (c *controller) seen(id int32) {
 }
 
 // fenceExpired fences every unfenced broker silent for SessionTimeout.
+//
+// An in-process quorum (Config.inProcess, a cluster of one) fences
+// nobody: its one broker shares the process with the controller, so a
+// silent broker means a stopped process (SIGSTOP, a long pause), which
+// stopped the controller too. Fencing it when the process runs again
+// would only take the leadership of every partition from the one broker
+// that can hold it.
 func (c *controller) fenceExpired(ctx context.Context) {
+	if c.n.cfg.inProcess() {
+		return
+	}
 	now := time.Now()
 	for _, b := range c.n.Image().Brokers() {
 		if b.Fenced {

@@ -64,3 +64,25 @@ func TestInProcessQuorumOfOne(t *testing.T) {
 		t.Errorf("create after restart: %v", err)
 	}
 }
+
+// The controller of a cluster of one never fences its broker, however long
+// the broker has been silent: they share the process.
+func TestInProcessQuorumDoesNotFence(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 30*time.Second)
+	n, err := Open(Config{NodeID: 1, Voters: map[int32]VoterAddrs{1: {}}, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if _, err := n.RegisterBroker(ctx, BrokerRegistration{ID: 1, Host: "127.0.0.1", Port: 9092}); err != nil {
+		t.Fatal(err)
+	}
+	n.ctrl.mu.Lock()
+	n.ctrl.lastSeen[1] = time.Now().Add(-time.Hour)
+	n.ctrl.mu.Unlock()
+	n.ctrl.fenceExpired(ctx)
+	if b, ok := n.Image().Broker(1); !ok || b.Fenced {
+		t.Errorf("broker 1 after an hour without heartbeats: %+v (registered %v), want unfenced", b, ok)
+	}
+}
