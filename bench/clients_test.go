@@ -57,6 +57,12 @@ type target struct {
 // server writes its CPU profile there as <name>.pprof, with the slashes of
 // a sub-benchmark's name turned into underscores.
 func startTarget(kind, name string) (*target, error) {
+	return startTargetWith(kind, name, benchPartitions, kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.AllISRAcks()))
+}
+
+// startTargetWith is startTarget with the topic's partition count and the
+// producer's delivery options (acks, idempotence) given.
+func startTargetWith(kind, name string, partitions int32, delivery ...kgo.Opt) (*target, error) {
 	t := &target{kind: kind}
 	if kind == serverExactly {
 		dir, err := os.MkdirTemp("", "exactly-bench-")
@@ -75,18 +81,17 @@ func startTarget(kind, name string) (*target, error) {
 		return nil, err
 	}
 	t.server = server
-	if err := createBenchTopic(server.addr); err != nil {
+	if err := createBenchTopic(server.addr, partitions); err != nil {
 		t.close()
 		return nil, err
 	}
-	t.producer, err = kgo.NewClient(
+	options := append([]kgo.Opt{
 		kgo.SeedBrokers(server.addr),
 		kgo.DefaultProduceTopic(benchTopic),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DisableIdempotentWrite(),
 		kgo.MaxBufferedRecords(maxBufferedRecords),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-	)
+	}, delivery...)
+	t.producer, err = kgo.NewClient(options...)
 	if err != nil {
 		t.close()
 		return nil, err
@@ -113,7 +118,7 @@ func (t *target) close() error {
 }
 
 // createBenchTopic creates the benchmark topic with CreateTopics.
-func createBenchTopic(addr string) error {
+func createBenchTopic(addr string, partitions int32) error {
 	client, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return err
@@ -121,7 +126,7 @@ func createBenchTopic(addr string) error {
 	defer client.Close()
 	request := kmsg.NewPtrCreateTopicsRequest()
 	topic := kmsg.NewCreateTopicsRequestTopic()
-	topic.Topic, topic.NumPartitions, topic.ReplicationFactor = benchTopic, benchPartitions, 1
+	topic.Topic, topic.NumPartitions, topic.ReplicationFactor = benchTopic, partitions, 1
 	request.Topics = append(request.Topics, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -138,11 +143,27 @@ func createBenchTopic(addr string) error {
 // produce sends count records through the target's producer and waits
 // until every one is acknowledged; it returns the first failure.
 func (t *target) produce(ctx context.Context, count int) error {
+	promise, firstErr := firstError()
+	for range count {
+		t.producer.Produce(ctx, &kgo.Record{Value: recordValue}, promise)
+	}
+	if err := t.producer.Flush(ctx); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	if err := firstErr(); err != nil {
+		return fmt.Errorf("produce to %s: %w", t.kind, err)
+	}
+	return nil
+}
+
+// firstError returns a produce promise that keeps the first failure, and
+// a function returning it. The promise runs on kgo's goroutines.
+func firstError() (promise func(*kgo.Record, error), first func() error) {
 	var (
-		mu       sync.Mutex // guards firstErr, set by promises on kgo's goroutines
+		mu       sync.Mutex // guards firstErr
 		firstErr error
 	)
-	promise := func(_ *kgo.Record, err error) {
+	promise = func(_ *kgo.Record, err error) {
 		if err != nil {
 			mu.Lock()
 			if firstErr == nil {
@@ -151,18 +172,12 @@ func (t *target) produce(ctx context.Context, count int) error {
 			mu.Unlock()
 		}
 	}
-	for range count {
-		t.producer.Produce(ctx, &kgo.Record{Value: recordValue}, promise)
+	first = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr
 	}
-	if err := t.producer.Flush(ctx); err != nil {
-		return fmt.Errorf("flush: %w", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if firstErr != nil {
-		return fmt.Errorf("produce to %s: %w", t.kind, firstErr)
-	}
-	return nil
+	return promise, first
 }
 
 // consumeAll reads the benchmark topic from the start with a fresh client

@@ -76,22 +76,35 @@ func (fr *FrameReader) ReadBody(dst []byte, size int32) ([]byte, error) {
 		return dst, nil
 	}
 	// A large frame grows with the bytes that actually arrive, so a peer
-	// that announces MaxSize and sends nothing pins at most one step.
+	// that announces MaxSize and sends little pins at most
+	// frameGrowthFactor times what it sent, or one step. Each growth
+	// copies what arrived so far: a frame of S bytes costs about
+	// S/(frameGrowthFactor-1) bytes of copying in all (doubling cost a
+	// whole extra copy of every produced byte).
 	dst = dst[:0]
 	for len(dst) < int(size) {
-		step := min(int(size)-len(dst), max(len(dst), frameGrowthStep))
-		dst = grow(dst, step)
-		if _, err := io.ReadFull(fr.R, dst[len(dst):len(dst)+step]); err != nil {
+		if len(dst) == cap(dst) {
+			target := min(int(size), max(frameGrowthStep, frameGrowthFactor*len(dst)))
+			dst = grow(dst, target-len(dst))
+		}
+		n := min(int(size), cap(dst)) - len(dst)
+		if _, err := io.ReadFull(fr.R, dst[len(dst):len(dst)+n]); err != nil {
 			return nil, frameBodyError(size, err)
 		}
-		dst = dst[:len(dst)+step]
+		dst = dst[:len(dst)+n]
 	}
 	return dst, nil
 }
 
 // frameGrowthStep is the first allocation for a frame larger than the
-// caller's buffer; the buffer then doubles as bytes arrive.
+// caller's buffer; the buffer then grows by frameGrowthFactor as bytes
+// arrive.
 const frameGrowthStep = 1 << 20
+
+// frameGrowthFactor is how much a large frame's buffer grows each time it
+// fills: the memory a stalled peer can pin per byte it sent, against the
+// copying of what arrived.
+const frameGrowthFactor = 8
 
 func frameBodyError(size int32, err error) error {
 	if errors.Is(err, io.EOF) {
