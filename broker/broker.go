@@ -290,6 +290,10 @@ type Broker struct {
 	advertisedPort int32
 	maxFrameSize   int32
 
+	// highWatermarks is the broker's high-watermark checkpoint file
+	// (replication only).
+	highWatermarks highWatermarkCheckpoint
+
 	// producerIDs allocates producer ids for InitProducerId.
 	producerIDs *producers.IDAllocator
 	// producerOptions configure every partition's producer state.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/broker/partition"
+	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
@@ -33,10 +35,10 @@ func TestHighWatermarkSurvivesRestart(t *testing.T) {
 	}
 	c.waitCaughtUp("hw", 0)
 	leader := c.role("hw", 0).Leader
-	file := filepath.Join(c.localPartition(leader, "hw", 0).Log().Dir(), partition.HighWatermarkCheckpointFile)
+	file := filepath.Join(c.broker(leader).dataDir, highWatermarkCheckpointFile)
 	testutil.Until(t, 10*time.Second, "the running leader's checkpoint holds the high watermark", func() bool {
-		data, err := os.ReadFile(file)
-		return err == nil && string(data) == "0\n"+strconv.Itoa(total)+"\n"
+		entries, err := partition.ReadHighWatermarkCheckpoint(storage.OSFS{}, file)
+		return err == nil && slices.Contains(entries, partition.CheckpointEntry{Topic: "hw", Index: 0, HighWatermark: total})
 	})
 
 	// A follower learns the high watermark from its next fetch's answer:
@@ -67,15 +69,15 @@ func TestHighWatermarkSurvivesRestart(t *testing.T) {
 	}
 
 	// A checkpoint beyond the recovered log (a lost unsynced tail) is capped.
-	dir := c.localPartition(1, "hw", 0).Log().Dir()
 	b := c.broker(1)
+	dir := b.dataDir
 	c.mu.Lock()
 	delete(c.brokers, 1)
 	c.mu.Unlock()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, partition.HighWatermarkCheckpointFile), []byte("0\n999\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, highWatermarkCheckpointFile), []byte("0\n1\nhw 0 999\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c.startBroker(1)

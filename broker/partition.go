@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -38,6 +39,15 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*topicPartiti
 	if r := b.replication; r != nil {
 		config.Replication = &partition.Replication{NodeID: b.nodeID, ISR: isrChanger{r.config.ISR},
 			FollowerCaughtUp: r.wakeISR}
+		if !fresh {
+			// A fresh partition's name may be a deleted topic's: its
+			// entry is not this partition's.
+			hw, err := b.checkpointedHighWatermark(t.name, index)
+			if err != nil {
+				return nil, fmt.Errorf("open %s-%d: %w", t.name, index, err)
+			}
+			config.Replication.CheckpointedHighWatermark = hw
+		}
 	}
 	p, err := partition.Open(config)
 	if err != nil {
@@ -86,19 +96,6 @@ func (b *Broker) maintainISRs() {
 		}
 		for _, p := range b.allPartitions() {
 			p.MaintainISR(b.ctx, lag)
-		}
-	}
-}
-
-// checkpointHighWatermarks writes every open partition's changed high
-// watermark; it runs every replica.high.watermark.checkpoint.interval.ms.
-func (b *Broker) checkpointHighWatermarks() {
-	for _, p := range b.allPartitions() {
-		if p.Closed() {
-			continue
-		}
-		if err := p.CheckpointHighWatermark(); err != nil {
-			b.logger.Error("high watermark checkpoint failed", "partition", p.Name(), "error", err)
 		}
 	}
 }

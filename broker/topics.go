@@ -471,6 +471,7 @@ func (b *Broker) closeLogs() error {
 			errs = append(errs, err)
 		}
 	}
+	b.checkpointHighWatermarks() // the final high watermarks
 	return errors.Join(errs...)
 }
 

@@ -46,7 +46,7 @@
 // ([Partition.BecomeLeader], [Partition.BecomeFollower]), and the
 // retention, producer-expiry, high-watermark checkpoint and log-cleaner
 // goroutines ([Partition.ApplyRetention], [Partition.ExpireProducers],
-// [Partition.CheckpointHighWatermark], [Partition.CleanBounds]).
+// [Partition.CleanBounds]).
 //
 // # Lock order
 //
@@ -73,10 +73,9 @@
 //  4. Partition.notifyMu: a leaf guarding the channel appends close to
 //     wake fetches.
 //
-// Partition.hwFileMu serializes the high-watermark checkpoint's writers
-// (the checkpoint goroutine, close); it is taken with no other partition
-// lock but under close's snapshotMu and appendMu. Below all of them come
-// [storage.Log]'s locks.
+// Below all of them come [storage.Log]'s locks. (The high-watermark
+// checkpoint is the broker's, one file for all partitions: it reads each
+// partition's [Partition.HighWatermark] without a partition lock.)
 //
 // The invariants of the fields (comments on [Partition]'s fields) are
 // checked after every append and marker in builds with the invariants tag

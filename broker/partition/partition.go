@@ -57,6 +57,10 @@ type Replication struct {
 	// follower's fetch may let it rejoin the ISR, so that the broker's
 	// ISR maintenance looks now; it must not block.
 	FollowerCaughtUp func()
+	// CheckpointedHighWatermark is the partition's high watermark in the
+	// broker's checkpoint ([ReadHighWatermarkCheckpoint]); 0 when it has
+	// none. Open caps it by the recovered log.
+	CheckpointedHighWatermark int64
 }
 
 // Partition is one topic partition: its log, its idempotent-producer
@@ -155,13 +159,6 @@ type Partition struct {
 	// on the leader it is the minimum log end over the leader and the
 	// (maximal) ISR, and never decreases while it leads.
 	hw atomic.Int64
-	// hwFile is the high-watermark checkpoint's path and hwWritten the
-	// value it holds ([Partition.CheckpointHighWatermark]); replication only.
-	// hwFileMu serializes its writers (the checkpoint loop, close).
-	hwFile    string
-	hwWritten atomic.Int64
-	hwFileMu  sync.Mutex
-	fs        storage.FS
 	// replicaMu guards the leader's view of its followers below (lock
 	// order: after appendMu, before notifyMu); never held across I/O.
 	replicaMu sync.Mutex
@@ -218,7 +215,7 @@ func Open(config Config) (*Partition, error) {
 		p.role.Store(&Role{Leader: -1, LeaderEpoch: -1, PartitionEpoch: -1})
 		p.replication = config.Replication
 		p.nodeID = config.Replication.NodeID
-		if err = p.loadHighWatermark(fsys, dir); err == nil {
+		if err = p.loadHighWatermark(fsys, dir, config.Replication.CheckpointedHighWatermark); err == nil {
 			p.epochs, err = openLeaderEpochCache(fsys, dir)
 		}
 		if err == nil {
@@ -354,9 +351,6 @@ func (p *Partition) Close() error {
 	}
 	p.snapshotLocked(p.log.LogEndOffset())
 	p.writeSnapshotNowLocked()
-	if err := p.CheckpointHighWatermark(); err != nil {
-		p.logger.Error("high watermark checkpoint at close", "partition", p.Name(), "error", err)
-	}
 	if err := p.log.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", p.Name(), err)
 	}
