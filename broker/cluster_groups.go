@@ -41,7 +41,19 @@ func (b *Broker) clusterGroups() bool { return b.clusterTopics() != nil }
 
 // offsetsPartition is the __consumer_offsets partition of groupID.
 func (b *Broker) offsetsPartition(groupID string) int32 {
-	return int32(group.PartitionFor(groupID, int(b.config.settings.OffsetsTopicPartitions)))
+	return int32(group.PartitionFor(groupID, int(b.internalPartitions(group.OffsetsTopic, b.config.settings.OffsetsTopicPartitions))))
+}
+
+// internalPartitions is the partition count the keys of internal topic
+// name map by: the topic's own once it exists, as in Kafka, so a start
+// with another offsets.topic.num.partitions or
+// transaction.state.log.num.partitions does not move groups and
+// transactional ids away from their records; configured before.
+func (b *Broker) internalPartitions(name string, configured int32) int32 {
+	if roles := b.topicRoles(name); len(roles) > 0 {
+		return int32(len(roles))
+	}
+	return configured
 }
 
 // groupsFor returns the coordinator serving groupID here: Broker.groups

@@ -55,7 +55,7 @@ var (
 
 // transactionStatePartition is the __transaction_state partition of id.
 func (b *Broker) transactionStatePartition(transactionalID string) int32 {
-	return int32(txn.PartitionFor(transactionalID, int(b.config.settings.TransactionStatePartitions)))
+	return int32(txn.PartitionFor(transactionalID, int(b.internalPartitions(txn.TransactionStateTopic, b.config.settings.TransactionStatePartitions))))
 }
 
 // transactionsFor returns the coordinator serving transactionalID here:
