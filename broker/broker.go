@@ -1,11 +1,15 @@
-// Package broker is a Kafka broker — single-node, or with [Config.Replication]
-// one member of a replicated cluster whose partitions it leads or follows
-// as a controller decides ([Broker.ApplyPartitionRoles]; the leader side in
-// [partition.Partition.BecomeLeader], [partition.Partition.RecordFollowerFetch]
-// and Broker.maintainISRs, the follower side in the replicaFetcher goroutines
-// and [partition.Partition.AppendReplicated]; with
-// [ReplicationConfig.Topics], client topic administration goes to the
-// controller, a [TopicController]): a TCP listener speaking the
+// Package broker is a Kafka broker, always one member of a replicated
+// cluster — a single broker is a cluster of one — whose partitions it
+// leads or follows as the controller decides ([Broker.ApplyPartitionRoles];
+// the leader side in [partition.Partition.BecomeLeader],
+// [partition.Partition.RecordFollowerFetch] and Broker.maintainISRs, the
+// follower side in the replicaFetcher goroutines and
+// [partition.Partition.AppendReplicated]; client topic administration goes
+// to the controller, a [TopicController]). The controller is the metadata
+// quorum (package quorum) the broker runs beside itself, KRaft-style in
+// combined mode, with one in-process voter when alone ([QuorumConfig];
+// the glue is member, started by [Start]); the replication tests put a
+// fake in its place ([Config.Replication]). It is a TCP listener speaking the
 // Kafka protocol, one file per Kafka API handler (handleProduce,
 // handleFetch, ...), topics whose partitions are [partition.Partition]s
 // (package partition: the [storage.Log] segmented log, producer and
@@ -240,7 +244,11 @@ type Config struct {
 	// to; empty means the listener's actual address. With the listeners
 	// setting it must be empty: advertised.listeners takes its place.
 	Advertised string
-	// DataDir holds topic metadata and one directory per partition.
+	// DataDir is the member's data directory: quorum/ holds the metadata
+	// quorum's raft log and snapshots, broker/ the broker's topic
+	// metadata, one directory per partition and its other files. A
+	// directory of the layout of before (topics.json at its top) is
+	// refused with what to do.
 	DataDir string
 	// Properties are broker settings by Kafka's names (see
 	// [BrokerSettingNames]);
@@ -253,9 +261,13 @@ type Config struct {
 	UsersFile string
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
-	// Replication, if set, makes the broker one member of a replicated
-	// cluster: partitions get leader or follower roles through
-	// [Broker.ApplyPartitionRoles]. Nil is the single-node broker.
+	// Quorum configures the metadata quorum node the broker runs beside
+	// itself; nil is a cluster of one (see [QuorumConfig]).
+	Quorum *QuorumConfig
+	// Replication, if set, replaces the quorum: the broker runs no quorum
+	// node, and whoever set it gives partitions their leader or follower
+	// roles through [Broker.ApplyPartitionRoles] (the replication tests'
+	// fake controller). Nil: the broker's own quorum (Quorum).
 	Replication *ReplicationConfig
 	// Metrics, if set, receives the broker's metrics (broker/metrics);
 	// nil turns them off at the cost of a nil check per event. Serving
@@ -330,9 +342,12 @@ type Broker struct {
 	// ready is set at the end of Start: logs recovered, coordinators
 	// loaded (see Ready).
 	ready atomic.Bool
-	// replication is the replication machinery; nil when
-	// Config.Replication is (set by Start, then read-only).
+	// replication is the replication machinery (set by Start, then
+	// read-only).
 	replication *replication
+	// member is the broker's membership of its metadata quorum; nil with
+	// Config.Replication (set by startMember, then read-only).
+	member *member
 
 	// ctx is cancelled by Close; long polls and durability waits end on it.
 	ctx    context.Context
@@ -374,15 +389,26 @@ type Broker struct {
 	closeErr    error
 }
 
-// Start opens the data directory, loads the topics and starts listening.
-// The broker runs until Close (or until ctx is cancelled, which closes it).
+// Start opens the data directory and the broker's metadata quorum node,
+// loads the topics, starts listening and registers with the quorum. The
+// broker runs until Close (or until ctx is cancelled, which closes it).
 func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: no data directory")
+	}
+	if cfg.Replication == nil {
+		return startMember(ctx, cfg)
+	}
+	cfg.DataDir = filepath.Join(cfg.DataDir, brokerDirName)
+	return start(ctx, cfg)
+}
+
+// start starts the broker over cfg.DataDir (the broker's own directory,
+// no longer the member's) with cfg.Replication as its controller.
+func start(ctx context.Context, cfg Config) (*Broker, error) {
 	config, err := newBrokerConfig(cfg.Properties)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.DataDir == "" {
-		return nil, errors.New("broker: no data directory")
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
@@ -515,6 +541,9 @@ func (b *Broker) Addr() string { return b.listeners[0].net.Addr().String() }
 // safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		if b.member != nil {
+			b.member.stop()
+		}
 		b.closeListeners()
 		b.cancel() // long polls answer now with what they have
 		b.connsMu.Lock()
@@ -552,6 +581,9 @@ func (b *Broker) Close() error {
 			b.closePeers()
 		}
 		b.closeErr = errors.Join(txnErr, b.closeLogs(), b.closeGroups())
+		if b.member != nil {
+			b.closeErr = errors.Join(b.closeErr, b.member.node.Close())
+		}
 		b.logger.Info("broker stopped", "node_id", b.nodeID)
 	})
 	return b.closeErr

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -10,6 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/txn"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // startTestBroker starts a broker on 127.0.0.1:0 over dir and closes it
@@ -141,4 +146,45 @@ func checkEveryVersionRoundTrips(t *testing.T, calls []versionedCall) {
 			}
 		}
 	}
+}
+
+// readyCoordinator readies this broker's coordinator of key, as a
+// client's FindCoordinator would before its first coordinator request:
+// the internal topic of kind is created through the quorum on first use,
+// and the coordinator shard of key's partition loads on a goroutine of
+// its own. It returns once that shard is loaded, so raw requests for key
+// (JoinGroup, InitProducerId, ...) reach it.
+func readyCoordinator(t *testing.T, b *Broker, kind coordinatorKind, key string) {
+	t.Helper()
+	ctx := testContext(t, 20*time.Second)
+	loaded := func() bool {
+		_, loaded, _ := b.replication.groups.lookup(b.offsetsPartition(key))
+		return loaded
+	}
+	topic, partitions := group.OffsetsTopic, b.config.settings.OffsetsTopicPartitions
+	if kind == coordinatorTransaction {
+		topic, partitions = txn.TransactionStateTopic, b.config.settings.TransactionStatePartitions
+		loaded = func() bool {
+			_, loaded, _ := b.replication.txns.lookup(b.transactionStatePartition(key))
+			return loaded
+		}
+	}
+	if err := b.ensureInternalTopic(ctx, topic, partitions); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	testutil.UntilContext(t, ctx, fmt.Sprintf("coordinator of %q loaded", key), loaded)
+}
+
+// controllerCreateTopic creates a topic through the broker's quorum, as
+// CreateTopics does, and returns its local replica (led here).
+func controllerCreateTopic(t *testing.T, b *Broker, name string, partitions int32, configs map[string]string) *topic {
+	t.Helper()
+	if err := b.replication.config.Topics.CreateTopic(testContext(t, 20*time.Second), name, partitions, 1, configs); err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	created := b.topicByName(name)
+	if created == nil {
+		t.Fatalf("topic %s created, not here", name)
+	}
+	return created
 }
