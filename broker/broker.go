@@ -446,8 +446,8 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b.configureMetrics()
 	if cfg.Replication != nil {
-		if cfg.Replication.ISR == nil {
-			return nil, errors.New("broker: replication without an ISR changer")
+		if cfg.Replication.ISR == nil || cfg.Replication.Topics == nil {
+			return nil, errors.New("broker: replication without an ISR changer or a topic controller")
 		}
 		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
 		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic

@@ -65,9 +65,9 @@ type ReplicationConfig struct {
 	// ResolveBroker returns the host:port of a broker id for the replica
 	// fetchers; nil uses the brokers of the last ApplyPartitionRoles.
 	ResolveBroker func(id int32) (string, error)
-	// Topics, if set, is the controller client APIs create and delete
-	// topics through (Broker.clusterCreateTopic, clusterDeleteTopic,
-	// clusterCreatePartitions, ...); nil keeps them local.
+	// Topics is the controller client APIs create and delete topics
+	// through (Broker.clusterCreateTopic, clusterDeleteTopic,
+	// clusterCreatePartitions, ...); required.
 	Topics TopicController
 	// InternalReplicationFactor is the replication factor of
 	// __consumer_offsets and __transaction_state (Kafka's
