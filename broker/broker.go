@@ -16,14 +16,12 @@
 // transaction state, role and high watermark, and the one append path,
 // [partition.Partition.Append]; the broker binds each to its topic,
 // topicPartition, and opens it in openPartition), the group coordinator
-// ([group.Coordinator], opened by
-// openGroups), the transaction coordinator ([txn.Coordinator], opened by
-// openTransactions; partitions' side of transactions — last stable
-// offset, KIP-890 verification, markers — in package partition, which
-// asks the coordinator through [partition.TxnVerifier], implemented by
-// produceTxn; in a cluster
-// both are sharded by the replicated internal topics' partitions led
-// here: coordinatorShards), the broker settings table (brokerSettings)
+// ([group.Coordinator]) and the transaction coordinator ([txn.Coordinator];
+// partitions' side of transactions — last stable offset, KIP-890
+// verification, markers — in package partition, which asks the
+// coordinator through [partition.TxnVerifier], implemented by produceTxn),
+// both sharded by the replicated internal topics' partitions led here
+// (coordinatorShards), the broker settings table (brokerSettings)
 // and the typed settings it is parsed into once at start (settings, by
 // parseSettings), the connection limits (connectionLimiter: connections
 // in total and per IP, checked at accept; in-flight request bytes,
@@ -55,14 +53,13 @@
 //     cleanup.policy includes compact (logCleaner.run), the internal
 //     topics' logs included.
 //   - The transaction coordinator's core (broker/txn) starts no goroutine;
-//     its driver ([txn.GoroutineDriver], started by openTransactions
-//     through [txn.NewCoordinator]) runs a ticker that calls Tick and one
+//     its driver ([txn.GoroutineDriver], started by
+//     [txn.NewCoordinator]) runs a ticker that calls Tick and one
 //     goroutine per ending transaction that steps its completion, which
 //     writes markers into partitions under their append lock. The group
 //     coordinator's core likewise has only the ticker its driver
 //     ([group.StartTicker]) runs.
-//   - In a cluster (Config.Replication with a TopicController) the
-//     coordinators are sharded by the partitions of the replicated
+//   - The coordinators are sharded by the partitions of the replicated
 //     internal topics this broker leads (coordinatorShards, synced by
 //     Broker.syncGroupShards and Broker.syncTxnShards):
 //     ApplyPartitionRoles starts one goroutine per newly led partition
@@ -70,8 +67,7 @@
 //     on another; each shard runs the drivers above. Markers and KIP-890
 //     verifications for other brokers go out through one franz-go client
 //     per peer broker (peers, Broker.peerRequest).
-//   - With replication on ([Config.Replication]; [Broker.ApplyPartitionRoles]),
-//     one replica fetcher goroutine per source leader broker
+//   - One replica fetcher goroutine per source leader broker
 //     (replicaFetcher.run) truncates and appends the partitions this
 //     broker follows, under their append locks; the ISR maintenance
 //     goroutine (Broker.maintainISRs) asks the controller to
@@ -149,10 +145,9 @@
 //     leaves guarding which partitions each fetcher follows; no I/O.
 //  10. coordinatorShards.mu (one per internal topic)
 //     and peers.mu: leaves guarding the coordinator
-//     shards of a cluster and the clients to other brokers; no I/O (a
-//     shard's coordinator is loaded and closed on goroutines of its own,
-//     without it). A shard's coordinator takes its locks (3, 4) as the
-//     single-node coordinator does; its appends go through the internal
+//     shards and the clients to other brokers; no I/O (a shard's
+//     coordinator is loaded and closed on goroutines of its own, without
+//     it). A shard's coordinator takes its own locks (3, 4); its appends go through the internal
 //     partition's locks (5, 6) and wait for the ISR with none held, and
 //     its requests to other brokers hold no broker lock.
 //  11. auth.Store.writeMu, then auth.Store.mu (broker/auth; the store is
@@ -285,7 +280,8 @@ type Config struct {
 	fs storage.FS
 }
 
-// Broker is a running single-node Kafka broker.
+// Broker is a running Kafka broker, one member of a cluster (of one,
+// alone).
 type Broker struct {
 	nodeID  int32
 	dataDir string
@@ -313,19 +309,9 @@ type Broker struct {
 	// by Start, then read-only.
 	authorizer *acl.Authorizer
 
-	// groups is the group coordinator (openGroups), set by Start and closed
-	// by Close after the last connection.
-	groups *group.Coordinator
-	// groupStore is the single-node __consumer_offsets store the group
-	// coordinator owns; the log cleaner compacts its logs. Nil in a cluster.
-	groupStore *group.LogStore
 	// cleaner is the log cleaner's state (startLogCleaner), set by Start.
 	cleaner *logCleaner
 
-	// transactions is the transaction coordinator (openTransactions) over
-	// txnLog; set by Start, closed by Close before the partition logs.
-	transactions *txn.Coordinator
-	txnLog       *txn.StorageLog
 	// transactionVersion is the transaction.version setting (0–2); 2 is
 	// KIP-890 part 2.
 	transactionVersion int16
@@ -352,10 +338,6 @@ type Broker struct {
 	// ctx is cancelled by Close; long polls and durability waits end on it.
 	ctx    context.Context
 	cancel context.CancelFunc
-
-	// internalTopics describes __consumer_offsets and __transaction_state
-	// to clients (newInternalTopics); set by loadTopics, then read-only.
-	internalTopics []internalTopic
 
 	// metadataMu serializes changes of topic metadata (create, delete,
 	// add partitions, alter configs) and the topics.json writes that
@@ -426,32 +408,31 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 		fsys = storage.OSFS{}
 	}
 	b := &Broker{
-		nodeID:        cfg.NodeID,
-		fs:            fsys,
-		dataDir:       cfg.DataDir,
-		config:        config,
-		logger:        logger,
-		maxFrameSize:  config.settings.MaxRequestBytes,
-		topics:        map[string]*topic{},
-		topicIDs:      map[[16]byte]*topic{},
-		pendingTopics: map[string]*pendingTopic{},
-		conns:         map[*connection]struct{}{},
-		limits:        limits,
-		beforeMarkers: cfg.beforeMarkers,
-		metrics:       cfg.Metrics,
+		nodeID:             cfg.NodeID,
+		fs:                 fsys,
+		dataDir:            cfg.DataDir,
+		config:             config,
+		logger:             logger,
+		maxFrameSize:       config.settings.MaxRequestBytes,
+		topics:             map[string]*topic{},
+		topicIDs:           map[[16]byte]*topic{},
+		pendingTopics:      map[string]*pendingTopic{},
+		conns:              map[*connection]struct{}{},
+		limits:             limits,
+		beforeMarkers:      cfg.beforeMarkers,
+		metrics:            cfg.Metrics,
+		transactionVersion: config.settings.TransactionVersion,
 		producerOptions: producers.Options{
 			ExpirationAge: config.settings.ProducerIDExpiration,
 			FS:            fsys,
 		},
 	}
 	b.configureMetrics()
-	if cfg.Replication != nil {
-		if cfg.Replication.ISR == nil || cfg.Replication.Topics == nil {
-			return nil, errors.New("broker: replication without an ISR changer or a topic controller")
-		}
-		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
-		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
+	if cfg.Replication == nil || cfg.Replication.ISR == nil || cfg.Replication.Topics == nil {
+		return nil, errors.New("broker: replication without an ISR changer or a topic controller")
 	}
+	b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
+	b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
 	if err := b.openCredentials(cfg.UsersFile); err != nil {
 		return nil, err
 	}
@@ -470,7 +451,7 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 	specs, err := listenerSpecs(cfg, config.settings)
 	interBroker := 0
 	if err == nil {
-		interBroker, err = interBrokerListener(specs, config.settings.InterBrokerListener, cfg.Replication != nil && !cfg.Replication.Alone)
+		interBroker, err = interBrokerListener(specs, config.settings.InterBrokerListener, !cfg.Replication.Alone)
 	}
 	if err == nil {
 		b.listeners, err = openListeners(specs)
@@ -480,17 +461,6 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.advertisedHost, b.advertisedPort = b.listeners[interBroker].advertisedHost, b.listeners[interBroker].advertisedPort
-	if err := b.openGroups(); err != nil {
-		b.closeListeners()
-		b.closeLogs()
-		return nil, err
-	}
-	if err := b.openTransactions(); err != nil {
-		b.closeListeners()
-		b.closeLogs()
-		b.closeGroups()
-		return nil, err
-	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.background.Add(2 + len(b.listeners))
 	for _, l := range b.listeners {
@@ -499,12 +469,10 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 	go b.every(b.config.settings.RetentionCheckInterval, b.applyRetention)
 	go b.every(b.config.settings.ProducerIDExpirationCheckInterval, b.expireProducers)
 	b.startLogCleaner()
-	if b.replication != nil {
-		b.replication.fetchers = newFetcherManager(b)
-		b.background.Add(2)
-		go b.maintainISRs()
-		go b.every(b.config.settings.HighWatermarkCheckpointInterval, b.checkpointHighWatermarks)
-	}
+	b.replication.fetchers = newFetcherManager(b)
+	b.background.Add(2)
+	go b.maintainISRs()
+	go b.every(b.config.settings.HighWatermarkCheckpointInterval, b.checkpointHighWatermarks)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -562,25 +530,19 @@ func (b *Broker) Close() error {
 			b.connections.Wait()
 		}
 		b.background.Wait()
-		if b.replication != nil {
-			// A barrier: an ApplyPartitionRoles under way (it may open
-			// partitions) finishes before the logs close; later ones see
-			// b.ctx cancelled and do nothing.
-			b.replication.applyMu.Lock()
-			b.replication.applyMu.Unlock()
-			b.replication.fetchers.close()
-		}
-		// The transaction coordinator goes first: its completions write
-		// markers into partitions and complete groups' offsets.
-		txnErr := b.closeTransactions()
-		if b.replication != nil {
-			// Transaction shards complete groups' offsets: they go first;
-			// both append to partitions, so before the logs.
-			b.replication.txns.close()
-			b.replication.groups.close()
-			b.closePeers()
-		}
-		b.closeErr = errors.Join(txnErr, b.closeLogs(), b.closeGroups())
+		// A barrier: an ApplyPartitionRoles under way (it may open
+		// partitions) finishes before the logs close; later ones see
+		// b.ctx cancelled and do nothing.
+		b.replication.applyMu.Lock()
+		b.replication.applyMu.Unlock()
+		b.replication.fetchers.close()
+		// Transaction shards go first: their completions write markers
+		// into partitions and complete groups' offsets; both append to
+		// partitions, so before the logs.
+		b.replication.txns.close()
+		b.replication.groups.close()
+		b.closePeers()
+		b.closeErr = b.closeLogs()
 		if b.member != nil {
 			b.closeErr = errors.Join(b.closeErr, b.member.node.Close())
 		}

@@ -97,10 +97,6 @@ func (r *replication) peerOptions() []kgo.Opt {
 	return []kgo.Opt{kgo.Dialer(r.config.Dial)}
 }
 
-// errNoReplication: ApplyPartitionRoles on a broker started without
-// Config.Replication.
-var errNoReplication = errors.New("broker: replication is not configured")
-
 // clusterView is the last applied cluster metadata (immutable; replaced
 // whole by ApplyPartitionRoles): Metadata answers from it.
 type clusterView struct {
@@ -110,11 +106,9 @@ type clusterView struct {
 }
 
 // topicRoles returns the roles of a topic's partitions as last applied,
-// nil when it has none (replication off, or a topic only this broker has).
+// nil when it has none (no roles applied yet, or a topic only this broker
+// has on disk).
 func (b *Broker) topicRoles(name string) []PartitionRole {
-	if b.replication == nil {
-		return nil
-	}
 	view := b.replication.view.Load()
 	if view == nil {
 		return nil
@@ -174,9 +168,6 @@ func (r *replication) brokerAddress(id int32) (string, error) {
 // metadata change; a partition whose role did not change is left alone.
 func (b *Broker) ApplyPartitionRoles(ctx context.Context, brokers []ClusterBroker, roles []PartitionRole) error {
 	r := b.replication
-	if r == nil {
-		return errNoReplication
-	}
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if b.ctx.Err() != nil {

@@ -11,10 +11,10 @@ import (
 
 // Finding coordinators: which broker coordinates a consumer group or a
 // transactional id, and at which address a client is told to reach it.
-// On a single node that is this broker for every key (it leads every
-// partition of __consumer_offsets and __transaction_state); in a cluster
-// it is the current leader of the key's partition of that replicated
-// internal topic, created on first use ([Broker.clusterFindCoordinator]).
+// It is the current leader of the key's partition of the replicated
+// internal topic (__consumer_offsets, __transaction_state), created on
+// first use ([Broker.clusterFindCoordinator]); in a cluster of one, this
+// broker for every key.
 // The FindCoordinator handler decodes, authorizes and encodes around
 // [Broker.findCoordinator].
 
@@ -43,20 +43,16 @@ type coordinatorAnswer struct {
 // through c: this broker at c's listener's advertised address, or in a
 // cluster the leader of the key's internal partition.
 func (b *Broker) findCoordinator(ctx context.Context, c *connection, kind coordinatorKind, key string) coordinatorAnswer {
-	switch {
-	case kind == coordinatorGroup && b.clusterGroups():
-		return b.clusterFindCoordinator(ctx, c, key, coordinatorTopic{
-			name: group.OffsetsTopic, partitions: b.config.settings.OffsetsTopicPartitions,
-			partitionOf: b.offsetsPartition, awaitLoaded: b.replication.groups.awaitLoaded,
-		})
-	case kind == coordinatorTransaction && b.clusterGroups():
+	if kind == coordinatorTransaction {
 		return b.clusterFindCoordinator(ctx, c, key, coordinatorTopic{
 			name: txn.TransactionStateTopic, partitions: b.config.settings.TransactionStatePartitions,
 			partitionOf: b.transactionStatePartition, awaitLoaded: b.replication.txns.awaitLoaded,
 		})
 	}
-	host, port := c.advertised()
-	return coordinatorAnswer{nodeID: b.nodeID, host: host, port: port}
+	return b.clusterFindCoordinator(ctx, c, key, coordinatorTopic{
+		name: group.OffsetsTopic, partitions: b.config.settings.OffsetsTopicPartitions,
+		partitionOf: b.offsetsPartition, awaitLoaded: b.replication.groups.awaitLoaded,
+	})
 }
 
 // coordinatorTopic is the internal topic of one coordinator kind.

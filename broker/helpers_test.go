@@ -188,3 +188,33 @@ func controllerCreateTopic(t *testing.T, b *Broker, name string, partitions int3
 	}
 	return created
 }
+
+// withCoordinatorShards makes the bare broker b of a handler test (no
+// listener, no partition) the leader of one-partition internal topics
+// whose loaded coordinator shards are groups and transactions (either
+// may be nil), as ApplyPartitionRoles and the shards' loads would: the
+// handlers reach them through groupsFor and transactionsFor, and
+// FindCoordinator names b.
+func withCoordinatorShards(b *Broker, groups *group.Coordinator, transactions *txn.Coordinator) {
+	b.config.settings.OffsetsTopicPartitions, b.config.settings.TransactionStatePartitions = 1, 1
+	if b.replication == nil {
+		b.replication = &replication{}
+		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
+	}
+	view := &clusterView{brokers: []ClusterBroker{{ID: b.nodeID}}, topics: map[string][]PartitionRole{}}
+	loaded := make(chan struct{})
+	close(loaded)
+	if groups != nil {
+		view.topics[group.OffsetsTopic] = []PartitionRole{{Topic: group.OffsetsTopic, Leader: b.nodeID, Replicas: []int32{b.nodeID}, ISR: []int32{b.nodeID}}}
+		b.replication.groups.shards = map[int32]*coordinatorShard[*group.Coordinator]{
+			0: {coordinator: groups, loaded: true, published: loaded, ctx: context.Background()},
+		}
+	}
+	if transactions != nil {
+		view.topics[txn.TransactionStateTopic] = []PartitionRole{{Topic: txn.TransactionStateTopic, Leader: b.nodeID, Replicas: []int32{b.nodeID}, ISR: []int32{b.nodeID}}}
+		b.replication.txns.shards = map[int32]*coordinatorShard[*txn.Coordinator]{
+			0: {coordinator: transactions, loaded: true, published: loaded, ctx: context.Background()},
+		}
+	}
+	b.replication.view.Store(view)
+}

@@ -8,8 +8,8 @@ import (
 	"github.com/exactly-eos/exactly/broker/partition"
 )
 
-// leaderEpoch is the partition leader epoch of every partition without a
-// role (replication off): [partition.UnreplicatedLeaderEpoch].
+// leaderEpoch is the leader epoch answered for a partition not known here:
+// [partition.UnreplicatedLeaderEpoch].
 const leaderEpoch = partition.UnreplicatedLeaderEpoch
 
 // topicPartition is a partition as a topic holds it: the
@@ -34,10 +34,8 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*topicPartiti
 		Storage:   options,
 		Producers: b.producerOptions,
 		Logger:    b.logger,
-	}
-	if r := b.replication; r != nil {
-		config.Replication = &partition.Replication{NodeID: b.nodeID, ISR: isrChanger{r.config.ISR},
-			FollowerCaughtUp: r.wakeISR}
+		Replication: &partition.Replication{NodeID: b.nodeID, ISR: isrChanger{b.replication.config.ISR},
+			FollowerCaughtUp: b.replication.wakeISR},
 	}
 	p, err := partition.Open(config)
 	if err != nil {
