@@ -56,9 +56,10 @@ type ISRChanger interface {
 	AlterPartition(ctx context.Context, topic string, partition, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionRole, error)
 }
 
-// ReplicationConfig turns replication on (Config.Replication). The lag
-// after which a follower leaves the ISR is the broker property
-// replica.lag.time.max.ms.
+// ReplicationConfig is the broker's controller: its own quorum's (set by
+// Start), or one given in Config.Replication (the replication tests'
+// fake). The lag after which a follower leaves the ISR is the broker
+// property replica.lag.time.max.ms.
 type ReplicationConfig struct {
 	// ISR is the controller's AlterPartition; required.
 	ISR ISRChanger
