@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -44,10 +45,14 @@ const (
 	cluster  = kmsg.ACLResourceTypeCluster
 )
 
-// seedACLs writes bindings into dir's ACL store, as a broker would have.
+// seedACLs writes bindings into the ACL store of the broker of data
+// directory dir, as a broker would have.
 func seedACLs(t *testing.T, dir string, bindings ...acl.Binding) {
 	t.Helper()
-	a, err := acl.Open(acl.Options{Path: filepath.Join(dir, aclsFile)})
+	if err := os.MkdirAll(filepath.Join(dir, brokerDirName), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, err := acl.Open(acl.Options{Path: filepath.Join(dir, brokerDirName, aclsFile)})
 	if err != nil {
 		t.Fatal(err)
 	}

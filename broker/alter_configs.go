@@ -55,22 +55,11 @@ func (b *Broker) alterTopicConfigs(resourceType kmsg.ConfigResourceType, name st
 	default:
 		return fmt.Errorf("%w: resource type %d is not a topic (2)", errInvalidRequest, resourceType)
 	}
-	if isInternalTopicName(name) && b.clusterGroups() {
-		// A cluster's replicated internal topic: retention must stay off.
+	if isInternalTopicName(name) {
+		// A replicated internal topic: retention must stay off.
 		return fmt.Errorf("%w: %s belongs to a coordinator; clients cannot alter it", errInternalTopic, name)
 	}
-	if controller := b.clusterTopics(); controller != nil {
-		return b.clusterAlterTopicConfigs(controller, name, validateOnly, change)
-	}
-	t, err := b.configTopic(name)
-	if err != nil {
-		return err
-	}
-	next, err := validChange(t.config.Load().overrides, change)
-	if err != nil || validateOnly {
-		return err
-	}
-	return b.setTopicConfigs(t, next)
+	return b.clusterAlterTopicConfigs(b.clusterTopics(), name, validateOnly, change)
 }
 
 // validChange returns change(current) when the result is a valid set of

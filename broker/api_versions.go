@@ -14,7 +14,7 @@ import (
 // a version both sides speak. v3+ carry the features: transaction.version
 // is supported from 0 to 2 and finalized at the broker's
 // transaction.version setting (Broker.transactionVersion, set by
-// openTransactions); clients switch to KIP-890 part 2 when it is finalized
+// Start); clients switch to KIP-890 part 2 when it is finalized
 // at 2. A level of 0 is not listed as finalized, as Kafka omits features at
 // level 0.
 func init() {

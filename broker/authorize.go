@@ -203,9 +203,7 @@ func (c *connection) topicRefused(op kmsg.ACLOperation, name string, id [16]byte
 		b := c.broker
 		if t := b.topicByID(id); t != nil {
 			name = t.name
-		} else if it := b.internalTopicByID(id); it != nil {
-			name = it.name
-		} else if clustered, ok := b.clusterTopicByIDIfClustered(id); ok {
+		} else if clustered, ok := b.clusterTopicByID(id); ok {
 			name = clustered
 		} else {
 			return false

@@ -496,6 +496,8 @@ func makeAuthFixture(t *testing.T, dir string) *authFixture {
 	if err := produceOne(t, client, "t"); err != nil {
 		t.Fatal(err)
 	}
+	readyCoordinator(t, b, coordinatorGroup, "g")
+	readyCoordinator(t, b, coordinatorTransaction, "x")
 	commit := authorizationCases()
 	for _, c := range commit {
 		if c.key != wire.APIOffsetCommit && !(c.key == wire.APIInitProducerID && c.name == "InitProducerId of a transactional id") {
@@ -534,6 +536,7 @@ func reviveGroup(t *testing.T, b *Broker) {
 	if err := b.authorizer.Create([]acl.Binding{read, readTopic}); err[0] != nil || err[1] != nil {
 		t.Fatal(err)
 	}
+	readyCoordinator(t, b, coordinatorGroup, "g")
 	client := newTestClient(t, b)
 	for _, c := range authorizationCases() {
 		if c.key != wire.APIOffsetCommit {

@@ -1,25 +1,27 @@
-// Package broker is a Kafka broker — single-node, or with [Config.Replication]
-// one member of a replicated cluster whose partitions it leads or follows
-// as a controller decides ([Broker.ApplyPartitionRoles]; the leader side in
-// [partition.Partition.BecomeLeader], [partition.Partition.RecordFollowerFetch]
-// and Broker.maintainISRs, the follower side in the replicaFetcher goroutines
-// and [partition.Partition.AppendReplicated]; with
-// [ReplicationConfig.Topics], client topic administration goes to the
-// controller, a [TopicController]): a TCP listener speaking the
+// Package broker is a Kafka broker, always one member of a replicated
+// cluster — a single broker is a cluster of one — whose partitions it
+// leads or follows as the controller decides ([Broker.ApplyPartitionRoles];
+// the leader side in [partition.Partition.BecomeLeader],
+// [partition.Partition.RecordFollowerFetch] and Broker.maintainISRs, the
+// follower side in the replicaFetcher goroutines and
+// [partition.Partition.AppendReplicated]; client topic administration goes
+// to the controller, a [TopicController]). The controller is the metadata
+// quorum (package quorum) the broker runs beside itself, KRaft-style in
+// combined mode, with one in-process voter when alone ([QuorumConfig];
+// the glue is member, started by [Start]); the replication tests put a
+// fake in its place ([Config.Replication]). It is a TCP listener speaking the
 // Kafka protocol, one file per Kafka API handler (handleProduce,
 // handleFetch, ...), topics whose partitions are [partition.Partition]s
 // (package partition: the [storage.Log] segmented log, producer and
 // transaction state, role and high watermark, and the one append path,
 // [partition.Partition.Append]; the broker binds each to its topic,
 // topicPartition, and opens it in openPartition), the group coordinator
-// ([group.Coordinator], opened by
-// openGroups), the transaction coordinator ([txn.Coordinator], opened by
-// openTransactions; partitions' side of transactions — last stable
-// offset, KIP-890 verification, markers — in package partition, which
-// asks the coordinator through [partition.TxnVerifier], implemented by
-// produceTxn; in a cluster
-// both are sharded by the replicated internal topics' partitions led
-// here: coordinatorShards), the broker settings table (brokerSettings)
+// ([group.Coordinator]) and the transaction coordinator ([txn.Coordinator];
+// partitions' side of transactions — last stable offset, KIP-890
+// verification, markers — in package partition, which asks the
+// coordinator through [partition.TxnVerifier], implemented by produceTxn),
+// both sharded by the replicated internal topics' partitions led here
+// (coordinatorShards), the broker settings table (brokerSettings)
 // and the typed settings it is parsed into once at start (settings, by
 // parseSettings), the connection limits (connectionLimiter: connections
 // in total and per IP, checked at accept; in-flight request bytes,
@@ -51,14 +53,13 @@
 //     cleanup.policy includes compact (logCleaner.run), the internal
 //     topics' logs included.
 //   - The transaction coordinator's core (broker/txn) starts no goroutine;
-//     its driver ([txn.GoroutineDriver], started by openTransactions
-//     through [txn.NewCoordinator]) runs a ticker that calls Tick and one
+//     its driver ([txn.GoroutineDriver], started by
+//     [txn.NewCoordinator]) runs a ticker that calls Tick and one
 //     goroutine per ending transaction that steps its completion, which
 //     writes markers into partitions under their append lock. The group
 //     coordinator's core likewise has only the ticker its driver
 //     ([group.StartTicker]) runs.
-//   - In a cluster (Config.Replication with a TopicController) the
-//     coordinators are sharded by the partitions of the replicated
+//   - The coordinators are sharded by the partitions of the replicated
 //     internal topics this broker leads (coordinatorShards, synced by
 //     Broker.syncGroupShards and Broker.syncTxnShards):
 //     ApplyPartitionRoles starts one goroutine per newly led partition
@@ -66,8 +67,7 @@
 //     on another; each shard runs the drivers above. Markers and KIP-890
 //     verifications for other brokers go out through one franz-go client
 //     per peer broker (peers, Broker.peerRequest).
-//   - With replication on ([Config.Replication]; [Broker.ApplyPartitionRoles]),
-//     one replica fetcher goroutine per source leader broker
+//   - One replica fetcher goroutine per source leader broker
 //     (replicaFetcher.run) truncates and appends the partitions this
 //     broker follows, under their append locks; the ISR maintenance
 //     goroutine (Broker.maintainISRs) asks the controller to
@@ -145,10 +145,9 @@
 //     leaves guarding which partitions each fetcher follows; no I/O.
 //  10. coordinatorShards.mu (one per internal topic)
 //     and peers.mu: leaves guarding the coordinator
-//     shards of a cluster and the clients to other brokers; no I/O (a
-//     shard's coordinator is loaded and closed on goroutines of its own,
-//     without it). A shard's coordinator takes its locks (3, 4) as the
-//     single-node coordinator does; its appends go through the internal
+//     shards and the clients to other brokers; no I/O (a shard's
+//     coordinator is loaded and closed on goroutines of its own, without
+//     it). A shard's coordinator takes its own locks (3, 4); its appends go through the internal
 //     partition's locks (5, 6) and wait for the ISR with none held, and
 //     its requests to other brokers hold no broker lock.
 //  11. auth.Store.writeMu, then auth.Store.mu (broker/auth; the store is
@@ -240,7 +239,11 @@ type Config struct {
 	// to; empty means the listener's actual address. With the listeners
 	// setting it must be empty: advertised.listeners takes its place.
 	Advertised string
-	// DataDir holds topic metadata and one directory per partition.
+	// DataDir is the member's data directory: quorum/ holds the metadata
+	// quorum's raft log and snapshots, broker/ the broker's topic
+	// metadata, one directory per partition and its other files. A
+	// directory of the layout of before (topics.json at its top) is
+	// refused with what to do.
 	DataDir string
 	// Properties are broker settings by Kafka's names (see
 	// [BrokerSettingNames]);
@@ -253,9 +256,13 @@ type Config struct {
 	UsersFile string
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
-	// Replication, if set, makes the broker one member of a replicated
-	// cluster: partitions get leader or follower roles through
-	// [Broker.ApplyPartitionRoles]. Nil is the single-node broker.
+	// Quorum configures the metadata quorum node the broker runs beside
+	// itself; nil is a cluster of one (see [QuorumConfig]).
+	Quorum *QuorumConfig
+	// Replication, if set, replaces the quorum: the broker runs no quorum
+	// node, and whoever set it gives partitions their leader or follower
+	// roles through [Broker.ApplyPartitionRoles] (the replication tests'
+	// fake controller). Nil: the broker's own quorum (Quorum).
 	Replication *ReplicationConfig
 	// Metrics, if set, receives the broker's metrics (broker/metrics);
 	// nil turns them off at the cost of a nil check per event. Serving
@@ -273,7 +280,8 @@ type Config struct {
 	fs storage.FS
 }
 
-// Broker is a running single-node Kafka broker.
+// Broker is a running Kafka broker, one member of a cluster (of one,
+// alone).
 type Broker struct {
 	nodeID  int32
 	dataDir string
@@ -290,8 +298,7 @@ type Broker struct {
 	advertisedPort int32
 	maxFrameSize   int32
 
-	// highWatermarks is the broker's high-watermark checkpoint file
-	// (replication only).
+	// highWatermarks is the broker's high-watermark checkpoint file.
 	highWatermarks highWatermarkCheckpoint
 
 	// producerIDs allocates producer ids for InitProducerId.
@@ -305,19 +312,9 @@ type Broker struct {
 	// by Start, then read-only.
 	authorizer *acl.Authorizer
 
-	// groups is the group coordinator (openGroups), set by Start and closed
-	// by Close after the last connection.
-	groups *group.Coordinator
-	// groupStore is the single-node __consumer_offsets store the group
-	// coordinator owns; the log cleaner compacts its logs. Nil in a cluster.
-	groupStore *group.LogStore
 	// cleaner is the log cleaner's state (startLogCleaner), set by Start.
 	cleaner *logCleaner
 
-	// transactions is the transaction coordinator (openTransactions) over
-	// txnLog; set by Start, closed by Close before the partition logs.
-	transactions *txn.Coordinator
-	txnLog       *txn.StorageLog
 	// transactionVersion is the transaction.version setting (0–2); 2 is
 	// KIP-890 part 2.
 	transactionVersion int16
@@ -334,17 +331,16 @@ type Broker struct {
 	// ready is set at the end of Start: logs recovered, coordinators
 	// loaded (see Ready).
 	ready atomic.Bool
-	// replication is the replication machinery; nil when
-	// Config.Replication is (set by Start, then read-only).
+	// replication is the replication machinery (set by Start, then
+	// read-only).
 	replication *replication
+	// member is the broker's membership of its metadata quorum; nil with
+	// Config.Replication (set by startMember, then read-only).
+	member *member
 
 	// ctx is cancelled by Close; long polls and durability waits end on it.
 	ctx    context.Context
 	cancel context.CancelFunc
-
-	// internalTopics describes __consumer_offsets and __transaction_state
-	// to clients (newInternalTopics); set by loadTopics, then read-only.
-	internalTopics []internalTopic
 
 	// metadataMu serializes changes of topic metadata (create, delete,
 	// add partitions, alter configs) and the topics.json writes that
@@ -378,15 +374,26 @@ type Broker struct {
 	closeErr    error
 }
 
-// Start opens the data directory, loads the topics and starts listening.
-// The broker runs until Close (or until ctx is cancelled, which closes it).
+// Start opens the data directory and the broker's metadata quorum node,
+// loads the topics, starts listening and registers with the quorum. The
+// broker runs until Close (or until ctx is cancelled, which closes it).
 func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: no data directory")
+	}
+	if cfg.Replication == nil {
+		return startMember(ctx, cfg)
+	}
+	cfg.DataDir = filepath.Join(cfg.DataDir, brokerDirName)
+	return start(ctx, cfg)
+}
+
+// start starts the broker over cfg.DataDir (the broker's own directory,
+// no longer the member's) with cfg.Replication as its controller.
+func start(ctx context.Context, cfg Config) (*Broker, error) {
 	config, err := newBrokerConfig(cfg.Properties)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.DataDir == "" {
-		return nil, errors.New("broker: no data directory")
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
@@ -404,32 +411,31 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		fsys = storage.OSFS{}
 	}
 	b := &Broker{
-		nodeID:        cfg.NodeID,
-		fs:            fsys,
-		dataDir:       cfg.DataDir,
-		config:        config,
-		logger:        logger,
-		maxFrameSize:  config.settings.MaxRequestBytes,
-		topics:        map[string]*topic{},
-		topicIDs:      map[[16]byte]*topic{},
-		pendingTopics: map[string]*pendingTopic{},
-		conns:         map[*connection]struct{}{},
-		limits:        limits,
-		beforeMarkers: cfg.beforeMarkers,
-		metrics:       cfg.Metrics,
+		nodeID:             cfg.NodeID,
+		fs:                 fsys,
+		dataDir:            cfg.DataDir,
+		config:             config,
+		logger:             logger,
+		maxFrameSize:       config.settings.MaxRequestBytes,
+		topics:             map[string]*topic{},
+		topicIDs:           map[[16]byte]*topic{},
+		pendingTopics:      map[string]*pendingTopic{},
+		conns:              map[*connection]struct{}{},
+		limits:             limits,
+		beforeMarkers:      cfg.beforeMarkers,
+		metrics:            cfg.Metrics,
+		transactionVersion: config.settings.TransactionVersion,
 		producerOptions: producers.Options{
 			ExpirationAge: config.settings.ProducerIDExpiration,
 			FS:            fsys,
 		},
 	}
 	b.configureMetrics()
-	if cfg.Replication != nil {
-		if cfg.Replication.ISR == nil {
-			return nil, errors.New("broker: replication without an ISR changer")
-		}
-		b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
-		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
+	if cfg.Replication == nil || cfg.Replication.ISR == nil || cfg.Replication.Topics == nil {
+		return nil, errors.New("broker: replication without an ISR changer or a topic controller")
 	}
+	b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
+	b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
 	if err := b.openCredentials(cfg.UsersFile); err != nil {
 		return nil, err
 	}
@@ -448,7 +454,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	specs, err := listenerSpecs(cfg, config.settings)
 	interBroker := 0
 	if err == nil {
-		interBroker, err = interBrokerListener(specs, config.settings.InterBrokerListener, cfg.Replication != nil && !cfg.Replication.Alone)
+		interBroker, err = interBrokerListener(specs, config.settings.InterBrokerListener, !cfg.Replication.Alone)
 	}
 	if err == nil {
 		b.listeners, err = openListeners(specs)
@@ -458,17 +464,6 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.advertisedHost, b.advertisedPort = b.listeners[interBroker].advertisedHost, b.listeners[interBroker].advertisedPort
-	if err := b.openGroups(); err != nil {
-		b.closeListeners()
-		b.closeLogs()
-		return nil, err
-	}
-	if err := b.openTransactions(); err != nil {
-		b.closeListeners()
-		b.closeLogs()
-		b.closeGroups()
-		return nil, err
-	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.background.Add(2 + len(b.listeners))
 	for _, l := range b.listeners {
@@ -477,12 +472,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	go b.every(b.config.settings.RetentionCheckInterval, b.applyRetention)
 	go b.every(b.config.settings.ProducerIDExpirationCheckInterval, b.expireProducers)
 	b.startLogCleaner()
-	if b.replication != nil {
-		b.replication.fetchers = newFetcherManager(b)
-		b.background.Add(2)
-		go b.maintainISRs()
-		go b.every(b.config.settings.HighWatermarkCheckpointInterval, b.checkpointHighWatermarks)
-	}
+	b.replication.fetchers = newFetcherManager(b)
+	b.background.Add(2)
+	go b.maintainISRs()
+	go b.every(b.config.settings.HighWatermarkCheckpointInterval, b.checkpointHighWatermarks)
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -519,6 +512,9 @@ func (b *Broker) Addr() string { return b.listeners[0].net.Addr().String() }
 // safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		if b.member != nil {
+			b.member.stop()
+		}
 		b.closeListeners()
 		b.cancel() // long polls answer now with what they have
 		b.connsMu.Lock()
@@ -537,25 +533,22 @@ func (b *Broker) Close() error {
 			b.connections.Wait()
 		}
 		b.background.Wait()
-		if b.replication != nil {
-			// A barrier: an ApplyPartitionRoles under way (it may open
-			// partitions) finishes before the logs close; later ones see
-			// b.ctx cancelled and do nothing.
-			b.replication.applyMu.Lock()
-			b.replication.applyMu.Unlock()
-			b.replication.fetchers.close()
+		// A barrier: an ApplyPartitionRoles under way (it may open
+		// partitions) finishes before the logs close; later ones see
+		// b.ctx cancelled and do nothing.
+		b.replication.applyMu.Lock()
+		b.replication.applyMu.Unlock()
+		b.replication.fetchers.close()
+		// Transaction shards go first: their completions write markers
+		// into partitions and complete groups' offsets; both append to
+		// partitions, so before the logs.
+		b.replication.txns.close()
+		b.replication.groups.close()
+		b.closePeers()
+		b.closeErr = b.closeLogs()
+		if b.member != nil {
+			b.closeErr = errors.Join(b.closeErr, b.member.node.Close())
 		}
-		// The transaction coordinator goes first: its completions write
-		// markers into partitions and complete groups' offsets.
-		txnErr := b.closeTransactions()
-		if b.replication != nil {
-			// Transaction shards complete groups' offsets: they go first;
-			// both append to partitions, so before the logs.
-			b.replication.txns.close()
-			b.replication.groups.close()
-			b.closePeers()
-		}
-		b.closeErr = errors.Join(txnErr, b.closeLogs(), b.closeGroups())
 		b.logger.Info("broker stopped", "node_id", b.nodeID)
 	})
 	return b.closeErr

@@ -10,7 +10,7 @@ import (
 	"github.com/exactly-eos/exactly/broker/txn"
 )
 
-// Group coordinators in a cluster (coordinatorShards has the sharding):
+// Group coordinators (coordinatorShards has the sharding):
 // __consumer_offsets is a replicated topic of the cluster, created through
 // the controller on the first FindCoordinator for a group, with
 // offsets.topic.num.partitions partitions, replication factor
@@ -23,10 +23,6 @@ import (
 // a __consumer_offsets partition (WriteTxnMarkers, or the local
 // transaction coordinator's OffsetCommitter) is answered only after the
 // shard appended it and applied the producer's offsets.
-//
-// Without a TopicController (the replication tests' fake controller) and
-// in the single-node broker, Broker.groups is the one coordinator of every
-// group over the local store (openGroups).
 
 // Refusing coordinators: what groupsFor returns for a group this broker
 // does not coordinate (yet).
@@ -35,22 +31,26 @@ var (
 	groupCoordinatorLoading = group.NewRefusingCoordinator(group.ErrCoordinatorLoadInProgress)
 )
 
-// clusterGroups reports whether coordinators are sharded over replicated
-// internal topics (a cluster with a topic controller).
-func (b *Broker) clusterGroups() bool { return b.clusterTopics() != nil }
-
 // offsetsPartition is the __consumer_offsets partition of groupID.
 func (b *Broker) offsetsPartition(groupID string) int32 {
-	return int32(group.PartitionFor(groupID, int(b.config.settings.OffsetsTopicPartitions)))
+	return int32(group.PartitionFor(groupID, int(b.internalPartitions(group.OffsetsTopic, b.config.settings.OffsetsTopicPartitions))))
 }
 
-// groupsFor returns the coordinator serving groupID here: Broker.groups
-// on a single node, else the shard of its partition, or a refusing
-// coordinator (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
-func (b *Broker) groupsFor(groupID string) *group.Coordinator {
-	if !b.clusterGroups() {
-		return b.groups
+// internalPartitions is the partition count the keys of internal topic
+// name map by: the topic's own once it exists, as in Kafka, so a start
+// with another offsets.topic.num.partitions or
+// transaction.state.log.num.partitions does not move groups and
+// transactional ids away from their records; configured before.
+func (b *Broker) internalPartitions(name string, configured int32) int32 {
+	if roles := b.topicRoles(name); len(roles) > 0 {
+		return int32(len(roles))
 	}
+	return configured
+}
+
+// groupsFor returns the coordinator serving groupID here: the shard of
+// its partition, or a refusing coordinator (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
+func (b *Broker) groupsFor(groupID string) *group.Coordinator {
 	c, loaded, exists := b.replication.groups.lookup(b.offsetsPartition(groupID))
 	switch {
 	case !exists:
@@ -63,9 +63,6 @@ func (b *Broker) groupsFor(groupID string) *group.Coordinator {
 
 // syncGroupShards makes the group shards match view (ApplyPartitionRoles).
 func (b *Broker) syncGroupShards(view *clusterView) {
-	if !b.clusterGroups() {
-		return
-	}
 	b.replication.groups.sync(b, view.topics[group.OffsetsTopic], shardLoader[*group.Coordinator]{
 		load: func(_ context.Context, p *topicPartition, leaderEpoch int32) (*group.Coordinator, error) {
 			return group.NewCoordinator(b.groupConfig(), &partitionOffsetStore{broker: b, partition: p, leaderEpoch: leaderEpoch})
@@ -79,9 +76,6 @@ func (b *Broker) syncGroupShards(view *clusterView) {
 // group's __consumer_offsets partition may be led elsewhere: then the
 // marker goes to its leader ([Broker.writeMarkersToLeaders]).
 func (b *Broker) completeGroupTxn(ctx context.Context, groupID string, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool) error {
-	if !b.clusterGroups() {
-		return b.groups.CompleteTxn(ctx, producerID, producerEpoch, commit)
-	}
 	return b.writeMarkersToLeaders(ctx, markerWrite{producerID: producerID, producerEpoch: producerEpoch,
 		coordinatorEpoch: coordinatorEpoch, commit: commit,
 		partitions: []txn.TopicPartition{{Topic: group.OffsetsTopic, Partition: b.offsetsPartition(groupID)}}})
@@ -108,9 +102,6 @@ func (b *Broker) completeOffsetsTxn(ctx context.Context, index int32, producerID
 // by group id (in a cluster, the groups of the partitions led here; as in
 // Kafka, a client asks every broker).
 func (b *Broker) listGroups(filter group.ListFilter) ([]group.GroupListing, error) {
-	if !b.clusterGroups() {
-		return b.groups.ListGroups(filter)
-	}
 	var out []group.GroupListing
 	for _, c := range b.replication.groups.loaded() {
 		listed, err := c.ListGroups(filter)
@@ -126,9 +117,6 @@ func (b *Broker) listGroups(filter group.ListFilter) ([]group.GroupListing, erro
 // deleteGroups deletes each group at its coordinator; errors are indexed
 // like groupIDs.
 func (b *Broker) deleteGroups(ctx context.Context, groupIDs []string) []error {
-	if !b.clusterGroups() {
-		return b.groups.DeleteGroups(ctx, groupIDs)
-	}
 	errs := make([]error, len(groupIDs))
 	for i, id := range groupIDs {
 		errs[i] = b.groupsFor(id).DeleteGroups(ctx, []string{id})[0]

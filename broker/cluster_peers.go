@@ -73,9 +73,6 @@ func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (k
 
 // closePeers closes every peer client (Broker.Close).
 func (b *Broker) closePeers() {
-	if b.replication == nil {
-		return
-	}
 	ps := &b.replication.peers
 	ps.mu.Lock()
 	defer ps.mu.Unlock()

@@ -56,18 +56,19 @@ type ISRChanger interface {
 	AlterPartition(ctx context.Context, topic string, partition, leaderEpoch, partitionEpoch int32, isr []int32) (PartitionRole, error)
 }
 
-// ReplicationConfig turns replication on (Config.Replication). The lag
-// after which a follower leaves the ISR is the broker property
-// replica.lag.time.max.ms.
+// ReplicationConfig is the broker's controller: its own quorum's (set by
+// Start), or one given in Config.Replication (the replication tests'
+// fake). The lag after which a follower leaves the ISR is the broker
+// property replica.lag.time.max.ms.
 type ReplicationConfig struct {
 	// ISR is the controller's AlterPartition; required.
 	ISR ISRChanger
 	// ResolveBroker returns the host:port of a broker id for the replica
 	// fetchers; nil uses the brokers of the last ApplyPartitionRoles.
 	ResolveBroker func(id int32) (string, error)
-	// Topics, if set, is the controller client APIs create and delete
-	// topics through (Broker.clusterCreateTopic, clusterDeleteTopic,
-	// clusterCreatePartitions, ...); nil keeps them local.
+	// Topics is the controller client APIs create and delete topics
+	// through (Broker.clusterCreateTopic, clusterDeleteTopic,
+	// clusterCreatePartitions, ...); required.
 	Topics TopicController
 	// InternalReplicationFactor is the replication factor of
 	// __consumer_offsets and __transaction_state (Kafka's
@@ -97,10 +98,6 @@ func (r *replication) peerOptions() []kgo.Opt {
 	return []kgo.Opt{kgo.Dialer(r.config.Dial)}
 }
 
-// errNoReplication: ApplyPartitionRoles on a broker started without
-// Config.Replication.
-var errNoReplication = errors.New("broker: replication is not configured")
-
 // clusterView is the last applied cluster metadata (immutable; replaced
 // whole by ApplyPartitionRoles): Metadata answers from it.
 type clusterView struct {
@@ -110,11 +107,9 @@ type clusterView struct {
 }
 
 // topicRoles returns the roles of a topic's partitions as last applied,
-// nil when it has none (replication off, or a topic only this broker has).
+// nil when it has none (no roles applied yet, or a topic only this broker
+// has on disk).
 func (b *Broker) topicRoles(name string) []PartitionRole {
-	if b.replication == nil {
-		return nil
-	}
 	view := b.replication.view.Load()
 	if view == nil {
 		return nil
@@ -174,9 +169,6 @@ func (r *replication) brokerAddress(id int32) (string, error) {
 // metadata change; a partition whose role did not change is left alone.
 func (b *Broker) ApplyPartitionRoles(ctx context.Context, brokers []ClusterBroker, roles []PartitionRole) error {
 	r := b.replication
-	if r == nil {
-		return errNoReplication
-	}
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if b.ctx.Err() != nil {

@@ -49,12 +49,15 @@ const internalAppendTimeout = 5 * time.Second
 
 // coordinatorShards are the coordinators (C: *group.Coordinator or
 // *txn.Coordinator) of the partitions of one internal topic led here. mu
-// guards shards and closed and every shard's fields; it is a leaf, held
-// only to read or replace them. wg counts the load and close goroutines.
+// guards shards, synced and closed and every shard's fields; it is a
+// leaf, held only to read or replace them. wg counts the load and close
+// goroutines.
 type coordinatorShards[C interface{ Close() error }] struct {
 	topic  string
 	mu     sync.Mutex
 	shards map[int32]*coordinatorShard[C]
+	// synced is closed (and replaced) by every sync; nil until the first.
+	synced chan struct{}
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -67,8 +70,11 @@ type coordinatorShard[C any] struct {
 	coordinator C
 	loaded      bool // coordinator is set
 	dropped     bool // replaced or removed: a load finishing now closes its coordinator
-	ctx         context.Context
-	cancel      context.CancelFunc
+	// published is closed when the coordinator is loaded (set with
+	// loaded, under mu).
+	published chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
 }
 
 // lookup returns the shard's coordinator of partition index; exists is
@@ -81,6 +87,37 @@ func (cs *coordinatorShards[C]) lookup(index int32) (c C, loaded, exists bool) {
 		return c, false, false
 	}
 	return s.coordinator, s.loaded, true
+}
+
+// awaitLoaded waits until the coordinator of partition index is loaded,
+// or ctx ends. The caller knows the partition is led here: roles are
+// published (clusterView) before ApplyPartitionRoles syncs the shards,
+// so a shard not there yet is waited for too.
+func (cs *coordinatorShards[C]) awaitLoaded(ctx context.Context, index int32) {
+	for {
+		cs.mu.Lock()
+		if cs.synced == nil {
+			cs.synced = make(chan struct{})
+		}
+		s, synced, closed := cs.shards[index], cs.synced, cs.closed
+		cs.mu.Unlock()
+		if closed {
+			return
+		}
+		if s != nil {
+			select {
+			case <-s.published:
+			case <-s.ctx.Done():
+			case <-ctx.Done():
+			}
+			return
+		}
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // loaded returns every published coordinator.
@@ -114,6 +151,10 @@ func (cs *coordinatorShards[C]) sync(b *Broker, roles []PartitionRole, loader sh
 	if cs.shards == nil {
 		cs.shards = map[int32]*coordinatorShard[C]{}
 	}
+	if cs.synced != nil {
+		close(cs.synced)
+	}
+	cs.synced = make(chan struct{})
 	for index, s := range cs.shards {
 		if int(index) >= len(roles) || roles[index].Leader != b.nodeID || roles[index].LeaderEpoch != s.leaderEpoch {
 			cs.dropLocked(s)
@@ -128,7 +169,7 @@ func (cs *coordinatorShards[C]) sync(b *Broker, roles []PartitionRole, loader sh
 		if err != nil {
 			continue
 		}
-		s := &coordinatorShard[C]{index: role.Partition, leaderEpoch: role.LeaderEpoch}
+		s := &coordinatorShard[C]{index: role.Partition, leaderEpoch: role.LeaderEpoch, published: make(chan struct{})}
 		s.ctx, s.cancel = context.WithCancel(b.ctx)
 		cs.shards[role.Partition] = s
 		cs.wg.Add(1)
@@ -169,6 +210,7 @@ func (cs *coordinatorShards[C]) loadShard(b *Broker, s *coordinatorShard[C], p *
 				return
 			}
 			s.coordinator, s.loaded = c, true
+			close(s.published)
 			cs.mu.Unlock()
 			if loader.start != nil {
 				loader.start(c)
@@ -189,6 +231,10 @@ func (cs *coordinatorShards[C]) loadShard(b *Broker, s *coordinatorShard[C], p *
 func (cs *coordinatorShards[C]) close() {
 	cs.mu.Lock()
 	cs.closed = true
+	if cs.synced != nil {
+		close(cs.synced) // wakes awaitLoaded, which sees closed
+		cs.synced = nil
+	}
 	for _, s := range cs.shards {
 		cs.dropLocked(s)
 	}

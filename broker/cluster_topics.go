@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -15,14 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Clustered topic administration: with ReplicationConfig.Topics set, the
-// client APIs that create or delete topics (CreateTopics, DeleteTopics,
-// CreatePartitions, auto-creation by Metadata and Produce) ask the
-// controller instead of changing the local topics, and the local replicas
-// appear (or go) when the controller's decision comes back through
-// ApplyPartitionRoles and RemoveTopics. Without it every path is the
-// single-node one (createTopic, deleteTopic, addPartitions,
-// setTopicConfigs, autoCreateTopic).
+// Clustered topic administration: the client APIs that create, delete or
+// configure topics (CreateTopics, DeleteTopics, CreatePartitions,
+// AlterConfigs, auto-creation by Metadata and Produce) ask the controller
+// (ReplicationConfig.Topics), and the local replicas appear, change or go
+// when the controller's decision comes back through ApplyPartitionRoles,
+// ApplyTopicConfigs and RemoveTopics (createTopicWithID, addPartitions,
+// setTopicConfigs, deleteTopic).
 
 // TopicController creates and deletes topics in the cluster's metadata.
 // Each method returns once this broker has applied the change
@@ -48,13 +46,8 @@ type TopicController interface {
 // clusterAdminTimeout bounds one controller call of a client request.
 const clusterAdminTimeout = 30 * time.Second
 
-// clusterTopics returns the topic controller, nil when topics are local.
-func (b *Broker) clusterTopics() TopicController {
-	if b.replication == nil {
-		return nil
-	}
-	return b.replication.config.Topics
-}
+// clusterTopics returns the topic controller.
+func (b *Broker) clusterTopics() TopicController { return b.replication.config.Topics }
 
 // AdvertisedAddr returns the host:port of the inter-broker listener
 // (inter.broker.listener.name) as advertised: Config.Advertised, or the
@@ -214,14 +207,8 @@ func (b *Broker) clusterDeleteTopic(ctx context.Context, name string, id [16]byt
 	if name == "" {
 		found := false
 		if name, found = b.clusterTopicByID(id); !found {
-			if it := b.internalTopicByID(id); it != nil {
-				return it.name, id, it.refuse("delete")
-			}
 			return "", id, errUnknownTopicID
 		}
-	}
-	if it := b.internalTopicByName(name); it != nil {
-		return name, it.id, it.refuse("delete")
 	}
 	if isInternalTopicName(name) {
 		return name, id, fmt.Errorf("%w: %s belongs to a coordinator; clients cannot delete it", errInternalTopic, name)
@@ -287,7 +274,7 @@ func (b *Broker) clusterProduceTopic(name string, allowCreate bool) (*topic, err
 }
 
 // clusterMetadataTopics describes every topic of the cluster's roles,
-// merged by name with the internal topics.
+// sorted by name.
 func (b *Broker) clusterMetadataTopics() []kmsg.MetadataResponseTopic {
 	var out []kmsg.MetadataResponseTopic
 	if view := b.replication.view.Load(); view != nil {
@@ -301,10 +288,6 @@ func (b *Broker) clusterMetadataTopics() []kmsg.MetadataResponseTopic {
 			out = append(out, metadataTopicFromRoles(name, roles[0].TopicID, roles))
 		}
 	}
-	for i := range b.internalTopics {
-		out = append(out, b.metadataInternalTopic(&b.internalTopics[i]))
-	}
-	slices.SortFunc(out, func(x, y kmsg.MetadataResponseTopic) int { return compareStrings(*x.Topic, *y.Topic) })
 	return out
 }
 
@@ -335,15 +318,6 @@ func (b *Broker) clusterTopicByID(id [16]byte) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// clusterTopicByIDIfClustered is clusterTopicByID when topics are the
-// controller's, else not found.
-func (b *Broker) clusterTopicByIDIfClustered(id [16]byte) (string, bool) {
-	if b.clusterTopics() == nil {
-		return "", false
-	}
-	return b.clusterTopicByID(id)
 }
 
 // ApplyTopicConfigs sets the config overrides of the named local topics

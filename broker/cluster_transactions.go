@@ -55,16 +55,12 @@ var (
 
 // transactionStatePartition is the __transaction_state partition of id.
 func (b *Broker) transactionStatePartition(transactionalID string) int32 {
-	return int32(txn.PartitionFor(transactionalID, int(b.config.settings.TransactionStatePartitions)))
+	return int32(txn.PartitionFor(transactionalID, int(b.internalPartitions(txn.TransactionStateTopic, b.config.settings.TransactionStatePartitions))))
 }
 
 // transactionsFor returns the coordinator serving transactionalID here:
-// Broker.transactions on a single node, else the shard of its partition,
-// or a refusing coordinator (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
+// the shard of its partition, or a refusing coordinator (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
 func (b *Broker) transactionsFor(transactionalID string) *txn.Coordinator {
-	if !b.clusterGroups() {
-		return b.transactions
-	}
 	c, loaded, exists := b.replication.txns.lookup(b.transactionStatePartition(transactionalID))
 	switch {
 	case !exists:
@@ -77,9 +73,6 @@ func (b *Broker) transactionsFor(transactionalID string) *txn.Coordinator {
 
 // syncTxnShards makes the transaction shards match view (ApplyPartitionRoles).
 func (b *Broker) syncTxnShards(view *clusterView) {
-	if !b.clusterGroups() {
-		return
-	}
 	b.replication.txns.sync(b, view.topics[txn.TransactionStateTopic], shardLoader[*txn.Coordinator]{
 		load: func(_ context.Context, p *topicPartition, leaderEpoch int32) (*txn.Coordinator, error) {
 			config := b.txnConfig()
@@ -96,9 +89,6 @@ func (b *Broker) syncTxnShards(view *clusterView) {
 // listTransactions lists the transactions of every coordinator serving
 // here (in a cluster, those of the partitions led here).
 func (b *Broker) listTransactions(filter txn.ListFilter) (txn.ListResult, error) {
-	if !b.clusterGroups() {
-		return b.transactions.ListTransactions(filter)
-	}
 	var out txn.ListResult
 	for _, c := range b.replication.txns.loaded() {
 		result, err := c.ListTransactions(filter)
@@ -118,9 +108,6 @@ func (b *Broker) listTransactions(filter txn.ListFilter) (txn.ListResult, error)
 // coordinator may be another broker, asked with AddPartitionsToTxn
 // VerifyOnly.
 func (b *Broker) verifyWithCoordinator(ctx context.Context, producer txn.Producer, partition txn.TopicPartition) error {
-	if !b.clusterGroups() {
-		return b.transactions.VerifyPartition(producer, partition)
-	}
 	leader, err := b.transactionCoordinatorBroker(producer.TransactionalID)
 	switch {
 	case err != nil:
@@ -138,9 +125,6 @@ func (b *Broker) verifyWithCoordinator(ctx context.Context, producer txn.Produce
 // transaction at its coordinator, here or (in a cluster) on the broker
 // leading the id's __transaction_state partition.
 func (b *Broker) addProducedPartition(ctx context.Context, producer txn.Producer, partition txn.TopicPartition) error {
-	if !b.clusterGroups() {
-		return b.transactions.AddProducedPartition(ctx, producer, partition)
-	}
 	leader, err := b.transactionCoordinatorBroker(producer.TransactionalID)
 	switch {
 	case err != nil:
@@ -157,9 +141,6 @@ func (b *Broker) addProducedPartition(ctx context.Context, producer txn.Producer
 // v5+ under transaction.version 2: the group joins the producer's
 // transaction at its coordinator, here or on another broker.
 func (b *Broker) addOffsetsGroup(ctx context.Context, producer txn.Producer, groupID string) error {
-	if !b.clusterGroups() {
-		return b.transactions.AddOffsets(ctx, producer, groupID)
-	}
 	leader, err := b.transactionCoordinatorBroker(producer.TransactionalID)
 	switch {
 	case err != nil:

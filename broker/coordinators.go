@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/txn"
@@ -10,10 +11,10 @@ import (
 
 // Finding coordinators: which broker coordinates a consumer group or a
 // transactional id, and at which address a client is told to reach it.
-// On a single node that is this broker for every key (it leads every
-// partition of __consumer_offsets and __transaction_state); in a cluster
-// it is the current leader of the key's partition of that replicated
-// internal topic, created on first use ([Broker.clusterFindCoordinator]).
+// It is the current leader of the key's partition of the replicated
+// internal topic (__consumer_offsets, __transaction_state), created on
+// first use ([Broker.clusterFindCoordinator]); in a cluster of one, this
+// broker for every key.
 // The FindCoordinator handler decodes, authorizes and encodes around
 // [Broker.findCoordinator].
 
@@ -42,31 +43,58 @@ type coordinatorAnswer struct {
 // through c: this broker at c's listener's advertised address, or in a
 // cluster the leader of the key's internal partition.
 func (b *Broker) findCoordinator(ctx context.Context, c *connection, kind coordinatorKind, key string) coordinatorAnswer {
-	switch {
-	case kind == coordinatorGroup && b.clusterGroups():
-		partitions := b.config.settings.OffsetsTopicPartitions
-		return b.clusterFindCoordinator(ctx, c, group.OffsetsTopic, partitions, int32(group.PartitionFor(key, int(partitions))))
-	case kind == coordinatorTransaction && b.clusterGroups():
-		partitions := b.config.settings.TransactionStatePartitions
-		return b.clusterFindCoordinator(ctx, c, txn.TransactionStateTopic, partitions, int32(txn.PartitionFor(key, int(partitions))))
+	if kind == coordinatorTransaction {
+		return b.clusterFindCoordinator(ctx, c, key, coordinatorTopic{
+			name: txn.TransactionStateTopic, partitions: b.config.settings.TransactionStatePartitions,
+			partitionOf: b.transactionStatePartition, awaitLoaded: b.replication.txns.awaitLoaded,
+		})
 	}
-	host, port := c.advertised()
-	return coordinatorAnswer{nodeID: b.nodeID, host: host, port: port}
+	return b.clusterFindCoordinator(ctx, c, key, coordinatorTopic{
+		name: group.OffsetsTopic, partitions: b.config.settings.OffsetsTopicPartitions,
+		partitionOf: b.offsetsPartition, awaitLoaded: b.replication.groups.awaitLoaded,
+	})
 }
 
+// coordinatorTopic is the internal topic of one coordinator kind.
+type coordinatorTopic struct {
+	name string
+	// partitions is the partition count it is created with.
+	partitions int32
+	// partitionOf is the partition of a key (once the topic exists).
+	partitionOf func(key string) int32
+	// awaitLoaded waits for this broker's coordinator of a partition it
+	// leads to be loaded (coordinatorShards.awaitLoaded).
+	awaitLoaded func(ctx context.Context, index int32)
+}
+
+// coordinatorLoadWait bounds how long FindCoordinator waits for the
+// coordinator it names here to be loaded.
+const coordinatorLoadWait = 2 * time.Second
+
 // clusterFindCoordinator finds a coordinator in a cluster: the leader
-// of partition index of the internal topic (created on first use),
-// COORDINATOR_NOT_AVAILABLE while it has no leader.
-func (b *Broker) clusterFindCoordinator(ctx context.Context, c *connection, topicName string, partitions int32, index int32) coordinatorAnswer {
+// of key's partition of the internal topic (created on first use);
+// COORDINATOR_NOT_AVAILABLE while it has no leader. When that is this
+// broker, it waits (up to coordinatorLoadWait) for its coordinator to be
+// loaded, so the client's next request — on a topic created just now,
+// with nothing to replay, as a single broker's first — is not answered
+// COORDINATOR_LOAD_IN_PROGRESS and sent to back off.
+func (b *Broker) clusterFindCoordinator(ctx context.Context, c *connection, key string, topic coordinatorTopic) coordinatorAnswer {
 	fail := func(err error) coordinatorAnswer { return coordinatorAnswer{err: err} }
-	if err := b.ensureInternalTopic(ctx, topicName, partitions); err != nil {
+	topicName := topic.name
+	if err := b.ensureInternalTopic(ctx, topicName, topic.partitions); err != nil {
 		return fail(err)
 	}
+	index := topic.partitionOf(key)
 	roles := b.topicRoles(topicName)
 	if int(index) >= len(roles) || roles[index].Leader < 0 {
 		return fail(fmt.Errorf("%w: %s-%d has no leader", errNoCoordinator, topicName, index))
 	}
 	leader := roles[index].Leader
+	if leader == b.nodeID {
+		wait, cancel := context.WithTimeout(ctx, coordinatorLoadWait)
+		topic.awaitLoaded(wait, index)
+		cancel()
+	}
 	for _, broker := range b.replication.view.Load().brokers {
 		if broker.ID != leader {
 			continue

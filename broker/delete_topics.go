@@ -1,18 +1,16 @@
 package broker
 
 import (
-	"fmt"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// DeleteTopics v1–6 (v6 may name topics by id) removes topics from the
-// metadata, then closes and deletes their partition logs. In-flight fetches
-// of a deleted partition end with UNKNOWN_TOPIC_OR_PARTITION. The internal
-// topics are refused with INVALID_TOPIC_EXCEPTION (internalTopic.refuse).
-// A cluster member asks the controller instead (Broker.clusterDeleteTopic).
+// DeleteTopics v1–6 (v6 may name topics by id) asks the controller to
+// delete topics (Broker.clusterDeleteTopic); every replica then closes and
+// deletes its partition logs (RemoveTopics). In-flight fetches of a
+// deleted partition end with UNKNOWN_TOPIC_OR_PARTITION. The internal
+// topics are refused with INVALID_TOPIC_EXCEPTION.
 func init() {
 	register(wire.APIDeleteTopics, 1, 6, kmsgHandler(handleDeleteTopics))
 }
@@ -44,45 +42,15 @@ func handleDeleteTopics(c *connection, req *kmsg.DeleteTopicsRequest) kmsg.Respo
 			resp.Topics = append(resp.Topics, deleted)
 			continue
 		}
-		if b.clusterTopics() != nil {
-			var name string
-			if requested.name != nil {
-				name = *requested.name
-			}
-			name, id, err := b.clusterDeleteTopic(b.ctx, name, requested.id)
-			if name != "" {
-				deleted.Topic = &name
-			}
-			deleted.TopicID, deleted.ErrorCode = id, errorCode(err)
-			if req.Version >= 5 {
-				deleted.ErrorMessage = errorMessage(err)
-			}
-			resp.Topics = append(resp.Topics, deleted)
-			continue
-		}
-		var t *topic
-		var err error
+		var name string
 		if requested.name != nil {
-			name := *requested.name
+			name = *requested.name
+		}
+		name, id, err := b.clusterDeleteTopic(b.ctx, name, requested.id)
+		if name != "" {
 			deleted.Topic = &name
-			if it := b.internalTopicByName(name); it != nil {
-				err = it.refuse("delete")
-			} else if t = b.topicByName(name); t == nil {
-				err = fmt.Errorf("%w: %s", errUnknownTopic, name)
-			}
-		} else if it := b.internalTopicByID(requested.id); it != nil {
-			name := it.name
-			deleted.Topic, deleted.TopicID = &name, it.id
-			err = it.refuse("delete")
-		} else if t = b.topicByID(requested.id); t == nil {
-			err = errUnknownTopicID
 		}
-		if err == nil {
-			name := t.name
-			deleted.Topic, deleted.TopicID = &name, t.id
-			err = b.deleteTopic(t)
-		}
-		deleted.ErrorCode = errorCode(err)
+		deleted.TopicID, deleted.ErrorCode = id, errorCode(err)
 		if req.Version >= 5 {
 			deleted.ErrorMessage = errorMessage(err)
 		}
@@ -107,9 +75,7 @@ func (c *connection) deleteTopicRefusal(name *string, id [16]byte) error {
 	}
 	b := c.broker
 	var resolved string
-	if it := b.internalTopicByID(id); it != nil {
-		resolved = it.name
-	} else if clustered, ok := b.clusterTopicByIDIfClustered(id); ok {
+	if clustered, ok := b.clusterTopicByID(id); ok {
 		resolved = clustered
 	} else if t := b.topicByID(id); t != nil {
 		resolved = t.name

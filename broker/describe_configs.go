@@ -16,8 +16,8 @@ import (
 // setting, STATIC_BROKER_CONFIG or DEFAULT_CONFIG, read-only). Synonyms
 // list, most specific first, every key that could supply the value;
 // documentation and types are included from v3. An internal topic is
-// described with the settings its coordinator opens the logs with
-// (internalTopic.config, set by newInternalTopics).
+// described with the overrides it was created with
+// (Broker.internalTopicOverrides).
 func init() {
 	register(wire.APIDescribeConfigs, 1, 4, kmsgHandler(handleDescribeConfigs))
 }
@@ -61,11 +61,9 @@ func handleDescribeConfigs(c *connection, req *kmsg.DescribeConfigsRequest) kmsg
 }
 
 // describableTopicConfig resolves the config of a topic named in a
-// DescribeConfigs resource; internal topics are described too.
+// DescribeConfigs resource; internal topics are described too (the
+// overrides they were created with, Broker.internalTopicOverrides).
 func (b *Broker) describableTopicConfig(name string) (*topicConfig, error) {
-	if it := b.internalTopicByName(name); it != nil {
-		return it.config, nil
-	}
 	t, err := b.configTopic(name)
 	if err != nil {
 		return nil, err
@@ -73,12 +71,8 @@ func (b *Broker) describableTopicConfig(name string) (*topicConfig, error) {
 	return t.config.Load(), nil
 }
 
-// configTopic resolves a topic whose configs or partitions a request
-// changes; the internal topics are refused (internalTopic.refuse).
+// configTopic resolves a topic named by a DescribeConfigs resource.
 func (b *Broker) configTopic(name string) (*topic, error) {
-	if it := b.internalTopicByName(name); it != nil {
-		return nil, it.refuse("change")
-	}
 	if err := validateTopicName(name); err != nil {
 		return nil, err
 	}

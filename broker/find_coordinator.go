@@ -8,10 +8,9 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// FindCoordinator v0–6 names this broker as the coordinator of every group
-// (a single node leads every __consumer_offsets partition); in a cluster,
-// the current leader of the group's partition of the replicated
-// __consumer_offsets, created on first use ([Broker.findCoordinator]).
+// FindCoordinator v0–6 names the current leader of the group's partition
+// of the replicated __consumer_offsets, created on first use
+// ([Broker.findCoordinator]); alone, this broker.
 // v0–3 ask for one key, v4+ for a batch (KIP-699), each answered on its
 // own. Key type 0 is a group; key type 1 is a transactional id, whose
 // coordinator is the leader of its __transaction_state partition

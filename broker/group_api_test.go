@@ -38,7 +38,8 @@ func newGroupAPI(t *testing.T, adjust func(*group.Config)) *groupAPI {
 	t.Cleanup(func() { _ = coordinator.Close() })
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
-	b := &Broker{groups: coordinator, ctx: ctx, cancel: stop}
+	b := &Broker{ctx: ctx, cancel: stop}
+	withCoordinatorShards(b, coordinator, nil)
 	info := group.ClientInfo{ClientID: "client", Host: "/127.0.0.1"}
 	return &groupAPI{t: t, broker: b, conn: &connection{broker: b}, ctx: group.WithClientInfo(context.Background(), info), stop: stop}
 }
@@ -414,6 +415,8 @@ func TestGroupFindCoordinatorKeyTypes(t *testing.T) {
 	t.Parallel()
 	a := newGroupAPI(t, nil)
 	a.broker.nodeID, a.broker.advertisedHost, a.broker.advertisedPort = 3, "localhost", 9092
+	coordinator, _, _ := a.broker.replication.groups.lookup(0)
+	withCoordinatorShards(a.broker, coordinator, nil) // led by broker 3
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.Version = 3
 	req.CoordinatorKey = "g"

@@ -2,95 +2,42 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/group"
-	"github.com/exactly-eos/exactly/broker/storage"
 )
 
 // This file wires the group coordinator (broker/group) into the broker:
-// opening and closing it with the broker, the topic-id resolver it needs
-// for OffsetCommit/OffsetFetch v10, and groupHandler, the name the group
-// API handlers (handleFindCoordinator, handleJoinGroup, ...) register the
+// its configuration, the topic-id resolver it needs for
+// OffsetCommit/OffsetFetch v10, and groupHandler, the name the group API
+// handlers (handleFindCoordinator, handleJoinGroup, ...) register the
 // connection's one kmsg adapter (kmsgAdapter) under.
 //
 // Storage: committed offsets and group metadata live in Kafka's
 // __consumer_offsets record format (see broker/group's package doc), in
-// <data-dir>/__consumer_offsets/__consumer_offsets-<n>/. The extra
-// directory level keeps them apart from user topics: user partitions are
-// <data-dir>/<topic>-<n>, and creating a topic removes a stale directory of
-// its name, so a user topic called __consumer_offsets must never share
-// directories with the coordinator. The internal topic is not in
-// topics.json; internalTopic (newInternalTopics) describes it to clients
-// (Metadata lists it as internal, as Kafka does) and refuses their writes:
-// clients use it only through the group APIs. The partition count
-// (offsets.topic.num.partitions) is recorded in offsets-topic.json in that
-// directory on first start: groups map to partitions by it, so a later
-// start with another count is refused rather than silently remapping. As in
-// Kafka the topic is compacted (cleanup.policy=compact, segments of
+// the partitions of the replicated topic __consumer_offsets, created
+// through the controller on first use; the coordinator is sharded by them
+// (syncGroupShards, groupsFor). Groups map to partitions by the topic's
+// partition count (Broker.internalPartitions). As in Kafka the topic is
+// compacted (cleanup.policy=compact, segments of
 // offsets.topic.segment.bytes): the log cleaner (logCleaner) keeps the
 // latest record of each key and drops tombstones after
-// log.cleaner.delete.retention.ms; retention is off, since the replay needs
-// every live key. The replay reads the compacted log, gaps and all.
+// log.cleaner.delete.retention.ms; retention is off, since a shard's
+// replay needs every live key. The replay reads the compacted log, gaps
+// and all.
 //
 // Goroutines: the coordinator runs none of its own; the thin driver
-// started here (group.StartTicker) moves its time, firing session and
-// rebalance timers, and ends when the coordinator is closed. JoinGroup and SyncGroup park until their rebalance step
-// completes, so they run on their own goroutine (goAsync): the connection's
-// reader keeps reading, sees a client that goes away (which cancels the
-// parked call) and serves the connection's other requests. Every other
-// group API runs in the reader goroutine, so one connection's commits and
-// fetches of offsets take effect in request order, as in Kafka.
-
-// offsetsDirName is the directory under the data directory holding the
-// __consumer_offsets partition logs.
-const offsetsDirName = group.OffsetsTopic
-
-// offsetsTopicFile records the partition count the store was created with.
-const offsetsTopicFile = "offsets-topic.json"
-
-type offsetsTopicFormat struct {
-	Partitions int `json:"partitions"`
-}
-
-// openGroups opens the __consumer_offsets store and starts the group
-// coordinator (replaying the store). Called by Start before any
-// connection is accepted.
-func (b *Broker) openGroups() error {
-	if b.clusterGroups() {
-		return nil // sharded over the replicated topic (syncGroupShards, groupsFor)
-	}
-	settings := b.config.settings
-	partitions := int(settings.OffsetsTopicPartitions)
-	dir := filepath.Join(b.dataDir, offsetsDirName)
-	if err := checkInternalPartitions(dir, offsetsTopicFile, "offsets.topic.num.partitions", group.OffsetsTopic, partitions); err != nil {
-		return fmt.Errorf("broker: %w", err)
-	}
-	options := b.config.storageOptions(b.config.newTopicConfig(nil))
-	options.OnSync = b.onSync()
-	// Replay rebuilds every group from the log's start, so nothing may be
-	// deleted by retention (Kafka compacts this topic; we keep it whole).
-	options.RetentionAge, options.RetentionBytes = -1, -1
-	options.SegmentBytes = int64(settings.OffsetsSegmentBytes)
-	store, err := group.OpenLogStore(dir, options)
-	if err != nil {
-		return fmt.Errorf("broker: %w", err)
-	}
-	coordinator, err := group.NewCoordinator(b.groupConfig(), store)
-	if err != nil {
-		store.Close()
-		return fmt.Errorf("broker: %w", err)
-	}
-	b.groups, b.groupStore = coordinator, store
-	group.StartTicker(coordinator) // ends when closeGroups closes the coordinator
-	return nil
-}
+// (group.StartTicker) moves its time, firing session and rebalance
+// timers, and ends when the coordinator is closed. JoinGroup and SyncGroup
+// park until their rebalance step completes, so they run on their own
+// goroutine (goAsync): the connection's reader keeps reading, sees a
+// client that goes away (which cancels the parked call) and serves the
+// connection's other requests. Every other group API runs in the reader
+// goroutine, so one connection's commits and fetches of offsets take
+// effect in request order, as in Kafka.
 
 // groupConfig is the group coordinator's configuration from the settings.
 func (b *Broker) groupConfig() group.Config {
@@ -114,58 +61,12 @@ func (b *Broker) groupConfig() group.Config {
 	return config
 }
 
-// checkInternalPartitions compares an internal topic's configured
-// partition count (setting) with the one recorded in dir/file, recording
-// it when dir is new: keys map to partitions by this count, so a later
-// start with another count is refused rather than silently remapping.
-func checkInternalPartitions(dir, file, setting, topicName string, partitions int) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, file)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		data, err := json.Marshal(offsetsTopicFormat{Partitions: partitions})
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", path, err)
-		}
-		return storage.WriteFileAtomic(nil, path, data)
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	var recorded offsetsTopicFormat
-	if err := json.Unmarshal(data, &recorded); err != nil {
-		return fmt.Errorf("parse %s: %w", path, err)
-	}
-	if recorded.Partitions != partitions {
-		return fmt.Errorf("%s is %d but %s was created with %d partitions (keys map to partitions by this count; it cannot change)",
-			setting, partitions, topicName, recorded.Partitions)
-	}
-	return nil
-}
-
-// closeGroups stops the coordinator and closes its store. Close calls it
-// after every connection has finished, so no handler is still using it.
-func (b *Broker) closeGroups() error {
-	if b.groups == nil {
-		return nil
-	}
-	if err := b.groups.Close(); err != nil {
-		return fmt.Errorf("close group coordinator: %w", err)
-	}
-	return nil
-}
-
 // topicResolver maps topic ids to names and back for the coordinator.
 type topicResolver struct{ broker *Broker }
 
 // TopicName returns the name of the topic with this id.
 func (r topicResolver) TopicName(id [16]byte) (string, bool) {
 	if t := r.broker.topicByID(id); t != nil {
-		return t.name, true
-	}
-	if t := r.broker.internalTopicByID(id); t != nil {
 		return t.name, true
 	}
 	return "", false
@@ -176,9 +77,6 @@ func (r topicResolver) TopicID(name string) ([16]byte, bool) {
 	if t := r.broker.topicByName(name); t != nil {
 		return t.id, true
 	}
-	if t := r.broker.internalTopicByName(name); t != nil {
-		return t.id, true
-	}
 	return [16]byte{}, false
 }
 
@@ -187,9 +85,6 @@ func (r topicResolver) TopicID(name string) ([16]byte, bool) {
 func (r topicResolver) TopicPartitions(name string) ([16]byte, int32, bool) {
 	t := r.broker.topicByName(name)
 	if t == nil {
-		if internal := r.broker.internalTopicByName(name); internal != nil {
-			return internal.id, internal.partitions, true
-		}
 		return [16]byte{}, 0, false
 	}
 	return t.id, int32(len(r.broker.partitionsOf(t))), true
@@ -200,14 +95,9 @@ func (r topicResolver) TopicPartitions(name string) ([16]byte, int32, bool) {
 // __consumer_offsets gets it assigned.
 func (r topicResolver) TopicNames() []string {
 	topics := r.broker.sortedTopics()
-	names := make([]string, 0, len(topics)+len(r.broker.internalTopics))
+	names := make([]string, 0, len(topics))
 	for _, t := range topics {
 		names = append(names, t.name)
-	}
-	for _, t := range r.broker.internalTopics {
-		if r.broker.topicByName(t.name) == nil { // a cluster may list it among its topics
-			names = append(names, t.name)
-		}
 	}
 	return names
 }

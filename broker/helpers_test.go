@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -10,6 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/broker/group"
+	"github.com/exactly-eos/exactly/broker/txn"
+	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
 // startTestBroker starts a broker on 127.0.0.1:0 over dir and closes it
@@ -141,4 +146,75 @@ func checkEveryVersionRoundTrips(t *testing.T, calls []versionedCall) {
 			}
 		}
 	}
+}
+
+// readyCoordinator readies this broker's coordinator of key, as a
+// client's FindCoordinator would before its first coordinator request:
+// the internal topic of kind is created through the quorum on first use,
+// and the coordinator shard of key's partition loads on a goroutine of
+// its own. It returns once that shard is loaded, so raw requests for key
+// (JoinGroup, InitProducerId, ...) reach it.
+func readyCoordinator(t *testing.T, b *Broker, kind coordinatorKind, key string) {
+	t.Helper()
+	ctx := testContext(t, 20*time.Second)
+	loaded := func() bool {
+		_, loaded, _ := b.replication.groups.lookup(b.offsetsPartition(key))
+		return loaded
+	}
+	topic, partitions := group.OffsetsTopic, b.config.settings.OffsetsTopicPartitions
+	if kind == coordinatorTransaction {
+		topic, partitions = txn.TransactionStateTopic, b.config.settings.TransactionStatePartitions
+		loaded = func() bool {
+			_, loaded, _ := b.replication.txns.lookup(b.transactionStatePartition(key))
+			return loaded
+		}
+	}
+	if err := b.ensureInternalTopic(ctx, topic, partitions); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	testutil.UntilContext(t, ctx, fmt.Sprintf("coordinator of %q loaded", key), loaded)
+}
+
+// controllerCreateTopic creates a topic through the broker's quorum, as
+// CreateTopics does, and returns its local replica (led here).
+func controllerCreateTopic(t *testing.T, b *Broker, name string, partitions int32, configs map[string]string) *topic {
+	t.Helper()
+	if err := b.replication.config.Topics.CreateTopic(testContext(t, 20*time.Second), name, partitions, 1, configs); err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	created := b.topicByName(name)
+	if created == nil {
+		t.Fatalf("topic %s created, not here", name)
+	}
+	return created
+}
+
+// withCoordinatorShards makes the bare broker b of a handler test (no
+// listener, no partition) the leader of one-partition internal topics
+// whose loaded coordinator shards are groups and transactions (either
+// may be nil), as ApplyPartitionRoles and the shards' loads would: the
+// handlers reach them through groupsFor and transactionsFor, and
+// FindCoordinator names b.
+func withCoordinatorShards(b *Broker, groups *group.Coordinator, transactions *txn.Coordinator) {
+	b.config.settings.OffsetsTopicPartitions, b.config.settings.TransactionStatePartitions = 1, 1
+	if b.replication == nil {
+		b.replication = &replication{}
+		b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
+	}
+	view := &clusterView{brokers: []ClusterBroker{{ID: b.nodeID}}, topics: map[string][]PartitionRole{}}
+	loaded := make(chan struct{})
+	close(loaded)
+	if groups != nil {
+		view.topics[group.OffsetsTopic] = []PartitionRole{{Topic: group.OffsetsTopic, Leader: b.nodeID, Replicas: []int32{b.nodeID}, ISR: []int32{b.nodeID}}}
+		b.replication.groups.shards = map[int32]*coordinatorShard[*group.Coordinator]{
+			0: {coordinator: groups, loaded: true, published: loaded, ctx: context.Background()},
+		}
+	}
+	if transactions != nil {
+		view.topics[txn.TransactionStateTopic] = []PartitionRole{{Topic: txn.TransactionStateTopic, Leader: b.nodeID, Replicas: []int32{b.nodeID}, ISR: []int32{b.nodeID}}}
+		b.replication.txns.shards = map[int32]*coordinatorShard[*txn.Coordinator]{
+			0: {coordinator: transactions, loaded: true, published: loaded, ctx: context.Background()},
+		}
+	}
+	b.replication.view.Store(view)
 }

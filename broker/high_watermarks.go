@@ -52,9 +52,6 @@ func (b *Broker) checkpointedHighWatermark(topic string, index int32) (int64, er
 // and at close. Partitions closed by Close count (their high watermark is
 // final); those of deleted topics do not.
 func (b *Broker) checkpointHighWatermarks() {
-	if b.replication == nil {
-		return
-	}
 	current := map[txn.TopicPartition]int64{}
 	for _, p := range b.allPartitions() {
 		current[txn.TopicPartition{Topic: p.Topic(), Partition: p.Index()}] = p.HighWatermark()

@@ -231,6 +231,7 @@ func TestInitProducerID(t *testing.T) {
 		}
 		seen[id] = true
 	}
+	readyCoordinator(t, b, coordinatorTransaction, "orders")
 	for _, tc := range []struct {
 		transactionalID string
 		want            *kerr.Error

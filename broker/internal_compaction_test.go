@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/storage"
+	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
@@ -32,24 +34,43 @@ func internalCompactionProperties() map[string]string {
 	return properties
 }
 
-// internalLogsOf lists the single-node internal logs of b.
-func internalLogsOf(b *Broker) map[string]*storage.Log {
-	out := map[string]*storage.Log{}
-	for _, it := range b.internalTopics {
-		for index, log := range b.internalLogs(it.name) {
-			out[partitionDirName(it.name, index)] = log
+// internalPartitionsOf lists b's replicas of the internal topics'
+// partitions by name (a topic not used yet does not exist); it fails the
+// test when there is none.
+func internalPartitionsOf(t *testing.T, b *Broker) map[string]*topicPartition {
+	t.Helper()
+	out := map[string]*topicPartition{}
+	for _, name := range []string{group.OffsetsTopic, txn.TransactionStateTopic} {
+		topic := b.topicByName(name)
+		if topic == nil {
+			continue
 		}
+		for _, p := range b.partitionsOf(topic) {
+			out[p.Name()] = p
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no internal topic here")
+	}
+	return out
+}
+
+// internalLogsOf lists the logs of b's internal partitions by name.
+func internalLogsOf(t *testing.T, b *Broker) map[string]*storage.Log {
+	t.Helper()
+	out := map[string]*storage.Log{}
+	for name, p := range internalPartitionsOf(t, b) {
+		out[name] = p.Log()
 	}
 	return out
 }
 
 // internalSizes sums the bytes of each internal topic's logs.
-func internalSizes(b *Broker) map[string]int64 {
+func internalSizes(t *testing.T, b *Broker) map[string]int64 {
+	t.Helper()
 	out := map[string]int64{}
-	for _, it := range b.internalTopics {
-		for _, log := range b.internalLogs(it.name) {
-			out[it.name] += log.Size()
-		}
+	for _, p := range internalPartitionsOf(t, b) {
+		out[p.topic.name] += p.Log().Size()
 	}
 	return out
 }
@@ -58,9 +79,9 @@ func internalSizes(b *Broker) map[string]int64 {
 // has cleaned each one up to its upper bound.
 func cleanInternalLogs(t *testing.T, b *Broker) {
 	t.Helper()
-	for _, log := range internalLogsOf(b) {
-		sealAndWaitCleaned(t, b, log, func() int64 {
-			bound, _, err := scanCleanBounds(log)
+	for _, p := range internalPartitionsOf(t, b) {
+		sealAndWaitCleaned(t, b, p.Log(), func() int64 {
+			bound, _, err := p.CleanBounds()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +194,7 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 	testutil.Until(t, 10*time.Second, "the last transaction's offsets to be committed", func() bool {
 		return committedOffsets(t, admin, "txn-group", "data")[0] == wantTxnOffset
 	})
-	before := internalSizes(b)
+	before := internalSizes(t, b)
 	cleanInternalLogs(t, b)
 	// A second clean, after more commits, drops the markers whose
 	// transactions the first one emptied.
@@ -183,7 +204,7 @@ func TestInternalTopicsCompactedAndReloaded(t *testing.T) {
 		}
 	}
 	cleanInternalLogs(t, b)
-	after := internalSizes(b)
+	after := internalSizes(t, b)
 	t.Logf("internal topics' bytes before cleaning %v, after %v", before, after)
 	for name, size := range after {
 		// Each partition: the cleaned segments (one record per live key,
@@ -250,7 +271,7 @@ func TestExpiredTransactionalIDCompactedAway(t *testing.T) {
 	// instant; the clean the cleaner schedules for the horizon removes
 	// the tombstone (KIP-534). cleanInternalLogs waits for both.
 	cleanInternalLogs(t, b)
-	for name, log := range internalLogsOf(b) {
+	for name, log := range internalLogsOf(t, b) {
 		records, _ := logRecords(t, log)
 		for _, r := range records {
 			if strings.Contains(r.key, "expiring") {

@@ -52,11 +52,13 @@ func metadataOf(t *testing.T, client *kgo.Client, names []string, allowCreate bo
 	return out
 }
 
-// TestInternalTopicsInMetadata: Metadata lists __consumer_offsets and
-// __transaction_state with IsInternal set and their configured partition
-// counts, as Kafka does — among all topics, by name (never auto-created,
-// even when the request allows it) and by id, the id the same after a
-// restart. A user topic is never internal, even one starting with "__".
+// TestInternalTopicsInMetadata: __consumer_offsets and
+// __transaction_state are created on first use (the first FindCoordinator
+// of each), as in Kafka, never by Metadata's auto-creation, even when the
+// request allows it. Once created, Metadata lists them with IsInternal set
+// and their configured partition counts — among all topics, by name and
+// by id, the id the same after a restart. A user topic is never internal,
+// even one starting with "__".
 func TestInternalTopicsInMetadata(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -64,6 +66,20 @@ func TestInternalTopicsInMetadata(t *testing.T) {
 	client := newTestClient(t, b)
 	createTopic(t, client, "__user", 1, nil)
 	createTopic(t, client, "orders", 2, nil)
+
+	for name, listed := range metadataOf(t, client, []string{group.OffsetsTopic, txn.TransactionStateTopic}, true) {
+		if listed.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("before first use: %s error %d, want UNKNOWN_TOPIC_OR_PARTITION", name, listed.ErrorCode)
+		}
+	}
+	if b.topicRoles(group.OffsetsTopic) != nil || b.topicRoles(txn.TransactionStateTopic) != nil {
+		t.Fatal("an allowed auto-creation created an internal topic")
+	}
+	if all := metadataOf(t, client, nil, false); len(all) != 2 {
+		t.Fatalf("before first use: all topics lists %d, want the 2 user topics", len(all))
+	}
+	readyCoordinator(t, b, coordinatorGroup, "first-group")
+	readyCoordinator(t, b, coordinatorTransaction, "first-transaction")
 
 	wantPartitions := map[string]int{group.OffsetsTopic: 3, txn.TransactionStateTopic: 2, "__user": 1, "orders": 2}
 	all := metadataOf(t, client, nil, false)
@@ -100,9 +116,6 @@ func TestInternalTopicsInMetadata(t *testing.T) {
 	if ids[group.OffsetsTopic] == ids[txn.TransactionStateTopic] {
 		t.Fatalf("both internal topics have id %x", ids[group.OffsetsTopic])
 	}
-	if b.topicByName(group.OffsetsTopic) != nil || b.topicByName(txn.TransactionStateTopic) != nil {
-		t.Fatal("an allowed auto-creation made a user topic of an internal name")
-	}
 
 	b.Close()
 	restarted := startTestBroker(t, dir, internalTestProperties())
@@ -125,16 +138,19 @@ func TestInternalTopicsInMetadata(t *testing.T) {
 	}
 }
 
-// TestInternalTopicsRefuseClientChanges: a client cannot produce to an
-// internal topic (INVALID_TOPIC_EXCEPTION, as Kafka answers), by name or
-// by id; cannot create one (TOPIC_ALREADY_EXISTS); and cannot delete it,
-// grow it or change its configs (INVALID_TOPIC_EXCEPTION: the logs belong
-// to the coordinators). DescribeConfigs shows the settings the logs are
-// opened with, and the coordinator's log is still there afterwards.
+// TestInternalTopicsRefuseClientChanges: once the internal topics exist
+// (created on first use), a client cannot produce to one
+// (INVALID_TOPIC_EXCEPTION, as Kafka answers), by name or by id; cannot
+// create one (TOPIC_ALREADY_EXISTS); and cannot delete it, grow it or
+// change its configs (INVALID_TOPIC_EXCEPTION: the logs belong to the
+// coordinators). DescribeConfigs shows the settings the logs are opened
+// with, and the coordinators' partitions are still there afterwards.
 func TestInternalTopicsRefuseClientChanges(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	b := startTestBroker(t, dir, internalTestProperties())
+	readyCoordinator(t, b, coordinatorGroup, "first-group")
+	readyCoordinator(t, b, coordinatorTransaction, "first-transaction")
 	ctx := testContext(t, 30*time.Second)
 
 	// Produce v13 names topics by id; Kafka 3.0 clients (Produce v9) by name.
@@ -224,16 +240,15 @@ func TestInternalTopicsRefuseClientChanges(t *testing.T) {
 			group.OffsetsTopic, values["retention.ms"], values["retention.bytes"], values["segment.bytes"])
 	}
 
-	for _, name := range []string{group.OffsetsTopic, txn.TransactionStateTopic} {
-		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || !info.IsDir() {
-			t.Fatalf("%s log directory after the refused requests: %v", name, err)
+	for name, partitions := range map[string]int{group.OffsetsTopic: 3, txn.TransactionStateTopic: 2} {
+		for i := range partitions {
+			if info, err := os.Stat(filepath.Join(dir, brokerDirName, partitionDirName(name, int32(i)))); err != nil || !info.IsDir() {
+				t.Fatalf("%s-%d log directory after the refused requests: %v", name, i, err)
+			}
 		}
-		if listed := metadataOf(t, client, []string{name}, false)[name]; listed.ErrorCode != 0 || !listed.IsInternal {
+		if listed := metadataOf(t, client, []string{name}, false)[name]; listed.ErrorCode != 0 || !listed.IsInternal || len(listed.Partitions) != partitions {
 			t.Fatalf("%s after the refused requests: %+v", name, listed)
 		}
-	}
-	if b.topicByName(group.OffsetsTopic) != nil || b.topicByName(txn.TransactionStateTopic) != nil {
-		t.Fatal("a user topic of an internal name exists")
 	}
 }
 
@@ -243,6 +258,7 @@ func TestInternalTopicsRefuseClientChanges(t *testing.T) {
 func TestRegexConsumerSkipsInternalTopics(t *testing.T) {
 	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), internalTestProperties())
+	readyCoordinator(t, b, coordinatorGroup, "regex-group") // __consumer_offsets exists
 	client := newTestClient(t, b)
 	createTopic(t, client, "regex-include", 1, nil)
 	ctx := testContext(t, 30*time.Second)
@@ -277,11 +293,12 @@ func TestRegexConsumerSkipsInternalTopics(t *testing.T) {
 	}
 }
 
-// TestInternalTopicNameInTopicsFile: a topics.json that holds a user topic
-// with an internal topic's name (which an older broker let clients create)
-// is refused at start, naming the topic, rather than served next to the
-// internal one.
-func TestInternalTopicNameInTopicsFile(t *testing.T) {
+// TestEarlierLayoutRefused: a data directory written by a single broker
+// of before a single broker ran as a cluster of one — topics.json at its
+// top, here with a user topic named __consumer_offsets, which an older
+// broker let clients create — is refused at start, saying what to do,
+// rather than served empty beside the topics it holds.
+func TestEarlierLayoutRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	file := `{"cluster_id": "AAAAAAAAAAAAAAAAAAAAAA", "topics": [{"name": "__consumer_offsets", "id": "0123456789abcdef0123456789abcdef", "partitions": 1}]}`
@@ -291,9 +308,12 @@ func TestInternalTopicNameInTopicsFile(t *testing.T) {
 	b, err := Start(context.Background(), Config{Listen: "127.0.0.1:0", DataDir: dir})
 	if err == nil {
 		b.Close()
-		t.Fatal("started over a topics.json with a user topic named __consumer_offsets")
+		t.Fatal("started over a data directory of the earlier layout")
 	}
-	if !strings.Contains(err.Error(), `"__consumer_offsets" has the name of an internal topic`) {
+	if !strings.Contains(err.Error(), "holds the topics of a single broker of an earlier version") || !strings.Contains(err.Error(), "mv "+dir) {
 		t.Fatalf("start: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, quorumDirName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused start left a quorum directory: %v", err)
 	}
 }

@@ -266,6 +266,7 @@ func TestQueuedMaxRequestBytesBackpressure(t *testing.T) {
 		"queued.max.request.bytes":         fmt.Sprint(join + 8), // room for the JoinGroup, not for both
 		"group.initial.rebalance.delay.ms": fmt.Sprint(rebalanceDelay.Milliseconds()),
 	})
+	readyCoordinator(t, b, coordinatorGroup, "g")
 	first, second := dialFrom(t, b, "127.0.0.1"), dialFrom(t, b, "127.0.0.2")
 	start := time.Now()
 	first.request(joinGroupV2("g"), 2)
@@ -295,6 +296,8 @@ func TestPerConnectionRequestBytesBackpressure(t *testing.T) {
 		"max.inflight.request.bytes.per.connection": fmt.Sprint(join + 8),
 		"group.initial.rebalance.delay.ms":          fmt.Sprint(rebalanceDelay.Milliseconds()),
 	})
+	readyCoordinator(t, b, coordinatorGroup, "g1")
+	readyCoordinator(t, b, coordinatorGroup, "g2")
 	r := dialFrom(t, b, "127.0.0.1")
 	start := time.Now()
 	r.request(joinGroupV2("g1"), 2)

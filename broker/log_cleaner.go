@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/storage"
-	"github.com/exactly-eos/exactly/broker/txn"
 )
 
 // The log cleaner (Kafka's LogCleaner): log.cleaner.threads goroutines
@@ -32,10 +30,7 @@ import (
 // nor a segment at or past the recovery point or the min.compaction.lag.ms
 // horizon. Its upper bound here is the last stable offset — of a
 // partition, [partition.Partition.LastStableOffset], which is also never above the
-// high watermark of a replicated partition; of a single-node internal log,
-// the first offset of its oldest open transaction (a TxnOffsetCommit not
-// yet ended by a marker), found by the same header scan that finds each
-// producer's last batch. A producer's newest batch is always kept
+// high watermark of a replicated partition. A producer's newest batch is always kept
 // (CleanOptions.LastBatchOfProducer, from the partition's producer
 // state), so an idempotent retry after a clean and a restart is still
 // recognised as a duplicate.
@@ -320,9 +315,8 @@ func (lc *logCleaner) rate() int64 {
 	return max(settings.CleanerMaxBytesPerSecond/int64(max(settings.CleanerThreads, 1)), 1)
 }
 
-// cleanTargets lists the logs whose cleanup.policy includes compact: user
-// partitions (and, in a cluster, the replicated internal partitions) and
-// the single-node internal topics' logs.
+// cleanTargets lists the logs whose cleanup.policy includes compact: the
+// partitions here, user and internal.
 func (b *Broker) cleanTargets() []cleanTarget {
 	var out []cleanTarget
 	for _, p := range b.allPartitions() {
@@ -332,73 +326,5 @@ func (b *Broker) cleanTargets() []cleanTarget {
 		}
 		out = append(out, cleanTarget{name: p.Name(), log: p.Log(), config: config, bounds: p.CleanBounds, estimate: p.LastStableOffset})
 	}
-	for i := range b.internalTopics {
-		it := &b.internalTopics[i]
-		if !it.config.compact {
-			continue
-		}
-		for index, log := range b.internalLogs(it.name) {
-			out = append(out, cleanTarget{name: partitionDirName(it.name, index), log: log, config: it.config,
-				bounds:   func() (int64, map[int64]int64, error) { return scanCleanBounds(log) },
-				estimate: log.LogEndOffset})
-		}
-	}
 	return out
-}
-
-// internalLogs are the single-node storage logs of an internal topic, by
-// partition.
-func (b *Broker) internalLogs(name string) map[int32]*storage.Log {
-	switch {
-	case name == group.OffsetsTopic && b.groupStore != nil:
-		return b.groupStore.Logs()
-	case name == txn.TransactionStateTopic && b.txnLog != nil:
-		out := map[int32]*storage.Log{}
-		for i, log := range b.txnLog.Partitions() {
-			out[int32(i)] = log
-		}
-		return out
-	}
-	return nil
-}
-
-// scanCleanBounds finds, for a log without a producer state (a
-// single-node internal log), what cleanBounds reads from a partition's:
-// from one scan of the batch headers up to the log end as it was when the
-// scan began, each producer's newest data batch and the first offset of
-// the oldest transaction not yet ended by a marker. The upper bound is
-// that offset, or the log end captured.
-func scanCleanBounds(log *storage.Log) (int64, map[int64]int64, error) {
-	end := log.LogEndOffset()
-	lastBatches := map[int64]int64{}
-	open := map[int64]int64{} // producer id → first offset of its open transaction
-	stop := errors.New("past the captured end")
-	err := log.ScanBatchHeaders(log.LogStartOffset(), func(h storage.BatchHeader) error {
-		view := h.View
-		if view.BaseOffset() >= end {
-			return stop
-		}
-		producer := view.ProducerID()
-		if producer < 0 {
-			return nil
-		}
-		switch {
-		case view.Control():
-			delete(open, producer)
-		default:
-			lastBatches[producer] = view.BaseOffset()
-			if _, ok := open[producer]; !ok && view.Transactional() {
-				open[producer] = view.BaseOffset()
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, stop) {
-		return 0, nil, fmt.Errorf("scan %s for the cleaner: %w", log.Dir(), err)
-	}
-	upperBound := end
-	for _, first := range open {
-		upperBound = min(upperBound, first)
-	}
-	return upperBound, lastBatches, nil
 }

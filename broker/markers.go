@@ -13,9 +13,8 @@ import (
 // producer's transaction on one partition. [Broker.writeMarkers] is the
 // one core every writer calls with a typed [markerWrite]: the
 // WriteTxnMarkers handler (a remote coordinator's request, decoded from
-// and encoded back to the wire there), this broker's own coordinator
-// ([markerWriter]), and in a cluster [Broker.writeMarkersToLeaders] for
-// the partitions led here; only the request to another broker
+// and encoded back to the wire there), and [Broker.writeMarkersToLeaders]
+// (this broker's coordinator shards) for the partitions led here; only the request to another broker
 // ([Broker.remoteWriteMarkers]) is built as a Kafka message. Results are
 // Go errors per partition; errorCode maps them to Kafka codes where an
 // answer goes out on the wire.
@@ -54,7 +53,7 @@ func (b *Broker) writeMarkers(ctx context.Context, m markerWrite) (errs []error)
 // writeMarker appends m to partition tp and waits for it to be durable.
 func (b *Broker) writeMarker(ctx context.Context, tp txn.TopicPartition, m markerWrite) error {
 	topicName, index := tp.Topic, tp.Partition
-	if topicName == group.OffsetsTopic && b.clusterGroups() {
+	if topicName == group.OffsetsTopic {
 		return b.completeOffsetsTxn(ctx, index, m.producerID, m.producerEpoch, m.commit)
 	}
 	t := b.topicByName(topicName)
@@ -64,7 +63,7 @@ func (b *Broker) writeMarker(ctx context.Context, tp txn.TopicPartition, m marke
 		p, err = b.partitionOf(t, index)
 	}
 	if err != nil {
-		if b.clusterGroups() && int(index) < len(b.topicRoles(topicName)) {
+		if int(index) < len(b.topicRoles(topicName)) {
 			// The partition exists in the cluster, with no replica here:
 			// the coordinator's roles are stale, it must not count the
 			// marker as done (UNKNOWN_TOPIC_OR_PARTITION means deleted).
@@ -79,13 +78,11 @@ func (b *Broker) writeMarker(ctx context.Context, tp txn.TopicPartition, m marke
 	if b.metrics != nil {
 		b.metrics.MarkersWritten(1)
 	}
-	if p.Replicated() {
-		// A replicated partition: the marker is answered once the ISR has
-		// it, so a new leader cannot lack a marker the coordinator counted.
-		minInsync := t.config.Load().minInsyncReplica
-		if err := p.WaitReplicated(ctx, b.ctx.Done(), offset, minInsync, internalAppendTimeout); err != nil {
-			return err
-		}
+	// The marker is answered once the ISR has it, so a new leader cannot
+	// lack a marker the coordinator counted.
+	minInsync := t.config.Load().minInsyncReplica
+	if err := p.WaitReplicated(ctx, b.ctx.Done(), offset, minInsync, internalAppendTimeout); err != nil {
+		return err
 	}
 	return p.WaitDurable(ctx, offset)
 }

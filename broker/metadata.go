@@ -8,19 +8,14 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// Metadata v0–13 describes this broker as the only broker and controller
-// (with replication on: the cluster's brokers, and each replicated
-// topic's leaders, epochs, replicas and ISR as the controller's roles last
-// said, Broker.ApplyPartitionRoles; the rest as below), and each requested
-// topic (all topics for a null list, or for an empty list at v0) with the
-// broker as leader, sole replica and sole ISR member of every partition, at
-// leader epoch 0. Unknown topics are created when auto.create.topics.enable
+// Metadata v0–13 describes the cluster's brokers and each requested topic
+// (all topics for a null list, or for an empty list at v0): its
+// partitions' leaders, epochs, replicas and ISR as the controller's roles
+// last said (Broker.ApplyPartitionRoles; clusterMetadataTopics). Unknown
+// topics are created through the controller when auto.create.topics.enable
 // is true and the request allows it (always before v4). v10+ may name
-// topics by id. The internal topics (Broker.internalTopics) are listed like
-// any other, with IsInternal set, as Kafka does; only they are internal. A
-// cluster member whose topics are the controller's
-// (ReplicationConfig.Topics; clusterMetadataTopics) lists every topic of
-// the roles and auto-creates through the controller.
+// topics by id. The internal topics, once created, are listed like any
+// other, with IsInternal set, as Kafka does; only they are internal.
 //
 // With an authorizer (Broker.authorizer), as Kafka: an all-topics request
 // leaves out the topics the principal may not Describe; a named one it
@@ -91,7 +86,7 @@ func (c *connection) metadataRefusal(name string, allowCreate bool) (refused kms
 		return refuse()
 	}
 	b := c.broker
-	exists := b.topicByName(name) != nil || b.internalTopicByName(name) != nil || b.topicRoles(name) != nil
+	exists := b.topicByName(name) != nil || b.topicRoles(name) != nil
 	if allowCreate && b.config.settings.AutoCreateTopics && !exists && !c.mayCreateTopic(name) {
 		return refuse()
 	}

@@ -118,20 +118,12 @@ func (b *Broker) partitionStates() []metrics.PartitionState {
 }
 
 // groupStates counts the members of every group coordinated here: by
-// the single-node coordinator, or in a cluster by the loaded coordinator
-// shards of the __consumer_offsets partitions led here. Each coordinator
-// takes its own locks (group.mu, briefly, per group); none is held across
-// I/O.
+// the loaded coordinator shards of the __consumer_offsets partitions led
+// here. Each coordinator takes its own locks (group.mu, briefly, per
+// group); none is held across I/O.
 func (b *Broker) groupStates() []metrics.GroupState {
-	coordinators := []*group.Coordinator{}
-	if b.groups != nil {
-		coordinators = append(coordinators, b.groups)
-	}
-	if b.replication != nil {
-		coordinators = append(coordinators, b.replication.groups.loaded()...)
-	}
 	var states []metrics.GroupState
-	for _, coordinator := range coordinators {
+	for _, coordinator := range b.replication.groups.loaded() {
 		listed, err := coordinator.ListGroups(group.ListFilter{})
 		if err != nil {
 			continue // closed meanwhile
@@ -147,17 +139,12 @@ func (b *Broker) groupStates() []metrics.GroupState {
 	return states
 }
 
-// openTransactionCount counts the open transactions of the single-node
-// coordinator, or of a cluster's loaded __transaction_state shards.
+// openTransactionCount counts the open transactions of the loaded
+// __transaction_state shards.
 func (b *Broker) openTransactionCount() int {
 	open := 0
-	if b.transactions != nil {
-		open += b.transactions.OpenTransactions()
-	}
-	if b.replication != nil {
-		for _, coordinator := range b.replication.txns.loaded() {
-			open += coordinator.OpenTransactions()
-		}
+	for _, coordinator := range b.replication.txns.loaded() {
+		open += coordinator.OpenTransactions()
 	}
 	return open
 }

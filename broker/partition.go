@@ -9,8 +9,8 @@ import (
 	"github.com/exactly-eos/exactly/broker/partition"
 )
 
-// leaderEpoch is the partition leader epoch of every partition without a
-// role (replication off): [partition.UnreplicatedLeaderEpoch].
+// leaderEpoch is the leader epoch answered for a partition not known here:
+// [partition.UnreplicatedLeaderEpoch].
 const leaderEpoch = partition.UnreplicatedLeaderEpoch
 
 // topicPartition is a partition as a topic holds it: the
@@ -35,19 +35,17 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*topicPartiti
 		Storage:   options,
 		Producers: b.producerOptions,
 		Logger:    b.logger,
+		Replication: &partition.Replication{NodeID: b.nodeID, ISR: isrChanger{b.replication.config.ISR},
+			FollowerCaughtUp: b.replication.wakeISR},
 	}
-	if r := b.replication; r != nil {
-		config.Replication = &partition.Replication{NodeID: b.nodeID, ISR: isrChanger{r.config.ISR},
-			FollowerCaughtUp: r.wakeISR}
-		if !fresh {
-			// A fresh partition's name may be a deleted topic's: its
-			// entry is not this partition's.
-			hw, err := b.checkpointedHighWatermark(t.name, index)
-			if err != nil {
-				return nil, fmt.Errorf("open %s-%d: %w", t.name, index, err)
-			}
-			config.Replication.CheckpointedHighWatermark = hw
+	if !fresh {
+		// A fresh partition's name may be a deleted topic's: the
+		// checkpoint's entry is not this partition's.
+		hw, err := b.checkpointedHighWatermark(t.name, index)
+		if err != nil {
+			return nil, fmt.Errorf("open %s-%d: %w", t.name, index, err)
 		}
+		config.Replication.CheckpointedHighWatermark = hw
 	}
 	p, err := partition.Open(config)
 	if err != nil {

@@ -28,13 +28,13 @@ type produceTxn struct {
 var _ partition.TxnVerifier = produceTxn{}
 
 // CanVerify refuses a transactional batch in a request without a
-// transactional id (INVALID_RECORD), and any when this broker has no
-// transaction coordinator to ask (COORDINATOR_NOT_AVAILABLE).
+// transactional id (INVALID_RECORD), and any when there is no broker to
+// ask a transaction coordinator through (COORDINATOR_NOT_AVAILABLE).
 func (tx produceTxn) CanVerify() error {
 	if tx.transactionalID == nil {
 		return fmt.Errorf("%w: transactional batch in a request without a transactional id", errInvalidRecord)
 	}
-	if tx.broker == nil || tx.broker.transactions == nil && !tx.broker.clusterGroups() {
+	if tx.broker == nil {
 		return fmt.Errorf("%w: no transaction coordinator", errNoCoordinator)
 	}
 	return nil

@@ -143,18 +143,15 @@ func checkProduceStructure(req *wire.ProduceRequest) error {
 }
 
 // awaitDurable runs on its own goroutine for acks=all: it waits for every
-// appended partition to be durable (and, when replicated, in the ISR's
-// logs: waitReplicated, within the request's timeout), then answers.
+// appended partition to be in the ISR's logs (WaitReplicated, within the
+// request's timeout) and durable, then answers.
 func (c *connection) awaitDurable(r *request, resp *kmsg.ProduceResponse, waits []produceWait, timeout time.Duration) {
 	var start time.Time
 	if r.slot.timing.api != nil {
 		start = time.Now()
 	}
 	for _, wait := range waits {
-		err := error(nil)
-		if wait.partition.Replicated() {
-			err = wait.partition.WaitReplicated(c.ctx, c.broker.ctx.Done(), wait.lastOffset, wait.minInsync, timeout)
-		}
+		err := wait.partition.WaitReplicated(c.ctx, c.broker.ctx.Done(), wait.lastOffset, wait.minInsync, timeout)
 		if err == nil {
 			err = wait.partition.WaitDurable(c.ctx, wait.lastOffset)
 		}
@@ -225,30 +222,21 @@ func (c *connection) produceTopic(name []byte, topicID [16]byte, version int16, 
 func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16, allowCreate bool) (*topic, error) {
 	if version >= 13 {
 		if t := b.topicByID(topicID); t != nil {
-			if isInternalTopicName(t.name) { // a cluster's replicated internal topic
+			if isInternalTopicName(t.name) {
 				return nil, fmt.Errorf("%w: clients cannot produce to %s", errInternalTopic, t.name)
 			}
 			return t, nil
 		}
-		if it := b.internalTopicByID(topicID); it != nil {
-			return nil, it.refuse("produce to")
-		}
 		return nil, errUnknownTopicID
 	}
 	topicName := string(name)
-	if it := b.internalTopicByName(topicName); it != nil {
-		return nil, it.refuse("produce to")
-	}
 	if err := validateTopicName(topicName); err != nil {
 		return nil, err
 	}
-	if b.clusterTopics() != nil {
-		if isInternalTopicName(topicName) {
-			return nil, fmt.Errorf("%w: clients cannot produce to %s", errInternalTopic, topicName)
-		}
-		return b.clusterProduceTopic(topicName, allowCreate)
+	if isInternalTopicName(topicName) {
+		return nil, fmt.Errorf("%w: clients cannot produce to %s", errInternalTopic, topicName)
 	}
-	return b.autoCreateTopic(topicName, allowCreate)
+	return b.clusterProduceTopic(topicName, allowCreate)
 }
 
 // appended is the outcome of a successful partition append.

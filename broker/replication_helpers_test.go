@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -22,11 +24,14 @@ import (
 
 // A test cluster: brokers in-process on loopback, each with its own data
 // directory, and a fake controller in place of the metadata quorum. The
-// controller holds every partition's role, answers AlterPartition with
-// Kafka's epoch checks, and pushes the full set of roles to every live
-// broker (ApplyPartitionRoles) after each change, including when a test
-// kills a broker: it then elects the next live ISR member as leader with
-// the leader epoch bumped.
+// controller holds every partition's role and every topic's configs,
+// answers AlterPartition with Kafka's epoch checks, serves the brokers'
+// topic administration (a TopicController: CreateTopics, the internal
+// topics' creation, AlterConfigs, ...), and pushes the full set of roles
+// and configs to every live broker (ApplyPartitionRoles,
+// ApplyTopicConfigs) after each change, including when a test kills a
+// broker: it then elects the next live ISR member as leader with the
+// leader epoch bumped.
 
 // errStaleEpochs is the fake controller's refusal of an AlterPartition
 // with an old leader or partition epoch.
@@ -44,6 +49,8 @@ type testCluster struct {
 	brokers   map[int32]*Broker
 	listens   map[int32]string // each broker's address, kept across restarts
 	roles     map[string][]PartitionRole
+	// configs are every topic's config overrides (nil: none).
+	configs map[string]map[string]string
 	// exclude lists brokers that publishes skip (a broker cut off from
 	// the controller, for divergence tests).
 	exclude map[int32]bool
@@ -53,7 +60,7 @@ type testCluster struct {
 func startCluster(t *testing.T, n int, properties map[string]string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, properties: properties, dirs: map[int32]string{}, brokers: map[int32]*Broker{}, listens: map[int32]string{},
-		roles: map[string][]PartitionRole{}, exclude: map[int32]bool{}}
+		roles: map[string][]PartitionRole{}, configs: map[string]map[string]string{}, exclude: map[int32]bool{}}
 	root := t.TempDir()
 	for id := int32(1); id <= int32(n); id++ {
 		c.dirs[id] = filepath.Join(root, "broker-"+strconv.Itoa(int(id)))
@@ -92,7 +99,7 @@ func (c *testCluster) startBroker(id int32) *Broker {
 	// Port 0 if that address was taken meanwhile.
 	start := func(listen string) (*Broker, error) {
 		return Start(context.Background(), Config{NodeID: id, Listen: listen, DataDir: c.dirs[id],
-			Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c}})
+			Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c, Topics: c}})
 	}
 	c.mu.Lock()
 	listen := c.listens[id]
@@ -147,22 +154,124 @@ func cloneRole(r PartitionRole) PartitionRole {
 // createTopic assigns partitions over every broker (replication factor
 // = cluster size), partition i led by broker i%n+1, and publishes.
 func (c *testCluster) createTopic(name string, partitions int32) {
-	c.mu.Lock()
+	c.t.Helper()
+	if err := c.CreateTopic(context.Background(), name, partitions, int32(len(c.dirs)), nil); err != nil {
+		c.t.Fatalf("create topic %s: %v", name, err)
+	}
+}
+
+// assignLocked places partitions [from, to) of a topic of replication
+// factor rf over the brokers in id order, partition i's replicas starting
+// at the i%n-th broker, which leads it (caller holds mu).
+func (c *testCluster) assignLocked(name string, topicID [16]byte, from, to, rf int32) []PartitionRole {
 	var ids []int32
 	for id := range c.dirs {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	topicID := newRandomID()
 	var roles []PartitionRole
-	for i := range partitions {
-		replicas := append(slices.Clone(ids[int(i)%len(ids):]), ids[:int(i)%len(ids)]...)
+	for i := from; i < to; i++ {
+		replicas := append(slices.Clone(ids[int(i)%len(ids):]), ids[:int(i)%len(ids)]...)[:rf]
 		roles = append(roles, PartitionRole{Topic: name, TopicID: topicID, Partition: i, Replicas: replicas,
 			ISR: slices.Clone(replicas), Leader: replicas[0]})
 	}
-	c.roles[name] = roles
+	return roles
+}
+
+// CreateTopic is the fake controller's topic creation (TopicController):
+// replication factor -1 is the cluster's size.
+func (c *testCluster) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) error {
+	c.mu.Lock()
+	if replicationFactor == -1 {
+		replicationFactor = int32(len(c.dirs))
+	}
+	switch {
+	case c.roles[name] != nil:
+		c.mu.Unlock()
+		return fmt.Errorf("%w: fake controller: %s", kerr.TopicAlreadyExists, name)
+	case partitions < 1:
+		c.mu.Unlock()
+		return fmt.Errorf("%w: fake controller: %d partitions", kerr.InvalidPartitions, partitions)
+	case replicationFactor < 1 || int(replicationFactor) > len(c.dirs):
+		c.mu.Unlock()
+		return fmt.Errorf("%w: fake controller: replication factor %d of %d brokers", kerr.InvalidReplicationFactor, replicationFactor, len(c.dirs))
+	}
+	c.roles[name] = c.assignLocked(name, newRandomID(), 0, partitions, replicationFactor)
+	c.configs[name] = maps.Clone(configs)
 	c.mu.Unlock()
 	c.publish()
+	return nil
+}
+
+// CreatePartitions is the fake controller's partition growth
+// (TopicController): the new partitions get the first one's replication
+// factor.
+func (c *testCluster) CreatePartitions(ctx context.Context, name string, count int32) error {
+	c.mu.Lock()
+	roles := c.roles[name]
+	switch {
+	case roles == nil:
+		c.mu.Unlock()
+		return fmt.Errorf("%w: fake controller: %s", kerr.UnknownTopicOrPartition, name)
+	case int(count) <= len(roles):
+		c.mu.Unlock()
+		return fmt.Errorf("%w: fake controller: %s has %d partitions, asked %d", kerr.InvalidPartitions, name, len(roles), count)
+	}
+	c.roles[name] = append(roles, c.assignLocked(name, roles[0].TopicID, int32(len(roles)), count, int32(len(roles[0].Replicas)))...)
+	c.mu.Unlock()
+	c.publish()
+	return nil
+}
+
+// DeleteTopic is the fake controller's topic deletion (TopicController):
+// every live broker removes its replicas.
+func (c *testCluster) DeleteTopic(ctx context.Context, name string) error {
+	c.mu.Lock()
+	if c.roles[name] == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: fake controller: %s", kerr.UnknownTopicOrPartition, name)
+	}
+	delete(c.roles, name)
+	delete(c.configs, name)
+	var targets []*Broker
+	for id, b := range c.brokers {
+		if !c.exclude[id] {
+			targets = append(targets, b)
+		}
+	}
+	c.mu.Unlock()
+	c.publish()
+	for _, b := range targets {
+		if err := b.RemoveTopics([]string{name}); err != nil {
+			return fmt.Errorf("fake controller: remove %s on broker %d: %w", name, b.nodeID, err)
+		}
+	}
+	return nil
+}
+
+// TopicConfigs is the fake controller's view of a topic's configs
+// (TopicController).
+func (c *testCluster) TopicConfigs(name string) (map[string]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.roles[name] == nil {
+		return nil, false
+	}
+	return maps.Clone(c.configs[name]), true
+}
+
+// SetTopicConfigs is the fake controller's config change
+// (TopicController).
+func (c *testCluster) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	c.mu.Lock()
+	if c.roles[name] == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: fake controller: %s", kerr.UnknownTopicOrPartition, name)
+	}
+	c.configs[name] = maps.Clone(configs)
+	c.mu.Unlock()
+	c.publish()
+	return nil
 }
 
 // AlterPartition is the fake controller's ISR change (ISRChanger).
@@ -215,10 +324,17 @@ func (c *testCluster) publish() {
 			roles = append(roles, cloneRole(role))
 		}
 	}
+	configs := map[string]map[string]string{}
+	for name, config := range c.configs {
+		configs[name] = maps.Clone(config)
+	}
 	c.mu.Unlock()
 	for _, b := range targets {
 		if err := b.ApplyPartitionRoles(context.Background(), listeners, roles); err != nil {
 			c.t.Logf("apply roles on broker %d: %v", b.nodeID, err)
+		}
+		if err := b.ApplyTopicConfigs(configs); err != nil {
+			c.t.Logf("apply configs on broker %d: %v", b.nodeID, err)
 		}
 	}
 }

@@ -1,10 +1,8 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,14 +177,10 @@ func TestReplicationAbortedTransactionOnNewLeader(t *testing.T) {
 	c := startCluster(t, 3, txnTestProperties("2"))
 	c.createTopic("ledger", 1)
 	old := c.role("ledger", 0).Leader
-	oldAddr := c.broker(old).Addr()
-	// The transaction coordinator is per broker until coordinators move
-	// with leadership: route every connection of the producer to the
-	// partition leader, so its coordinator writes the markers there.
-	dialer := func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, oldAddr)
-	}
-	producer := newTxnProducer(t, oldAddr, "ledger-txn", kgo.Dialer(dialer), kgo.DefaultProduceTopic("ledger"))
+	// The transaction coordinator is the leader of the transactional id's
+	// __transaction_state partition, wherever that is; it sends the
+	// markers to the partition's leader.
+	producer := newTxnProducer(t, c.broker(old).Addr(), "ledger-txn", kgo.DefaultProduceTopic("ledger"))
 	ctx := testContext(t, 60*time.Second)
 	batch := func(prefix string) []*kgo.Record {
 		var records []*kgo.Record

@@ -31,10 +31,7 @@ func TestRollSnapshotDoesNotBlockAppends(t *testing.T) {
 	t.Parallel()
 	fsys := &gatedFS{suffix: ".snapshot"}
 	b := startBrokerWithFS(t, fsys)
-	topic, err := b.createTopic("rolled", 1, map[string]string{"segment.bytes": "3000"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic := controllerCreateTopic(t, b, "rolled", 1, map[string]string{"segment.bytes": "3000"})
 	p, err := b.partitionOf(topic, 0)
 	if err != nil {
 		t.Fatal(err)

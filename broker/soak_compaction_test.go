@@ -91,8 +91,22 @@ func dirBytes(t *testing.T, dir string) int64 {
 type soakSizes struct{ transactions, offsets int64 }
 
 func measureSoak(t *testing.T, dataDir string) soakSizes {
-	return soakSizes{transactions: dirBytes(t, filepath.Join(dataDir, "__transaction_state")),
-		offsets: dirBytes(t, filepath.Join(dataDir, "__consumer_offsets"))}
+	return soakSizes{transactions: topicBytes(t, dataDir, "__transaction_state"),
+		offsets: topicBytes(t, dataDir, "__consumer_offsets")}
+}
+
+// topicBytes sums the sizes of the files of topic's partitions under the
+// broker of data directory dataDir.
+func topicBytes(t *testing.T, dataDir, topic string) int64 {
+	dirs, err := filepath.Glob(filepath.Join(dataDir, brokerDirName, topic+"-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, dir := range dirs {
+		total += dirBytes(t, dir)
+	}
+	return total
 }
 
 // soakWorkload runs the producers and the consumer group against b until

@@ -1,41 +1,20 @@
 package broker
 
 import (
-	"slices"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Topic and broker descriptions: what Metadata tells a client of each
 // topic (its partitions' leaders, leader epochs, replicas and ISR) and of
-// the brokers, built from the local topics, the internal topics and, with
-// replication on, the controller's roles as last applied
-// ([Broker.ApplyPartitionRoles]). The Metadata handler authorizes and
+// the brokers, built from the controller's roles as last applied
+// ([Broker.ApplyPartitionRoles]) and the local topics. The Metadata handler authorizes and
 // picks the topics; DescribeCluster lists the same brokers.
 
-// allTopicsMetadata describes every topic, sorted by name: the cluster's
-// (clusterMetadataTopics) when topics are the controller's, else the
-// local ones, those of the roles with no replica here, and the internal
-// ones.
+// allTopicsMetadata describes every topic of the cluster, sorted by name
+// (clusterMetadataTopics).
 func (b *Broker) allTopicsMetadata() []kmsg.MetadataResponseTopic {
-	if b.clusterTopics() != nil {
-		return b.clusterMetadataTopics()
-	}
-	described := b.describedTopics()
-	internal := b.internalTopics
-	var out []kmsg.MetadataResponseTopic
-	// Merge the two name-sorted lists, so the answer is sorted.
-	for len(described) > 0 || len(internal) > 0 {
-		if len(internal) > 0 && (len(described) == 0 || internal[0].name < *described[0].Topic) {
-			out = append(out, b.metadataInternalTopic(&internal[0]))
-			internal = internal[1:]
-			continue
-		}
-		out = append(out, described[0])
-		described = described[1:]
-	}
-	return out
+	return b.clusterMetadataTopics()
 }
 
 // namedTopicMetadata describes the topic a Metadata request names,
@@ -43,37 +22,23 @@ func (b *Broker) allTopicsMetadata() []kmsg.MetadataResponseTopic {
 // (through the controller when topics are the cluster's); a topic that
 // cannot be described is its error only, with its name.
 func (b *Broker) namedTopicMetadata(name string, allowCreate bool) kmsg.MetadataResponseTopic {
-	if it := b.internalTopicByName(name); it != nil {
-		return b.metadataInternalTopic(it)
-	}
 	if roles := b.topicRoles(name); roles != nil && b.topicByName(name) == nil {
 		// Replicated elsewhere, no replica here.
 		return metadataTopicFromRoles(name, roles[0].TopicID, roles)
 	}
-	err := validateTopicName(name)
-	if err == nil && b.clusterTopics() != nil {
-		return b.clusterMetadataTopic(name, allowCreate)
-	}
-	var t *topic
-	if err == nil {
-		t, err = b.autoCreateTopic(name, allowCreate)
-	}
-	if err != nil {
+	if err := validateTopicName(name); err != nil {
 		failed := b.metadataTopic(nil, err)
 		failed.Topic = &name
 		return failed
 	}
-	return b.metadataTopic(t, nil)
+	return b.clusterMetadataTopic(name, allowCreate)
 }
 
 // topicMetadataByID describes the topic of that id. found is false for
 // an unknown id (UNKNOWN_TOPIC_ID, with the id only); else name is the
 // topic's, for the caller's authorization.
 func (b *Broker) topicMetadataByID(id [16]byte) (mt kmsg.MetadataResponseTopic, name string, found bool) {
-	if it := b.internalTopicByID(id); it != nil {
-		return b.metadataInternalTopic(it), it.name, true
-	}
-	if name, ok := b.clusterTopicByIDIfClustered(id); ok {
+	if name, ok := b.clusterTopicByID(id); ok {
 		return b.clusterMetadataTopic(name, false), name, true
 	}
 	t := b.topicByID(id)
@@ -98,35 +63,6 @@ func (b *Broker) metadataTopic(t *topic, err error) kmsg.MetadataResponseTopic {
 	return b.metadataTopicLedHere(t.name, t.id, int32(len(b.partitionsOf(t))), false)
 }
 
-// describedTopics describes every topic, sorted by name: the local ones
-// and, with replication on, those of the controller's roles this broker
-// holds no replica of.
-func (b *Broker) describedTopics() []kmsg.MetadataResponseTopic {
-	local := b.sortedTopics()
-	out := make([]kmsg.MetadataResponseTopic, 0, len(local))
-	for _, t := range local {
-		out = append(out, b.metadataTopic(t, nil))
-	}
-	if b.replication == nil {
-		return out
-	}
-	view := b.replication.view.Load()
-	if view == nil {
-		return out
-	}
-	added := false
-	for name, roles := range view.topics {
-		if b.topicByName(name) == nil && len(roles) > 0 {
-			out = append(out, metadataTopicFromRoles(name, roles[0].TopicID, roles))
-			added = true
-		}
-	}
-	if added {
-		slices.SortFunc(out, func(x, y kmsg.MetadataResponseTopic) int { return compareStrings(*x.Topic, *y.Topic) })
-	}
-	return out
-}
-
 // metadataBrokers lists the cluster's unfenced brokers as last applied
 // (by ApplyPartitionRoles), or this broker alone at the advertised address of
 // the listener c came in on (as Kafka answers per listener name).
@@ -134,9 +70,6 @@ func (b *Broker) metadataBrokers(c *connection) []kmsg.MetadataResponseBroker {
 	self := kmsg.NewMetadataResponseBroker()
 	self.NodeID = b.nodeID
 	self.Host, self.Port = c.advertised()
-	if b.replication == nil {
-		return []kmsg.MetadataResponseBroker{self}
-	}
 	view := b.replication.view.Load()
 	if view == nil {
 		return []kmsg.MetadataResponseBroker{self}
@@ -180,11 +113,6 @@ func metadataTopicFromRoles(name string, id [16]byte, roles []PartitionRole) kms
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
-}
-
-// metadataInternalTopic describes an internal topic.
-func (b *Broker) metadataInternalTopic(it *internalTopic) kmsg.MetadataResponseTopic {
-	return b.metadataTopicLedHere(it.name, it.id, it.partitions, true)
 }
 
 // metadataTopicLedHere describes a topic whose partitions 0..partitions-1

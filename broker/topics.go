@@ -94,7 +94,6 @@ func (b *Broker) loadTopics() error {
 	if errors.Is(err, os.ErrNotExist) {
 		id := newRandomID()
 		b.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
-		b.internalTopics = b.newInternalTopics()
 		return b.writeTopicsFile([]topicFileFormat{})
 	}
 	if err != nil {
@@ -105,11 +104,7 @@ func (b *Broker) loadTopics() error {
 		return fmt.Errorf("broker: parse %s: %w", path, err)
 	}
 	b.clusterID = file.ClusterID
-	b.internalTopics = b.newInternalTopics()
 	for _, entry := range file.Topics {
-		if isInternalTopicName(entry.Name) && !b.clusterGroups() {
-			return fmt.Errorf("broker: %s: topic %q has the name of an internal topic (an older version let clients create it); remove it from the file to start", path, entry.Name)
-		}
 		idBytes, err := hex.DecodeString(entry.ID)
 		if err != nil || len(idBytes) != 16 {
 			return fmt.Errorf("broker: %s: topic %q has a bad id %q", path, entry.Name, entry.ID)
@@ -225,25 +220,6 @@ func (b *Broker) allPartitions() []*topicPartition {
 	return out
 }
 
-// autoCreateTopic returns the named topic, creating it with the broker's
-// defaults when it does not exist and auto.create.topics.enable is true.
-// allowed is the request's own permission (Metadata v4+).
-func (b *Broker) autoCreateTopic(name string, allowed bool) (*topic, error) {
-	if t := b.topicByName(name); t != nil {
-		return t, nil
-	}
-	if !allowed || !b.config.settings.AutoCreateTopics {
-		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
-	}
-	t, err := b.createTopic(name, b.config.settings.NumPartitions, nil, false)
-	if errors.Is(err, errTopicExists) {
-		if t := b.topicByName(name); t != nil {
-			return t, nil
-		}
-	}
-	return t, err
-}
-
 // pendingTopic is a topic name reserved by a createTopic in progress
 // (Broker.pendingTopics): its partitions are being opened and topics.json
 // written without topicsMu held. done is closed when the creation is
@@ -253,28 +229,22 @@ type pendingTopic struct {
 	created bool
 }
 
-// createTopic validates and (unless validateOnly) creates a topic with
-// the given partition count and config overrides. The name is reserved
-// under topicsMu, the partitions opened and topics.json written without
-// it (lookups of other topics never wait on the disk), and the topic
-// published under it. A concurrent create of the same name waits for the
-// reservation and then answers as if it came after: TOPIC_ALREADY_EXISTS
-// if the first succeeded, a fresh attempt if it failed.
-func (b *Broker) createTopic(name string, partitions int32, overrides map[string]string, validateOnly bool) (*topic, error) {
-	return b.createTopicWithID(name, newRandomID(), partitions, overrides, validateOnly)
-}
-
-// createTopicWithID is createTopic with the topic id given (a replica of
-// a topic the controller created elsewhere keeps its id).
+// createTopicWithID validates and (unless validateOnly) creates the local
+// replica of a topic the controller created, under the topic's id, with
+// the given partition count and config overrides (ensureLocalTopic). The
+// name is reserved under topicsMu, the partitions opened and topics.json
+// written without it (lookups of other topics never wait on the disk),
+// and the topic published under it. A concurrent create of the same name
+// waits for the reservation and then answers as if it came after:
+// TOPIC_ALREADY_EXISTS if the first succeeded, a fresh attempt if it
+// failed.
 func (b *Broker) createTopicWithID(name string, id [16]byte, partitions int32, overrides map[string]string, validateOnly bool) (*topic, error) {
 	if err := validateTopicName(name); err != nil {
 		return nil, err
 	}
-	// In a cluster the internal topics are replicated topics, created
-	// here only as replicas (ensureLocalTopic); clients cannot create them.
-	if isInternalTopicName(name) && !b.clusterGroups() {
-		return nil, fmt.Errorf("%w: %s is an internal topic", errTopicExists, name)
-	}
+	// The internal topics are replicated topics, created here only as
+	// replicas (ensureLocalTopic); clients cannot create them
+	// (Broker.clusterCreateTopic refuses).
 	if partitions < 1 {
 		return nil, fmt.Errorf("%w: %d (must be at least 1)", errInvalidPartitions, partitions)
 	}

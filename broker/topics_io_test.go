@@ -99,13 +99,13 @@ func TestCreateTopicDoesNotBlockLookups(t *testing.T) {
 	t.Parallel()
 	fsys := &gatedFS{}
 	b := startBrokerWithFS(t, fsys)
-	existing, err := b.createTopic("existing", 1, nil, false)
+	existing, err := b.createTopicWithID("existing", newRandomID(), 1, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := fsys.closeGate(t)
 	first := make(chan error, 1)
-	go func() { _, err := b.createTopic("new", 2, nil, false); first <- err }()
+	go func() { _, err := b.createTopicWithID("new", newRandomID(), 2, nil, false); first <- err }()
 	<-fsys.reached // the creation holds the name and writes topics.json now
 	withinSeconds(t, "topicByName", func() {
 		if b.topicByName("existing") != existing {
@@ -119,7 +119,7 @@ func TestCreateTopicDoesNotBlockLookups(t *testing.T) {
 		}
 	})
 	second := make(chan error, 1)
-	go func() { _, err := b.createTopic("new", 2, nil, false); second <- err }()
+	go func() { _, err := b.createTopicWithID("new", newRandomID(), 2, nil, false); second <- err }()
 	select {
 	case err := <-second:
 		t.Fatalf("a concurrent create of the same name returned before the first finished: %v", err)
@@ -143,7 +143,7 @@ func TestCreateTopicDoesNotBlockLookups(t *testing.T) {
 func TestTopicsFileRenameFailureKeepsOldFile(t *testing.T) {
 	fsys := &gatedFS{}
 	b := startBrokerWithFS(t, fsys)
-	kept, err := b.createTopic("kept", 1, map[string]string{"retention.ms": "60000"}, false)
+	kept, err := b.createTopicWithID("kept", newRandomID(), 1, map[string]string{"retention.ms": "60000"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestTopicsFileRenameFailureKeepsOldFile(t *testing.T) {
 	fsys.mu.Lock()
 	fsys.fail = true
 	fsys.mu.Unlock()
-	if _, err := b.createTopic("lost", 1, nil, false); !errors.Is(err, storage.ErrInjected) {
+	if _, err := b.createTopicWithID("lost", newRandomID(), 1, nil, false); !errors.Is(err, storage.ErrInjected) {
 		t.Fatalf("create with a failing rename: %v, want the injected fault", err)
 	}
 	if b.topicByName("lost") != nil {
@@ -179,7 +179,7 @@ func TestTopicsFileRenameFailureKeepsOldFile(t *testing.T) {
 	fsys.mu.Lock()
 	fsys.fail = false
 	fsys.mu.Unlock()
-	if _, err := b.createTopic("lost", 1, nil, false); err != nil {
+	if _, err := b.createTopicWithID("lost", newRandomID(), 1, nil, false); err != nil {
 		t.Fatalf("create after the fault cleared: %v", err)
 	}
 }

@@ -24,8 +24,10 @@ import (
 type txnAPI struct {
 	t      *testing.T
 	broker *Broker
-	conn   *connection
-	ctx    context.Context
+	// coordinator is the broker's one transaction coordinator shard.
+	coordinator *txn.Coordinator
+	conn        *connection
+	ctx         context.Context
 }
 
 // txnAPIIDs hands out producer ids from 100.
@@ -49,7 +51,8 @@ func (txnAPIMarkers) WriteMarkers(context.Context, int64, int16, int32, bool, []
 
 func newTxnAPI(t *testing.T, transactionVersion int16, adjust func(*txn.Config)) *txnAPI {
 	t.Helper()
-	cfg := txn.Config{CleanupInterval: -1, CompletionWait: 10 * time.Second}
+	// One __consumer_offsets partition, as withCoordinatorShards makes.
+	cfg := txn.Config{CleanupInterval: -1, CompletionWait: 10 * time.Second, OffsetsTopicPartitions: 1}
 	if adjust != nil {
 		adjust(&cfg)
 	}
@@ -58,8 +61,9 @@ func newTxnAPI(t *testing.T, transactionVersion int16, adjust func(*txn.Config))
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = coordinator.Close() })
-	b := &Broker{transactions: coordinator, transactionVersion: transactionVersion, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	return &txnAPI{t: t, broker: b, conn: &connection{broker: b, logger: b.logger}, ctx: context.Background()}
+	b := &Broker{transactionVersion: transactionVersion, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	withCoordinatorShards(b, nil, coordinator)
+	return &txnAPI{t: t, broker: b, coordinator: coordinator, conn: &connection{broker: b, logger: b.logger}, ctx: context.Background()}
 }
 
 // txnProducer is a client's producer id and epoch for a transactional id.
@@ -298,7 +302,7 @@ func TestTxnKIP890Versions(t *testing.T) {
 	for _, topic := range described.Topics {
 		topics = append(topics, fmt.Sprint(topic.Topic, topic.Partitions))
 	}
-	if want := []string{"__consumer_offsets[" + fmt.Sprint(txn.PartitionFor("g", 50)) + "]", "a[0]", "b[3]", "c[0]"}; !slices.Equal(topics, want) {
+	if want := []string{"__consumer_offsets[" + fmt.Sprint(txn.PartitionFor("g", 1)) + "]", "a[0]", "b[3]", "c[0]"}; !slices.Equal(topics, want) {
 		t.Fatalf("participants %v, want %v", topics, want)
 	}
 
@@ -370,11 +374,15 @@ func TestTxnRequestErrorsThroughHandlers(t *testing.T) {
 	wantCode(t, "list v2 with a bad pattern", list(2, -1, &bad).ErrorCode, kerr.InvalidRegularExpression)
 	wantCode(t, "list v1 ignores the pattern", list(1, -1, &bad).ErrorCode, nil)
 
-	_ = a.broker.transactions.Close()
+	_ = a.coordinator.Close()
 	_, code = a.init(4, "app", nil)
 	wantCode(t, "InitProducerId after close", code, kerr.NotCoordinator)
 	wantCode(t, "describe after close", a.describe("app")[0].ErrorCode, kerr.NotCoordinator)
-	wantCode(t, "list after close", list(1, -1, nil).ErrorCode, kerr.NotCoordinator)
+	// ListTransactions lists what the shards led here hold: a closed one
+	// (its partition's leadership going) holds nothing.
+	if resp := list(1, -1, nil); resp.ErrorCode != 0 || len(resp.TransactionStates) != 0 {
+		t.Fatalf("list after close: %+v, want no error and no transaction", resp)
+	}
 }
 
 // Every transaction handler answers every version it serves with a

@@ -169,6 +169,7 @@ func TestTransactionFencedRequests(t *testing.T) {
 	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	createTopic(t, newTestClient(t, b), "raw", 1, nil)
+	readyCoordinator(t, b, coordinatorTransaction, "raw-id")
 	r := dialRaw(t, b)
 	roundTrip := func(req kmsg.Request, resp kmsg.Response, version int16) {
 		r.request(req, version)

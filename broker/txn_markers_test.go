@@ -53,6 +53,7 @@ func TestWriteTxnMarkersHandler(t *testing.T) {
 	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	createTopic(t, newTestClient(t, b), "marked", 1, nil)
+	readyCoordinator(t, b, coordinatorTransaction, "marked-id")
 	r := dialRaw(t, b)
 	producerID, epoch := openRawTransaction(t, r, "marked-id", "marked")
 	p, err := b.partitionOf(b.topicByName("marked"), 0)
@@ -103,6 +104,7 @@ func TestProduceVerification(t *testing.T) {
 	client := newTestClient(t, b)
 	createTopic(t, client, "verified", 1, nil)
 	createTopic(t, client, "unadded", 1, nil)
+	readyCoordinator(t, b, coordinatorTransaction, "verify-id")
 	r := dialRaw(t, b)
 	producerID, epoch := openRawTransaction(t, r, "verify-id", "verified")
 	if got := r.produceTransactional("verify-id", "unadded", 0, producerID, epoch); got.ErrorCode != kerr.InvalidTxnState.Code {
@@ -129,6 +131,7 @@ func TestVerificationGuardRace(t *testing.T) {
 	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	createTopic(t, newTestClient(t, b), "raced", 1, nil)
+	readyCoordinator(t, b, coordinatorTransaction, "race-id")
 	r := dialRaw(t, b)
 	producerID, epoch := openRawTransaction(t, r, "race-id", "raced")
 	p, err := b.partitionOf(b.topicByName("raced"), 0)
@@ -221,6 +224,7 @@ func TestTransactionMaxTimeout(t *testing.T) {
 	properties := txnTestProperties("2")
 	properties["transaction.max.timeout.ms"] = "1000"
 	b := startTestBroker(t, t.TempDir(), properties)
+	readyCoordinator(t, b, coordinatorTransaction, "bounded")
 	r := dialRaw(t, b)
 	for _, tc := range []struct {
 		timeout int32
@@ -246,6 +250,8 @@ func TestTxnOffsetCommitPendingUntilCommit(t *testing.T) {
 	t.Parallel()
 	b := startTestBroker(t, t.TempDir(), txnTestProperties("0"))
 	createTopic(t, newTestClient(t, b), "consumed", 1, nil)
+	readyCoordinator(t, b, coordinatorTransaction, "offsets-id")
+	readyCoordinator(t, b, coordinatorGroup, "pipeline")
 	r := dialRaw(t, b)
 	producerID, epoch := openRawTransaction(t, r, "offsets-id", "consumed")
 	roundTrip := func(req kmsg.Request, resp kmsg.Response, version int16) {

@@ -24,7 +24,7 @@ import (
 // KIP-447 fencing for consume-transform-produce) and stages the offsets
 // under the producer id in __consumer_offsets; they become visible when
 // the transaction's COMMIT completes the group (the OffsetCommitter
-// openTransactions gives the coordinator), and are dropped by an ABORT.
+// syncTxnShards gives each coordinator shard), and are dropped by an ABORT.
 // OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for
 // partitions with staged offsets (handleOffsetFetch). Runs in the reader
 // goroutine; the frame buffer is released after the response is encoded
@@ -169,12 +169,7 @@ func (b *Broker) checkTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		return kerr.InvalidRequest.Code
 	}
 	producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
-	var offsets txn.TopicPartition
-	if b.clusterGroups() {
-		offsets = txn.TopicPartition{Topic: group.OffsetsTopic, Partition: b.offsetsPartition(req.Group)}
-	} else {
-		offsets = b.transactions.OffsetsPartition(req.Group)
-	}
+	offsets := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: b.offsetsPartition(req.Group)}
 	err := b.verifyWithCoordinator(ctx, producer, offsets)
 	if err == nil {
 		return 0

@@ -63,14 +63,14 @@ func TestInternalTopicsWaitForTheirReplicas(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if topic, ok := c.anyMember().node.Image().Topic("__consumer_offsets"); ok {
+	if topic, ok := c.anyMember().Node().Image().Topic("__consumer_offsets"); ok {
 		t.Fatalf("__consumer_offsets created with a broker down: %+v", topic.Partitions[0])
 	}
 
 	c.start(3)
 	findCoordinator(t, c.listen[1], 0, "g")
 	// Member 1 answered from roles that hold the topic: its image has it.
-	topic, ok := c.members[1].node.Image().Topic("__consumer_offsets")
+	topic, ok := c.members[1].Node().Image().Topic("__consumer_offsets")
 	if !ok {
 		t.Fatal("__consumer_offsets missing after FindCoordinator succeeded")
 	}

@@ -1,4 +1,4 @@
-package clusternode
+package broker
 
 import (
 	"context"
@@ -11,38 +11,45 @@ import (
 	"github.com/exactly-eos/exactly/broker/quorum"
 )
 
-// topicController is the broker's TopicController on the quorum: each
-// call is a quorum request, then a wait until the member's apply loop has
+// quorumTopics is the broker's TopicController on its quorum: each call
+// is a quorum request, then a wait until the member's apply loop has
 // applied the resulting image, so the broker answers from roles that hold
 // the change.
-type topicController struct{ m *Member }
+type quorumTopics struct{ m *member }
 
-func (c topicController) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) error {
+func (c quorumTopics) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) error {
 	if replicationFactor == -1 {
 		replicationFactor = c.m.replicationFactor
 	}
 	_, err := c.m.node.CreateTopic(ctx, quorum.CreateTopicRequest{Name: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs})
+	if errors.Is(err, quorum.ErrTopicAlreadyExists) {
+		// Created by someone else, maybe a moment ago: once applied
+		// here, the caller finds the topic it was told exists.
+		if waitErr := c.m.waitApplied(ctx); waitErr != nil {
+			err = errors.Join(err, waitErr)
+		}
+	}
 	if err != nil {
-		return kafkaError(err)
+		return quorumKafkaError(err)
 	}
 	return c.m.waitApplied(ctx)
 }
 
-func (c topicController) CreatePartitions(ctx context.Context, name string, count int32) error {
+func (c quorumTopics) CreatePartitions(ctx context.Context, name string, count int32) error {
 	if _, err := c.m.node.CreatePartitions(ctx, name, count); err != nil {
-		return kafkaError(err)
+		return quorumKafkaError(err)
 	}
 	return c.m.waitApplied(ctx)
 }
 
-func (c topicController) DeleteTopic(ctx context.Context, name string) error {
+func (c quorumTopics) DeleteTopic(ctx context.Context, name string) error {
 	if err := c.m.node.DeleteTopic(ctx, name); err != nil {
-		return kafkaError(err)
+		return quorumKafkaError(err)
 	}
 	return c.m.waitApplied(ctx)
 }
 
-func (c topicController) TopicConfigs(name string) (map[string]string, bool) {
+func (c quorumTopics) TopicConfigs(name string) (map[string]string, bool) {
 	topic, ok := c.m.node.Image().Topic(name)
 	if !ok {
 		return nil, false
@@ -50,9 +57,9 @@ func (c topicController) TopicConfigs(name string) (map[string]string, bool) {
 	return maps.Clone(topic.Configs), true
 }
 
-func (c topicController) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+func (c quorumTopics) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
 	if _, err := c.m.node.SetTopicConfigs(ctx, name, configs); err != nil {
-		return kafkaError(err)
+		return quorumKafkaError(err)
 	}
 	return c.m.waitApplied(ctx)
 }
@@ -72,10 +79,10 @@ var quorumCodes = []struct {
 	{quorum.ErrClosed, kerr.NotController},
 }
 
-// kafkaError wraps a quorum error with the Kafka error it stands for
+// quorumKafkaError wraps a quorum error with the Kafka error it stands for
 // (REQUEST_TIMED_OUT for a deadline, NOT_CONTROLLER for anything else, a
 // retriable code).
-func kafkaError(err error) error {
+func quorumKafkaError(err error) error {
 	for _, m := range quorumCodes {
 		if errors.Is(err, m.err) {
 			return fmt.Errorf("%w: %w", m.code, err)
