@@ -539,3 +539,37 @@ func TestACLProduceAutoCreateNeedsCreate(t *testing.T) {
 		t.Fatal("topic not created with Create on it")
 	}
 }
+
+// A principal allowed to create a topic but not to describe its configs
+// learns that the topic was created, not its configs: CreateTopics
+// answers TOPIC_AUTHORIZATION_FAILED in the configs' error code.
+func TestACLCreateTopicsHidesConfigsWithoutDescribeConfigs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	seedACLs(t, dir, grant(topicRT, literal, "hidden", kmsg.ACLOperationCreate),
+		grant(topicRT, literal, "shown", kmsg.ACLOperationCreate),
+		grant(topicRT, literal, "shown", kmsg.ACLOperationDescribeConfigs))
+	b := startTestBroker(t, dir, map[string]string{"authorizer.class.name": standardAuthorizer})
+	client := newTestClient(t, b)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	for _, name := range []string{"hidden", "shown"} {
+		topic := kmsg.NewCreateTopicsRequestTopic()
+		topic.Topic, topic.NumPartitions, topic.ReplicationFactor = name, 2, -1
+		req.Topics = append(req.Topics, topic)
+	}
+	resp, err := req.RequestWith(testContext(t, 20*time.Second), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range resp.Topics {
+		if topic.ErrorCode != 0 {
+			t.Fatalf("create %s: %v", topic.Topic, kerr.ErrorForCode(topic.ErrorCode))
+		}
+		hidden := topic.ConfigErrorCode == kerr.TopicAuthorizationFailed.Code && len(topic.Configs) == 0 && topic.NumPartitions == -1
+		shown := topic.ConfigErrorCode == 0 && len(topic.Configs) > 0 && topic.NumPartitions == 2
+		if topic.Topic == "hidden" && !hidden || topic.Topic == "shown" && !shown {
+			t.Errorf("%s: config error %v, %d configs, %d partitions", topic.Topic,
+				kerr.ErrorForCode(topic.ConfigErrorCode), len(topic.Configs), topic.NumPartitions)
+		}
+	}
+}

@@ -47,6 +47,12 @@ func handleCreateTopics(c *connection, req *kmsg.CreateTopicsRequest) kmsg.Respo
 		}
 		created, err := b.clusterCreateTopic(b.ctx, rt, req.ValidateOnly)
 		created.ErrorCode, created.ErrorMessage = errorCode(err), errorMessage(err)
+		if err == nil && !c.authorizedTopic(kmsg.ACLOperationDescribeConfigs, rt.Topic) {
+			// As Kafka: a creator without DescribeConfigs on the topic
+			// learns that it was created, not its configs or shape.
+			created.ConfigErrorCode = errorCode(errTopicAuthorization)
+			created.Configs, created.NumPartitions, created.ReplicationFactor = nil, -1, -1
+		}
 		resp.Topics = append(resp.Topics, created)
 	}
 	return resp
