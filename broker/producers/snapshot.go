@@ -176,7 +176,11 @@ func decodeEntry(data []byte) (*producerEntry, int, error) {
 			lastOffset:    int64(binary.BigEndian.Uint64(b[16:])),
 			maxTimestamp:  int64(binary.BigEndian.Uint64(b[24:])),
 		}
-		if m.firstSequence < 0 || m.lastSequence < 0 || m.firstOffset < 0 || m.lastOffset < m.firstOffset {
+		// Sequences are both -1 for a batch written without them (the
+		// group coordinator's transactional offset commits), else both
+		// at least 0.
+		noSequence := m.firstSequence == -1 && m.lastSequence == -1
+		if !noSequence && (m.firstSequence < 0 || m.lastSequence < 0) || m.firstOffset < 0 || m.lastOffset < m.firstOffset {
 			return nil, 0, fmt.Errorf("%w: producer %d batch %d: sequences %d..%d offsets %d..%d", errCorruptSnapshot,
 				entry.producerID, i, m.firstSequence, m.lastSequence, m.firstOffset, m.lastOffset)
 		}

@@ -361,3 +361,26 @@ func TestTruncationRebuild(t *testing.T) {
 		t.Fatalf("batch cut by truncation: %+v %v, want accepted", verdict, err)
 	}
 }
+
+// A batch without sequences (-1, as the group coordinator writes a
+// transactional offset commit) round-trips through a snapshot instead of
+// making it look corrupt.
+func TestSnapshotKeepsBatchWithoutSequence(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(5000, 0)}
+	log := &testLog{state: newTestState(clock)}
+	commit := Batch{ProducerID: 9, ProducerEpoch: 2, BaseSequence: -1, LastSequence: -1, Transactional: true,
+		FirstOffset: 0, LastOffset: 0, MaxTimestamp: 1000}
+	log.state.Update(commit)
+	log.next = 1
+	dir := t.TempDir()
+	if err := log.state.WriteSnapshot(dir, log.next); err != nil {
+		t.Fatal(err)
+	}
+	restored, load, err := LoadLatestSnapshot(dir, log.next, Options{Now: clock.Now, ExpirationAge: time.Hour})
+	if err != nil || !load.Found || len(load.Skipped) != 0 {
+		t.Fatalf("load: %+v, %v", load, err)
+	}
+	if got, want := dumpState(restored), dumpState(log.state); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored state differs:\n got  %+v\n want %+v", got, want)
+	}
+}
