@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// Coordinator is the group coordinator of one broker: it owns every group
-// whose __consumer_offsets partition this broker leads (on a single node,
-// all of them).
+// Coordinator is a group coordinator: a broker runs one for each
+// __consumer_offsets partition it leads (on a cluster of one, all of
+// them), owning the groups that partition holds.
 //
 // Concurrency: the coordinator runs no goroutine of its own. Requests run
 // on the callers' goroutines; time moves only when Tick is called (by the

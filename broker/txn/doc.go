@@ -211,10 +211,11 @@
 // The broker compacts the topic (cleanup.policy=compact, its log cleaner):
 // Load reads what is left — the latest record of each id, tombstones until
 // log.cleaner.delete.retention.ms, with gaps between offsets — and the
-// latest record of an id is all it needs. A coordinator serves every id of its Log and has one
-// Config.CoordinatorEpoch: the single-node broker runs one over a
-// StorageLog of every partition; a broker of a cluster runs one per
-// __transaction_state partition it leads, over that replicated partition,
-// at its leader epoch (LoadPartitionLog, EncodeLogBatch), and answers the
-// ids of other partitions through NewRefusingCoordinator.
+// latest record of an id is all it needs. A coordinator serves every id of
+// its Log and has one Config.CoordinatorEpoch: a broker (a cluster of one
+// included) runs one per __transaction_state partition it leads, over that
+// replicated partition, at its leader epoch (LoadPartitionLog,
+// EncodeLogBatch), and answers the ids of other partitions through
+// NewRefusingCoordinator. StorageLog, a Log over local partitions, serves
+// this package's tests.
 package txn
