@@ -163,10 +163,15 @@
 //     appendMu briefly per swap). The __consumer_offsets store's
 //     partitionTxns.mu (broker/group) is held across that store's append
 //     and aborted-index write, under the coordinator's group.mu (4).
+//  13. highWatermarkCheckpoint.mu: a leaf taken with no other lock held
+//     (the high watermarks are read first, without it). I/O: the
+//     broker's one high-watermark checkpoint file, every
+//     replica.high.watermark.checkpoint.interval.ms and at close.
 //
 // storage.WriteFileAtomic is the one way the broker replaces a file
 // (topics.json, producer snapshots, the producer-id file, storage's
-// checkpoint, the SCRAM credentials file with WriteFileAtomicMode),
+// checkpoint, the high-watermark checkpoint, the SCRAM credentials file
+// with WriteFileAtomicMode),
 // through the storage.FS the broker was started with.
 //
 // What blocks a connection's reader goroutine: every handler runs on it
