@@ -430,7 +430,7 @@ func TestEveryAPIHasAnAuthorizationRule(t *testing.T) {
 	}
 	for key := range handlers {
 		if _, ok := authorizationRules[key]; !ok {
-			t.Errorf("%s (API %d) is registered but has no entry in authorizationRules (authorize.go)", wire.APIName(key), key)
+			t.Errorf("%s (API %d) is registered but has no entry in authorizationRules", wire.APIName(key), key)
 		}
 		if !tested[key] {
 			t.Errorf("%s (API %d) is registered but has no case in authorizationCases", wire.APIName(key), key)

@@ -19,7 +19,7 @@ import (
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// Tests of cleanup.policy=compact seen by clients (log_cleaner.go): a
+// Tests of cleanup.policy=compact seen by clients (the broker's logCleaner): a
 // compacted topic read by a franz-go consumer, Fetch and ListOffsets on
 // its gaps, read_committed after aborted data is cleaned away, and an
 // idempotent retry after a clean and a restart that replays the log.

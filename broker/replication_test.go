@@ -21,7 +21,7 @@ import (
 )
 
 // Scenario tests of replication on three in-process brokers with
-// replication factor 3 and the fake controller (replication_helpers_test.go).
+// replication factor 3 and the fake controller (testCluster).
 
 // checkHighWatermark fails the test when a leader's high watermark is
 // ahead of the log end of a live ISR member. The high watermark is read

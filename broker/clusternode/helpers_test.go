@@ -30,7 +30,7 @@ type testCluster struct {
 	dirs    map[int32]string
 	props   map[string]string
 	members map[int32]*Member
-	// proxied is set by newProxiedCluster (partition_test.go): every
+	// proxied is set by newProxiedCluster: every
 	// member behind partition proxies, dialing from its own source.
 	proxied map[int32]proxiedMember
 	// memberProps are settings of one member over props; usersFile is
