@@ -1,7 +1,9 @@
 package quorum
 
 import (
+	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +86,32 @@ func TestInProcessQuorumDoesNotFence(t *testing.T) {
 	n.ctrl.fenceExpired(ctx)
 	if b, ok := n.Image().Broker(1); !ok || b.Fenced {
 		t.Errorf("broker 1 after an hour without heartbeats: %+v (registered %v), want unfenced", b, ok)
+	}
+}
+
+// A cluster of one starts without a warning: its first election is how it
+// becomes leader, so raft's election warning is logged at debug level.
+func TestInProcessQuorumStartsQuietly(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 20*time.Second)
+	var out lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	n, err := Open(Config{NodeID: 1, Voters: map[int32]VoterAddrs{1: {}}, DataDir: t.TempDir(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	// A request succeeds once the node has elected itself.
+	if _, err := n.RegisterBroker(ctx, BrokerRegistration{ID: 1, Host: "127.0.0.1", Port: 9092}); err != nil {
+		t.Fatal(err)
+	}
+	logs := out.String()
+	if !strings.Contains(logs, electionStart) {
+		t.Fatalf("raft's election line is missing from the logs:\n%s", logs)
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("a cluster of one warned at start: %s", line)
+		}
 	}
 }

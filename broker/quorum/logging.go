@@ -15,7 +15,15 @@ import (
 // reads "[LEVEL] name: message: key=value ...".
 type hclogWriter struct {
 	logger *slog.Logger
+	// inProcess: the quorum is one in-process voter (Config.inProcess),
+	// whose first election at every start is how it becomes leader, not a
+	// lost leader worth a warning: raft's warning about it is logged at
+	// debug level.
+	inProcess bool
 }
+
+// electionStart is how raft's warning on starting an election begins.
+const electionStart = "heartbeat timeout reached, starting election"
 
 func (w *hclogWriter) Write(p []byte) (int, error) {
 	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
@@ -32,6 +40,9 @@ func (w *hclogWriter) Write(p []byte) (int, error) {
 				level, text = l, strings.TrimSpace(strings.TrimPrefix(text, prefix))
 				break
 			}
+		}
+		if w.inProcess && level == slog.LevelWarn && strings.Contains(text, electionStart) {
+			level = slog.LevelDebug
 		}
 		w.logger.Log(context.Background(), level, text)
 	}

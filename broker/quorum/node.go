@@ -204,7 +204,7 @@ func (n *Node) openRaft() error {
 	if err := os.MkdirAll(n.cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("quorum: data dir: %w", err)
 	}
-	logWriter := &hclogWriter{logger: n.logger.With("component", "raft")}
+	logWriter := &hclogWriter{logger: n.logger.With("component", "raft"), inProcess: n.cfg.inProcess()}
 	store, err := raftboltdb.NewBoltStore(filepath.Join(n.cfg.DataDir, "raft.db"))
 	if err != nil {
 		return fmt.Errorf("quorum: open raft store: %w", err)
