@@ -319,14 +319,27 @@ func (p *Partition) DescribeProducers() ([]producers.ProducerInfo, error) {
 // match, as producers' doc prescribes: the snapshots above offset describe
 // batches that are gone, and the in-memory state cannot be undone (it keeps
 // only each producer's 5 newest batches), so it is reloaded from the newest
-// snapshot at or below offset plus a replay. A single broker never
-// truncates; a follower does ([Partition.TruncateAsFollower]).
+// snapshot at or below offset plus a replay. The broker truncates only a
+// follower, through [Partition.TruncateAsFollower] (which checks the
+// leader epoch); this is the same cut without that check. The high
+// watermark and the leader epochs follow the log down, as there.
 func (p *Partition) Truncate(offset int64) error {
 	p.snapshotMu.Lock()
 	defer p.snapshotMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	return p.truncateLocked(offset)
+	// The high watermark goes down first, so it never exceeds the log end
+	// (see TruncateAsFollower).
+	hw := p.hw.Load()
+	p.hw.Store(min(hw, p.log.LogStartOffset()))
+	if err := p.truncateLocked(offset); err != nil {
+		return err
+	}
+	p.hw.Store(min(hw, p.log.LogEndOffset()))
+	if p.epochs != nil {
+		return p.epochs.truncateFromEnd(p.log.LogEndOffset())
+	}
+	return nil
 }
 
 // truncateLocked is truncate's body (caller holds snapshotMu and appendMu).
