@@ -13,11 +13,13 @@ package bench
 // or 3000 partitions of one topic; d is idempotent (acks=all, the
 // idempotent producer), acks1 (acks=1, no idempotence) or
 // transactional (the idempotent producer in transactions committed every
-// 100 ms; the ceiling cannot take transactions, so it has no ratio). The
-// servers run in this order in a fresh subprocess each: ceiling, kfake,
-// exactly; later ones report x-ceiling (records/s over the ceiling's in
-// the same run) and cpu-x-ceiling (server CPU per GB over the ceiling's),
-// besides records/s and server-cpu-s/GB. One op is one 1 KiB record. To
+// 100 ms; null and ceiling take no transactions, so it has no ratios).
+// The servers run in this order in a fresh subprocess each: null (the
+// null server: reads the frames, answers from the batch headers; the
+// physical limit's stand-in), ceiling (kfake discarding), kfake, exactly;
+// later ones report x-null and x-ceiling (records/s over theirs in the
+// same run) and cpu-x-null and cpu-x-ceiling (server CPU per GB over
+// theirs), besides records/s and server-cpu-s/GB. One op is one 1 KiB record. To
 // compare commits, interleave runs of two test binaries with an A/A pair
 // (README.md, "Produce at the limit").
 
@@ -53,9 +55,9 @@ func BenchmarkProduceLimit(b *testing.B) {
 		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
 			for _, delivery := range limitDeliveries {
 				b.Run("delivery="+delivery.name, func(b *testing.B) {
-					for _, kind := range []string{serverCeiling, serverKfake, serverExactly} {
-						if kind == serverCeiling && delivery.commitInterval > 0 {
-							continue // acknowledges produce, keeps no transactions
+					for _, kind := range []string{serverNull, serverCeiling, serverKfake, serverExactly} {
+						if (kind == serverCeiling || kind == serverNull) && delivery.commitInterval > 0 {
+							continue // acknowledge produce, keep no transactions
 						}
 						benchmarkProduceLimit(b, kind, partitions, delivery)
 					}
@@ -86,9 +88,14 @@ func benchmarkProduceLimit(b *testing.B, kind string, partitions int32, delivery
 		}
 		key := fmt.Sprintf("limit/partitions=%d/delivery=%s", partitions, delivery.name)
 		timeRound(b, t, key, func() error { return t.produceIn(ctx, b.N, delivery.commitInterval) })
+		m, _ := lookupResult(key, kind)
 		if ceiling, ok := lookupResult(key, serverCeiling); ok && kind != serverCeiling && ceiling.serverCPUSecondsPerGB > 0 {
-			if m, ok := lookupResult(key, kind); ok {
-				b.ReportMetric(m.serverCPUSecondsPerGB/ceiling.serverCPUSecondsPerGB, "cpu-x-ceiling")
+			b.ReportMetric(m.serverCPUSecondsPerGB/ceiling.serverCPUSecondsPerGB, "cpu-x-ceiling")
+		}
+		if null, ok := lookupResult(key, serverNull); ok && kind != serverNull && null.recordsPerSecond > 0 {
+			b.ReportMetric(m.recordsPerSecond/null.recordsPerSecond, "x-null")
+			if null.serverCPUSecondsPerGB > 0 {
+				b.ReportMetric(m.serverCPUSecondsPerGB/null.serverCPUSecondsPerGB, "cpu-x-null")
 			}
 		}
 	})

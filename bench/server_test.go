@@ -29,6 +29,7 @@ const (
 	serverExactly = "exactly" // a single broker as users run it: a cluster of one over a data directory
 	serverKfake   = "kfake"   // kfake, everything in memory
 	serverCeiling = "ceiling" // kfake with BlackholeProduce: acks and discards
+	serverNull    = "null"    // nullServer: reads frames, answers from batch headers
 )
 
 // Environment of a server subprocess.
@@ -76,6 +77,12 @@ func serveChild(kind string) error {
 			return err
 		}
 		addr, shutdown = m.Addr(), m.Close
+	case serverNull:
+		null, err := startNullServer()
+		if err != nil {
+			return err
+		}
+		addr, shutdown = null.addr(), null.close
 	case serverKfake, serverCeiling:
 		options := []kfake.Opt{kfake.NumBrokers(1)}
 		if kind == serverCeiling {
