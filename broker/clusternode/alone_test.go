@@ -45,7 +45,7 @@ func TestClusterOfOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	createTopic(t, admin, "t", 2, -1)
-	if code := createTopicCode(t, admin, "wide", 2); code != kerr.InvalidReplicationFactor.Code {
+	if code := createTopicAnswer(t, admin, "wide", 1, 2).ErrorCode; code != kerr.InvalidReplicationFactor.Code {
 		t.Errorf("a topic of 2 replicas on a cluster of one: %v, want INVALID_REPLICATION_FACTOR", kerr.ErrorForCode(code))
 	}
 	admin.Close()
@@ -130,24 +130,6 @@ func TestClusterOfOneRefusesOldLayout(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("the refused data directory changed: %v", entries)
 	}
-}
-
-// createTopicCode creates topic with partitions and replicationFactor and
-// returns the answer's error code.
-func createTopicCode(t *testing.T, cl *kgo.Client, topic string, replicationFactor int16) int16 {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, replicationFactor
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 20000
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("CreateTopics: %v", err)
-	}
-	return resp.Topics[0].ErrorCode
 }
 
 // commitOffset commits offset for group's partition of topic with a

@@ -198,6 +198,15 @@ func checkMetadata(addr string, want int, topic string, isr int) error {
 // createTopic creates a topic through a client (CreateTopics).
 func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32, rf int16) {
 	t.Helper()
+	if created := createTopicAnswer(t, cl, topic, partitions, rf); created.ErrorCode != 0 {
+		t.Fatalf("CreateTopics %s: %v %v", topic, kerr.ErrorForCode(created.ErrorCode), created.ErrorMessage)
+	}
+}
+
+// createTopicAnswer sends CreateTopics for one topic and returns the
+// answer for it, whatever its error code.
+func createTopicAnswer(t *testing.T, cl *kgo.Client, topic string, partitions int32, rf int16) kmsg.CreateTopicsResponseTopic {
+	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, rf
@@ -209,9 +218,7 @@ func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32, r
 	if err != nil {
 		t.Fatalf("CreateTopics: %v", err)
 	}
-	if code := resp.Topics[0].ErrorCode; code != 0 {
-		t.Fatalf("CreateTopics %s: %v %v", topic, kerr.ErrorForCode(code), resp.Topics[0].ErrorMessage)
-	}
+	return resp.Topics[0]
 }
 
 // partitionOf returns partition 0 of topic in img.
