@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -27,16 +26,6 @@ import (
 // aclsFile is the ACL store in the data directory, [acl.Options.Path]
 // (broker/acl documents its format at its storeFile type).
 const aclsFile = "acls.json"
-
-// Authorization refusals, one per resource type, mapped to Kafka's codes
-// in errorCodes.
-var (
-	errTopicAuthorization           = errors.New("not authorized to access the topic")
-	errGroupAuthorization           = errors.New("not authorized to access the group")
-	errTransactionalIDAuthorization = errors.New("not authorized to use the transactional id")
-	errClusterAuthorization         = errors.New("not authorized for the cluster operation")
-	errSecurityDisabled             = errors.New("no authorizer is configured on the broker (authorizer.class.name)")
-)
 
 // authorizerSettings are the authorizer's broker settings.
 type authorizerSettings struct {
@@ -65,10 +54,10 @@ func openAuthorizer(dataDir string, s authorizerSettings) (*acl.Authorizer, erro
 	return a, nil
 }
 
-// authorized reports whether the connection's principal, from its host,
+// Authorized reports whether the connection's principal, from its host,
 // may perform op on the resource rt named name. Always true without an
-// authorizer.
-func (c *connection) authorized(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+// authorizer. (The connection is the api.Authorizer of its requests.)
+func (c *connection) Authorized(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	a := c.broker.authorizer
 	if a == nil {
 		return true
@@ -78,22 +67,22 @@ func (c *connection) authorized(op kmsg.ACLOperation, rt kmsg.ACLResourceType, n
 
 // authorizedCluster is authorized on the Cluster resource.
 func (c *connection) authorizedCluster(op kmsg.ACLOperation) bool {
-	return c.authorized(op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	return c.Authorized(op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 }
 
 // authorizedTopic is authorized on a topic.
 func (c *connection) authorizedTopic(op kmsg.ACLOperation, name string) bool {
-	return c.authorized(op, kmsg.ACLResourceTypeTopic, name)
+	return c.Authorized(op, kmsg.ACLResourceTypeTopic, name)
 }
 
 // authorizedGroup is authorized on a group.
 func (c *connection) authorizedGroup(op kmsg.ACLOperation, name string) bool {
-	return c.authorized(op, kmsg.ACLResourceTypeGroup, name)
+	return c.Authorized(op, kmsg.ACLResourceTypeGroup, name)
 }
 
 // authorizedTransactionalID is authorized on a transactional id.
 func (c *connection) authorizedTransactionalID(op kmsg.ACLOperation, id string) bool {
-	return c.authorized(op, kmsg.ACLResourceTypeTransactionalId, id)
+	return c.Authorized(op, kmsg.ACLResourceTypeTransactionalId, id)
 }
 
 // mayCreateTopic is Kafka's check before creating a topic (CreateTopics,
@@ -212,13 +201,16 @@ func (c *connection) topicRefused(op kmsg.ACLOperation, name string, id [16]byte
 	return !c.authorizedTopic(op, name)
 }
 
-// authorizedOnAnyTopic reports whether op is allowed on at least one topic
+// AuthorizedOnAnyTopic reports whether op is allowed on at least one topic
 // (Kafka's authorizeByResourceType, which InitProducerId without a
 // transactional id accepts in place of IdempotentWrite on the Cluster).
-func (c *connection) authorizedOnAnyTopic(op kmsg.ACLOperation) bool {
+func (c *connection) AuthorizedOnAnyTopic(op kmsg.ACLOperation) bool {
 	a := c.broker.authorizer
 	if a == nil {
 		return true
 	}
 	return a.AuthorizeByResourceType(c.principal(), c.clientHost(), op, kmsg.ACLResourceTypeTopic)
 }
+
+// Enabled reports whether an authorizer is configured.
+func (c *connection) Enabled() bool { return c.broker.authorizer != nil }

@@ -214,6 +214,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/acl"
+	"github.com/exactly-eos/exactly/broker/api"
 	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
@@ -327,6 +328,11 @@ type Broker struct {
 	beforeMarkers func(ctx context.Context) error
 	// metrics is Config.Metrics (nil = off); read-only.
 	metrics *metrics.Broker
+
+	// services is what package api's handlers see of the broker
+	// (apiServices), built once.
+	services     *api.Services
+	servicesOnce sync.Once
 	// credentials are the SCRAM credentials SASL checks and
 	// Describe/AlterUserScramCredentials manage (openCredentials); set by
 	// Start.

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/exactly-eos/exactly/broker/api"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/internal/invariants"
@@ -69,6 +70,9 @@ type connection struct {
 	// connections tests make by hand); protocol is its security protocol.
 	// Both set before serve starts, read-only after.
 	listener *listener
+	// api is what package api's handlers see of this connection
+	// (apiRequest); built by the reader goroutine on first use.
+	api      api.Request
 	protocol SecurityProtocol
 	// identity is who the connection authenticated as (set by
 	// setPrincipal).

@@ -1,246 +1,51 @@
 package broker
 
-import (
-	"errors"
+import "github.com/exactly-eos/exactly/broker/errcode"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/exactly-eos/exactly/broker/acl"
-	"github.com/exactly-eos/exactly/broker/auth"
-	"github.com/exactly-eos/exactly/broker/group"
-	"github.com/exactly-eos/exactly/broker/partition"
-	"github.com/exactly-eos/exactly/broker/producers"
-	"github.com/exactly-eos/exactly/broker/storage"
-	"github.com/exactly-eos/exactly/broker/txn"
-	"github.com/exactly-eos/exactly/wire"
-)
-
-// Kafka errors are data in responses. Handlers produce Go errors (their own
-// sentinels below, or the sentinels of partition, storage, wire, producers
-// and the group and transaction coordinators) and errorCode maps them to Kafka
-// error codes here, in one table; codes that depend on the request's
-// version are decided here too (produceErrorCode, txnErrorCode).
-
-// Sentinel errors of the broker's handlers; each maps to one Kafka error.
-// Those a partition returns are package partition's sentinels under the
-// broker's names (the same values), so the table below maps them too.
+// The broker's handlers answer with the sentinels of package errcode, which
+// maps every Go error to its Kafka error code in one table; these are its
+// names inside package broker.
 var (
-	errUnknownTopic        = partition.ErrUnknownTopicOrPartition
-	errUnknownTopicID      = errors.New("unknown topic id")
-	errInvalidTopic        = errors.New("invalid topic name")
-	errInternalTopic       = errors.New("internal topic")
-	errTopicExists         = errors.New("topic already exists")
-	errInvalidPartitions   = errors.New("invalid number of partitions")
-	errInvalidReplication  = errors.New("invalid replication factor")
-	errInvalidAssignment   = errors.New("invalid replica assignment")
-	errInvalidConfig       = errors.New("invalid config")
-	errMessageTooLarge     = partition.ErrMessageTooLarge
-	errInvalidRecord       = partition.ErrInvalidRecord
-	errInvalidRequiredAcks = errors.New("acks must be -1, 0 or 1")
-	errNotEnoughReplicas   = partition.ErrNotEnoughReplicas
-	// errNotEnoughReplicasAfterAppend: an acks=all batch was appended and
-	// replicated, but the ISR shrank below min.insync.replicas meanwhile.
-	errNotEnoughReplicasAfterAppend = partition.ErrNotEnoughReplicasAfterAppend
-	errNotLeader                    = partition.ErrNotLeader
-	errRequestTimedOut              = partition.ErrRequestTimedOut
-	errOffsetOutOfRange             = errors.New("offset out of range")
-	errFencedLeaderEpoch            = partition.ErrFencedLeaderEpoch
-	errUnknownLeaderEpoch           = partition.ErrUnknownLeaderEpoch
-	errInvalidRequest               = errors.New("invalid request")
-	errShuttingDown                 = partition.ErrShuttingDown
-	errStorage                      = partition.ErrStorage
-	errInvalidTxnState              = partition.ErrInvalidTxnState
-	errNoCoordinator                = errors.New("coordinator not available")
-	// errUnknownCoordinatorType: a FindCoordinator key type that is
-	// neither a group (0) nor a transactional id (1).
-	errUnknownCoordinatorType = errors.New("unknown coordinator key type")
+	errUnknownTopic                 = errcode.ErrUnknownTopic
+	errUnknownTopicID               = errcode.ErrUnknownTopicID
+	errInvalidTopic                 = errcode.ErrInvalidTopic
+	errInternalTopic                = errcode.ErrInternalTopic
+	errTopicExists                  = errcode.ErrTopicExists
+	errInvalidPartitions            = errcode.ErrInvalidPartitions
+	errInvalidReplication           = errcode.ErrInvalidReplication
+	errInvalidAssignment            = errcode.ErrInvalidAssignment
+	errInvalidConfig                = errcode.ErrInvalidConfig
+	errMessageTooLarge              = errcode.ErrMessageTooLarge
+	errInvalidRecord                = errcode.ErrInvalidRecord
+	errInvalidRequiredAcks          = errcode.ErrInvalidRequiredAcks
+	errNotEnoughReplicas            = errcode.ErrNotEnoughReplicas
+	errNotEnoughReplicasAfterAppend = errcode.ErrNotEnoughReplicasAfterAppend
+	errNotLeader                    = errcode.ErrNotLeader
+	errRequestTimedOut              = errcode.ErrRequestTimedOut
+	errOffsetOutOfRange             = errcode.ErrOffsetOutOfRange
+	errFencedLeaderEpoch            = errcode.ErrFencedLeaderEpoch
+	errUnknownLeaderEpoch           = errcode.ErrUnknownLeaderEpoch
+	errInvalidRequest               = errcode.ErrInvalidRequest
+	errShuttingDown                 = errcode.ErrShuttingDown
+	errStorage                      = errcode.ErrStorage
+	errInvalidTxnState              = errcode.ErrInvalidTxnState
+	errNoCoordinator                = errcode.ErrNoCoordinator
+	errUnknownCoordinatorType       = errcode.ErrUnknownCoordinatorType
+	errTopicAuthorization           = errcode.ErrTopicAuthorization
+	errGroupAuthorization           = errcode.ErrGroupAuthorization
+	errTransactionalIDAuthorization = errcode.ErrTransactionalIDAuthorization
+	errClusterAuthorization         = errcode.ErrClusterAuthorization
+	errSecurityDisabled             = errcode.ErrSecurityDisabled
 )
 
-// errorCode maps an error to the Kafka error code a response carries; nil
-// is 0 (NONE). Unrecognised errors are UNKNOWN_SERVER_ERROR.
-func errorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	for _, m := range errorCodes {
-		if errors.Is(err, m.err) {
-			return m.code.Code
-		}
-	}
-	// A TopicController (ReplicationConfig.Topics) names the Kafka error
-	// itself.
-	var kafkaErr *kerr.Error
-	if errors.As(err, &kafkaErr) {
-		return kafkaErr.Code
-	}
-	return kerr.UnknownServerError.Code
-}
+// errorCode is [errcode.Of].
+func errorCode(err error) int16 { return errcode.Of(err) }
 
-var errorCodes = []struct {
-	err  error
-	code *kerr.Error
-}{
-	{errUnknownTopic, kerr.UnknownTopicOrPartition},
-	{errUnknownTopicID, kerr.UnknownTopicID},
-	{errInvalidTopic, kerr.InvalidTopicException},
-	// Kafka refuses client writes to internal topics with
-	// INVALID_TOPIC_EXCEPTION; the table above internalTopic lists what
-	// else is refused.
-	{errInternalTopic, kerr.InvalidTopicException},
-	{errTopicExists, kerr.TopicAlreadyExists},
-	{errInvalidPartitions, kerr.InvalidPartitions},
-	{errInvalidReplication, kerr.InvalidReplicationFactor},
-	{errInvalidAssignment, kerr.InvalidReplicaAssignment},
-	{errInvalidConfig, kerr.InvalidConfig},
-	{errMessageTooLarge, kerr.MessageTooLarge},
-	{errInvalidRecord, kerr.InvalidRecord},
-	{errInvalidRequiredAcks, kerr.InvalidRequiredAcks},
-	{errNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
-	{errNotEnoughReplicas, kerr.NotEnoughReplicas},
-	{errNotLeader, kerr.NotLeaderForPartition},
-	{errRequestTimedOut, kerr.RequestTimedOut},
-	{errOffsetOutOfRange, kerr.OffsetOutOfRange},
-	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
-	{errFencedLeaderEpoch, kerr.FencedLeaderEpoch},
-	{errUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
-	{errInvalidRequest, kerr.InvalidRequest},
-	{errShuttingDown, kerr.LeaderNotAvailable},
-	{errStorage, kerr.KafkaStorageError},
-	{errInvalidTxnState, kerr.InvalidTxnState},
-	{errNoCoordinator, kerr.CoordinatorNotAvailable},
-	{errUnknownCoordinatorType, kerr.InvalidRequest},
-	// Authorization (authorizationRules): the resource type decides the code.
-	{errTopicAuthorization, kerr.TopicAuthorizationFailed},
-	{errGroupAuthorization, kerr.GroupAuthorizationFailed},
-	{errTransactionalIDAuthorization, kerr.TransactionalIDAuthorizationFailed},
-	{errClusterAuthorization, kerr.ClusterAuthorizationFailed},
-	{errSecurityDisabled, kerr.SecurityDisabled},
-	{acl.ErrInvalid, kerr.InvalidRequest},
-	// Idempotent producers (producers' doc has the table). A fenced
-	// (older-epoch) batch is INVALID_PRODUCER_EPOCH in every Produce
-	// version: Kafka 2.7 (KIP-588) moved PRODUCER_FENCED (90) to the
-	// coordinator APIs and answers Produce with INVALID_PRODUCER_EPOCH,
-	// which clients treat as abortable rather than fatal.
-	{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-	{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
-	{producers.ErrInvalidBatch, kerr.InvalidRecord},
-	{producers.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
-	// A batch that fails structural or CRC checks is CORRUPT_MESSAGE.
-	{wire.ErrBatchCRC, kerr.CorruptMessage},
-	// Produce v3+ must carry magic 2; Kafka calls anything else INVALID_RECORD.
-	{wire.ErrBatchMagic, kerr.InvalidRecord},
-	{wire.ErrBatchTruncated, kerr.CorruptMessage},
-	{wire.ErrBatchLength, kerr.CorruptMessage},
+// txnErrorCode is [errcode.Txn].
+func txnErrorCode(err error, api, version int16) int16 { return errcode.Txn(err, api, version) }
 
-	// Group coordinator (broker/group): its sentinels, each the Kafka
-	// error clients have always seen for it.
-	{group.ErrInvalidGroupID, kerr.InvalidGroupID},
-	{group.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
-	{group.ErrInvalidRebalanceTimeout, kerr.InvalidRequest},
-	{group.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
-	{group.ErrNotCoordinator, kerr.NotCoordinator},
-	{group.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
-	{group.ErrUnknownMember, kerr.UnknownMemberID},
-	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
-	{group.ErrFencedInstance, kerr.FencedInstanceID},
-	{group.ErrRebalanceInProgress, kerr.RebalanceInProgress},
-	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
-	// A failed __consumer_offsets append is retriable for the client.
-	{group.ErrCoordinatorUnavailable, kerr.CoordinatorNotAvailable},
-	{group.ErrGroupNotFound, kerr.GroupIDNotFound},
-	{group.ErrNonEmptyGroup, kerr.NonEmptyGroup},
-	{group.ErrSubscribedTopic, kerr.GroupSubscribedToTopic},
-	{group.ErrUnknownTopicID, kerr.UnknownTopicID},
-	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
-	{group.ErrUnstableOffset, kerr.UnstableOffsetCommit},
-	{group.ErrInvalidRequest, kerr.InvalidRequest},
-	{group.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
-	{group.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
-	{group.ErrUnreleasedInstance, kerr.UnreleasedInstanceID},
-	{group.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
-	{group.ErrInvalidRegex, kerr.InvalidRegularExpression},
-	{group.ErrUnsupportedVersion, kerr.UnsupportedVersion},
+// produceErrorCode is [errcode.Produce].
+func produceErrorCode(err error, version int16) int16 { return errcode.Produce(err, version) }
 
-	// Transaction coordinator (broker/txn). A fenced producer is
-	// INVALID_PRODUCER_EPOCH here, the code Produce and the versions
-	// before KIP-588 get; txnErrorCode answers PRODUCER_FENCED from the
-	// versions in producerFencedSince.
-	{txn.ErrProducerFenced, kerr.InvalidProducerEpoch},
-	{txn.ErrInvalidRequest, kerr.InvalidRequest},
-	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
-	{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
-	{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
-	{txn.ErrInvalidTransactionTimeout, kerr.InvalidTransactionTimeout},
-	// A failed __transaction_state append or producer id allocation is
-	// retriable for the client.
-	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
-	{txn.ErrCoordinatorClosed, kerr.NotCoordinator},
-	{txn.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
-	{txn.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
-	{txn.ErrOperationNotAttempted, kerr.OperationNotAttempted},
-	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
-	{txn.ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
-
-	// SCRAM credentials (broker/auth), as Kafka's controller answers
-	// AlterUserScramCredentials and DescribeUserScramCredentials.
-	{auth.ErrUnacceptableCredential, kerr.UnacceptableCredential},
-	{auth.ErrUnsupportedMechanism, kerr.UnsupportedSaslMechanism},
-	{auth.ErrNotFound, kerr.ResourceNotFound},
-	{auth.ErrDuplicate, kerr.DuplicateResource},
-	{auth.ErrStorage, kerr.KafkaStorageError},
-}
-
-// producerFencedSince is, per API, the first request version that knows
-// PRODUCER_FENCED (KIP-588, Kafka 2.7); older versions get
-// INVALID_PRODUCER_EPOCH for a fenced producer. Produce is not listed: it
-// answers INVALID_PRODUCER_EPOCH in every version (KAFKA-10687), which
-// clients treat as abortable rather than fatal.
-var producerFencedSince = map[int16]int16{
-	wire.APIInitProducerID:     4,
-	wire.APIAddPartitionsToTxn: 2,
-	wire.APIAddOffsetsToTxn:    2,
-	wire.APIEndTxn:             2,
-	wire.APITxnOffsetCommit:    3,
-}
-
-// txnErrorCode is errorCode for a response of a transactional API (key
-// api) of the given request version: a fenced producer is PRODUCER_FENCED
-// from producerFencedSince on, and an error the table does not know is
-// COORDINATOR_NOT_AVAILABLE (retriable), as Kafka maps a failed
-// transaction log append.
-func txnErrorCode(err error, api, version int16) int16 {
-	code := errorCode(err)
-	switch {
-	case code == kerr.UnknownServerError.Code:
-		return kerr.CoordinatorNotAvailable.Code
-	case errors.Is(err, txn.ErrProducerFenced):
-		if since, ok := producerFencedSince[api]; ok && version >= since {
-			return kerr.ProducerFenced.Code
-		}
-	}
-	return code
-}
-
-// produceErrorCode is errorCode for a Produce partition of the given
-// request version. UNKNOWN_PRODUCER_ID exists from Produce v5 (Kafka 1.0);
-// older versions get OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka 0.11 answered.
-// Clients treat both alike (franz-go's sink.handleReqRespBatch resets the
-// producer id or bumps the epoch when the log start moved past its last
-// acknowledged offset).
-func produceErrorCode(err error, version int16) int16 {
-	code := errorCode(err)
-	if code == kerr.UnknownProducerID.Code && version < 5 {
-		return kerr.OutOfOrderSequenceNumber.Code
-	}
-	return code
-}
-
-// errorMessage is the optional error message a response may carry.
-func errorMessage(err error) *string {
-	if err == nil {
-		return nil
-	}
-	s := err.Error()
-	return &s
-}
+// errorMessage is [errcode.Message].
+func errorMessage(err error) *string { return errcode.Message(err) }

@@ -133,7 +133,7 @@ func TestGroupResponsesEncodeAtEveryVersion(t *testing.T) {
 		{"Heartbeat", [2]int16{0, 4}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrHeartbeatRequest()
 			req.Version, req.Group, req.MemberID = v, "none", "m"
-			return handleHeartbeat(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"LeaveGroup", [2]int16{0, 5}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrLeaveGroupRequest()

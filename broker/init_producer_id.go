@@ -41,7 +41,7 @@ func handleInitProducerID(ctx context.Context, c *connection, req *kmsg.InitProd
 		resp.ErrorCode = errorCode(errTransactionalIDAuthorization) // authorizationRules
 		return resp
 	case req.TransactionalID == nil && !c.authorizedCluster(kmsg.ACLOperationIdempotentWrite) &&
-		!c.authorizedOnAnyTopic(kmsg.ACLOperationWrite):
+		!c.AuthorizedOnAnyTopic(kmsg.ACLOperationWrite):
 		resp.ErrorCode = errorCode(errClusterAuthorization) // authorizationRules
 		return resp
 	case req.TransactionalID != nil:

@@ -119,7 +119,7 @@ func (a *txnAPI) addOffsets(version int16, p txnProducer, group string) int16 {
 func (a *txnAPI) endTxn(version int16, p txnProducer, commit bool) *kmsg.EndTxnResponse {
 	req := kmsg.NewPtrEndTxnRequest()
 	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = version, p.id, p.pid, p.epoch, commit
-	return handleEndTxn(a.ctx, a.conn, req).(*kmsg.EndTxnResponse)
+	return serveAPI(a.ctx, a.conn, req).(*kmsg.EndTxnResponse)
 }
 
 func (a *txnAPI) describe(ids ...string) []kmsg.DescribeTransactionsResponseTransactionState {
@@ -415,7 +415,7 @@ func TestTxnResponsesEncodeAtEveryVersion(t *testing.T) {
 		{"EndTxn", [2]int16{0, 5}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrEndTxnRequest()
 			req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = v, "nobody", 1, 0
-			return handleEndTxn(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"DescribeTransactions", [2]int16{0, 0}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrDescribeTransactionsRequest()

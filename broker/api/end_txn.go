@@ -1,4 +1,4 @@
-package broker
+package api
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -22,18 +23,18 @@ import (
 // to continue with; with transaction.version below 2 the broker does not
 // advertise the feature and v5 behaves as v4. Runs on its own goroutine.
 func init() {
-	register(wire.APIEndTxn, 0, 5, groupHandler(parks, handleEndTxn))
+	register(wire.APIEndTxn, 0, 5, Parks, endTxn)
 }
 
-func handleEndTxn(ctx context.Context, c *connection, req *kmsg.EndTxnRequest) kmsg.Response {
-	if m := c.broker.metrics; m != nil {
+func endTxn(ctx context.Context, r *Request, req *kmsg.EndTxnRequest) kmsg.Response {
+	if m := r.Metrics; m != nil {
 		start := time.Now()
 		defer func() { m.EndTxn(time.Since(start)) }()
 	}
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID) { // authorizationRules
-		resp.ErrorCode = errorCode(errTransactionalIDAuthorization)
+	if !r.AuthorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID) {
+		resp.ErrorCode = errcode.Of(errcode.ErrTransactionalIDAuthorization)
 		return resp
 	}
 	end := txn.EndRequest{
@@ -41,10 +42,10 @@ func handleEndTxn(ctx context.Context, c *connection, req *kmsg.EndTxnRequest) k
 		Commit:   req.Commit,
 		// KIP-890 part 2 needs both the request version and the broker's
 		// transaction.version.
-		TransactionVersion2: req.Version >= 5 && c.broker.transactionVersion >= 2,
+		TransactionVersion2: req.Version >= 5 && r.Transactions.Version() >= 2,
 	}
-	next, err := c.broker.transactionsFor(req.TransactionalID).EndTxn(ctx, end)
-	resp.ErrorCode = txnErrorCode(err, wire.APIEndTxn, req.Version)
+	next, err := r.Transactions.For(req.TransactionalID).EndTxn(ctx, end)
+	resp.ErrorCode = errcode.Txn(err, wire.APIEndTxn, req.Version)
 	if err == nil && end.TransactionVersion2 {
 		resp.ProducerID, resp.ProducerEpoch = next.ProducerID, next.Epoch
 	}
