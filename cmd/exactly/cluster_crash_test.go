@@ -20,6 +20,7 @@ import (
 // data. Every acknowledged record is read back afterwards, once, at the
 // offset it was acknowledged at.
 func TestClusterSurvivesKillingEveryBroker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("launches a 3-broker cluster")
 	}

@@ -108,6 +108,7 @@ func alive(pid int) bool {
 // RF-3 topic, produces and consumes it; SIGTERM stops every broker
 // process.
 func TestClusterCommand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a 3-broker cluster")
 	}

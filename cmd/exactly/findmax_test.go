@@ -16,6 +16,7 @@ import (
 // per target and the ratio of kfake's to the embedded broker's, and the
 // results file holds the find_max section with both targets.
 func TestFindMaxTwoTargetsInOneRun(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"loadgen", "--find-max", "--targets", "embedded,kfake", "--mode", "at-least-once,idempotent",
@@ -99,6 +100,7 @@ func TestFindMaxFlagErrors(t *testing.T) {
 // and 100 % of --sustainable-rate: each mode once per fraction, at that
 // rate, named after it, with equal_load saying which rates ran.
 func TestRateFractionsOfAGivenRate(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"loadgen", "--rate-fraction", "0.5,1", "--sustainable-rate", "400", "--target", "kfake",
@@ -131,6 +133,7 @@ func TestRateFractionsOfAGivenRate(t *testing.T) {
 // short steps and a confirmation), then runs every mode given at 50 % and
 // 80 % of it, and says so.
 func TestLatencyWorkloadRunsAtEqualLoad(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"loadgen", "--workload", "latency", "--target", "kfake", "--mode", "at-least-once,idempotent",

@@ -161,6 +161,7 @@ func faultExecWorkload(t *testing.T, dir string) string {
 // Every hook fires and every cell passes with nothing lost and nothing
 // duplicated. (Every plan in every mode, by hand: docs/measurements.)
 func TestLoadgenFaultExecHooks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a 3-member cluster")
 	}

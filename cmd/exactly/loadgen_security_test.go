@@ -200,6 +200,7 @@ func withoutFlag(flags []string, name string) []string {
 // their arguments: both cells pass against a kfake that wants SCRAM. Over
 // SASL_SSL the proxy's plans are not applicable, and the run says why.
 func TestLoadgenSASLFaultsAgainstKfake(t *testing.T) {
+	t.Parallel()
 	asExactlySelf(t)
 	address, caFile := secureKfake(t, false)
 	flags := []string{"--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", "alice",
