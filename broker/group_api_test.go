@@ -66,11 +66,11 @@ func groupAPISync(version int16, groupID, memberID string, generation int32, ass
 }
 
 func (a *groupAPI) join(req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
-	return handleJoinGroup(a.ctx, a.conn, req).(*kmsg.JoinGroupResponse)
+	return serveAPI(a.ctx, a.conn, req).(*kmsg.JoinGroupResponse)
 }
 
 func (a *groupAPI) sync(req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
-	return handleSyncGroup(a.ctx, a.conn, req).(*kmsg.SyncGroupResponse)
+	return serveAPI(a.ctx, a.conn, req).(*kmsg.SyncGroupResponse)
 }
 
 // simpleCommit commits events-0 at offset (v8, no member).
@@ -79,7 +79,7 @@ func (a *groupAPI) simpleCommit(groupID string, offset int64) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version, req.Group = 8, groupID
 	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "events", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: 7}}}}
-	resp := handleOffsetCommit(a.ctx, a.conn, req).(*kmsg.OffsetCommitResponse)
+	resp := serveAPI(a.ctx, a.conn, req).(*kmsg.OffsetCommitResponse)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		a.t.Fatalf("commit: %d", code)
 	}
@@ -139,41 +139,41 @@ func TestGroupResponsesEncodeAtEveryVersion(t *testing.T) {
 			req := kmsg.NewPtrLeaveGroupRequest()
 			req.Version, req.Group, req.MemberID = v, "none", "m"
 			req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
-			return handleLeaveGroup(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"OffsetCommit", [2]int16{0, 10}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.Version, req.Group = v, "offsets"
 			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "events", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 2, Metadata: &metadata}}}}
-			return handleOffsetCommit(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"OffsetFetch", [2]int16{0, 10}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrOffsetFetchRequest()
 			req.Version, req.Group = v, "offsets"
 			req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "events", Partitions: []int32{0}}}
 			req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "offsets"}}
-			return handleOffsetFetch(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"DescribeGroups", [2]int16{0, 6}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrDescribeGroupsRequest()
 			req.Version, req.Groups = v, []string{"offsets", "join-a", "none"}
-			return handleDescribeGroups(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"ListGroups", [2]int16{0, 5}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrListGroupsRequest()
 			req.Version = v
-			return handleListGroups(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"DeleteGroups", [2]int16{0, 3}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrDeleteGroupsRequest()
 			req.Version, req.Groups = v, []string{"none", "join-a"}
-			return handleDeleteGroups(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"OffsetDelete", [2]int16{0, 0}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrOffsetDeleteRequest()
 			req.Version, req.Group = v, "offsets"
 			req.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "other", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
-			return handleOffsetDelete(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 	}
 	checkEveryVersionRoundTrips(t, calls)
@@ -239,7 +239,7 @@ func TestGroupAdminResponseVersions(t *testing.T) {
 	describe := kmsg.NewPtrDescribeGroupsRequest()
 	describe.Version = 5
 	describe.Groups = []string{"g", "missing"}
-	described := handleDescribeGroups(a.ctx, a.conn, describe).(*kmsg.DescribeGroupsResponse)
+	described := serveAPI(a.ctx, a.conn, describe).(*kmsg.DescribeGroupsResponse)
 	if g := described.Groups[0]; g.State != "CompletingRebalance" || g.Protocol != "" || g.Members[0].ProtocolMetadata != nil {
 		t.Fatalf("describe while completing: %+v", g)
 	}
@@ -254,47 +254,47 @@ func TestGroupAdminResponseVersions(t *testing.T) {
 	if sync.ErrorCode != 0 || sync.Protocol == nil || *sync.Protocol != "range" || sync.ProtocolType == nil || *sync.ProtocolType != "consumer" {
 		t.Fatalf("sync v5 must name the protocol type and protocol: %+v", sync)
 	}
-	described = handleDescribeGroups(a.ctx, a.conn, describe).(*kmsg.DescribeGroupsResponse)
+	described = serveAPI(a.ctx, a.conn, describe).(*kmsg.DescribeGroupsResponse)
 	if g := described.Groups[0]; g.State != "Stable" || g.Protocol != "range" || g.Members[0].InstanceID == nil || string(g.Members[0].MemberAssignment) != "parts" {
 		t.Fatalf("describe v5 stable: %+v", g)
 	}
 	describe.Version = 6
-	missing := handleDescribeGroups(a.ctx, a.conn, describe).(*kmsg.DescribeGroupsResponse).Groups[1]
+	missing := serveAPI(a.ctx, a.conn, describe).(*kmsg.DescribeGroupsResponse).Groups[1]
 	if missing.ErrorCode != kerr.GroupIDNotFound.Code || missing.ErrorMessage == nil || *missing.ErrorMessage != "group missing not found" {
 		t.Fatalf("describe v6 of a missing group: %+v", missing)
 	}
 	describe.Version = 3
-	if old := handleDescribeGroups(a.ctx, a.conn, describe).(*kmsg.DescribeGroupsResponse).Groups[0]; old.Members[0].InstanceID != nil {
+	if old := serveAPI(a.ctx, a.conn, describe).(*kmsg.DescribeGroupsResponse).Groups[0]; old.Members[0].InstanceID != nil {
 		t.Fatalf("describe v3 must not carry instance ids: %+v", old)
 	}
 
 	list := kmsg.NewPtrListGroupsRequest()
 	list.Version = 4
 	list.StatesFilter = []string{"stable"}
-	listed := handleListGroups(a.ctx, a.conn, list).(*kmsg.ListGroupsResponse)
+	listed := serveAPI(a.ctx, a.conn, list).(*kmsg.ListGroupsResponse)
 	if len(listed.Groups) != 1 || listed.Groups[0].Group != "g" || listed.Groups[0].GroupState != "Stable" || listed.Groups[0].GroupType != "" {
 		t.Fatalf("list v4 filtered: %+v", listed)
 	}
 	list.Version = 3 // no state filter before v4
-	if listed = handleListGroups(a.ctx, a.conn, list).(*kmsg.ListGroupsResponse); len(listed.Groups) != 2 || listed.Groups[0].GroupState != "" {
+	if listed = serveAPI(a.ctx, a.conn, list).(*kmsg.ListGroupsResponse); len(listed.Groups) != 2 || listed.Groups[0].GroupState != "" {
 		t.Fatalf("list v3: %+v", listed)
 	}
 	list.Version = 5
 	list.StatesFilter = nil
 	list.TypesFilter = []string{"Classic"}
-	listed = handleListGroups(a.ctx, a.conn, list).(*kmsg.ListGroupsResponse)
+	listed = serveAPI(a.ctx, a.conn, list).(*kmsg.ListGroupsResponse)
 	if len(listed.Groups) != 2 || listed.Groups[0].Group != "g" || listed.Groups[1].ProtocolType != "" || listed.Groups[1].GroupType != "classic" {
 		t.Fatalf("list v5: %+v", listed)
 	}
 	list.TypesFilter = []string{"consumer"}
-	if listed = handleListGroups(a.ctx, a.conn, list).(*kmsg.ListGroupsResponse); len(listed.Groups) != 0 {
+	if listed = serveAPI(a.ctx, a.conn, list).(*kmsg.ListGroupsResponse); len(listed.Groups) != 0 {
 		t.Fatalf("list v5 for KIP-848 groups: %+v", listed)
 	}
 
 	remove := kmsg.NewPtrDeleteGroupsRequest()
 	remove.Version = 3
 	remove.Groups = []string{"g", "offsets-only"}
-	deleted := handleDeleteGroups(a.ctx, a.conn, remove).(*kmsg.DeleteGroupsResponse)
+	deleted := serveAPI(a.ctx, a.conn, remove).(*kmsg.DeleteGroupsResponse)
 	if deleted.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code || deleted.Groups[0].ErrorMessage == nil ||
 		*deleted.Groups[0].ErrorMessage != kerr.NonEmptyGroup.Error() || deleted.Groups[1].ErrorCode != 0 || deleted.Groups[1].ErrorMessage != nil {
 		t.Fatalf("delete groups v3: %+v", deleted)
@@ -311,20 +311,20 @@ func TestGroupLeaveVersions(t *testing.T) {
 	leave.Version = 4
 	leave.Group = "g"
 	leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "client-unknown"}}
-	resp := handleLeaveGroup(a.ctx, a.conn, leave).(*kmsg.LeaveGroupResponse)
+	resp := serveAPI(a.ctx, a.conn, leave).(*kmsg.LeaveGroupResponse)
 	if resp.ErrorCode != 0 || len(resp.Members) != 1 || resp.Members[0].ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("leave v4 of an unknown member: %+v", resp)
 	}
 	leave.Version = 0
 	leave.MemberID = joined.MemberID
-	if resp = handleLeaveGroup(a.ctx, a.conn, leave).(*kmsg.LeaveGroupResponse); resp.ErrorCode != 0 || len(resp.Members) != 0 {
+	if resp = serveAPI(a.ctx, a.conn, leave).(*kmsg.LeaveGroupResponse); resp.ErrorCode != 0 || len(resp.Members) != 0 {
 		t.Fatalf("leave v0: %+v", resp)
 	}
-	if resp = handleLeaveGroup(a.ctx, a.conn, leave).(*kmsg.LeaveGroupResponse); resp.ErrorCode != kerr.UnknownMemberID.Code {
+	if resp = serveAPI(a.ctx, a.conn, leave).(*kmsg.LeaveGroupResponse); resp.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("leave v0 again: %+v", resp)
 	}
 	leave.Group = ""
-	if resp = handleLeaveGroup(a.ctx, a.conn, leave).(*kmsg.LeaveGroupResponse); resp.ErrorCode != kerr.InvalidGroupID.Code {
+	if resp = serveAPI(a.ctx, a.conn, leave).(*kmsg.LeaveGroupResponse); resp.ErrorCode != kerr.InvalidGroupID.Code {
 		t.Fatalf("leave without a group: %+v", resp)
 	}
 }
@@ -358,14 +358,14 @@ func TestGroupOffsetsByTopicIDVersions(t *testing.T) {
 		{TopicID: eventsID, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 77, LeaderEpoch: 4}}},
 		{TopicID: [16]byte{9}, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}},
 	}
-	resp := handleOffsetCommit(a.ctx, a.conn, commit).(*kmsg.OffsetCommitResponse)
+	resp := serveAPI(a.ctx, a.conn, commit).(*kmsg.OffsetCommitResponse)
 	if resp.Topics[0].TopicID != eventsID || resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
 		t.Fatalf("v10 commit: %+v", resp)
 	}
 	fetch := kmsg.NewPtrOffsetFetchRequest()
 	fetch.Version = 10
 	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
-	got := handleOffsetFetch(a.ctx, a.conn, fetch).(*kmsg.OffsetFetchResponse)
+	got := serveAPI(a.ctx, a.conn, fetch).(*kmsg.OffsetFetchResponse)
 	topics := got.Groups[0].Topics
 	if len(topics) != 1 || topics[0].TopicID != eventsID || topics[0].Partitions[0].Offset != 77 || topics[0].Partitions[0].LeaderEpoch != 4 {
 		t.Fatalf("v10 fetch: %+v", got)
@@ -374,11 +374,11 @@ func TestGroupOffsetsByTopicIDVersions(t *testing.T) {
 	// returns none.
 	commit.Version = 5
 	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "events", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 78, LeaderEpoch: 4}}}}
-	handleOffsetCommit(a.ctx, a.conn, commit)
+	serveAPI(a.ctx, a.conn, commit)
 	fetch.Version = 5
 	fetch.Group = "g"
 	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "events", Partitions: []int32{0}}}
-	partition := handleOffsetFetch(a.ctx, a.conn, fetch).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+	partition := serveAPI(a.ctx, a.conn, fetch).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
 	if partition.Offset != 78 || partition.LeaderEpoch != -1 {
 		t.Fatalf("v5 commit then v5 fetch: %+v", partition)
 	}
@@ -395,12 +395,12 @@ func TestGroupParkedRequestAbandoned(t *testing.T) {
 	})
 	gone, cancel := context.WithCancel(a.ctx)
 	cancel()
-	resp := handleJoinGroup(gone, a.conn, groupAPIJoin(3, "g", "")).(*kmsg.JoinGroupResponse)
+	resp := serveAPI(gone, a.conn, groupAPIJoin(3, "g", "")).(*kmsg.JoinGroupResponse)
 	if resp.ErrorCode != kerr.RebalanceInProgress.Code || resp.MemberID == "" || resp.Generation != -1 {
 		t.Fatalf("join abandoned by its client: %+v", resp)
 	}
 	a.stop()
-	resp = handleJoinGroup(gone, a.conn, groupAPIJoin(3, "g", "")).(*kmsg.JoinGroupResponse)
+	resp = serveAPI(gone, a.conn, groupAPIJoin(3, "g", "")).(*kmsg.JoinGroupResponse)
 	if resp.ErrorCode != kerr.NotCoordinator.Code {
 		t.Fatalf("join parked at shutdown: %+v", resp)
 	}

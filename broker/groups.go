@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -12,9 +11,10 @@ import (
 
 // This file wires the group coordinator (broker/group) into the broker:
 // its configuration, the topic-id resolver it needs for
-// OffsetCommit/OffsetFetch v10, and groupHandler, the name the group API
-// handlers (handleFindCoordinator, handleJoinGroup, ...) register the
-// connection's one kmsg adapter (kmsgAdapter) under.
+// OffsetCommit/OffsetFetch v10, and groupHandler, the name the
+// coordinator APIs still in package broker (handleFindCoordinator, the
+// transaction APIs) register the connection's one kmsg adapter
+// (kmsgAdapter) under. The group API handlers are in package api.
 //
 // Storage: committed offsets and group metadata live in Kafka's
 // __consumer_offsets record format (see broker/group's package doc), in
@@ -121,37 +121,4 @@ func (b *Broker) duringShutdown(err error) error {
 		return fmt.Errorf("broker shutting down: %w", group.ErrNotCoordinator)
 	}
 	return err
-}
-
-// awaitGroupReply calls start with a reply callback for the group
-// coordinator (JoinReply, SyncReply) and waits for the reply or for ctx to
-// end; answered is false when ctx ended first. The broker owns the
-// channel: it is buffered for the one reply, so the coordinator, which
-// replies under a group's lock, never blocks on it, even once nobody
-// waits any more.
-func awaitGroupReply[T any](ctx context.Context, start func(reply func(T, error))) (result T, answered bool, err error) {
-	type answer struct {
-		result T
-		err    error
-	}
-	answers := make(chan answer, 1)
-	start(func(result T, err error) { answers <- answer{result, err} })
-	select {
-	case got := <-answers: // answered without parking
-		return got.result, true, got.err
-	default:
-	}
-	select {
-	case got := <-answers:
-		return got.result, true, got.err
-	case <-ctx.Done():
-		return result, false, nil
-	}
-}
-
-// abandonedWait is the answer to a parked JoinGroup or SyncGroup whose
-// context ended (the client went away or the broker is closing): the
-// client must rejoin.
-func abandonedWait(ctx context.Context) error {
-	return fmt.Errorf("stopped waiting (%v): %w", context.Cause(ctx), group.ErrRebalanceInProgress)
 }

@@ -1,6 +1,10 @@
 package broker
 
-import "github.com/exactly-eos/exactly/broker/group"
+import (
+	"context"
+
+	"github.com/exactly-eos/exactly/broker/group"
+)
 
 // groupService is the broker as api.Groups, the service package api's handlers see.
 type groupService struct{ b *Broker }
@@ -10,3 +14,16 @@ func (s groupService) For(groupID string) *group.Coordinator { return s.b.groups
 
 // DuringShutdown is [Broker.duringShutdown].
 func (s groupService) DuringShutdown(err error) error { return s.b.duringShutdown(err) }
+
+// List is [Broker.listGroups].
+func (s groupService) List(filter group.ListFilter) ([]group.GroupListing, error) {
+	return s.b.listGroups(filter)
+}
+
+// Delete is [Broker.deleteGroups].
+func (s groupService) Delete(ctx context.Context, groupIDs []string) []error {
+	return s.b.deleteGroups(ctx, groupIDs)
+}
+
+// TopicName is the coordinators' [topicResolver.TopicName].
+func (s groupService) TopicName(id [16]byte) (string, bool) { return topicResolver{s.b}.TopicName(id) }

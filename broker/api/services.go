@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/txn"
@@ -32,6 +34,16 @@ type Groups interface {
 	// NOT_COORDINATOR while the broker shuts down, so clients look for the
 	// coordinator again instead of rejoining here.
 	DuringShutdown(err error) error
+	// List lists the groups of every coordinator serving here that pass
+	// filter, sorted by group id (in a cluster, the groups of the
+	// partitions led here; as in Kafka, a client asks every broker).
+	List(filter group.ListFilter) ([]group.GroupListing, error)
+	// Delete deletes each group (empty ones only) and its offsets at its
+	// coordinator; errors are indexed like groupIDs.
+	Delete(ctx context.Context, groupIDs []string) []error
+	// TopicName returns the name of the topic with this id as the group
+	// coordinators resolve ids: a topic with a partition here.
+	TopicName(id [16]byte) (string, bool)
 }
 
 // Transactions finds the transaction coordinators: each transactional id

@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -16,24 +17,24 @@ import (
 // Authorized operations are not computed (-2^31). v1 adds the member type
 // (1: consumer protocol).
 func init() {
-	register(wire.APIConsumerGroupDescribe, 0, 1, groupHandler(inReader, handleConsumerGroupDescribe))
+	register(wire.APIConsumerGroupDescribe, 0, 1, InReader, consumerGroupDescribe)
 }
 
-func handleConsumerGroupDescribe(_ context.Context, c *connection, req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
+func consumerGroupDescribe(_ context.Context, r *Request, req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
 	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 	resp.Version = req.Version
 	for _, groupID := range req.Groups {
 		described := kmsg.NewConsumerGroupDescribeResponseGroup()
 		described.Group = groupID
 		described.AuthorizedOperations = authorizedOperationsOmitted
-		if !c.authorizedGroup(kmsg.ACLOperationDescribe, groupID) {
-			described.ErrorCode, described.ErrorMessage = errorCode(errGroupAuthorization), errorMessage(errGroupAuthorization)
+		if !r.AuthorizedGroup(kmsg.ACLOperationDescribe, groupID) {
+			described.ErrorCode, described.ErrorMessage = errcode.Of(errcode.ErrGroupAuthorization), errcode.Message(errcode.ErrGroupAuthorization)
 			resp.Groups = append(resp.Groups, described)
 			continue
 		}
-		description, err := c.broker.groupsFor(groupID).DescribeConsumerGroup(groupID)
+		description, err := r.Groups.For(groupID).DescribeConsumerGroup(groupID)
 		if err != nil {
-			described.ErrorCode = errorCode(err)
+			described.ErrorCode = errcode.Of(err)
 			message := err.Error()
 			described.ErrorMessage = &message
 			resp.Groups = append(resp.Groups, described)
@@ -48,8 +49,8 @@ func handleConsumerGroupDescribe(_ context.Context, c *connection, req *kmsg.Con
 			member.MemberID, member.InstanceID, member.RackID = m.MemberID, m.InstanceID, m.RackID
 			member.MemberEpoch, member.ClientID, member.ClientHost = m.MemberEpoch, m.ClientID, m.ClientHost
 			member.SubscribedTopics, member.SubscribedTopicRegex = m.SubscribedTopicNames, m.SubscribedTopicRegex
-			member.Assignment = c.broker.describedAssignment(m.Assignment)
-			member.TargetAssignment = c.broker.describedAssignment(m.TargetAssignment)
+			member.Assignment = describedAssignment(r.Groups, m.Assignment)
+			member.TargetAssignment = describedAssignment(r.Groups, m.TargetAssignment)
 			member.MemberType = 1 // consumer protocol
 			described.Members = append(described.Members, member)
 		}
@@ -60,13 +61,13 @@ func handleConsumerGroupDescribe(_ context.Context, c *connection, req *kmsg.Con
 
 // describedAssignment names an assignment's topics (a topic deleted since
 // keeps its id with an empty name).
-func (b *Broker) describedAssignment(topics []group.TopicPartitions) kmsg.Assignment {
+func describedAssignment(groups Groups, topics []group.TopicPartitions) kmsg.Assignment {
 	var assignment kmsg.Assignment
 	for _, topic := range topics {
 		entry := kmsg.NewAssignmentTopicPartition()
 		entry.TopicID, entry.Partitions = topic.TopicID, topic.Partitions
-		if t := b.topicByID(topic.TopicID); t != nil {
-			entry.Topic = t.name
+		if name, ok := groups.TopicName(topic.TopicID); ok {
+			entry.Topic = name
 		}
 		assignment.TopicPartitions = append(assignment.TopicPartitions, entry)
 	}

@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -13,10 +14,10 @@ import (
 // member and answer with one error code; v3+ name a batch, each by member
 // id and/or instance id, with an error per member.
 func init() {
-	register(wire.APILeaveGroup, 0, 5, groupHandler(inReader, handleLeaveGroup))
+	register(wire.APILeaveGroup, 0, 5, InReader, leaveGroup)
 }
 
-func handleLeaveGroup(ctx context.Context, c *connection, req *kmsg.LeaveGroupRequest) kmsg.Response {
+func leaveGroup(ctx context.Context, r *Request, req *kmsg.LeaveGroupRequest) kmsg.Response {
 	leavers := []group.Leaver{{MemberID: req.MemberID}}
 	if req.Version >= 3 {
 		leavers = make([]group.Leaver, 0, len(req.Members))
@@ -24,10 +25,10 @@ func handleLeaveGroup(ctx context.Context, c *connection, req *kmsg.LeaveGroupRe
 			leavers = append(leavers, group.Leaver{MemberID: m.MemberID, InstanceID: m.InstanceID})
 		}
 	}
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorizationRules
-		return leaveGroupResponse(req.Version, leavers, nil, errGroupAuthorization)
+	if !r.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
+		return leaveGroupResponse(req.Version, leavers, nil, errcode.ErrGroupAuthorization)
 	}
-	errs, err := c.broker.groupsFor(req.Group).Leave(ctx, req.Group, leavers)
+	errs, err := r.Groups.For(req.Group).Leave(ctx, req.Group, leavers)
 	return leaveGroupResponse(req.Version, leavers, errs, err)
 }
 
@@ -36,18 +37,18 @@ func leaveGroupResponse(version int16, leavers []group.Leaver, errs []error, err
 	resp := kmsg.NewPtrLeaveGroupResponse()
 	resp.Version = version
 	if err != nil {
-		resp.ErrorCode = errorCode(err)
+		resp.ErrorCode = errcode.Of(err)
 		return resp
 	}
 	for i, leaver := range leavers {
 		if version < 3 {
-			resp.ErrorCode = errorCode(errs[i])
+			resp.ErrorCode = errcode.Of(errs[i])
 			continue
 		}
 		resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{
 			MemberID:   leaver.MemberID,
 			InstanceID: leaver.InstanceID,
-			ErrorCode:  errorCode(errs[i]),
+			ErrorCode:  errcode.Of(errs[i]),
 		})
 	}
 	return resp

@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -13,10 +14,10 @@ import (
 // (case-insensitive) and returns it; v5 filters by type and returns it
 // ("classic" or "consumer").
 func init() {
-	register(wire.APIListGroups, 0, 5, groupHandler(inReader, handleListGroups))
+	register(wire.APIListGroups, 0, 5, InReader, listGroups)
 }
 
-func handleListGroups(_ context.Context, c *connection, req *kmsg.ListGroupsRequest) kmsg.Response {
+func listGroups(_ context.Context, r *Request, req *kmsg.ListGroupsRequest) kmsg.Response {
 	var filter group.ListFilter
 	if req.Version >= 4 {
 		filter.States = req.StatesFilter
@@ -24,15 +25,16 @@ func handleListGroups(_ context.Context, c *connection, req *kmsg.ListGroupsRequ
 	if req.Version >= 5 {
 		filter.Types = req.TypesFilter
 	}
-	listed, err := c.broker.listGroups(filter)
+	listed, err := r.Groups.List(filter)
 	resp := kmsg.NewPtrListGroupsResponse()
 	resp.Version = req.Version
-	resp.ErrorCode = errorCode(err)
-	// Authorization (authorizationRules): Describe on the Cluster lists every
-	// group; otherwise only the groups the principal may Describe.
-	clusterDescribe := c.authorizedCluster(kmsg.ACLOperationDescribe)
+	resp.ErrorCode = errcode.Of(err)
+	// Authorization (the broker's authorizationRules): Describe on the
+	// Cluster lists every group; otherwise only the groups the principal
+	// may Describe.
+	clusterDescribe := r.AuthorizedCluster(kmsg.ACLOperationDescribe)
 	for _, g := range listed {
-		if !clusterDescribe && !c.authorizedGroup(kmsg.ACLOperationDescribe, g.Group) {
+		if !clusterDescribe && !r.AuthorizedGroup(kmsg.ACLOperationDescribe, g.Group) {
 			continue
 		}
 		entry := kmsg.ListGroupsResponseGroup{Group: g.Group, ProtocolType: g.ProtocolType}

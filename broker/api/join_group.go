@@ -1,4 +1,4 @@
-package broker
+package api
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // JoinGroup v0–9 (classic protocol; consumer-protocol groups with members
-// refuse it, handleConsumerGroupHeartbeat). The call parks until the
-// rebalance it joins completes, so it runs on its own goroutine. A join parked when the broker closes answers
-// NOT_COORDINATOR.
+// refuse it, see [consumerGroupHeartbeat]). The call parks until the
+// rebalance it joins completes, so it runs on its own goroutine. A join
+// parked when the broker closes answers NOT_COORDINATOR.
 //
 // Versions: v0 has no rebalance timeout (the session timeout is used);
 // v4+ clients that join with an empty member id first get
@@ -22,14 +23,14 @@ import (
 // type (null on errors) and may return a null protocol, older versions an
 // empty one; v9 returns SkipAssignment (KIP-814).
 func init() {
-	register(wire.APIJoinGroup, 0, 9, groupHandler(parks, handleJoinGroup))
+	register(wire.APIJoinGroup, 0, 9, Parks, joinGroup)
 }
 
-func handleJoinGroup(ctx context.Context, c *connection, req *kmsg.JoinGroupRequest) kmsg.Response {
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorizationRules
-		return joinGroupResponse(req.Version, group.JoinResult{}, errGroupAuthorization)
+func joinGroup(ctx context.Context, r *Request, req *kmsg.JoinGroupRequest) kmsg.Response {
+	if !r.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
+		return joinGroupResponse(req.Version, group.JoinResult{}, errcode.ErrGroupAuthorization)
 	}
-	result, err := c.broker.joinGroup(ctx, joinRequest(ctx, req))
+	result, err := joinAndWait(ctx, r.Groups, joinRequest(ctx, req))
 	return joinGroupResponse(req.Version, result, err)
 }
 
@@ -58,27 +59,27 @@ func joinRequest(ctx context.Context, req *kmsg.JoinGroupRequest) group.JoinRequ
 	return join
 }
 
-// joinGroup joins and waits for the outcome. If ctx ends first (the client
-// went away, or the broker is closing) the join answers
+// joinAndWait joins and waits for the outcome. If ctx ends first (the
+// client went away, or the broker is closing) the join answers
 // REBALANCE_IN_PROGRESS — NOT_COORDINATOR while the broker shuts down —
 // and the member stays awaiting join until the rebalance completes or
 // drops it.
-func (b *Broker) joinGroup(ctx context.Context, req group.JoinRequest) (group.JoinResult, error) {
+func joinAndWait(ctx context.Context, groups Groups, req group.JoinRequest) (group.JoinResult, error) {
 	var memberID string
 	result, answered, err := awaitGroupReply(ctx, func(reply func(group.JoinResult, error)) {
-		memberID = b.groupsFor(req.Group).Join(ctx, req, reply)
+		memberID = groups.For(req.Group).Join(ctx, req, reply)
 	})
 	if !answered {
 		result, err = group.JoinResult{MemberID: memberID, Generation: -1}, abandonedWait(ctx)
 	}
-	return result, b.duringShutdown(err)
+	return result, groups.DuringShutdown(err)
 }
 
 // joinGroupResponse encodes a join's outcome at version.
 func joinGroupResponse(version int16, result group.JoinResult, err error) *kmsg.JoinGroupResponse {
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.Version = version
-	resp.ErrorCode = errorCode(err)
+	resp.ErrorCode = errcode.Of(err)
 	resp.Generation = result.Generation
 	resp.LeaderID = result.Leader
 	resp.MemberID = result.MemberID

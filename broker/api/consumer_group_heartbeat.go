@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -18,14 +19,14 @@ import (
 // regular expression. Errors carry a message. Runs in the reader
 // goroutine: the call never waits for other members.
 func init() {
-	register(wire.APIConsumerGroupHeartbeat, 0, 1, groupHandler(inReader, handleConsumerGroupHeartbeat))
+	register(wire.APIConsumerGroupHeartbeat, 0, 1, InReader, consumerGroupHeartbeat)
 }
 
-func handleConsumerGroupHeartbeat(ctx context.Context, c *connection, req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.Response {
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) {
+func consumerGroupHeartbeat(ctx context.Context, r *Request, req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.Response {
+	if !r.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
 		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 		resp.Version = req.Version
-		resp.ErrorCode, resp.ErrorMessage = errorCode(errGroupAuthorization), errorMessage(errGroupAuthorization)
+		resp.ErrorCode, resp.ErrorMessage = errcode.Of(errcode.ErrGroupAuthorization), errcode.Message(errcode.ErrGroupAuthorization)
 		resp.MemberEpoch = -1
 		return resp
 	}
@@ -50,12 +51,12 @@ func handleConsumerGroupHeartbeat(ctx context.Context, c *connection, req *kmsg.
 			heartbeat.Owned = append(heartbeat.Owned, group.TopicPartitions{TopicID: topic.TopicID, Partitions: topic.Partitions})
 		}
 	}
-	result, err := c.broker.groupsFor(req.Group).ConsumerHeartbeat(ctx, heartbeat)
+	result, err := r.Groups.For(req.Group).ConsumerHeartbeat(ctx, heartbeat)
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = req.Version
 	resp.HeartbeatIntervalMillis = int32(result.HeartbeatInterval.Milliseconds())
 	if err != nil {
-		resp.ErrorCode = errorCode(err)
+		resp.ErrorCode = errcode.Of(err)
 		message := err.Error()
 		resp.ErrorMessage = &message
 		resp.MemberEpoch = -1

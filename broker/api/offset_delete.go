@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -14,22 +15,23 @@ import (
 // a non-consumer group with members answers NON_EMPTY_GROUP, an unknown
 // group GROUP_ID_NOT_FOUND (both for the whole request).
 func init() {
-	register(wire.APIOffsetDelete, 0, 0, groupHandler(inReader, handleOffsetDelete))
+	register(wire.APIOffsetDelete, 0, 0, InReader, offsetDelete)
 }
 
-func handleOffsetDelete(ctx context.Context, c *connection, req *kmsg.OffsetDeleteRequest) kmsg.Response {
+func offsetDelete(ctx context.Context, r *Request, req *kmsg.OffsetDeleteRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.Version = req.Version
-	// Authorization (authorizationRules): Delete on the group; Read on each
-	// topic, whose partitions are otherwise refused and kept.
-	if !c.authorizedGroup(kmsg.ACLOperationDelete, req.Group) {
-		resp.ErrorCode = errorCode(errGroupAuthorization)
+	// Authorization (the broker's authorizationRules): Delete on the
+	// group; Read on each topic, whose partitions are otherwise refused and
+	// kept.
+	if !r.AuthorizedGroup(kmsg.ACLOperationDelete, req.Group) {
+		resp.ErrorCode = errcode.Of(errcode.ErrGroupAuthorization)
 		return resp
 	}
 	topics := make([]group.DeleteOffsetsTopic, 0, len(req.Topics))
 	var deletedIndex []int
 	for i, topic := range req.Topics {
-		if !c.authorizedTopic(kmsg.ACLOperationRead, topic.Topic) {
+		if !r.AuthorizedTopic(kmsg.ACLOperationRead, topic.Topic) {
 			continue
 		}
 		deletedIndex = append(deletedIndex, i)
@@ -39,9 +41,9 @@ func handleOffsetDelete(ctx context.Context, c *connection, req *kmsg.OffsetDele
 		}
 		topics = append(topics, deleted)
 	}
-	deletedErrs, err := c.broker.groupsFor(req.Group).DeleteOffsets(ctx, req.Group, topics)
+	deletedErrs, err := r.Groups.For(req.Group).DeleteOffsets(ctx, req.Group, topics)
 	if err != nil {
-		resp.ErrorCode = errorCode(err)
+		resp.ErrorCode = errcode.Of(err)
 		return resp
 	}
 	errs := make([][]error, len(req.Topics))
@@ -52,12 +54,12 @@ func handleOffsetDelete(ctx context.Context, c *connection, req *kmsg.OffsetDele
 	for i, topic := range req.Topics {
 		responseTopic := kmsg.OffsetDeleteResponseTopic{Topic: topic.Topic}
 		for j, partition := range topic.Partitions {
-			err := error(errTopicAuthorization)
+			err := error(errcode.ErrTopicAuthorization)
 			if attempted[i] {
 				err = errs[i][j]
 			}
 			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.OffsetDeleteResponseTopicPartition{
-				Partition: partition.Partition, ErrorCode: errorCode(err),
+				Partition: partition.Partition, ErrorCode: errcode.Of(err),
 			})
 		}
 		resp.Topics = append(resp.Topics, responseTopic)

@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -22,33 +23,33 @@ import (
 // groups (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and ignored for classic
 // groups.
 func init() {
-	register(wire.APIOffsetFetch, 0, 10, groupHandler(inReader, handleOffsetFetch))
+	register(wire.APIOffsetFetch, 0, 10, InReader, offsetFetch)
 }
 
-func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRequest) kmsg.Response {
+func offsetFetch(_ context.Context, r *Request, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	resp.Version = req.Version
 	requireStable := req.Version >= 7 && req.RequireStable
 	if req.Version >= 8 {
 		for _, requested := range req.Groups {
-			if !c.authorizedGroup(kmsg.ACLOperationDescribe, requested.Group) { // authorizationRules
-				resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: requested.Group, ErrorCode: errorCode(errGroupAuthorization)})
+			if !r.AuthorizedGroup(kmsg.ACLOperationDescribe, requested.Group) {
+				resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: requested.Group, ErrorCode: errcode.Of(errcode.ErrGroupAuthorization)})
 				continue
 			}
-			answered := fetchBatchedGroup(c.broker.groupsFor(requested.Group), req.Version, requested, requireStable)
-			answered.Topics = describableOffsetTopics(c, answered.Topics, requested.Topics != nil,
+			answered := fetchBatchedGroup(r.Groups.For(requested.Group), req.Version, requested, requireStable)
+			answered.Topics = describableOffsetTopics(r, answered.Topics, requested.Topics != nil,
 				func(t kmsg.OffsetFetchResponseGroupTopic) (string, [16]byte) { return t.Topic, t.TopicID },
 				func(t *kmsg.OffsetFetchResponseGroupTopic) {
 					for i := range t.Partitions {
 						p := &t.Partitions[i]
-						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, new(string), errorCode(errTopicAuthorization)
+						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, new(string), errcode.Of(errcode.ErrTopicAuthorization)
 					}
 				}, req.Version >= 10)
 			resp.Groups = append(resp.Groups, answered)
 		}
 		return resp
 	}
-	if !c.authorizedGroup(kmsg.ACLOperationDescribe, req.Group) { // authorizationRules
+	if !r.AuthorizedGroup(kmsg.ACLOperationDescribe, req.Group) {
 		return offsetFetchGroupRefused(req)
 	}
 	fetch := group.FetchRequest{Group: req.Group, RequireStable: requireStable}
@@ -58,8 +59,8 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 			fetch.Topics = append(fetch.Topics, group.FetchTopic{Name: topic.Topic, Partitions: topic.Partitions})
 		}
 	}
-	topics, err := c.broker.groupsFor(fetch.Group).FetchOffsets(fetch)
-	code := errorCode(err)
+	topics, err := r.Groups.For(fetch.Group).FetchOffsets(fetch)
+	code := errcode.Of(err)
 	if req.Version >= 2 {
 		resp.ErrorCode = code
 	}
@@ -71,7 +72,7 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 			responsePartition.Offset = partition.Offset
 			metadata := partition.Metadata
 			responsePartition.Metadata = &metadata
-			responsePartition.ErrorCode = errorCode(partition.Err)
+			responsePartition.ErrorCode = errcode.Of(partition.Err)
 			if req.Version >= 5 {
 				responsePartition.LeaderEpoch = partition.LeaderEpoch
 			}
@@ -82,12 +83,12 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 		}
 		resp.Topics = append(resp.Topics, responseTopic)
 	}
-	resp.Topics = describableOffsetTopics(c, resp.Topics, fetch.Topics != nil,
+	resp.Topics = describableOffsetTopics(r, resp.Topics, fetch.Topics != nil,
 		func(t kmsg.OffsetFetchResponseTopic) (string, [16]byte) { return t.Topic, [16]byte{} },
 		func(t *kmsg.OffsetFetchResponseTopic) {
 			for i := range t.Partitions {
 				p := &t.Partitions[i]
-				p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, new(string), errorCode(errTopicAuthorization)
+				p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, new(string), errcode.Of(errcode.ErrTopicAuthorization)
 			}
 		}, false)
 	return resp
@@ -99,7 +100,7 @@ func handleOffsetFetch(_ context.Context, c *connection, req *kmsg.OffsetFetchRe
 func offsetFetchGroupRefused(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	resp.Version = req.Version
-	code := errorCode(errGroupAuthorization)
+	code := errcode.Of(errcode.ErrGroupAuthorization)
 	if req.Version >= 2 {
 		resp.ErrorCode = code
 	}
@@ -120,14 +121,14 @@ func offsetFetchGroupRefused(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResp
 // not disclosed. A topic the request named gets refuse (every partition
 // TOPIC_AUTHORIZATION_FAILED); when the request asked for all topics, the
 // topic is left out.
-func describableOffsetTopics[T any](c *connection, topics []T, named bool, key func(T) (string, [16]byte), refuse func(*T), byID bool) []T {
-	if c.broker.authorizer == nil {
+func describableOffsetTopics[T any](r *Request, topics []T, named bool, key func(T) (string, [16]byte), refuse func(*T), byID bool) []T {
+	if !r.Auth.Enabled() {
 		return topics
 	}
 	out := topics[:0]
 	for _, t := range topics {
 		name, id := key(t)
-		if !c.topicRefused(kmsg.ACLOperationDescribe, name, id, byID) {
+		if !r.TopicRefused(kmsg.ACLOperationDescribe, name, id, byID) {
 			out = append(out, t)
 			continue
 		}
@@ -152,7 +153,7 @@ func fetchBatchedGroup(groups *group.Coordinator, version int16, requested kmsg.
 		}
 	}
 	topics, err := groups.FetchOffsets(fetch)
-	answered := kmsg.OffsetFetchResponseGroup{Group: requested.Group, ErrorCode: errorCode(err)}
+	answered := kmsg.OffsetFetchResponseGroup{Group: requested.Group, ErrorCode: errcode.Of(err)}
 	for _, topic := range topics {
 		responseTopic := kmsg.OffsetFetchResponseGroupTopic{Topic: topic.Name, TopicID: topic.ID}
 		for _, partition := range topic.Partitions {
@@ -162,7 +163,7 @@ func fetchBatchedGroup(groups *group.Coordinator, version int16, requested kmsg.
 			responsePartition.LeaderEpoch = partition.LeaderEpoch
 			metadata := partition.Metadata
 			responsePartition.Metadata = &metadata
-			responsePartition.ErrorCode = errorCode(partition.Err)
+			responsePartition.ErrorCode = errcode.Of(partition.Err)
 			responseTopic.Partitions = append(responseTopic.Partitions, responsePartition)
 		}
 		answered.Topics = append(answered.Topics, responseTopic)

@@ -1,4 +1,4 @@
-package broker
+package api
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -16,22 +17,18 @@ import (
 // instance ids; v6 answers an unknown group with GROUP_ID_NOT_FOUND and a
 // message, older versions with state Dead.
 func init() {
-	register(wire.APIDescribeGroups, 0, 6, groupHandler(inReader, handleDescribeGroups))
+	register(wire.APIDescribeGroups, 0, 6, InReader, describeGroups)
 }
 
-// authorizedOperationsOmitted is Kafka's "not computed" authorized
-// operations value.
-const authorizedOperationsOmitted = -2147483648
-
-func handleDescribeGroups(_ context.Context, c *connection, req *kmsg.DescribeGroupsRequest) kmsg.Response {
+func describeGroups(_ context.Context, r *Request, req *kmsg.DescribeGroupsRequest) kmsg.Response {
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	resp.Version = req.Version
 	for _, groupID := range req.Groups {
-		if !c.authorizedGroup(kmsg.ACLOperationDescribe, groupID) { // authorizationRules
-			resp.Groups = append(resp.Groups, describedGroup(req.Version, groupID, group.GroupDescription{}, errGroupAuthorization))
+		if !r.AuthorizedGroup(kmsg.ACLOperationDescribe, groupID) {
+			resp.Groups = append(resp.Groups, describedGroup(req.Version, groupID, group.GroupDescription{}, errcode.ErrGroupAuthorization))
 			continue
 		}
-		description, err := c.broker.groupsFor(groupID).DescribeGroup(groupID)
+		description, err := r.Groups.For(groupID).DescribeGroup(groupID)
 		resp.Groups = append(resp.Groups, describedGroup(req.Version, groupID, description, err))
 	}
 	return resp
@@ -47,12 +44,12 @@ func describedGroup(version int16, groupID string, description group.GroupDescri
 		described.State = "Dead"
 		return described
 	case errors.Is(err, group.ErrGroupNotFound):
-		described.ErrorCode = errorCode(err)
+		described.ErrorCode = errcode.Of(err)
 		message := "group " + groupID + " not found"
 		described.ErrorMessage = &message
 		return described
 	case err != nil:
-		described.ErrorCode = errorCode(err)
+		described.ErrorCode = errcode.Of(err)
 		return described
 	}
 	described.State = description.State

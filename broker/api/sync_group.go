@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -15,12 +16,12 @@ import (
 // v3+ carry the instance id; v5 carries and returns the protocol type and
 // name, checked against the group's.
 func init() {
-	register(wire.APISyncGroup, 0, 5, groupHandler(parks, handleSyncGroup))
+	register(wire.APISyncGroup, 0, 5, Parks, syncGroup)
 }
 
-func handleSyncGroup(ctx context.Context, c *connection, req *kmsg.SyncGroupRequest) kmsg.Response {
-	if !c.authorizedGroup(kmsg.ACLOperationRead, req.Group) { // authorizationRules
-		return syncGroupResponse(req.Version, group.SyncResult{}, errGroupAuthorization)
+func syncGroup(ctx context.Context, r *Request, req *kmsg.SyncGroupRequest) kmsg.Response {
+	if !r.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
+		return syncGroupResponse(req.Version, group.SyncResult{}, errcode.ErrGroupAuthorization)
 	}
 	sync := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
 	if req.Version >= 3 {
@@ -34,19 +35,19 @@ func handleSyncGroup(ctx context.Context, c *connection, req *kmsg.SyncGroupRequ
 		sync.Assignments = append(sync.Assignments, group.Assignment{MemberID: assignment.MemberID, Assignment: assignment.MemberAssignment})
 	}
 	result, answered, err := awaitGroupReply(ctx, func(reply func(group.SyncResult, error)) {
-		c.broker.groupsFor(sync.Group).Sync(ctx, sync, reply)
+		r.Groups.For(sync.Group).Sync(ctx, sync, reply)
 	})
 	if !answered {
 		result, err = group.SyncResult{}, abandonedWait(ctx)
 	}
-	return syncGroupResponse(req.Version, result, c.broker.duringShutdown(err))
+	return syncGroupResponse(req.Version, result, r.Groups.DuringShutdown(err))
 }
 
 // syncGroupResponse encodes a sync's outcome at version.
 func syncGroupResponse(version int16, result group.SyncResult, err error) *kmsg.SyncGroupResponse {
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.Version = version
-	resp.ErrorCode = errorCode(err)
+	resp.ErrorCode = errcode.Of(err)
 	resp.MemberAssignment = result.Assignment
 	if version >= 5 && err == nil {
 		resp.ProtocolType = &result.ProtocolType

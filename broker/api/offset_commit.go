@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -21,10 +22,10 @@ import (
 // group empties); v6+ carry the leader epoch; v7+ the instance id; v10
 // names topics by id.
 func init() {
-	register(wire.APIOffsetCommit, 0, 10, groupHandler(inReader, handleOffsetCommit))
+	register(wire.APIOffsetCommit, 0, 10, InReader, offsetCommit)
 }
 
-func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetCommitRequest) kmsg.Response {
+func offsetCommit(ctx context.Context, r *Request, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	commit := group.CommitRequest{
 		Group:      req.Group,
 		Generation: req.Generation,
@@ -40,17 +41,17 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 	if req.Version < 7 {
 		commit.InstanceID = nil
 	}
-	// Authorization (authorizationRules): Read on the group, or every partition
-	// fails; Read on each topic, or its partitions fail and are not
-	// committed.
-	groupAuthorized := c.authorizedGroup(kmsg.ACLOperationRead, req.Group)
+	// Authorization (the broker's authorizationRules): Read on the group,
+	// or every partition fails; Read on each topic, or its partitions fail
+	// and are not committed.
+	groupAuthorized := r.AuthorizedGroup(kmsg.ACLOperationRead, req.Group)
 	refused := make([]error, len(req.Topics))
 	for i, topic := range req.Topics {
 		switch {
 		case !groupAuthorized:
-			refused[i] = errGroupAuthorization
-		case c.topicRefused(kmsg.ACLOperationRead, topic.Topic, topic.TopicID, commit.ByTopicID):
-			refused[i] = errTopicAuthorization
+			refused[i] = errcode.ErrGroupAuthorization
+		case r.TopicRefused(kmsg.ACLOperationRead, topic.Topic, topic.TopicID, commit.ByTopicID):
+			refused[i] = errcode.ErrTopicAuthorization
 		}
 	}
 	var committedIndex []int // request topic index of each commit.Topics entry
@@ -73,8 +74,8 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 	}
 	var errs [][]error
 	if len(commit.Topics) > 0 || len(req.Topics) == 0 {
-		errs = c.broker.groupsFor(commit.Group).CommitOffsets(ctx, commit)
-		c.broker.countOffsetsCommitted(errs)
+		errs = r.Groups.For(commit.Group).CommitOffsets(ctx, commit)
+		countOffsetsCommitted(r, errs)
 	}
 	partitionErrs := make([][]error, len(req.Topics))
 	for k, i := range committedIndex {
@@ -90,10 +91,27 @@ func handleOffsetCommit(ctx context.Context, c *connection, req *kmsg.OffsetComm
 				err = partitionErrs[i][j]
 			}
 			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.OffsetCommitResponseTopicPartition{
-				Partition: partition.Partition, ErrorCode: errorCode(err),
+				Partition: partition.Partition, ErrorCode: errcode.Of(err),
 			})
 		}
 		resp.Topics = append(resp.Topics, responseTopic)
 	}
 	return resp
+}
+
+// countOffsetsCommitted counts the partitions an OffsetCommit got accepted
+// (a nil error each). The broker keeps its own copy for TxnOffsetCommit.
+func countOffsetsCommitted(r *Request, errs [][]error) {
+	if r.Metrics == nil {
+		return
+	}
+	accepted := 0
+	for _, topic := range errs {
+		for _, err := range topic {
+			if err == nil {
+				accepted++
+			}
+		}
+	}
+	r.Metrics.OffsetsCommitted(accepted)
 }
