@@ -76,22 +76,23 @@ func (b *Broker) AdvertisedListeners() []ListenerEndpoint {
 	return out
 }
 
-// endpointFor is the address of broker cb a client connected through c
-// is told: c's own listener for this broker, else cb's endpoint of the
-// listener of c's name; ok is false when cb has no listener of that name
-// (Kafka leaves such a broker out). A registration without listeners
-// serves its one address to everyone.
-func (b *Broker) endpointFor(c *connection, cb ClusterBroker) (host string, port int32, ok bool) {
+// endpointFor is the address of broker cb a client connected through the
+// listener named listener ("" for a connection made without one, in
+// tests: PLAINTEXT) is told: that listener's own address for this broker,
+// else cb's endpoint of the listener of that name; ok is false when cb has
+// no listener of that name (Kafka leaves such a broker out). A
+// registration without listeners serves its one address to everyone.
+func (b *Broker) endpointFor(listener string, cb ClusterBroker) (host string, port int32, ok bool) {
 	if cb.ID == b.nodeID {
-		host, port = c.advertised()
+		host, port = b.advertised(listener)
 		return host, port, true
 	}
 	if len(cb.Listeners) == 0 {
 		return cb.Host, cb.Port, true
 	}
 	name := "PLAINTEXT"
-	if c.listener != nil {
-		name = c.listener.name
+	if listener != "" {
+		name = listener
 	}
 	for _, e := range cb.Listeners {
 		if e.Name == name {

@@ -15,8 +15,8 @@ import (
 // internal topic (__consumer_offsets, __transaction_state), created on
 // first use ([Broker.clusterFindCoordinator]); in a cluster of one, this
 // broker for every key.
-// The FindCoordinator handler decodes, authorizes and encodes around
-// [Broker.findCoordinator].
+// The FindCoordinator handler (package api) decodes, authorizes and
+// encodes around [Broker.findCoordinator], through [clusterService.Coordinator].
 
 // coordinatorKind is what a coordinator key names: a FindCoordinator key
 // type.
@@ -40,16 +40,17 @@ type coordinatorAnswer struct {
 }
 
 // findCoordinator finds the coordinator of a key for a client connected
-// through c: this broker at c's listener's advertised address, or in a
-// cluster the leader of the key's internal partition.
-func (b *Broker) findCoordinator(ctx context.Context, c *connection, kind coordinatorKind, key string) coordinatorAnswer {
+// through the listener named listener: this broker at that listener's
+// advertised address, or in a cluster the leader of the key's internal
+// partition ([Broker.endpointFor]).
+func (b *Broker) findCoordinator(ctx context.Context, listener string, kind coordinatorKind, key string) coordinatorAnswer {
 	if kind == coordinatorTransaction {
-		return b.clusterFindCoordinator(ctx, c, key, coordinatorTopic{
+		return b.clusterFindCoordinator(ctx, listener, key, coordinatorTopic{
 			name: txn.TransactionStateTopic, partitions: b.config.settings.TransactionStatePartitions,
 			partitionOf: b.transactionStatePartition, awaitLoaded: b.replication.txns.awaitLoaded,
 		})
 	}
-	return b.clusterFindCoordinator(ctx, c, key, coordinatorTopic{
+	return b.clusterFindCoordinator(ctx, listener, key, coordinatorTopic{
 		name: group.OffsetsTopic, partitions: b.config.settings.OffsetsTopicPartitions,
 		partitionOf: b.offsetsPartition, awaitLoaded: b.replication.groups.awaitLoaded,
 	})
@@ -78,7 +79,7 @@ const coordinatorLoadWait = 2 * time.Second
 // loaded, so the client's next request — on a topic created just now,
 // with nothing to replay, as a single broker's first — is not answered
 // COORDINATOR_LOAD_IN_PROGRESS and sent to back off.
-func (b *Broker) clusterFindCoordinator(ctx context.Context, c *connection, key string, topic coordinatorTopic) coordinatorAnswer {
+func (b *Broker) clusterFindCoordinator(ctx context.Context, listener, key string, topic coordinatorTopic) coordinatorAnswer {
 	fail := func(err error) coordinatorAnswer { return coordinatorAnswer{err: err} }
 	topicName := topic.name
 	if err := b.ensureInternalTopic(ctx, topicName, topic.partitions); err != nil {
@@ -99,7 +100,7 @@ func (b *Broker) clusterFindCoordinator(ctx context.Context, c *connection, key 
 		if broker.ID != leader {
 			continue
 		}
-		if host, port, ok := b.endpointFor(c, broker); ok {
+		if host, port, ok := b.endpointFor(listener, broker); ok {
 			return coordinatorAnswer{nodeID: leader, host: host, port: port}
 		}
 		return fail(fmt.Errorf("%w: leader %d of %s-%d has no listener of this connection's name", errNoCoordinator, leader, topicName, index))

@@ -420,14 +420,14 @@ func TestGroupFindCoordinatorKeyTypes(t *testing.T) {
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.Version = 3
 	req.CoordinatorKey = "g"
-	resp := handleFindCoordinator(a.ctx, a.conn, req).(*kmsg.FindCoordinatorResponse)
+	resp := serveAPI(a.ctx, a.conn, req).(*kmsg.FindCoordinatorResponse)
 	if resp.ErrorCode != 0 || resp.NodeID != 3 || resp.Host != "localhost" || resp.Port != 9092 {
 		t.Fatalf("v3 group key: %+v", resp)
 	}
 	req.Version = 4
 	req.CoordinatorType = 2
 	req.CoordinatorKeys = []string{"a", "b"}
-	resp = handleFindCoordinator(a.ctx, a.conn, req).(*kmsg.FindCoordinatorResponse)
+	resp = serveAPI(a.ctx, a.conn, req).(*kmsg.FindCoordinatorResponse)
 	if len(resp.Coordinators) != 2 {
 		t.Fatalf("v4 batch: %+v", resp)
 	}

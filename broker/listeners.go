@@ -339,12 +339,17 @@ func (b *Broker) Listeners() []string {
 	return out
 }
 
-// advertised is the host and port to tell this connection's client to
-// connect to: its listener's advertised address (the first listener's
-// for a connection made without one, in tests).
-func (c *connection) advertised() (string, int32) {
-	if c.listener != nil {
-		return c.listener.advertisedHost, c.listener.advertisedPort
+// advertised is the host and port to tell a client that connected through
+// the listener named listener to connect to: that listener's advertised
+// address (the broker's own, the inter-broker listener's, for "": a
+// connection made without a listener, in tests).
+func (b *Broker) advertised(listener string) (string, int32) {
+	if listener != "" {
+		for _, l := range b.listeners {
+			if l.name == listener {
+				return l.advertisedHost, l.advertisedPort
+			}
+		}
 	}
-	return c.broker.advertisedHost, c.broker.advertisedPort
+	return b.advertisedHost, b.advertisedPort
 }

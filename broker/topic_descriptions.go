@@ -8,8 +8,9 @@ import (
 // Topic and broker descriptions: what Metadata tells a client of each
 // topic (its partitions' leaders, leader epochs, replicas and ISR) and of
 // the brokers, built from the controller's roles as last applied
-// ([Broker.ApplyPartitionRoles]) and the local topics. The Metadata handler authorizes and
-// picks the topics; DescribeCluster lists the same brokers.
+// ([Broker.ApplyPartitionRoles]) and the local topics. The Metadata handler
+// (package api, through [clusterService]) authorizes and picks the topics;
+// DescribeCluster lists the same brokers.
 
 // allTopicsMetadata describes every topic of the cluster, sorted by name
 // (clusterMetadataTopics).
@@ -65,11 +66,12 @@ func (b *Broker) metadataTopic(t *topic, err error) kmsg.MetadataResponseTopic {
 
 // metadataBrokers lists the cluster's unfenced brokers as last applied
 // (by ApplyPartitionRoles), or this broker alone at the advertised address of
-// the listener c came in on (as Kafka answers per listener name).
-func (b *Broker) metadataBrokers(c *connection) []kmsg.MetadataResponseBroker {
+// the listener named listener, the one the request came in on (as Kafka
+// answers per listener name; see [Broker.endpointFor]).
+func (b *Broker) metadataBrokers(listener string) []kmsg.MetadataResponseBroker {
 	self := kmsg.NewMetadataResponseBroker()
 	self.NodeID = b.nodeID
-	self.Host, self.Port = c.advertised()
+	self.Host, self.Port = b.advertised(listener)
 	view := b.replication.view.Load()
 	if view == nil {
 		return []kmsg.MetadataResponseBroker{self}
@@ -79,7 +81,7 @@ func (b *Broker) metadataBrokers(c *connection) []kmsg.MetadataResponseBroker {
 		if cb.Fenced && cb.ID != b.nodeID {
 			continue
 		}
-		host, port, ok := b.endpointFor(c, cb)
+		host, port, ok := b.endpointFor(listener, cb)
 		if !ok {
 			continue
 		}

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/txn"
@@ -57,15 +59,62 @@ type Transactions interface {
 	Version() int16
 }
 
-// Topics looks topics up.
+// Topics looks topics up and answers from the partitions this broker
+// leads.
 type Topics interface {
 	// NameByID returns the name of the topic with the given id.
 	NameByID(id [16]byte) (string, bool)
+	// ListOffset answers one partition of a ListOffsets request at
+	// version: the offset (and timestamp, or -1) that rp.Timestamp names —
+	// latest (-1: the high watermark, or the last stable offset when
+	// readCommitted), earliest (-2) and earliest-local (-4, v8+), max
+	// timestamp (-3, v7+), or a time (offset -1 when no batch reaches
+	// it) — and the partition's current leader epoch. Only the
+	// partition's leader answers, after checking rp.CurrentLeaderEpoch as
+	// Fetch does; an unknown topic or partition is
+	// UNKNOWN_TOPIC_OR_PARTITION, another timestamp INVALID_REQUEST.
+	ListOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, version int16, readCommitted bool) (offset, timestamp int64, leaderEpoch int32, err error)
+	// EndOffsetOfEpoch is where leader epoch epoch of a partition ended
+	// (OffsetForLeaderEpoch): the epoch answered for and its end offset,
+	// from the leader after checking currentLeaderEpoch as Fetch does.
+	EndOffsetOfEpoch(topic string, partition, currentLeaderEpoch, epoch int32) (leaderEpoch int32, endOffset int64, err error)
 }
 
 // Cluster describes the cluster: its brokers, topics' partitions and
-// leaders, and where coordinators are.
-type Cluster interface{}
+// leaders, and where coordinators are. Topics and brokers are described
+// as the controller's roles last said, in Metadata's own types.
+type Cluster interface {
+	// ClusterID is the cluster's id.
+	ClusterID() string
+	// ControllerID is the node id clients are told is the controller.
+	ControllerID() int32
+	// Brokers lists the brokers clients are told of (this broker alone,
+	// or a cluster's unfenced members), each at its address of the
+	// listener named listener, the one the request came in on; a broker
+	// without such a listener is left out.
+	Brokers(listener string) []kmsg.MetadataResponseBroker
+	// AllTopics describes every topic of the cluster, sorted by name.
+	AllTopics() []kmsg.MetadataResponseTopic
+	// Topic describes the named topic, creating it first (through the
+	// controller in a cluster) when allowCreate and
+	// auto.create.topics.enable allow and it does not exist; a topic that
+	// cannot be described is its error only, with its name.
+	Topic(name string, allowCreate bool) kmsg.MetadataResponseTopic
+	// TopicByID describes the topic with the given id and returns its
+	// name; found is false for an unknown id, described as
+	// UNKNOWN_TOPIC_ID with the id only.
+	TopicByID(id [16]byte) (mt kmsg.MetadataResponseTopic, name string, found bool)
+	// AutoCreates reports whether describing name with allowCreate would
+	// create it: auto.create.topics.enable is on and no such topic exists
+	// here or in the cluster.
+	AutoCreates(name string) bool
+	// Coordinator finds the coordinator of key, of FindCoordinator's
+	// keyType 0 (a group) or 1 (a transactional id): the current leader
+	// of key's partition of the internal topic (created on first use), at
+	// its address of the listener named listener; err (and no node) when
+	// there is none.
+	Coordinator(ctx context.Context, listener string, keyType int8, key string) (nodeID int32, host string, port int32, err error)
+}
 
 // Admin creates, deletes and configures topics and describes and changes
 // configs.

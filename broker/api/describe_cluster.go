@@ -1,6 +1,7 @@
-package broker
+package api
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,11 +15,10 @@ import (
 // controller. Only the broker endpoint type (1) exists here; asking for
 // controllers (2) is UNSUPPORTED_ENDPOINT_TYPE, as on a Kafka broker.
 func init() {
-	register(wire.APIDescribeCluster, 0, 1, kmsgHandler(handleDescribeCluster))
+	register(wire.APIDescribeCluster, 0, 1, InReader, describeCluster)
 }
 
-func handleDescribeCluster(c *connection, req *kmsg.DescribeClusterRequest) kmsg.Response {
-	b := c.broker
+func describeCluster(_ context.Context, r *Request, req *kmsg.DescribeClusterRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = req.EndpointType
 	if req.Version >= 1 && req.EndpointType != 1 {
@@ -26,11 +26,11 @@ func handleDescribeCluster(c *connection, req *kmsg.DescribeClusterRequest) kmsg
 		resp.ErrorCode, resp.ErrorMessage = 119, &message // UNSUPPORTED_ENDPOINT_TYPE
 		return resp
 	}
-	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.nodeID
+	resp.ClusterID = r.Cluster.ClusterID()
+	resp.ControllerID = r.Cluster.ControllerID()
 	// The brokers Metadata lists: in a cluster every unfenced one, at its
-	// endpoint of the listener c came in on.
-	for _, mb := range b.metadataBrokers(c) {
+	// endpoint of the listener the request came in on.
+	for _, mb := range r.Cluster.Brokers(r.Listener) {
 		broker := kmsg.NewDescribeClusterResponseBroker()
 		broker.NodeID, broker.Host, broker.Port, broker.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
 		resp.Brokers = append(resp.Brokers, broker)
