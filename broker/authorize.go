@@ -161,26 +161,6 @@ var authorizationRules = map[int16]string{
 	wire.APIListTransactions:             "only the TransactionalIds with Describe",
 }
 
-// configResourceRefusal is Kafka's authorization of a DescribeConfigs,
-// AlterConfigs or IncrementalAlterConfigs resource (op is DescribeConfigs
-// or AlterConfigs): broker resources need op on the Cluster
-// (CLUSTER_AUTHORIZATION_FAILED), topics op on the topic
-// (TOPIC_AUTHORIZATION_FAILED). Other types pass here; the handler
-// refuses them as it always has.
-func (c *connection) configResourceRefusal(rt kmsg.ConfigResourceType, name string, op kmsg.ACLOperation) error {
-	switch rt {
-	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
-		if !c.authorizedCluster(op) {
-			return errClusterAuthorization
-		}
-	case kmsg.ConfigResourceTypeTopic:
-		if !c.authorizedTopic(op, name) {
-			return errTopicAuthorization
-		}
-	}
-	return nil
-}
-
 // topicRefused reports whether op on a topic a request names by name or,
 // when byID, by id is refused. An id that names no topic is not refused
 // here: the handler answers UNKNOWN_TOPIC_ID for it.
@@ -214,3 +194,6 @@ func (c *connection) AuthorizedOnAnyTopic(op kmsg.ACLOperation) bool {
 
 // Enabled reports whether an authorizer is configured.
 func (c *connection) Enabled() bool { return c.broker.authorizer != nil }
+
+// Principal is [connection.principal], for package api.
+func (c *connection) Principal() string { return c.principal() }

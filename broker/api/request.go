@@ -38,6 +38,10 @@ type Authorizer interface {
 	// Enabled reports whether an authorizer is configured at all; without
 	// one, handlers may skip filtering work.
 	Enabled() bool
+	// Principal is the connection's principal ("User:alice";
+	// User:ANONYMOUS unauthenticated), for the logs of administrative
+	// changes.
+	Principal() string
 }
 
 // AuthorizedCluster is Authorized on the Cluster resource.

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/acl"
+	"github.com/exactly-eos/exactly/broker/auth"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/txn"
@@ -117,11 +119,59 @@ type Cluster interface {
 }
 
 // Admin creates, deletes and configures topics and describes and changes
-// configs.
-type Admin interface{}
+// configs. Topics are created, deleted and grown through the controller,
+// and configs changed through it, so that every broker of a cluster sees
+// the same; the calls run under the broker's lifetime, not the request's.
+type Admin interface {
+	// CreateTopic creates one topic of a CreateTopics request (or, when
+	// validateOnly, only checks it) and returns its response entry:
+	// partitions, replication factor, configs and id.
+	CreateTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (kmsg.CreateTopicsResponseTopic, error)
+	// DeleteTopic deletes the topic named name, or, when name is empty,
+	// the one with id, and returns its name (empty when unknown) and id.
+	DeleteTopic(name string, id [16]byte) (string, [16]byte, error)
+	// CreatePartitions grows one topic of a CreatePartitions request to
+	// its new partition count (or, when validateOnly, only checks it).
+	CreatePartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) error
+	// ReplaceTopicConfigs replaces the config overrides of topic name with
+	// overrides, once validated (AlterConfigs); validateOnly only checks.
+	ReplaceTopicConfigs(name string, overrides map[string]string, validateOnly bool) error
+	// ChangeTopicConfigs applies IncrementalAlterConfigs operations, in
+	// order, to the config overrides of topic name and sets the result,
+	// once validated; validateOnly only checks.
+	ChangeTopicConfigs(name string, changes []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool) error
+	// DescribeTopicConfigs describes the configs of topic name whose names
+	// wanted accepts, with their synonyms and documentation if asked.
+	DescribeTopicConfigs(name string, wanted func(config string) bool, synonyms, documentation bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error)
+	// DescribeBrokerConfigs describes the configs of the broker resource
+	// name (this broker's id, or "" for the cluster default) as
+	// DescribeTopicConfigs does.
+	DescribeBrokerConfigs(name string, wanted func(config string) bool, synonyms, documentation bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error)
+}
 
-// ACLs lists, creates and deletes access control entries.
-type ACLs interface{}
+// ACLs lists, creates and deletes access control entries. The handlers
+// call it only with an authorizer configured ([Authorizer.Enabled]; they
+// answer SECURITY_DISABLED without one); without one, Create and Delete
+// fail every binding and filter with errcode.ErrSecurityDisabled and
+// Describe finds nothing.
+type ACLs interface {
+	// Create adds bindings, durably, and returns each one's error in
+	// order (nil: created, or already there).
+	Create(bindings []acl.Binding) []error
+	// Delete removes the bindings each filter selects, durably, and
+	// returns them per filter.
+	Delete(filters []acl.Filter) []acl.DeleteResult
+	// Describe returns the bindings filter selects.
+	Describe(filter acl.Filter) []acl.Binding
+}
 
-// Credentials lists and changes SCRAM credentials.
-type Credentials interface{}
+// Credentials lists and changes SCRAM credentials, in this broker's
+// credential store.
+type Credentials interface {
+	// Describe lists the credentials of users (of every user that has
+	// some when users is empty).
+	Describe(users []string) []auth.DescribeResult
+	// Alter deletes and upserts credentials, validated, and writes the
+	// valid changes together, durably.
+	Alter(deletions []auth.Deletion, upsertions []auth.Upsertion) []auth.AlterResult
+}

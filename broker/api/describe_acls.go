@@ -1,33 +1,36 @@
-package broker
+package api
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/acl"
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // DescribeAcls v0–3 (API 29) lists the ACL bindings one filter selects
-// (broker/acl documents filter semantics: ANY, MATCH, nil names), grouped
+// (package [acl] documents filter semantics: ANY, MATCH, nil names), grouped
 // by resource pattern, as Kafka's AclApis does: Describe on the Cluster is
 // required (CLUSTER_AUTHORIZATION_FAILED), no authorizer is
 // SECURITY_DISABLED, and a filter with an UNKNOWN field is
 // INVALID_REQUEST. v0 has no pattern type filter: it is LITERAL.
 func init() {
-	register(wire.APIDescribeACLs, 0, 3, kmsgHandler(handleDescribeACLs))
+	register(wire.APIDescribeACLs, 0, 3, InReader, describeACLs)
 }
 
-func handleDescribeACLs(c *connection, req *kmsg.DescribeACLsRequest) kmsg.Response {
+func describeACLs(_ context.Context, r *Request, req *kmsg.DescribeACLsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	fail := func(err error) kmsg.Response {
-		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		return resp
 	}
-	if !c.authorizedCluster(kmsg.ACLOperationDescribe) {
-		return fail(errClusterAuthorization)
+	if !r.AuthorizedCluster(kmsg.ACLOperationDescribe) {
+		return fail(errcode.ErrClusterAuthorization)
 	}
-	if c.broker.authorizer == nil {
-		return fail(errSecurityDisabled)
+	if !r.Auth.Enabled() {
+		return fail(errcode.ErrSecurityDisabled)
 	}
 	filter := acl.Filter{
 		ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
@@ -36,7 +39,7 @@ func handleDescribeACLs(c *connection, req *kmsg.DescribeACLsRequest) kmsg.Respo
 	if err := filter.Validate(); err != nil {
 		return fail(err)
 	}
-	resp.Resources = describeACLsResources(c.broker.authorizer.Describe(filter))
+	resp.Resources = describeACLsResources(r.ACLs.Describe(filter))
 	return resp
 }
 

@@ -1,9 +1,12 @@
-package broker
+package api
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/acl"
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -15,24 +18,24 @@ import (
 // not named kafka-cluster, a principal not of the form Type:name) is
 // INVALID_REQUEST for that creation alone. v0 has no pattern type: it is
 // LITERAL. Creating a binding that exists succeeds and changes nothing.
-// The ACLs are durable (acls.json) before the response is sent.
+// The ACLs are durable ([ACLs.Create]) before the response is sent.
 func init() {
-	register(wire.APICreateACLs, 0, 3, kmsgHandler(handleCreateACLs))
+	register(wire.APICreateACLs, 0, 3, InReader, createACLs)
 }
 
-func handleCreateACLs(c *connection, req *kmsg.CreateACLsRequest) kmsg.Response {
+func createACLs(_ context.Context, r *Request, req *kmsg.CreateACLsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	var refusal error
 	switch {
-	case !c.authorizedCluster(kmsg.ACLOperationAlter):
-		refusal = errClusterAuthorization
-	case c.broker.authorizer == nil:
-		refusal = errSecurityDisabled
+	case !r.AuthorizedCluster(kmsg.ACLOperationAlter):
+		refusal = errcode.ErrClusterAuthorization
+	case !r.Auth.Enabled():
+		refusal = errcode.ErrSecurityDisabled
 	}
 	if refusal != nil {
 		for range req.Creations {
 			result := kmsg.NewCreateACLsResponseResult()
-			result.ErrorCode, result.ErrorMessage = errorCode(refusal), errorMessage(refusal)
+			result.ErrorCode, result.ErrorMessage = errcode.Of(refusal), errcode.Message(refusal)
 			resp.Results = append(resp.Results, result)
 		}
 		return resp
@@ -45,14 +48,14 @@ func handleCreateACLs(c *connection, req *kmsg.CreateACLsRequest) kmsg.Response 
 			Operation: creation.Operation, Permission: creation.PermissionType,
 		}
 	}
-	errs := c.broker.authorizer.Create(bindings)
+	errs := r.ACLs.Create(bindings)
 	for i, err := range errs {
 		result := kmsg.NewCreateACLsResponseResult()
 		if err != nil {
-			result.ErrorCode, result.ErrorMessage = errorCode(err), errorMessage(err)
-			c.logger.Info("create acl refused", "acl", bindings[i].String(), "error", err)
+			result.ErrorCode, result.ErrorMessage = errcode.Of(err), errcode.Message(err)
+			r.Logger.Info("create acl refused", "acl", bindings[i].String(), "error", err)
 		} else {
-			c.logger.Info("acl created", "acl", bindings[i].String(), "by", c.principal())
+			r.Logger.Info("acl created", "acl", bindings[i].String(), "by", r.Auth.Principal())
 		}
 		resp.Results = append(resp.Results, result)
 	}

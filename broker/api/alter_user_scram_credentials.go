@@ -1,17 +1,20 @@
-package broker
+package api
 
 import (
+	"context"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/auth"
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // AlterUserScramCredentials v0 (API 51) deletes and upserts SCRAM
-// credentials in the credential store (broker/auth), validated as Kafka's
-// ScramControlManager does: a user once per request (DUPLICATE_RESOURCE),
+// credentials in the credential store ([Credentials.Alter], package
+// [auth]), validated as Kafka's ScramControlManager does: a user once per
+// request (DUPLICATE_RESOURCE),
 // a non-empty name and iterations in 4096..16384 (UNACCEPTABLE_CREDENTIAL),
 // a SCRAM mechanism (UNSUPPORTED_SASL_MECHANISM), deletions of existing
 // credentials only (RESOURCE_NOT_FOUND). An upsertion carries the salt
@@ -22,12 +25,12 @@ import (
 // administrative request, rare, and one file. New credentials apply to
 // later authentications; sessions already authenticated go on.
 func init() {
-	register(wire.APIAlterUserSCRAMCredentials, 0, 0, kmsgHandler(handleAlterUserSCRAMCredentials))
+	register(wire.APIAlterUserSCRAMCredentials, 0, 0, InReader, alterUserSCRAMCredentials)
 }
 
-func handleAlterUserSCRAMCredentials(c *connection, req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
+func alterUserSCRAMCredentials(_ context.Context, r *Request, req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-	if !c.authorizedCluster(kmsg.ACLOperationAlter) {
+	if !r.AuthorizedCluster(kmsg.ACLOperationAlter) {
 		// Kafka answers every user named with CLUSTER_AUTHORIZATION_FAILED.
 		refused := map[string]bool{}
 		names := make([]string, 0, len(req.Deletions)+len(req.Upsertions))
@@ -44,7 +47,7 @@ func handleAlterUserSCRAMCredentials(c *connection, req *kmsg.AlterUserSCRAMCred
 			refused[name] = true
 			result := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 			result.User = name
-			result.ErrorCode, result.ErrorMessage = errorCode(errClusterAuthorization), errorMessage(errClusterAuthorization)
+			result.ErrorCode, result.ErrorMessage = errcode.Of(errcode.ErrClusterAuthorization), errcode.Message(errcode.ErrClusterAuthorization)
 			resp.Results = append(resp.Results, result)
 		}
 		return resp
@@ -58,16 +61,16 @@ func handleAlterUserSCRAMCredentials(c *connection, req *kmsg.AlterUserSCRAMCred
 		upsertions = append(upsertions, auth.Upsertion{User: u.Name, Mechanism: u.Mechanism, Iterations: u.Iterations,
 			Salt: u.Salt, SaltedPassword: u.SaltedPassword})
 	}
-	for _, r := range c.broker.credentials.Alter(deletions, upsertions) {
+	for _, altered := range r.Credentials.Alter(deletions, upsertions) {
 		result := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-		result.User = r.User
-		if r.Err != nil {
-			result.ErrorCode, result.ErrorMessage = errorCode(r.Err), errorMessage(r.Err)
-			if errors.Is(r.Err, auth.ErrStorage) {
-				c.logger.Error("SCRAM credentials not changed", "user", r.User, "error", r.Err)
+		result.User = altered.User
+		if altered.Err != nil {
+			result.ErrorCode, result.ErrorMessage = errcode.Of(altered.Err), errcode.Message(altered.Err)
+			if errors.Is(altered.Err, auth.ErrStorage) {
+				r.Logger.Error("SCRAM credentials not changed", "user", altered.User, "error", altered.Err)
 			}
 		} else {
-			c.logger.Info("SCRAM credentials changed", "user", r.User, "principal", c.principal())
+			r.Logger.Info("SCRAM credentials changed", "user", altered.User, "principal", r.Auth.Principal())
 		}
 		resp.Results = append(resp.Results, result)
 	}

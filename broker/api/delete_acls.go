@@ -1,9 +1,12 @@
-package broker
+package api
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/acl"
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -15,24 +18,24 @@ import (
 // Every filter is matched against the ACLs as they were before the
 // request, so a binding two filters select is listed under both. v0 has
 // no pattern type filter: it is LITERAL. The removal is durable
-// (acls.json) before the response is sent.
+// ([ACLs.Delete]) before the response is sent.
 func init() {
-	register(wire.APIDeleteACLs, 0, 3, kmsgHandler(handleDeleteACLs))
+	register(wire.APIDeleteACLs, 0, 3, InReader, deleteACLs)
 }
 
-func handleDeleteACLs(c *connection, req *kmsg.DeleteACLsRequest) kmsg.Response {
+func deleteACLs(_ context.Context, r *Request, req *kmsg.DeleteACLsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	var refusal error
 	switch {
-	case !c.authorizedCluster(kmsg.ACLOperationAlter):
-		refusal = errClusterAuthorization
-	case c.broker.authorizer == nil:
-		refusal = errSecurityDisabled
+	case !r.AuthorizedCluster(kmsg.ACLOperationAlter):
+		refusal = errcode.ErrClusterAuthorization
+	case !r.Auth.Enabled():
+		refusal = errcode.ErrSecurityDisabled
 	}
 	if refusal != nil {
 		for range req.Filters {
 			result := kmsg.NewDeleteACLsResponseResult()
-			result.ErrorCode, result.ErrorMessage = errorCode(refusal), errorMessage(refusal)
+			result.ErrorCode, result.ErrorMessage = errcode.Of(refusal), errcode.Message(refusal)
 			resp.Results = append(resp.Results, result)
 		}
 		return resp
@@ -44,17 +47,17 @@ func handleDeleteACLs(c *connection, req *kmsg.DeleteACLsRequest) kmsg.Response 
 			Principal: f.Principal, Host: f.Host, Operation: f.Operation, Permission: f.PermissionType,
 		}
 	}
-	for _, deleted := range c.broker.authorizer.Delete(filters) {
+	for _, deleted := range r.ACLs.Delete(filters) {
 		result := kmsg.NewDeleteACLsResponseResult()
 		if deleted.Err != nil {
-			result.ErrorCode, result.ErrorMessage = errorCode(deleted.Err), errorMessage(deleted.Err)
+			result.ErrorCode, result.ErrorMessage = errcode.Of(deleted.Err), errcode.Message(deleted.Err)
 		}
 		for _, b := range deleted.Deleted {
 			matching := kmsg.NewDeleteACLsResponseResultMatchingACL()
 			matching.ResourceType, matching.ResourceName, matching.ResourcePatternType = b.ResourceType, b.ResourceName, b.PatternType
 			matching.Principal, matching.Host, matching.Operation, matching.PermissionType = b.Principal, b.Host, b.Operation, b.Permission
 			result.MatchingACLs = append(result.MatchingACLs, matching)
-			c.logger.Info("acl deleted", "acl", b.String(), "by", c.principal())
+			r.Logger.Info("acl deleted", "acl", b.String(), "by", r.Auth.Principal())
 		}
 		resp.Results = append(resp.Results, result)
 	}
