@@ -434,6 +434,12 @@ func TestTxnResponsesEncodeAtEveryVersion(t *testing.T) {
 			req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = v, "nobody", 1, 0
 			return serveAPI(a.ctx, a.conn, req)
 		}},
+		{"TxnOffsetCommit", [2]int16{0, 6}, func(v int16) kmsg.Response {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = v, p.id, p.pid, p.epoch, "g"
+			req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "consumed", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}}}
+			return serveAPI(a.ctx, a.conn, req)
+		}},
 		{"DescribeTransactions", [2]int16{0, 0}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrDescribeTransactionsRequest()
 			req.Version, req.TransactionalIDs = v, []string{"app", "nobody"}
