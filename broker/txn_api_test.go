@@ -14,13 +14,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // txnAPI calls the transaction per-API handlers directly, on a broker that
 // holds only a transaction coordinator over an in-memory log (markers
-// succeed at once; no sockets, no timer: time does not move).
+// succeed at once; no sockets, no timer: time does not move) and a group
+// coordinator over an in-memory store.
 type txnAPI struct {
 	t      *testing.T
 	broker *Broker
@@ -61,8 +63,14 @@ func newTxnAPI(t *testing.T, transactionVersion int16, adjust func(*txn.Config))
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = coordinator.Close() })
+	// A group coordinator takes the offsets TxnOffsetCommit stages.
+	groups, err := group.NewCoordinator(group.Config{NoInitialRebalanceDelay: true}, group.NewMemoryStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = groups.Close() })
 	b := &Broker{transactionVersion: transactionVersion, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	withCoordinatorShards(b, nil, coordinator)
+	withCoordinatorShards(b, groups, coordinator)
 	return &txnAPI{t: t, broker: b, coordinator: coordinator, conn: &connection{broker: b, logger: b.logger}, ctx: context.Background()}
 }
 
@@ -79,7 +87,7 @@ func (a *txnAPI) init(version int16, id string, current *txnProducer) (txnProduc
 	if current != nil {
 		req.ProducerID, req.ProducerEpoch = current.pid, current.epoch
 	}
-	resp := handleInitProducerID(a.ctx, a.conn, req).(*kmsg.InitProducerIDResponse)
+	resp := serveAPI(a.ctx, a.conn, req).(*kmsg.InitProducerIDResponse)
 	return txnProducer{id: id, pid: resp.ProducerID, epoch: resp.ProducerEpoch}, resp.ErrorCode
 }
 
@@ -100,7 +108,7 @@ func (a *txnAPI) addPartitions(version int16, p txnProducer, partitions ...txn.T
 	for _, tp := range partitions {
 		req.Topics = append(req.Topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: tp.Topic, Partitions: []int32{tp.Partition}})
 	}
-	resp := handleAddPartitionsToTxn(a.ctx, a.conn, req).(*kmsg.AddPartitionsToTxnResponse)
+	resp := serveAPI(a.ctx, a.conn, req).(*kmsg.AddPartitionsToTxnResponse)
 	var codes []int16
 	for _, topic := range resp.Topics {
 		for _, partition := range topic.Partitions {
@@ -113,7 +121,7 @@ func (a *txnAPI) addPartitions(version int16, p txnProducer, partitions ...txn.T
 func (a *txnAPI) addOffsets(version int16, p txnProducer, group string) int16 {
 	req := kmsg.NewPtrAddOffsetsToTxnRequest()
 	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = version, p.id, p.pid, p.epoch, group
-	return handleAddOffsetsToTxn(a.ctx, a.conn, req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode
+	return serveAPI(a.ctx, a.conn, req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode
 }
 
 func (a *txnAPI) endTxn(version int16, p txnProducer, commit bool) *kmsg.EndTxnResponse {
@@ -125,13 +133,22 @@ func (a *txnAPI) endTxn(version int16, p txnProducer, commit bool) *kmsg.EndTxnR
 func (a *txnAPI) describe(ids ...string) []kmsg.DescribeTransactionsResponseTransactionState {
 	req := kmsg.NewPtrDescribeTransactionsRequest()
 	req.TransactionalIDs = ids
-	return handleDescribeTransactions(a.ctx, a.conn, req).(*kmsg.DescribeTransactionsResponse).TransactionStates
+	return serveAPI(a.ctx, a.conn, req).(*kmsg.DescribeTransactionsResponse).TransactionStates
 }
 
-func (a *txnAPI) txnOffsetCommitCode(version int16, p txnProducer, group string) int16 {
+// txnOffsetCommitCode is the code of a TxnOffsetCommit of one partition's
+// offset for groupID: the transaction coordinator's refusal, else the
+// group coordinator's answer (0 for a commit staged).
+func (a *txnAPI) txnOffsetCommitCode(version int16, p txnProducer, groupID string) int16 {
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
-	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = version, p.id, p.pid, p.epoch, group
-	return a.broker.checkTxnOffsetCommit(a.ctx, req)
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = version, p.id, p.pid, p.epoch, groupID
+	topic := kmsg.NewTxnOffsetCommitRequestTopic()
+	topic.Topic = "consumed"
+	partition := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	partition.Offset = 1
+	topic.Partitions = append(topic.Partitions, partition)
+	req.Topics = append(req.Topics, topic)
+	return serveAPI(a.ctx, a.conn, req).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 }
 
 func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
@@ -274,7 +291,7 @@ func TestTxnKIP890Versions(t *testing.T) {
 		{TransactionalID: "app", ProducerID: p.pid, ProducerEpoch: p.epoch,
 			Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "b", Partitions: []int32{3}}}},
 	}
-	resp := handleAddPartitionsToTxn(a.ctx, a.conn, req).(*kmsg.AddPartitionsToTxnResponse)
+	resp := serveAPI(a.ctx, a.conn, req).(*kmsg.AddPartitionsToTxnResponse)
 	var codes []int16
 	for _, transaction := range resp.Transactions {
 		for _, topic := range transaction.Topics {
@@ -348,7 +365,7 @@ func TestTxnRequestErrorsThroughHandlers(t *testing.T) {
 	empty := ""
 	init := kmsg.NewPtrInitProducerIDRequest()
 	init.TransactionalID = &empty
-	wantCode(t, "empty transactional id", handleInitProducerID(a.ctx, a.conn, init).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.InvalidRequest)
+	wantCode(t, "empty transactional id", serveAPI(a.ctx, a.conn, init).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.InvalidRequest)
 	wantCode(t, "AddOffsetsToTxn without a group", a.addOffsets(3, p, ""), kerr.InvalidRequest)
 	wantCode(t, "EndTxn with nothing open", a.endTxn(3, p, true).ErrorCode, kerr.InvalidTxnState)
 	wantCode(t, "EndTxn of an unknown id", a.endTxn(3, txnProducer{id: "nobody"}, true).ErrorCode, kerr.InvalidProducerIDMapping)
@@ -361,7 +378,7 @@ func TestTxnRequestErrorsThroughHandlers(t *testing.T) {
 	list := func(version int16, duration int64, pattern *string) *kmsg.ListTransactionsResponse {
 		req := kmsg.NewPtrListTransactionsRequest()
 		req.Version, req.DurationFilterMillis, req.TransactionalIDPattern = version, duration, pattern
-		return handleListTransactions(a.ctx, a.conn, req).(*kmsg.ListTransactionsResponse)
+		return serveAPI(a.ctx, a.conn, req).(*kmsg.ListTransactionsResponse)
 	}
 	// v0 has no duration filter: a large one is ignored; v1 applies it.
 	if resp := list(0, 1<<40, nil); resp.ErrorCode != 0 || len(resp.TransactionStates) != 1 {
@@ -397,7 +414,7 @@ func TestTxnResponsesEncodeAtEveryVersion(t *testing.T) {
 			id := fmt.Sprint("init-", v)
 			req := kmsg.NewPtrInitProducerIDRequest()
 			req.Version, req.TransactionalID, req.TransactionTimeoutMillis = v, &id, 1000
-			return handleInitProducerID(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"AddPartitionsToTxn", [2]int16{0, 5}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrAddPartitionsToTxnRequest()
@@ -405,27 +422,33 @@ func TestTxnResponsesEncodeAtEveryVersion(t *testing.T) {
 			req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "a", Partitions: []int32{0, 1}}}
 			req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: p.id, ProducerID: p.pid, ProducerEpoch: p.epoch,
 				Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "a", Partitions: []int32{0, 1}}}}}
-			return handleAddPartitionsToTxn(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"AddOffsetsToTxn", [2]int16{0, 4}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrAddOffsetsToTxnRequest()
 			req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = v, p.id, p.pid, p.epoch, "g"
-			return handleAddOffsetsToTxn(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"EndTxn", [2]int16{0, 5}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrEndTxnRequest()
 			req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = v, "nobody", 1, 0
 			return serveAPI(a.ctx, a.conn, req)
 		}},
+		{"TxnOffsetCommit", [2]int16{0, 6}, func(v int16) kmsg.Response {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = v, p.id, p.pid, p.epoch, "g"
+			req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "consumed", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}}}
+			return serveAPI(a.ctx, a.conn, req)
+		}},
 		{"DescribeTransactions", [2]int16{0, 0}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrDescribeTransactionsRequest()
 			req.Version, req.TransactionalIDs = v, []string{"app", "nobody"}
-			return handleDescribeTransactions(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 		{"ListTransactions", [2]int16{0, 1}, func(v int16) kmsg.Response {
 			req := kmsg.NewPtrListTransactionsRequest()
 			req.Version, req.StateFilters = v, []string{"Ongoing", "Bogus"}
-			return handleListTransactions(a.ctx, a.conn, req)
+			return serveAPI(a.ctx, a.conn, req)
 		}},
 	}
 	checkEveryVersionRoundTrips(t, calls)

@@ -1,13 +1,12 @@
-package broker
+package api
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
@@ -23,21 +22,21 @@ import (
 // coordinator checks the member (generation, member id, instance id:
 // KIP-447 fencing for consume-transform-produce) and stages the offsets
 // under the producer id in __consumer_offsets; they become visible when
-// the transaction's COMMIT completes the group (the OffsetCommitter
-// syncTxnShards gives each coordinator shard), and are dropped by an ABORT.
-// OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for
-// partitions with staged offsets (handleOffsetFetch). Runs in the reader
-// goroutine; the frame buffer is released after the response is encoded
-// (metadata strings are copied, but the group handler adapter keeps the
+// the transaction's COMMIT completes the group (the broker's
+// [txn.OffsetCommitter] of each transaction coordinator shard), and are
+// dropped by an ABORT. OffsetFetch with RequireStable answers
+// UNSTABLE_OFFSET_COMMIT for partitions with staged offsets. Runs in the
+// reader goroutine; the frame buffer is released after the response is
+// encoded (metadata strings are copied, but the broker's adapter keeps the
 // rule for every decoded request).
 func init() {
-	register(wire.APITxnOffsetCommit, 0, 6, groupHandler(inReader, handleTxnOffsetCommit))
+	register(wire.APITxnOffsetCommit, 0, 6, InReader, txnOffsetCommit)
 }
 
-func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
-	code := c.txnOffsetCommitRefusal(req)
+func txnOffsetCommit(ctx context.Context, r *Request, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
+	code := txnOffsetCommitRefusal(r, req)
 	if code == 0 {
-		code = c.broker.checkTxnOffsetCommit(ctx, req)
+		code = checkTxnOffsetCommit(ctx, r, req)
 	}
 	if code != 0 {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -53,18 +52,28 @@ func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffs
 		}
 		return resp
 	}
-	refused, authorized := c.txnOffsetCommitTopicRefusals(req)
+	refused, authorized := txnOffsetCommitTopicRefusals(r, req)
 	var errs [][]error
 	if len(authorized.Topics) > 0 || len(req.Topics) == 0 {
-		errs = c.broker.groupsFor(req.Group).CommitTxnOffsets(ctx, txnCommitRequest(authorized))
-		c.broker.countOffsetsCommitted(errs)
+		errs = r.Groups.For(req.Group).CommitTxnOffsets(ctx, txnCommitRequest(authorized))
+		if m := r.Metrics; m != nil {
+			accepted := 0 // the partitions staged
+			for _, topic := range errs {
+				for _, err := range topic {
+					if err == nil {
+						accepted++
+					}
+				}
+			}
+			m.OffsetsCommitted(accepted)
+		}
 	}
 	merged := make([][]error, len(req.Topics))
 	for i, topic := range req.Topics {
 		if refused[i] {
 			merged[i] = make([]error, len(topic.Partitions))
 			for j := range merged[i] {
-				merged[i][j] = errTopicAuthorization
+				merged[i][j] = errcode.ErrTopicAuthorization
 			}
 			continue
 		}
@@ -73,15 +82,15 @@ func handleTxnOffsetCommit(ctx context.Context, c *connection, req *kmsg.TxnOffs
 	return txnOffsetCommitResponse(req, merged)
 }
 
-// txnOffsetCommitRefusal is Kafka's authorization of TxnOffsetCommit
-// (authorizationRules): Write on the transactional id, then Read on the group;
-// a refusal is every partition's error code. 0 is authorized.
-func (c *connection) txnOffsetCommitRefusal(req *kmsg.TxnOffsetCommitRequest) int16 {
+// txnOffsetCommitRefusal is Kafka's authorization of TxnOffsetCommit:
+// Write on the transactional id, then Read on the group; a refusal is
+// every partition's error code. 0 is authorized.
+func txnOffsetCommitRefusal(r *Request, req *kmsg.TxnOffsetCommitRequest) int16 {
 	switch {
-	case !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID):
-		return errorCode(errTransactionalIDAuthorization)
-	case !c.authorizedGroup(kmsg.ACLOperationRead, req.Group):
-		return errorCode(errGroupAuthorization)
+	case !r.AuthorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID):
+		return errcode.Of(errcode.ErrTransactionalIDAuthorization)
+	case !r.AuthorizedGroup(kmsg.ACLOperationRead, req.Group):
+		return errcode.Of(errcode.ErrGroupAuthorization)
 	}
 	return 0
 }
@@ -91,11 +100,11 @@ func (c *connection) txnOffsetCommitRefusal(req *kmsg.TxnOffsetCommitRequest) in
 // partition TOPIC_AUTHORIZATION_FAILED, nothing committed), authorized is
 // the request with only the others (the request itself when none is
 // refused).
-func (c *connection) txnOffsetCommitTopicRefusals(req *kmsg.TxnOffsetCommitRequest) (refused []bool, authorized *kmsg.TxnOffsetCommitRequest) {
+func txnOffsetCommitTopicRefusals(r *Request, req *kmsg.TxnOffsetCommitRequest) (refused []bool, authorized *kmsg.TxnOffsetCommitRequest) {
 	refused = make([]bool, len(req.Topics))
 	anyRefused := false
 	for i, topic := range req.Topics {
-		refused[i] = c.topicRefused(kmsg.ACLOperationRead, topic.Topic, topic.TopicID, req.Version >= 6)
+		refused[i] = r.TopicRefused(kmsg.ACLOperationRead, topic.Topic, topic.TopicID, req.Version >= 6)
 		anyRefused = anyRefused || refused[i]
 	}
 	if !anyRefused {
@@ -152,7 +161,7 @@ func txnOffsetCommitResponse(req *kmsg.TxnOffsetCommitRequest, errs [][]error) *
 		responseTopic := kmsg.TxnOffsetCommitResponseTopic{Topic: topic.Topic, TopicID: topic.TopicID}
 		for j, partition := range topic.Partitions {
 			responseTopic.Partitions = append(responseTopic.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{
-				Partition: partition.Partition, ErrorCode: errorCode(errs[i][j]),
+				Partition: partition.Partition, ErrorCode: errcode.Of(errs[i][j]),
 			})
 		}
 		resp.Topics = append(resp.Topics, responseTopic)
@@ -161,26 +170,16 @@ func txnOffsetCommitResponse(req *kmsg.TxnOffsetCommitRequest, errs [][]error) *
 }
 
 // checkTxnOffsetCommit asks the transaction coordinator whether the
-// producer may commit the group's offsets in its open transaction, adding
-// the group under KIP-890 part 2. It returns the error code for every
+// producer may commit the group's offsets in its open transaction
+// ([Transactions.CheckOffsetCommit]), adding the group under KIP-890 part 2
+// (v5+ at transaction.version 2). It returns the error code for every
 // partition, 0 when the commit may go on.
-func (b *Broker) checkTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
+func checkTxnOffsetCommit(ctx context.Context, r *Request, req *kmsg.TxnOffsetCommitRequest) int16 {
 	if req.Group == "" || req.TransactionalID == "" {
 		return kerr.InvalidRequest.Code
 	}
 	producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
-	offsets := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: b.offsetsPartition(req.Group)}
-	err := b.verifyWithCoordinator(ctx, producer, offsets)
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, txn.ErrInvalidTxnState) && req.Version >= 5 && b.transactionVersion >= 2 {
-		err = b.addOffsetsGroup(ctx, producer, req.Group)
-	}
-	code := txnErrorCode(err, wire.APITxnOffsetCommit, req.Version)
-	if code != 0 {
-		b.logger.Debug("transactional offset commit refused", "group", req.Group,
-			"transactional_id", req.TransactionalID, "error", fmt.Sprint(err))
-	}
-	return code
+	addGroup := req.Version >= 5 && r.Transactions.Version() >= 2
+	err := r.Transactions.CheckOffsetCommit(ctx, producer, req.Group, addGroup)
+	return errcode.Txn(err, wire.APITxnOffsetCommit, req.Version)
 }

@@ -1,4 +1,4 @@
-package broker
+package api
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -17,7 +18,7 @@ import (
 // (KIP-360) are ignored without a transactional id; Kafka also answers a
 // fresh id then, and the client restarts its sequences at 0.
 //
-// With a transactional id the transaction coordinator answers (broker/txn):
+// With a transactional id the transaction coordinator answers ([txn]):
 // the first call gets a new producer id at epoch 0; a later one bumps the
 // epoch, which fences the older instance, and aborts its open transaction
 // first (the reply waits for the abort's markers, or answers
@@ -27,35 +28,35 @@ import (
 // runs on its own goroutine, since it may wait. An empty, non-null
 // transactional id is INVALID_REQUEST, as in Kafka.
 func init() {
-	register(wire.APIInitProducerID, 0, 5, groupHandler(parks, handleInitProducerID))
+	register(wire.APIInitProducerID, 0, 5, Parks, initProducerID)
 }
 
-func handleInitProducerID(ctx context.Context, c *connection, req *kmsg.InitProducerIDRequest) kmsg.Response {
+func initProducerID(ctx context.Context, r *Request, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
 	case req.TransactionalID != nil && *req.TransactionalID == "":
-		resp.ErrorCode = errorCode(fmt.Errorf("%w: empty transactional id", errInvalidRequest))
+		resp.ErrorCode = errcode.Of(fmt.Errorf("%w: empty transactional id", errcode.ErrInvalidRequest))
 		return resp
-	case req.TransactionalID != nil && !c.authorizedTransactionalID(kmsg.ACLOperationWrite, *req.TransactionalID):
-		resp.ErrorCode = errorCode(errTransactionalIDAuthorization) // authorizationRules
+	case req.TransactionalID != nil && !r.AuthorizedTransactionalID(kmsg.ACLOperationWrite, *req.TransactionalID):
+		resp.ErrorCode = errcode.Of(errcode.ErrTransactionalIDAuthorization)
 		return resp
-	case req.TransactionalID == nil && !c.authorizedCluster(kmsg.ACLOperationIdempotentWrite) &&
-		!c.AuthorizedOnAnyTopic(kmsg.ACLOperationWrite):
-		resp.ErrorCode = errorCode(errClusterAuthorization) // authorizationRules
+	case req.TransactionalID == nil && !r.AuthorizedCluster(kmsg.ACLOperationIdempotentWrite) &&
+		!r.Auth.AuthorizedOnAnyTopic(kmsg.ACLOperationWrite):
+		resp.ErrorCode = errcode.Of(errcode.ErrClusterAuthorization)
 		return resp
 	case req.TransactionalID != nil:
-		got, err := c.broker.transactionsFor(*req.TransactionalID).InitProducerID(ctx, initRequest(req))
-		resp.ErrorCode = txnErrorCode(err, wire.APIInitProducerID, req.Version)
+		got, err := r.Transactions.For(*req.TransactionalID).InitProducerID(ctx, initRequest(req))
+		resp.ErrorCode = errcode.Txn(err, wire.APIInitProducerID, req.Version)
 		if err == nil {
 			resp.ProducerID, resp.ProducerEpoch = got.ProducerID, got.Epoch
 		}
 		return resp
 	}
-	id, err := c.broker.producerIDs.Next()
+	id, err := r.Transactions.NextProducerID()
 	if err != nil {
-		c.logger.Error("producer id allocation failed", "error", err)
-		resp.ErrorCode = errorCode(fmt.Errorf("%w: allocate producer id: %w", errStorage, err))
+		r.Logger.Error("producer id allocation failed", "error", err)
+		resp.ErrorCode = errcode.Of(fmt.Errorf("%w: allocate producer id: %w", errcode.ErrStorage, err))
 		return resp
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0

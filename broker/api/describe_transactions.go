@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -12,21 +13,21 @@ import (
 // producer id and epoch, timeout, start time and participant partitions;
 // TRANSACTIONAL_ID_NOT_FOUND for an id the coordinator does not hold.
 func init() {
-	register(wire.APIDescribeTransactions, 0, 0, groupHandler(inReader, handleDescribeTransactions))
+	register(wire.APIDescribeTransactions, 0, 0, InReader, describeTransactions)
 }
 
-func handleDescribeTransactions(_ context.Context, c *connection, req *kmsg.DescribeTransactionsRequest) kmsg.Response {
+func describeTransactions(_ context.Context, r *Request, req *kmsg.DescribeTransactionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range req.TransactionalIDs {
 		state := kmsg.NewDescribeTransactionsResponseTransactionState()
 		state.TransactionalID = id
-		if !c.authorizedTransactionalID(kmsg.ACLOperationDescribe, id) { // authorizationRules
-			state.ErrorCode = errorCode(errTransactionalIDAuthorization)
+		if !r.AuthorizedTransactionalID(kmsg.ACLOperationDescribe, id) {
+			state.ErrorCode = errcode.Of(errcode.ErrTransactionalIDAuthorization)
 			resp.TransactionStates = append(resp.TransactionStates, state)
 			continue
 		}
-		m, err := c.broker.transactionsFor(id).DescribeTransaction(id)
-		state.ErrorCode = txnErrorCode(err, wire.APIDescribeTransactions, req.Version)
+		m, err := r.Transactions.For(id).DescribeTransaction(id)
+		state.ErrorCode = errcode.Txn(err, wire.APIDescribeTransactions, req.Version)
 		if err == nil {
 			state.State = m.State.String()
 			state.TimeoutMillis = m.TimeoutMs
@@ -35,7 +36,7 @@ func handleDescribeTransactions(_ context.Context, c *connection, req *kmsg.Desc
 			state.ProducerEpoch = m.ProducerEpoch
 			// The participants are sorted by topic, then partition.
 			for _, tp := range m.Partitions {
-				if !c.authorizedTopic(kmsg.ACLOperationDescribe, tp.Topic) {
+				if !r.AuthorizedTopic(kmsg.ACLOperationDescribe, tp.Topic) {
 					continue // Kafka lists only the topics the principal may Describe
 				}
 				last := len(state.Topics) - 1

@@ -1,8 +1,11 @@
-package broker
+package api
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -10,28 +13,27 @@ import (
 // idempotent producers whose state the partition keeps: id, epoch, last
 // sequence and timestamp, coordinator epoch and the start offset of an open
 // transaction (-1 for none), as kafka-transactions.sh describe-producers
-// shows them. An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
-// for that partition.
+// shows them ([Transactions.Producers]). An unknown topic or partition is
+// UNKNOWN_TOPIC_OR_PARTITION for that partition.
 func init() {
-	register(wire.APIDescribeProducers, 0, 0, kmsgHandler(handleDescribeProducers))
+	register(wire.APIDescribeProducers, 0, 0, InReader, describeProducers)
 }
 
-func handleDescribeProducers(c *connection, req *kmsg.DescribeProducersRequest) kmsg.Response {
+func describeProducers(_ context.Context, r *Request, req *kmsg.DescribeProducersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, requested := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = requested.Topic
-		t := c.broker.topicByName(requested.Topic)
-		authorized := c.authorizedTopic(kmsg.ACLOperationRead, requested.Topic) // authorizationRules
+		authorized := r.AuthorizedTopic(kmsg.ACLOperationRead, requested.Topic)
 		for _, index := range requested.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = index
-			err := error(errTopicAuthorization)
+			err := error(errcode.ErrTopicAuthorization)
 			if authorized {
-				err = describePartitionProducers(c.broker, t, index, &rp)
+				err = describePartitionProducers(r, requested.Topic, index, &rp)
 			}
 			if err != nil {
-				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+				rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -41,16 +43,9 @@ func handleDescribeProducers(c *connection, req *kmsg.DescribeProducersRequest) 
 }
 
 // describePartitionProducers fills rp with the producers of partition
-// index of t (nil when the topic does not exist).
-func describePartitionProducers(b *Broker, t *topic, index int32, rp *kmsg.DescribeProducersResponseTopicPartition) error {
-	if t == nil {
-		return errUnknownTopic
-	}
-	p, err := b.partitionOf(t, index)
-	if err != nil {
-		return err
-	}
-	infos, err := p.DescribeProducers()
+// index of topic.
+func describePartitionProducers(r *Request, topic string, index int32, rp *kmsg.DescribeProducersResponseTopicPartition) error {
+	infos, err := r.Transactions.Producers(topic, index)
 	if err != nil {
 		return err
 	}

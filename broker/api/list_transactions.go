@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -13,10 +14,10 @@ import (
 // producer id and state, filtered by state and producer id (v1 adds the
 // filter on transaction duration).
 func init() {
-	register(wire.APIListTransactions, 0, 1, groupHandler(inReader, handleListTransactions))
+	register(wire.APIListTransactions, 0, 1, InReader, listTransactions)
 }
 
-func handleListTransactions(_ context.Context, c *connection, req *kmsg.ListTransactionsRequest) kmsg.Response {
+func listTransactions(_ context.Context, r *Request, req *kmsg.ListTransactionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	filter := txn.ListFilter{States: req.StateFilters, ProducerIDs: req.ProducerIDFilters}
 	if req.Version >= 1 && req.DurationFilterMillis >= 0 {
@@ -26,12 +27,12 @@ func handleListTransactions(_ context.Context, c *connection, req *kmsg.ListTran
 	if req.Version >= 2 && req.TransactionalIDPattern != nil {
 		filter.Pattern = *req.TransactionalIDPattern
 	}
-	result, err := c.broker.listTransactions(filter)
-	resp.ErrorCode = txnErrorCode(err, wire.APIListTransactions, req.Version)
+	result, err := r.Transactions.List(filter)
+	resp.ErrorCode = errcode.Txn(err, wire.APIListTransactions, req.Version)
 	resp.UnknownStateFilters = result.UnknownStates
 	for _, listing := range result.Transactions {
-		if !c.authorizedTransactionalID(kmsg.ACLOperationDescribe, listing.TransactionalID) {
-			continue // authorizationRules: only the ids the principal may Describe
+		if !r.AuthorizedTransactionalID(kmsg.ACLOperationDescribe, listing.TransactionalID) {
+			continue // only the ids the principal may Describe
 		}
 		resp.TransactionStates = append(resp.TransactionStates, kmsg.ListTransactionsResponseTransactionState{
 			TransactionalID: listing.TransactionalID, ProducerID: listing.ProducerID, TransactionState: listing.State.String(),

@@ -1,4 +1,4 @@
-package broker
+package api
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
 // AddPartitionsToTxn v0–5 adds partitions to a producer's transaction
-// (the first add opens it); the coordinator (broker/txn) writes the new
-// state to __transaction_state before answering. v0–3 are the clients'
+// (the first add opens it); the coordinator ([txn.Coordinator]) writes
+// the new state to __transaction_state before answering. v0–3 are the clients'
 // form (one transactional id); v4+ the brokers' batched form (KIP-890),
 // where each transaction is either VerifyOnly (is every partition in the
 // open transaction?) or an add. A fenced producer gets PRODUCER_FENCED
@@ -20,10 +21,10 @@ import (
 // UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED. The
 // handler runs on its own goroutine: it waits for the log append.
 func init() {
-	register(wire.APIAddPartitionsToTxn, 0, 5, groupHandler(parks, handleAddPartitionsToTxn))
+	register(wire.APIAddPartitionsToTxn, 0, 5, Parks, addPartitionsToTxn)
 }
 
-func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
+func addPartitionsToTxn(ctx context.Context, r *Request, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version < 4 {
 		var partitions []txn.TopicPartition
@@ -32,13 +33,13 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 				partitions = append(partitions, txn.TopicPartition{Topic: topic.Topic, Partition: partition})
 			}
 		}
-		codes, refused := c.addPartitionsRefusal(req.TransactionalID, partitions)
+		codes, refused := addPartitionsRefusal(r, req.TransactionalID, partitions)
 		if !refused {
 			producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
-			coordinator := c.broker.transactionsFor(req.TransactionalID)
+			coordinator := r.Transactions.For(req.TransactionalID)
 			codes = addPartitionsCodes(coordinator.AddPartitions(ctx, producer, partitions), req.Version)
 		}
-		for _, topic := range groupByTopic(partitions, codes) {
+		for _, topic := range txnCodesByTopic(partitions, codes) {
 			responseTopic := kmsg.AddPartitionsToTxnResponseTopic{Topic: topic.topic}
 			for _, partition := range topic.partitions {
 				responseTopic.Partitions = append(responseTopic.Partitions, kmsg.AddPartitionsToTxnResponseTopicPartition{
@@ -49,10 +50,9 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 		}
 		return resp
 	}
-	// v4+ comes from brokers (authorizationRules): ClusterAction on the
-	// Cluster.
-	if !c.authorizedCluster(kmsg.ACLOperationClusterAction) {
-		resp.ErrorCode = errorCode(errClusterAuthorization)
+	// v4+ comes from brokers: ClusterAction on the Cluster.
+	if !r.AuthorizedCluster(kmsg.ACLOperationClusterAction) {
+		resp.ErrorCode = errcode.Of(errcode.ErrClusterAuthorization)
 		return resp
 	}
 	for _, transaction := range req.Transactions {
@@ -63,7 +63,7 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 			}
 		}
 		producer := txn.Producer{TransactionalID: transaction.TransactionalID, ProducerID: transaction.ProducerID, Epoch: transaction.ProducerEpoch}
-		coordinator := c.broker.transactionsFor(transaction.TransactionalID)
+		coordinator := r.Transactions.For(transaction.TransactionalID)
 		var errs []error
 		if transaction.VerifyOnly {
 			errs = coordinator.VerifyPartitions(producer, partitions)
@@ -71,7 +71,7 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 			errs = coordinator.AddPartitions(ctx, producer, partitions)
 		}
 		result := kmsg.AddPartitionsToTxnResponseTransaction{TransactionalID: transaction.TransactionalID}
-		for _, topic := range groupByTopic(partitions, addPartitionsCodes(errs, req.Version)) {
+		for _, topic := range txnCodesByTopic(partitions, addPartitionsCodes(errs, req.Version)) {
 			resultTopic := kmsg.AddPartitionsToTxnResponseTransactionTopic{Topic: topic.topic}
 			for _, partition := range topic.partitions {
 				resultTopic.Partitions = append(resultTopic.Partitions, kmsg.AddPartitionsToTxnResponseTransactionTopicPartition{
@@ -85,23 +85,23 @@ func handleAddPartitionsToTxn(ctx context.Context, c *connection, req *kmsg.AddP
 	return resp
 }
 
-// addPartitionsRefusal is Kafka's authorization of a v0–3 request
-// (authorizationRules): without Write on the transactional id every
-// partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a topic without Write
-// is TOPIC_AUTHORIZATION_FAILED and the other partitions are
+// addPartitionsRefusal is Kafka's authorization of a v0–3 request:
+// without Write on the transactional id every partition is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a topic without Write is
+// TOPIC_AUTHORIZATION_FAILED and the other partitions are
 // OPERATION_NOT_ATTEMPTED. refused is false (codes nil) when all is
 // authorized.
-func (c *connection) addPartitionsRefusal(transactionalID string, partitions []txn.TopicPartition) (codes []int16, refused bool) {
+func addPartitionsRefusal(r *Request, transactionalID string, partitions []txn.TopicPartition) (codes []int16, refused bool) {
 	codes = make([]int16, len(partitions))
-	if !c.authorizedTransactionalID(kmsg.ACLOperationWrite, transactionalID) {
+	if !r.AuthorizedTransactionalID(kmsg.ACLOperationWrite, transactionalID) {
 		for i := range codes {
-			codes[i] = errorCode(errTransactionalIDAuthorization)
+			codes[i] = errcode.Of(errcode.ErrTransactionalIDAuthorization)
 		}
 		return codes, true
 	}
 	for i, tp := range partitions {
-		if !c.authorizedTopic(kmsg.ACLOperationWrite, tp.Topic) {
-			codes[i], refused = errorCode(errTopicAuthorization), true
+		if !r.AuthorizedTopic(kmsg.ACLOperationWrite, tp.Topic) {
+			codes[i], refused = errcode.Of(errcode.ErrTopicAuthorization), true
 		}
 	}
 	if !refused {
@@ -119,35 +119,36 @@ func (c *connection) addPartitionsRefusal(transactionalID string, partitions []t
 func addPartitionsCodes(errs []error, version int16) []int16 {
 	codes := make([]int16, len(errs))
 	for i, err := range errs {
-		codes[i] = txnErrorCode(err, wire.APIAddPartitionsToTxn, version)
+		codes[i] = errcode.Txn(err, wire.APIAddPartitionsToTxn, version)
 	}
 	return codes
 }
 
-// topicCodes is one topic's partitions with their error codes.
-type topicCodes struct {
+// txnTopicCodes is one topic's partitions with their error codes.
+type txnTopicCodes struct {
 	topic      string
-	partitions []partitionCode
+	partitions []txnPartitionCode
 }
 
-type partitionCode struct {
+// txnPartitionCode is one partition's error code.
+type txnPartitionCode struct {
 	partition int32
 	code      int16
 }
 
-// groupByTopic groups per-partition codes by topic, topics in the order
+// txnCodesByTopic groups per-partition codes by topic, topics in the order
 // they first appear and partitions in request order.
-func groupByTopic(partitions []txn.TopicPartition, codes []int16) []topicCodes {
-	var topics []topicCodes
+func txnCodesByTopic(partitions []txn.TopicPartition, codes []int16) []txnTopicCodes {
+	var topics []txnTopicCodes
 	index := make(map[string]int)
 	for i, tp := range partitions {
 		at, ok := index[tp.Topic]
 		if !ok {
 			at = len(topics)
 			index[tp.Topic] = at
-			topics = append(topics, topicCodes{topic: tp.Topic})
+			topics = append(topics, txnTopicCodes{topic: tp.Topic})
 		}
-		topics[at].partitions = append(topics[at].partitions, partitionCode{partition: tp.Partition, code: codes[i]})
+		topics[at].partitions = append(topics[at].partitions, txnPartitionCode{partition: tp.Partition, code: codes[i]})
 	}
 	return topics
 }

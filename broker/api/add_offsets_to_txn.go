@@ -1,10 +1,11 @@
-package broker
+package api
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -17,23 +18,22 @@ import (
 // versions get INVALID_PRODUCER_EPOCH. Runs on its own goroutine (it waits
 // for the log append).
 func init() {
-	register(wire.APIAddOffsetsToTxn, 0, 4, groupHandler(parks, handleAddOffsetsToTxn))
+	register(wire.APIAddOffsetsToTxn, 0, 4, Parks, addOffsetsToTxn)
 }
 
-func handleAddOffsetsToTxn(ctx context.Context, c *connection, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
+func addOffsetsToTxn(ctx context.Context, r *Request, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	// Authorization (authorizationRules): Write on the transactional id,
-	// Read on the group.
+	// Authorization: Write on the transactional id, Read on the group.
 	switch {
-	case !c.authorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID):
-		resp.ErrorCode = errorCode(errTransactionalIDAuthorization)
+	case !r.AuthorizedTransactionalID(kmsg.ACLOperationWrite, req.TransactionalID):
+		resp.ErrorCode = errcode.Of(errcode.ErrTransactionalIDAuthorization)
 		return resp
-	case !c.authorizedGroup(kmsg.ACLOperationRead, req.Group):
-		resp.ErrorCode = errorCode(errGroupAuthorization)
+	case !r.AuthorizedGroup(kmsg.ACLOperationRead, req.Group):
+		resp.ErrorCode = errcode.Of(errcode.ErrGroupAuthorization)
 		return resp
 	}
 	producer := txn.Producer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
-	err := c.broker.transactionsFor(req.TransactionalID).AddOffsets(ctx, producer, req.Group)
-	resp.ErrorCode = txnErrorCode(err, wire.APIAddOffsetsToTxn, req.Version)
+	err := r.Transactions.For(req.TransactionalID).AddOffsets(ctx, producer, req.Group)
+	resp.ErrorCode = errcode.Txn(err, wire.APIAddOffsetsToTxn, req.Version)
 	return resp
 }
