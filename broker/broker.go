@@ -10,9 +10,14 @@
 // combined mode, with one in-process voter when alone ([QuorumConfig];
 // the glue is member, started by [Start]); the replication tests put a
 // fake in its place ([Config.Replication]). It is a TCP listener speaking the
-// Kafka protocol, one file per Kafka API handler (handleProduce,
-// handleFetch, ...), topics whose partitions are [partition.Partition]s
-// (package partition: the [storage.Log] segmented log, producer and
+// Kafka protocol, one file per Kafka API handler: Produce, Fetch,
+// ApiVersions and SASL here, on the connection (handleProduce,
+// handleFetch, ...); every other API in package api, whose handlers see
+// an [api.Request] — the connection's authorization and listener and the
+// narrow [api.Services] the broker implements (groupService,
+// transactionService, topicService, clusterService, adminService,
+// aclService, credentialService) — and never the Broker. Then topics
+// whose partitions are [partition.Partition]s (package partition: the [storage.Log] segmented log, producer and
 // transaction state, role and high watermark, and the one append path,
 // [partition.Partition.Append]; the broker binds each to its topic,
 // topicPartition, and opens it in openPartition), the group coordinator
@@ -26,8 +31,8 @@
 // parseSettings), the connection limits (connectionLimiter: connections
 // in total and per IP, checked at accept; in-flight request bytes,
 // checked by each reader), the one table mapping errors to Kafka error
-// codes (errorCodes, read by errorCode), and, with [Config.Metrics], the
-// hooks feeding broker/metrics (Broker.configureMetrics and the count
+// codes (package errcode, below both the broker and package api), and,
+// with [Config.Metrics], the hooks feeding broker/metrics (Broker.configureMetrics and the count
 // hooks such as Broker.countProduced: the request time split, data and
 // transaction counters, the scrape-time log and group figures).
 //

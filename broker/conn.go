@@ -566,9 +566,9 @@ const (
 
 // kmsgAdapter is the one adapter between the connection and a handler
 // written over kmsg's request and response types; every kmsg handler goes
-// through it (kmsgHandler and groupHandler are its two spellings). The
-// order is fixed: decode the body (a body that does not decode closes the
-// connection), serve, encode the response at the request's version, and
+// through it (package api's handlers, each registered from [api.Handlers],
+// and kmsgHandler's). The order is fixed: decode the body (a body that
+// does not decode closes the connection), serve, encode the response at the request's version, and
 // only then release the frame. The order matters because kmsg's ReadFrom
 // copies strings but leaves []byte fields (protocol metadata, assignments,
 // records) aliasing the frame, and a response may carry them back.

@@ -32,10 +32,10 @@ func TestKmsgAdapterEncodesBeforeRelease(t *testing.T) {
 	}
 	adapters := map[string]handlerFunc{
 		"kmsgHandler": kmsgHandler(func(_ *connection, req *kmsg.SyncGroupRequest) kmsg.Response { return echo(req) }),
-		"groupHandler in reader": groupHandler(inReader, func(_ context.Context, _ *connection, req *kmsg.SyncGroupRequest) kmsg.Response {
+		"kmsgAdapter in reader": kmsgAdapter(inReader, func(_ context.Context, _ *connection, req *kmsg.SyncGroupRequest) kmsg.Response {
 			return echo(req)
 		}),
-		"groupHandler parked": groupHandler(parks, func(_ context.Context, _ *connection, req *kmsg.SyncGroupRequest) kmsg.Response {
+		"kmsgAdapter parked": kmsgAdapter(parks, func(_ context.Context, _ *connection, req *kmsg.SyncGroupRequest) kmsg.Response {
 			return echo(req)
 		}),
 	}

@@ -4,17 +4,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/exactly-eos/exactly/broker/group"
 )
 
 // This file wires the group coordinator (broker/group) into the broker:
 // its configuration, the topic-id resolver it needs for
-// OffsetCommit/OffsetFetch v10, and groupHandler, the name the
-// coordinator APIs still in package broker (handleFindCoordinator, the
-// transaction APIs) register the connection's one kmsg adapter
-// (kmsgAdapter) under. The group API handlers are in package api.
+// OffsetCommit/OffsetFetch v10, and the [api.Groups] service the group
+// API handlers (package api) see.
 //
 // Storage: committed offsets and group metadata live in Kafka's
 // __consumer_offsets record format (see broker/group's package doc), in
@@ -100,13 +96,6 @@ func (r topicResolver) TopicNames() []string {
 		names = append(names, t.name)
 	}
 	return names
-}
-
-// groupHandler adapts a group or transaction API handler, which needs the
-// request context (the client's id and host) and may park: it is
-// kmsgAdapter, named at the handlers' registrations for what they serve.
-func groupHandler[R kmsg.Request](where handling, serve kmsgServe[R]) handlerFunc {
-	return kmsgAdapter(where, serve)
 }
 
 // shuttingDown reports whether the broker is closing; parked JoinGroup and

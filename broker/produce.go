@@ -29,7 +29,7 @@ import (
 // the original is durable) and is not written again; a sequence gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, an
 // unknown producer not starting at sequence 0 UNKNOWN_PRODUCER_ID (see
-// errorCodes for the per-version codes); nothing is written then.
+// [errcode.Produce] for the per-version codes); nothing is written then.
 //
 // Transactions: a transactional batch must come with the request's
 // transactional id and pass the coordinator's KIP-890 verification

@@ -9,7 +9,7 @@
 // The coordinator is protocol-neutral: its methods take typed inputs
 // ([JoinRequest], [SyncRequest], [CommitRequest], [FetchRequest], ...) and
 // return typed results and errors; it imports no Kafka protocol package.
-// The broker's per-API handlers (its handleJoinGroup, ...) decode each
+// The broker's per-API handlers (package broker/api: joinGroup, ...) decode each
 // request, apply its version's defaults, call the coordinator and encode
 // the answer for the response's version. The calls: Join, Sync, Heartbeat,
 // Leave, CommitOffsets, FetchOffsets, DeleteOffsets, CommitTxnOffsets,

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Join handles one JoinGroup (the broker's handleJoinGroup has the versions'
+// Join handles one JoinGroup (the JoinGroup handler in package broker/api has the versions'
 // behaviour). reply gets the outcome exactly once: at once for a join that
 // is answered without waiting (an error, KIP-394's ErrMemberIDRequired, a
 // rejoin needing no rebalance), else when the rebalance the join takes

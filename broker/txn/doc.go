@@ -19,9 +19,9 @@
 // InitProducerID, AddPartitions, VerifyPartitions, AddOffsets, EndTxn,
 // DescribeTransaction, ListTransactions, and for the broker's produce and
 // TxnOffsetCommit paths VerifyPartition and AddProducedPartition (KIP-890's
-// implicit add). The broker's per-API handlers (handleInitProducerID,
-// handleAddPartitionsToTxn, handleAddOffsetsToTxn, handleEndTxn,
-// handleDescribeTransactions, handleListTransactions) decode Kafka requests
+// implicit add). The broker's per-API handlers (package broker/api: InitProducerId,
+// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+// ListTransactions) decode Kafka requests
 // into these types, applying each version's rules (which fields exist,
 // whether EndTxn v5 runs transaction version 2), and encode the answers.
 // The broker supplies a Log (StorageLog over broker/storage), a PIDSource
