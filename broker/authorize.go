@@ -75,11 +75,6 @@ func (c *connection) authorizedTopic(op kmsg.ACLOperation, name string) bool {
 	return c.Authorized(op, kmsg.ACLResourceTypeTopic, name)
 }
 
-// authorizedGroup is authorized on a group.
-func (c *connection) authorizedGroup(op kmsg.ACLOperation, name string) bool {
-	return c.Authorized(op, kmsg.ACLResourceTypeGroup, name)
-}
-
 // authorizedTransactionalID is authorized on a transactional id.
 func (c *connection) authorizedTransactionalID(op kmsg.ACLOperation, id string) bool {
 	return c.Authorized(op, kmsg.ACLResourceTypeTransactionalId, id)
@@ -159,26 +154,6 @@ var authorizationRules = map[int16]string{
 	wire.APIDescribeProducers:            "Read on each topic",
 	wire.APIDescribeTransactions:         "Describe on each TransactionalId",
 	wire.APIListTransactions:             "only the TransactionalIds with Describe",
-}
-
-// topicRefused reports whether op on a topic a request names by name or,
-// when byID, by id is refused. An id that names no topic is not refused
-// here: the handler answers UNKNOWN_TOPIC_ID for it.
-func (c *connection) topicRefused(op kmsg.ACLOperation, name string, id [16]byte, byID bool) bool {
-	if c.broker.authorizer == nil {
-		return false
-	}
-	if byID {
-		b := c.broker
-		if t := b.topicByID(id); t != nil {
-			name = t.name
-		} else if clustered, ok := b.clusterTopicByID(id); ok {
-			name = clustered
-		} else {
-			return false
-		}
-	}
-	return !c.authorizedTopic(op, name)
 }
 
 // AuthorizedOnAnyTopic reports whether op is allowed on at least one topic

@@ -41,9 +41,6 @@ var (
 // errorCode is [errcode.Of].
 func errorCode(err error) int16 { return errcode.Of(err) }
 
-// txnErrorCode is [errcode.Txn].
-func txnErrorCode(err error, api, version int16) int16 { return errcode.Txn(err, api, version) }
-
 // produceErrorCode is [errcode.Produce].
 func produceErrorCode(err error, version int16) int16 { return errcode.Produce(err, version) }
 

@@ -283,20 +283,3 @@ func (b *Broker) countFetched(api *metrics.API, targets []fetchTarget, reads []p
 		}
 	}
 }
-
-// countOffsetsCommitted counts the partitions an OffsetCommit or
-// TxnOffsetCommit got accepted (a nil error each).
-func (b *Broker) countOffsetsCommitted(errs [][]error) {
-	if b.metrics == nil {
-		return
-	}
-	accepted := 0
-	for _, topic := range errs {
-		for _, err := range topic {
-			if err == nil {
-				accepted++
-			}
-		}
-	}
-	b.metrics.OffsetsCommitted(accepted)
-}

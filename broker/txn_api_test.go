@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
@@ -196,7 +197,7 @@ func TestTxnErrorCodes(t *testing.T) {
 		wrapped := fmt.Errorf("transactional id %q: %w", "app", c.err)
 		for _, api := range apis {
 			for version := int16(0); version <= 5; version++ {
-				if got := txnErrorCode(wrapped, api, version); got != c.code.Code {
+				if got := errcode.Txn(wrapped, api, version); got != c.code.Code {
 					t.Errorf("%v in API %d v%d: %v, want %v", c.err, api, version, kerr.ErrorForCode(got), c.code)
 				}
 			}
@@ -212,7 +213,7 @@ func TestTxnErrorCodes(t *testing.T) {
 			if version < since {
 				want = kerr.InvalidProducerEpoch
 			}
-			if got := txnErrorCode(fenced, api, version); got != want.Code {
+			if got := errcode.Txn(fenced, api, version); got != want.Code {
 				t.Errorf("fenced in API %d v%d: %v, want %v", api, version, kerr.ErrorForCode(got), want)
 			}
 		}

@@ -99,8 +99,8 @@ func offsetCommit(ctx context.Context, r *Request, req *kmsg.OffsetCommitRequest
 	return resp
 }
 
-// countOffsetsCommitted counts the partitions an OffsetCommit got accepted
-// (a nil error each). The broker keeps its own copy for TxnOffsetCommit.
+// countOffsetsCommitted counts the partitions an OffsetCommit or
+// TxnOffsetCommit got accepted (a nil error each).
 func countOffsetsCommitted(r *Request, errs [][]error) {
 	if r.Metrics == nil {
 		return

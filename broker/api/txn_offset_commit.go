@@ -56,17 +56,7 @@ func txnOffsetCommit(ctx context.Context, r *Request, req *kmsg.TxnOffsetCommitR
 	var errs [][]error
 	if len(authorized.Topics) > 0 || len(req.Topics) == 0 {
 		errs = r.Groups.For(req.Group).CommitTxnOffsets(ctx, txnCommitRequest(authorized))
-		if m := r.Metrics; m != nil {
-			accepted := 0 // the partitions staged
-			for _, topic := range errs {
-				for _, err := range topic {
-					if err == nil {
-						accepted++
-					}
-				}
-			}
-			m.OffsetsCommitted(accepted)
-		}
+		countOffsetsCommitted(r, errs) // the partitions staged
 	}
 	merged := make([][]error, len(req.Topics))
 	for i, topic := range req.Topics {

@@ -176,7 +176,7 @@ var codes = []struct {
 
 	// Transaction coordinator (broker/txn). A fenced producer is
 	// INVALID_PRODUCER_EPOCH here, the code Produce and the versions
-	// before KIP-588 get; txnErrorCode answers PRODUCER_FENCED from the
+	// before KIP-588 get; [Txn] answers PRODUCER_FENCED from the
 	// versions in producerFencedSince.
 	{txn.ErrProducerFenced, kerr.InvalidProducerEpoch},
 	{txn.ErrInvalidRequest, kerr.InvalidRequest},

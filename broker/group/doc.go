@@ -25,7 +25,7 @@
 // Every refusal is an error wrapping one of the exported sentinels
 // ([ErrUnknownMember], [ErrIllegalGeneration], ...) with context. The broker
 // maps them to Kafka error codes in its one error table
-// (its errorCodes); each sentinel's comment names its Kafka error.
+// (package broker/errcode); each sentinel's comment names its Kafka error.
 // Per-partition outcomes (commits, fetches, offset deletes) and per-member
 // ones (leaves) are slices of errors indexed like the request.
 //

@@ -8,7 +8,7 @@ import (
 // Sentinel errors of the coordinator. Every error the coordinator returns
 // (or passes to a JoinGroup/SyncGroup reply) wraps exactly one of them
 // with %w and some context; the broker maps them to Kafka error codes
-// with errors.Is, in one table (the broker's errorCodes). The Kafka error
+// with errors.Is, in one table (package broker/errcode). The Kafka error
 // each one stands for is named in its comment.
 var (
 	// ErrInvalidGroupID: the group id is empty (INVALID_GROUP_ID).

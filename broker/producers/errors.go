@@ -4,7 +4,7 @@ import "errors"
 
 // The errors Check and CheckMarker return. Each is returned wrapped with
 // context (producer id, epochs, sequences); test with errors.Is. The broker
-// maps them to Kafka error codes in one place (its errorCodes table).
+// maps them to Kafka error codes in one place (package broker/errcode).
 var (
 	// ErrOutOfOrderSequence: the batch's first sequence is not the
 	// successor of the producer's last sequence (a gap, or an old

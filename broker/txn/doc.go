@@ -34,7 +34,7 @@
 // ([ErrProducerFenced], [ErrInvalidTxnState], ...) with context;
 // per-partition answers (AddPartitions, VerifyPartitions) are one error per
 // partition. The broker maps sentinels to Kafka error codes in its one
-// error table (errorCodes, with txnErrorCode), which also
+// error table (package broker/errcode, with its Txn), which also
 // decides what depends on the request's version: a fenced producer is
 // PRODUCER_FENCED from InitProducerId v4,
 // AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2 and TxnOffsetCommit v3,

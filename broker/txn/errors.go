@@ -5,7 +5,7 @@ import "errors"
 // Sentinel errors of the coordinator. Every error an entry point returns
 // wraps exactly one of them with %w and some context; test with
 // errors.Is. The broker maps them to Kafka error codes in one table
-// (the broker's errorCodes, with txnErrorCode), which also decides the
+// (package broker/errcode, with its Txn), which also decides the
 // codes that depend on the request's version (PRODUCER_FENCED). The Kafka
 // error each one stands for is named in its comment.
 var (
