@@ -21,9 +21,10 @@ func init() {
 }
 
 // apiRequest is what package api's handlers see of this connection: its
-// authorization, its listener, its logger and the broker's services. It is
-// built on the connection's first such request, in the reader goroutine,
-// before any handler that parks is started, and not changed afterwards.
+// authorization, its listener, its logger and the broker's services. The
+// accept loop builds it before the connection's goroutines start (tests'
+// connections build it on first use, in the goroutine that serves them);
+// it is not changed afterwards.
 func (c *connection) apiRequest() *api.Request {
 	if c.api.Services == nil {
 		c.api = api.Request{Auth: c, Logger: c.logger, Services: c.broker.apiServices()}

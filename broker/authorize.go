@@ -65,27 +65,22 @@ func (c *connection) Authorized(op kmsg.ACLOperation, rt kmsg.ACLResourceType, n
 	return a.Authorize(c.principal(), c.clientHost(), op, rt, name)
 }
 
-// authorizedCluster is authorized on the Cluster resource.
+// authorizedCluster, authorizedTopic, authorizedTransactionalID and
+// mayCreateTopic are the api.Request checks of the same names, for the
+// handlers that stay on the connection (Produce, Fetch).
 func (c *connection) authorizedCluster(op kmsg.ACLOperation) bool {
-	return c.Authorized(op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	return c.apiRequest().AuthorizedCluster(op)
 }
 
-// authorizedTopic is authorized on a topic.
 func (c *connection) authorizedTopic(op kmsg.ACLOperation, name string) bool {
-	return c.Authorized(op, kmsg.ACLResourceTypeTopic, name)
+	return c.apiRequest().AuthorizedTopic(op, name)
 }
 
-// authorizedTransactionalID is authorized on a transactional id.
 func (c *connection) authorizedTransactionalID(op kmsg.ACLOperation, id string) bool {
-	return c.Authorized(op, kmsg.ACLResourceTypeTransactionalId, id)
+	return c.apiRequest().AuthorizedTransactionalID(op, id)
 }
 
-// mayCreateTopic is Kafka's check before creating a topic (CreateTopics,
-// and the auto-creation of Metadata and, here, Produce): Create on the
-// cluster, or else Create on the topic.
-func (c *connection) mayCreateTopic(name string) bool {
-	return c.authorizedCluster(kmsg.ACLOperationCreate) || c.authorizedTopic(kmsg.ACLOperationCreate, name)
-}
+func (c *connection) mayCreateTopic(name string) bool { return c.apiRequest().MayCreateTopic(name) }
 
 // clientHost is the client's IP address as ACL hosts name it.
 func (c *connection) clientHost() string {

@@ -652,6 +652,7 @@ func (b *Broker) admit(netConn net.Conn, l *listener) {
 	}
 	c := newConnection(b, netConn)
 	c.addr, c.listener, c.protocol = addr, l, l.protocol
+	c.apiRequest() // built before any goroutine of the connection reads it
 	b.conns[c] = struct{}{}
 	b.connections.Add(1)
 	b.connsMu.Unlock()

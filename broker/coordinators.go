@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/exactly-eos/exactly/broker/api"
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/txn"
 )
@@ -25,9 +26,9 @@ type coordinatorKind int8
 // The coordinator kinds, numbered as FindCoordinator's key types.
 const (
 	// coordinatorGroup is a consumer group's coordinator.
-	coordinatorGroup coordinatorKind = 0
+	coordinatorGroup = coordinatorKind(api.KeyTypeGroup)
 	// coordinatorTransaction is a transactional id's coordinator.
-	coordinatorTransaction coordinatorKind = 1
+	coordinatorTransaction = coordinatorKind(api.KeyTypeTransaction)
 )
 
 // coordinatorAnswer is the coordinator of one key: a broker and the

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/exactly-eos/exactly/broker/api"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -58,10 +59,6 @@ import (
 func init() {
 	register(wire.APIFetch, 4, 18, handleFetch)
 }
-
-// isolationReadCommitted is the read_committed isolation level of Fetch
-// and ListOffsets.
-const isolationReadCommitted = 1
 
 // fetchTarget is one requested partition, resolved once per request.
 type fetchTarget struct {
@@ -282,7 +279,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget) ([]par
 		limit := min(int64(target.maxBytes), int64(req.MaxBytes)-total)
 		minOneBatch := total == 0
 		replica := fetchReplicaID(req) >= 0
-		if err := readPartition(target, read, limit, minOneBatch, req.IsolationLevel == isolationReadCommitted, replica); err != nil {
+		if err := readPartition(target, read, limit, minOneBatch, req.IsolationLevel == api.IsolationReadCommitted, replica); err != nil {
 			read.err, anyError = err, true
 			continue
 		}

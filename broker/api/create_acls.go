@@ -25,14 +25,7 @@ func init() {
 
 func createACLs(_ context.Context, r *Request, req *kmsg.CreateACLsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	var refusal error
-	switch {
-	case !r.AuthorizedCluster(kmsg.ACLOperationAlter):
-		refusal = errcode.ErrClusterAuthorization
-	case !r.Auth.Enabled():
-		refusal = errcode.ErrSecurityDisabled
-	}
-	if refusal != nil {
+	if refusal := aclsRefusal(r, kmsg.ACLOperationAlter); refusal != nil {
 		for range req.Creations {
 			result := kmsg.NewCreateACLsResponseResult()
 			result.ErrorCode, result.ErrorMessage = errcode.Of(refusal), errcode.Message(refusal)

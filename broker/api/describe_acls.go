@@ -26,11 +26,8 @@ func describeACLs(_ context.Context, r *Request, req *kmsg.DescribeACLsRequest) 
 		resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		return resp
 	}
-	if !r.AuthorizedCluster(kmsg.ACLOperationDescribe) {
-		return fail(errcode.ErrClusterAuthorization)
-	}
-	if !r.Auth.Enabled() {
-		return fail(errcode.ErrSecurityDisabled)
+	if refusal := aclsRefusal(r, kmsg.ACLOperationDescribe); refusal != nil {
+		return fail(refusal)
 	}
 	filter := acl.Filter{
 		ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
@@ -68,4 +65,18 @@ func describeACLsResources(bindings []acl.Binding) []kmsg.DescribeACLsResponseRe
 		out[i].ACLs = append(out[i].ACLs, entry)
 	}
 	return out
+}
+
+// aclsRefusal is the check every ACL API makes first, in Kafka's order:
+// op (Describe, or Alter to change) on the Cluster, else
+// CLUSTER_AUTHORIZATION_FAILED; then an authorizer must be configured,
+// else SECURITY_DISABLED. nil when the request may go on.
+func aclsRefusal(r *Request, op kmsg.ACLOperation) error {
+	switch {
+	case !r.AuthorizedCluster(op):
+		return errcode.ErrClusterAuthorization
+	case !r.Auth.Enabled():
+		return errcode.ErrSecurityDisabled
+	}
+	return nil
 }

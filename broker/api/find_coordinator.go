@@ -23,10 +23,13 @@ func init() {
 	register(wire.APIFindCoordinator, 0, 6, InReader, findCoordinator)
 }
 
-// FindCoordinator's key types.
+// FindCoordinator's key types; the broker numbers its coordinator kinds
+// by them.
 const (
-	keyTypeGroup       int8 = 0
-	keyTypeTransaction int8 = 1
+	// KeyTypeGroup names a consumer group.
+	KeyTypeGroup int8 = 0
+	// KeyTypeTransaction names a transactional id.
+	KeyTypeTransaction int8 = 1
 )
 
 func findCoordinator(ctx context.Context, r *Request, req *kmsg.FindCoordinatorRequest) kmsg.Response {
@@ -53,11 +56,11 @@ func findCoordinator(ctx context.Context, r *Request, req *kmsg.FindCoordinatorR
 func coordinatorOf(ctx context.Context, r *Request, keyType int8, key string) (nodeID int32, host string, port int32, code int16, message *string) {
 	var err error
 	switch keyType {
-	case keyTypeGroup:
+	case KeyTypeGroup:
 		if !r.AuthorizedGroup(kmsg.ACLOperationDescribe, key) {
 			err = errcode.ErrGroupAuthorization
 		}
-	case keyTypeTransaction:
+	case KeyTypeTransaction:
 		if !r.AuthorizedTransactionalID(kmsg.ACLOperationDescribe, key) {
 			err = errcode.ErrTransactionalIDAuthorization
 		}

@@ -23,13 +23,13 @@ func init() {
 	register(wire.APIListOffsets, 1, 10, InReader, listOffsets)
 }
 
-// isolationReadCommitted is the read_committed isolation level of
-// ListOffsets (and Fetch, whose handler has its own).
-const isolationReadCommitted = 1
+// IsolationReadCommitted is the read_committed isolation level of
+// ListOffsets and Fetch.
+const IsolationReadCommitted = 1
 
 func listOffsets(_ context.Context, r *Request, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	readCommitted := req.IsolationLevel == isolationReadCommitted
+	readCommitted := req.IsolationLevel == IsolationReadCommitted
 	for _, rt := range req.Topics {
 		listed := kmsg.NewListOffsetsResponseTopic()
 		listed.Topic = rt.Topic
