@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -150,7 +151,10 @@ func verifyRead(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ve
 	polls := verify.JudgePolls([]*verify.PollTracker{tracker}, skipReference)
 	check.Counts.PollSkips, check.Counts.NonMonotonicPolls = polls.Skips, polls.NonMonotonic
 	notePollAnomalies(offenders, check.label, polls)
-	if err != nil {
+	var open *openTransactionsError
+	if errors.As(err, &open) {
+		check.notes = append(check.notes, "read back stopped at the last stable offsets: "+err.Error())
+	} else if err != nil {
 		check.notes = append(check.notes, "read back failed: "+err.Error())
 	} else if !complete {
 		check.notes = append(check.notes, fmt.Sprintf("read back incomplete within %s", plan.workload.Drain))

@@ -15,16 +15,29 @@ import (
 )
 
 // readBack reads every partition of topic from its start to the end offset
-// that ListOffsets gives at the start of the read (the last stable offset
-// for read_committed), feeding each data record to observe in offset order,
-// and every record below the end, control records included, to polls.
-// Control records are kept (KeepControlRecords) so a partition whose tail is
-// a transaction marker is known to be read to its end. It returns the end
-// offsets by partition and whether every partition was read to its end
-// before ctx ended.
+// that ListOffsets gives at the start of the read, feeding each data record
+// to observe in offset order, and every record below the end, control
+// records included, to polls. For read_committed the end is the last stable
+// offset once the transactions still open have ended (settledEnds, which
+// waits up to three quarters of ctx's time); if some did not, it reads to
+// the last stable offsets it has and returns the *openTransactionsError
+// naming them, with complete false. Control records are kept
+// (KeepControlRecords) so a partition whose tail is a transaction marker is
+// known to be read to its end. It returns the end offsets by partition and
+// whether every partition was read to its end before ctx ended.
 func readBack(ctx context.Context, admin *kgo.Client, seeds []kgo.Opt, topic string, partitions int,
 	isolation verify.Isolation, polls verify.PollSink, observe func(record *kgo.Record)) (ends map[int32]int64, complete bool, err error) {
-	endList, err := endOffsets(ctx, admin, topic, partitions, isolation == verify.ReadCommitted)
+	var endList []int64
+	var unsettled error // *openTransactionsError: read to the last stable offsets it names
+	if isolation == verify.ReadCommitted {
+		endList, err = settledEnds(ctx, admin, topic, partitions, settleDeadline(ctx))
+		var open *openTransactionsError
+		if errors.As(err, &open) {
+			unsettled, err = err, nil
+		}
+	} else {
+		endList, err = endOffsets(ctx, admin, topic, partitions, false)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -37,7 +50,7 @@ func readBack(ctx context.Context, admin *kgo.Client, seeds []kgo.Opt, topic str
 		}
 	}
 	if len(assignment) == 0 {
-		return ends, true, nil
+		return ends, unsettled == nil, unsettled
 	}
 	level := kgo.ReadCommitted()
 	if isolation == verify.ReadUncommitted {
@@ -56,10 +69,11 @@ func readBack(ctx context.Context, admin *kgo.Client, seeds []kgo.Opt, topic str
 	defer client.Close()
 
 	remaining := len(assignment)
+	done := make(map[int32]bool, len(assignment))
 	for remaining > 0 {
 		fetches := client.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return ends, false, nil
+			return ends, false, unsettled
 		}
 		for _, fetchErr := range fetches.Errors() {
 			if !errors.Is(fetchErr.Err, context.Canceled) && !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
@@ -76,13 +90,31 @@ func readBack(ctx context.Context, admin *kgo.Client, seeds []kgo.Opt, topic str
 				if !record.Attrs.IsControl() {
 					observe(record)
 				}
-				if record.Offset == end-1 {
-					remaining--
-				}
+			}
+			// The partition is read to its end once a record at or past
+			// end-1 came back: under read_committed the record at end-1
+			// may belong to an aborted transaction, which the client
+			// drops, and then the first record returned after it is
+			// its abort marker (kept, KeepControlRecords) or a later
+			// one.
+			if records := partition.Records; len(records) > 0 && records[len(records)-1].Offset >= end-1 && !done[partition.Partition] {
+				done[partition.Partition] = true
+				remaining--
 			}
 		})
 	}
-	return ends, true, nil
+	return ends, unsettled == nil, unsettled
+}
+
+// settleDeadline is how long a read_committed read-back waits for open
+// transactions to end before it reads what is stable: three quarters of
+// the time ctx leaves (a minute without a deadline), the rest for reading.
+func settleDeadline(ctx context.Context) time.Time {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return time.Now().Add(time.Minute)
+	}
+	return time.Now().Add(time.Until(deadline) * 3 / 4)
 }
 
 // liveConsumers read a run's final topic while it runs and record each
