@@ -111,7 +111,12 @@ func (b *Broker) remoteWriteMarkers(ctx context.Context, leader int32, m markerW
 		switch code := codes[tp]; code {
 		case 0:
 		case kerr.UnknownTopicOrPartition.Code:
-			errs[i] = fmt.Errorf("broker %d: %w", leader, errUnknownTopic)
+			// Not "deleted": the leader's view may lag this broker's
+			// (it has just restarted, or has not applied the topic's
+			// creation yet). Retried, as Kafka does; the coordinator's
+			// own view decides that a topic is gone
+			// ([Broker.writeMarkersToLeaders]).
+			errs[i] = fmt.Errorf("%w: broker %d does not know %s yet", errNotLeader, leader, tp)
 		default:
 			errs[i] = kerr.ErrorForCode(code)
 		}

@@ -88,8 +88,11 @@ func (b *Broker) writeMarker(ctx context.Context, tp txn.TopicPartition, m marke
 }
 
 // markerPartitionGone reports whether a marker's error says its partition
-// no longer exists: the coordinator counts that marker as done (the
-// partition's data is gone with it), as Kafka does.
+// no longer exists here, although this broker's view named it the leader
+// (the topic was deleted in between): the coordinator counts that marker
+// as done (the partition's data is gone with it), as Kafka does. Another
+// leader's UNKNOWN_TOPIC_OR_PARTITION is not this error
+// ([Broker.remoteWriteMarkers] retries it): that broker's view may lag.
 func markerPartitionGone(err error) bool { return errors.Is(err, errUnknownTopic) }
 
 // markerFailures gathers the partitions of a [markerWrite] still missing

@@ -28,7 +28,9 @@ import (
 //   - The broker registers with the quorum under its advertised listeners
 //     and heartbeats (quorum.Node.StartHeartbeats); a member that stops
 //     heartbeating is fenced by the active controller.
-//   - On every change of the quorum's metadata image, the apply loop
+//   - Once the node's image holds this process's registration (everything
+//     committed before it: member.waitCaughtUp), and then on every change
+//     of the quorum's metadata image, the apply loop
 //     (member.applyLoop) converts the image's brokers and partitions (same
 //     field names on both sides) and calls [Broker.ApplyPartitionRoles],
 //     removes the local replicas of topics the image no longer has
@@ -100,6 +102,10 @@ type member struct {
 	appliedMu sync.Mutex
 	applied   uint64
 	appliedCh chan struct{}
+	// firstApplied is the index of the first image the apply loop
+	// applied (tried to), once firstAppliedSet; under appliedMu.
+	firstApplied    uint64
+	firstAppliedSet bool
 }
 
 // aloneStartTimeout bounds how long a cluster of one waits at start for
@@ -294,9 +300,17 @@ const applyRetry = 500 * time.Millisecond
 // change or after applyRetry.
 func (m *member) applyLoop() {
 	defer close(m.done)
+	if !m.waitCaughtUp() {
+		return
+	}
 	known := map[string][16]byte{} // topics of the last applied image
 	for {
 		img := m.node.Image()
+		m.appliedMu.Lock()
+		if !m.firstAppliedSet {
+			m.firstApplied, m.firstAppliedSet = img.Index(), true
+		}
+		m.appliedMu.Unlock()
 		var retry <-chan time.Time
 		if err := m.apply(img, known); err != nil {
 			if m.ctx.Err() != nil {
@@ -314,6 +328,32 @@ func (m *member) applyLoop() {
 		case <-retry:
 		}
 	}
+}
+
+// waitCaughtUp holds the apply loop back until the node's image holds
+// this process's registration (quorum.Node.Registered): every change the
+// quorum committed before it. A restarted broker's node first replays its
+// snapshot and then its log entry by entry, and an image from that replay
+// can be older than what the broker did before the restart: it may name
+// this broker leader of partitions led elsewhere since, or lack a topic
+// created after the snapshot, which a transaction coordinator loaded from
+// it would take for deleted (and skip its markers). Until then the broker
+// has no roles: it answers NOT_LEADER_OR_FOLLOWER and loads no
+// coordinator, as Kafka's broker does before it has caught up with the
+// metadata log. It returns false when the member stops first.
+func (m *member) waitCaughtUp() bool {
+	select {
+	case <-m.node.Registered():
+	case <-m.ctx.Done():
+		return false
+	}
+	epoch := uint64(m.node.RegisteredEpoch())
+	_, err := m.node.WaitFor(m.ctx, func(img *quorum.Image) bool { return img.Index() >= epoch })
+	if err != nil {
+		return false
+	}
+	m.logger.Debug("broker: metadata caught up with the registration", "broker_epoch", epoch)
+	return true
 }
 
 // apply applies one image: removes the local replicas of topics gone (or
@@ -406,7 +446,21 @@ func (m *member) setApplied(index uint64) {
 // waitApplied waits until the apply loop has applied an image of at least
 // the quorum's current index.
 func (m *member) waitApplied(ctx context.Context) error {
-	want := m.node.Image().Index()
+	return m.waitAppliedIndex(ctx, m.node.Image().Index())
+}
+
+// waitCaughtUpApplied waits until the apply loop has applied its first
+// image (after waitCaughtUp): topic administration from a member that has
+// just started goes to the quorum once the member has registered and
+// holds everything committed before, so that it is judged on a view that
+// counts this broker.
+func (m *member) waitCaughtUpApplied(ctx context.Context) error {
+	return m.waitAppliedIndex(ctx, 1)
+}
+
+// waitAppliedIndex waits until the apply loop has applied an image of at
+// least index want.
+func (m *member) waitAppliedIndex(ctx context.Context, want uint64) error {
 	for {
 		m.appliedMu.Lock()
 		applied, ch := m.applied, m.appliedCh

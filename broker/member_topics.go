@@ -18,6 +18,9 @@ import (
 type quorumTopics struct{ m *member }
 
 func (c quorumTopics) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) error {
+	if err := c.m.waitCaughtUpApplied(ctx); err != nil {
+		return quorumKafkaError(err)
+	}
 	if replicationFactor == -1 {
 		replicationFactor = c.m.replicationFactor
 	}
@@ -36,6 +39,9 @@ func (c quorumTopics) CreateTopic(ctx context.Context, name string, partitions, 
 }
 
 func (c quorumTopics) CreatePartitions(ctx context.Context, name string, count int32) error {
+	if err := c.m.waitCaughtUpApplied(ctx); err != nil {
+		return quorumKafkaError(err)
+	}
 	if _, err := c.m.node.CreatePartitions(ctx, name, count); err != nil {
 		return quorumKafkaError(err)
 	}
@@ -43,6 +49,9 @@ func (c quorumTopics) CreatePartitions(ctx context.Context, name string, count i
 }
 
 func (c quorumTopics) DeleteTopic(ctx context.Context, name string) error {
+	if err := c.m.waitCaughtUpApplied(ctx); err != nil {
+		return quorumKafkaError(err)
+	}
 	if err := c.m.node.DeleteTopic(ctx, name); err != nil {
 		return quorumKafkaError(err)
 	}
@@ -58,6 +67,9 @@ func (c quorumTopics) TopicConfigs(name string) (map[string]string, bool) {
 }
 
 func (c quorumTopics) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	if err := c.m.waitCaughtUpApplied(ctx); err != nil {
+		return quorumKafkaError(err)
+	}
 	if _, err := c.m.node.SetTopicConfigs(ctx, name, configs); err != nil {
 		return quorumKafkaError(err)
 	}

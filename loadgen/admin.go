@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,12 +94,15 @@ func leadersProblem(response *kmsg.MetadataResponse, topic string, partitions in
 func endOffsets(ctx context.Context, client *kgo.Client, topic string, partitions int, readCommitted bool) ([]int64, error) {
 	// A cluster answers retriable errors while leadership moves (a broker
 	// that just restarted may not know the topic yet, a partition has no
-	// leader for a moment): ask again, bounded.
+	// leader for a moment), and a broker just killed and restarted by a
+	// fault refuses connections until it listens again while the metadata
+	// still names it leader: ask again, for up to endOffsetsRetryFor.
 	var err error
-	for attempt := 0; attempt < endOffsetsAttempts; attempt++ {
+	giveUp := time.Now().Add(endOffsetsRetryFor)
+	for {
 		var offsets []int64
 		offsets, err = endOffsetsOnce(ctx, client, topic, partitions, readCommitted)
-		if err == nil || !kerr.IsRetriable(err) {
+		if err == nil || !retriableEndOffsets(err) || !time.Now().Before(giveUp) {
 			return offsets, err
 		}
 		select {
@@ -107,11 +111,24 @@ func endOffsets(ctx context.Context, client *kgo.Client, topic string, partition
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return nil, err
 }
 
-// endOffsetsAttempts bounds endOffsets' attempts (about 10 s of retries).
-const endOffsetsAttempts = 40
+// endOffsetsRetryFor bounds how long endOffsets asks again.
+const endOffsetsRetryFor = 30 * time.Second
+
+// retriableEndOffsets: a Kafka error the protocol calls retriable, or a
+// failure to reach the broker (no Kafka error at all); not the caller's
+// context ending.
+func retriableEndOffsets(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var kafkaErr *kerr.Error
+	if errors.As(err, &kafkaErr) {
+		return kafkaErr.Retriable
+	}
+	return true
+}
 
 // endOffsetsOnce is one ListOffsets round of endOffsets.
 func endOffsetsOnce(ctx context.Context, client *kgo.Client, topic string, partitions int, readCommitted bool) ([]int64, error) {
@@ -178,6 +195,54 @@ func deleteTopics(ctx context.Context, client *kgo.Client, topics ...string) err
 	for _, deleted := range response.Topics {
 		if err := kerr.ErrorForCode(deleted.ErrorCode); err != nil {
 			return fmt.Errorf("delete topic %v: %w", deleted.Topic, err)
+		}
+	}
+	return nil
+}
+
+// clusterWholeWait bounds how long the next cell waits for the brokers a
+// cell's process faults killed or paused to serve again.
+const clusterWholeWait = time.Minute
+
+// waitClusterWhole waits, after a cell whose faults killed, restarted or
+// paused brokers, until Metadata lists at least brokers brokers again and
+// each of them answers: the next cell measures its own mode on a whole
+// cluster, not the last one's recovery (a restarted broker reloads its
+// partitions and catches up with the metadata before it serves, seconds
+// on a loaded machine; until then an RF-3 topic cannot be created). It
+// gives up after clusterWholeWait and returns why, for the log; the cell
+// then runs and says what failed.
+func waitClusterWhole(ctx context.Context, client *kgo.Client, brokers int) error {
+	ctx, cancel := context.WithTimeout(ctx, clusterWholeWait)
+	defer cancel()
+	var last error
+	for {
+		last = clusterAnswers(ctx, client, brokers)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the cluster was not whole again within %s: %w", clusterWholeWait, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// clusterAnswers is one look of waitClusterWhole: Metadata lists brokers
+// brokers and each answers ApiVersions.
+func clusterAnswers(ctx context.Context, client *kgo.Client, brokers int) error {
+	request := kmsg.NewPtrMetadataRequest()
+	response, err := request.RequestWith(ctx, client)
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	if len(response.Brokers) < brokers {
+		return fmt.Errorf("metadata lists %d of %d brokers", len(response.Brokers), brokers)
+	}
+	for _, broker := range response.Brokers {
+		if _, err := client.Broker(int(broker.NodeID)).Request(ctx, kmsg.NewPtrApiVersionsRequest()); err != nil {
+			return fmt.Errorf("broker %d: %w", broker.NodeID, err)
 		}
 	}
 	return nil

@@ -199,7 +199,10 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 	expectation := &report.Expectation{Expected: want.describe(), Observed: describeObserved(seen, run, proof, plan)}
 	run.Expectation = expectation
 	defer func() { expectation.Verdict = run.Status }()
-	if run.Status == report.StatusUnsupported || run.Status == report.StatusNotApplicable {
+	if run.Status == report.StatusUnsupported || run.Status == report.StatusNotApplicable ||
+		(run.Status == report.StatusError && run.Reason != "") {
+		// Decided before any load (failRun: the fault setup or the
+		// topics failed): that reason, not "nothing was acknowledged".
 		expectation.Why = run.Reason
 		return
 	}

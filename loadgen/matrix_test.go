@@ -210,3 +210,19 @@ func TestVerdictReasonsReadAsSentences(t *testing.T) {
 		t.Errorf("fail: %s %q, want %q", broken.Status, broken.Reason, want)
 	}
 }
+
+// A cell that failed before its load (its topics could not be created,
+// say) keeps that reason: it is not "nothing was acknowledged".
+func TestJudgeKeepsTheSetupError(t *testing.T) {
+	t.Parallel()
+	brokerRestart, err := faults.LoadPlan("broker-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &report.Run{Name: "idempotent:broker-restart", Mode: ModeIdempotent}
+	failRun(run, errors.New("create topic t: NOT_CONTROLLER"))
+	judgeRun(run, brokerRestart, evidence{})
+	if run.Status != report.StatusError || run.Reason != "create topic t: NOT_CONTROLLER" || run.Expectation.Why != run.Reason {
+		t.Errorf("setup error judged %s %q (why %q)", run.Status, run.Reason, run.Expectation.Why)
+	}
+}

@@ -180,11 +180,21 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	suite.Notes = notes
 	reporter.SuiteStarted(suite)
 	var stopped error
+	// The brokers at the start: a cell after one whose faults killed or
+	// paused brokers waits for them all to serve again.
+	brokers, brokersErr := clusterBrokers(ctx, admin)
 	for i, plan := range plans {
 		if ctx.Err() != nil {
 			break
 		}
+		var notWhole error
+		if i > 0 && len(plans[i-1].faults.Processes) > 0 && brokersErr == nil {
+			notWhole = waitClusterWhole(ctx, admin, brokers)
+		}
 		run, stopErr := runCell(ctx, admin, plan, options, reporter, i+1)
+		if notWhole != nil && (run.Status == report.StatusError || run.Status == report.StatusFail) {
+			run.Reason += " (before this cell, after the previous one's faults: " + notWhole.Error() + ")"
+		}
 		run.Round, run.Slot = plan.round, plan.slot
 		results.Runs = append(results.Runs, run)
 		if stopErr != nil {

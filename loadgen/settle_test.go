@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/exactly-eos/exactly/broker/clusternode"
+	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -29,6 +31,7 @@ func openTransactionTopic(t *testing.T, openTimeout time.Duration) (bootstrap []
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { target.Close() }) // before its data directory goes
 	bootstrap, topic = target.Bootstrap(), "settle"
 	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...))
 	if err != nil {
@@ -144,3 +147,41 @@ func (ignorePolls) Assigned([]int32)                          {}
 func (ignorePolls) Revoked([]int32)                           {}
 func (ignorePolls) Rewound([]int32)                           {}
 func (ignorePolls) Polled(int32, []verify.PolledRecord, bool) {}
+
+// TestEndOffsetsWaitsForABrokerComingBack: a broker that a fault killed
+// and restarted refuses connections until it listens again; the end
+// offsets are asked again until it answers, rather than failing the
+// read-back on the first refused connection.
+func TestEndOffsetsWaitsForABrokerComingBack(t *testing.T) {
+	t.Parallel()
+	addr := testutil.FreeAddr(t)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	go func() {
+		time.Sleep(time.Second)
+		m, err := clusternode.Start(clusternode.Config{Listen: addr, DataDir: t.TempDir()})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		t.Cleanup(func() { m.Close() })
+		creator, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer creator.Close()
+		if err := createTopic(t.Context(), creator, "back", 1, 1); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ends, err := endOffsets(ctx, admin, "back", 1, false)
+	if err != nil || ends[0] != 0 {
+		t.Fatalf("end offsets while the broker comes back: %v, %v", ends, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -99,6 +100,13 @@ type Node struct {
 	ctrl      *controller
 	dialer    net.Dialer // outbound connections, from Config.SourceAddress
 
+	// registeredEpoch is the broker epoch of this process's first
+	// successful registration (StartHeartbeats), 0 until then; registered
+	// is closed when it is set.
+	registeredEpoch atomic.Int64
+	registered      chan struct{}
+	registerOnce    sync.Once
+
 	ctx       context.Context // cancelled by Close
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // the node's own goroutines (controller, join, heartbeats)
@@ -175,7 +183,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), fsm: newFSM(cfg.Logger), dialer: dialer}
+	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), fsm: newFSM(cfg.Logger), dialer: dialer, registered: make(chan struct{})}
 	n.voter = slices.Contains(voterIDs(cfg.Voters), cfg.NodeID)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.openRaft(); err != nil {
@@ -572,6 +580,21 @@ func (n *Node) StartHeartbeats(reg BrokerRegistration) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
+// Registered is closed once the heartbeats started by StartHeartbeats
+// have registered the broker for the first time in this process;
+// RegisteredEpoch is then that registration's broker epoch, the index of
+// its entry in the log. An image of at least that index holds everything
+// the quorum had committed before this process registered: a broker
+// restarted over its data directory waits for it before it acts on the
+// metadata, since the images its node replays first (its snapshot, then
+// the log entry by entry) can be older than what it did before the
+// restart — a partition led there, a topic created since the snapshot.
+func (n *Node) Registered() <-chan struct{} { return n.registered }
+
+// RegisteredEpoch is the broker epoch of the first registration
+// (Registered); 0 before it.
+func (n *Node) RegisteredEpoch() int64 { return n.registeredEpoch.Load() }
+
 func (n *Node) heartbeatLoop(ctx context.Context, reg BrokerRegistration) {
 	var epoch int64
 	for ctx.Err() == nil {
@@ -579,6 +602,12 @@ func (n *Node) heartbeatLoop(ctx context.Context, reg BrokerRegistration) {
 		var err error
 		if epoch == 0 {
 			epoch, err = n.RegisterBroker(callCtx, reg)
+			if err == nil && epoch > 0 {
+				n.registerOnce.Do(func() {
+					n.registeredEpoch.Store(epoch)
+					close(n.registered)
+				})
+			}
 		} else {
 			err = n.Heartbeat(callCtx, reg.ID, epoch)
 			if errors.Is(err, ErrUnknownBroker) || errors.Is(err, ErrStaleBrokerEpoch) {
