@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/wire"
@@ -221,4 +222,39 @@ func TestProduceCorruptCRC(t *testing.T) {
 		}
 	}
 	expectWorking(t, b)
+}
+
+// An acks=0 Produce that fails closes the connection, as Kafka does: the
+// producer reads no answer, so a closed connection is how it learns (it
+// refreshes its metadata and reconnects). One that succeeds leaves the
+// connection open and unanswered.
+func TestAcksZeroProduceFailureClosesConnection(t *testing.T) {
+	t.Parallel()
+	b := startTestBroker(t, t.TempDir(), map[string]string{"auto.create.topics.enable": "false"})
+	admin, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	createTopic(t, admin, "acks0", 1, nil)
+	ok := dialRaw(t, b)
+	ok.produceAcksZero("acks0", 0, plainBatch(t, "fine", 2))
+	ok.metadataWorks() // still open, and the acks=0 produce was not answered
+	refused := dialRaw(t, b)
+	refused.produceAcksZero("acks0", 7, plainBatch(t, "no-such-partition", 2))
+	refused.expectClosed()
+}
+
+// produceAcksZero sends an acks=0 Produce v9 of records to one partition.
+func (r *rawConnection) produceAcksZero(topic string, partition int32, records []byte) {
+	r.t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = 0, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r.request(req, 9)
 }

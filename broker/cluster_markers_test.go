@@ -53,3 +53,35 @@ func TestMarkerToLeaderWithoutTheTopicIsRetried(t *testing.T) {
 		t.Fatalf("marker for a deleted topic: %v, want done", err)
 	}
 }
+
+// /readyz (Broker.Ready) waits for the coordinator shards of the
+// partitions led here: while one is loading, its clients are told
+// COORDINATOR_LOAD_IN_PROGRESS, and a load balancer should not send them.
+func TestReadyWaitsForCoordinatorShards(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 1, nil)
+	b := c.broker(1)
+	if !b.Ready() {
+		t.Fatal("a started broker with no coordinator shard is not ready")
+	}
+	loading := &coordinatorShard[*txn.Coordinator]{index: 7}
+	shards := &b.replication.txns
+	shards.mu.Lock()
+	if shards.shards == nil {
+		shards.shards = map[int32]*coordinatorShard[*txn.Coordinator]{}
+	}
+	shards.shards[loading.index] = loading
+	shards.mu.Unlock()
+	if b.Ready() {
+		t.Error("ready while a transaction coordinator shard is loading")
+	}
+	shards.mu.Lock()
+	loading.loaded = true
+	shards.mu.Unlock()
+	if !b.Ready() {
+		t.Error("not ready once every shard is loaded")
+	}
+	shards.mu.Lock()
+	delete(shards.shards, loading.index)
+	shards.mu.Unlock()
+}

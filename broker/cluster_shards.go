@@ -133,6 +133,19 @@ func (cs *coordinatorShards[C]) loaded() []C {
 	return out
 }
 
+// loading counts the shards led here whose coordinator is not loaded yet.
+func (cs *coordinatorShards[C]) loading() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	n := 0
+	for _, s := range cs.shards {
+		if !s.loaded {
+			n++
+		}
+	}
+	return n
+}
+
 // shardLoader builds the coordinator of partition p led at leaderEpoch
 // (replaying its log); start runs once it is published.
 type shardLoader[C any] struct {

@@ -443,6 +443,13 @@ func (m *member) setApplied(index uint64) {
 	}
 }
 
+// hasApplied reports whether the apply loop has applied an image.
+func (m *member) hasApplied() bool {
+	m.appliedMu.Lock()
+	defer m.appliedMu.Unlock()
+	return m.applied > 0
+}
+
 // waitApplied waits until the apply loop has applied an image of at least
 // the quorum's current index.
 func (m *member) waitApplied(ctx context.Context) error {

@@ -31,12 +31,24 @@ import (
 // responses of the connection, then the write). durability is the acks=all
 // Produce wait for fsync and the ISR (connection.awaitDurable).
 
-// Ready reports whether the broker is ready to serve: Start has returned,
-// so the partition logs are recovered and the coordinators loaded (in a
-// cluster, the coordinator shards then load as leadership arrives; their
-// clients are told COORDINATOR_LOAD_IN_PROGRESS meanwhile), and Close has
-// not begun.
-func (b *Broker) Ready() bool { return b.ready.Load() && b.ctx.Err() == nil }
+// Ready reports whether the broker is ready to serve (/readyz): Start has
+// returned, so the partition logs are recovered; Close has not begun; as
+// a member of a quorum, it has applied the metadata (caught up with its
+// registration, member.waitCaughtUp); and every group and transaction
+// coordinator shard of a partition led here is loaded (until then their
+// clients are told COORDINATOR_LOAD_IN_PROGRESS).
+func (b *Broker) Ready() bool {
+	if !b.ready.Load() || b.ctx.Err() != nil {
+		return false
+	}
+	if m := b.member; m != nil && !m.hasApplied() {
+		return false
+	}
+	if r := b.replication; r != nil && (r.groups.loading() > 0 || r.txns.loading() > 0) {
+		return false
+	}
+	return true
+}
 
 // requestHistograms validates metrics.request.histograms (for
 // brokerSettings).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/partition"
@@ -115,6 +116,15 @@ func handleProduce(c *connection, r *request) {
 	r.release() // every batch is appended (copied into the log) by now
 	switch {
 	case acks == 0:
+		if failed := firstProduceError(resp); failed != "" {
+			// An acks=0 producer reads no answer: as in Kafka, a failed
+			// append closes its connection, the only way it learns (it
+			// refreshes its metadata and reconnects).
+			c.logger.Info("closing connection: acks=0 produce failed", "partition", failed)
+			r.slot.completeClose()
+			c.stopReader = true
+			return
+		}
 		r.slot.completeNone()
 	case len(waits) == 0:
 		if api := r.slot.timing.api; api != nil {
@@ -125,6 +135,19 @@ func handleProduce(c *connection, r *request) {
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 		c.goAsync(r, func() { c.awaitDurable(r, resp, waits, timeout) })
 	}
+}
+
+// firstProduceError names the first partition of resp that failed
+// ("topic-partition: error"), or is empty.
+func firstProduceError(resp *kmsg.ProduceResponse) string {
+	for _, topic := range resp.Topics {
+		for _, partition := range topic.Partitions {
+			if partition.ErrorCode != 0 {
+				return fmt.Sprintf("%s-%d: %v", topic.Topic, partition.Partition, kerr.ErrorForCode(partition.ErrorCode))
+			}
+		}
+	}
+	return ""
 }
 
 // checkProduceStructure walks the whole request once, so a malformed

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/acl"
 	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/exactly-eos/exactly/wire"
 )
@@ -36,6 +37,7 @@ func metadata(_ context.Context, r *Request, req *kmsg.MetadataRequest) kmsg.Res
 	resp.ClusterID = &clusterID
 	resp.ControllerID = r.Cluster.ControllerID()
 
+	defer includeAuthorizedOperations(r, req, resp)
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
 		resp.Topics = describableTopics(r, r.Cluster.AllTopics())
@@ -59,6 +61,24 @@ func metadata(_ context.Context, r *Request, req *kmsg.MetadataRequest) kmsg.Res
 		resp.Topics = append(resp.Topics, mt)
 	}
 	return resp
+}
+
+// includeAuthorizedOperations fills in the authorized operations the
+// request asked for (KIP-430): each described topic's (v8+), the cluster's
+// (v8 to v10, the versions that carry it); the others stay
+// authorizedOperationsOmitted.
+func includeAuthorizedOperations(r *Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	resp.AuthorizedOperations = authorizedOperationsOmitted
+	if req.IncludeClusterAuthorizedOperations && req.Version >= 8 && req.Version <= 10 {
+		resp.AuthorizedOperations = authorizedOperations(r, kmsg.ACLResourceTypeCluster, acl.ClusterName, clusterOperations)
+	}
+	for i := range resp.Topics {
+		topic := &resp.Topics[i]
+		topic.AuthorizedOperations = authorizedOperationsOmitted
+		if req.IncludeTopicAuthorizedOperations && req.Version >= 8 && topic.ErrorCode == 0 && topic.Topic != nil {
+			topic.AuthorizedOperations = authorizedOperations(r, kmsg.ACLResourceTypeTopic, *topic.Topic, topicOperations)
+		}
+	}
 }
 
 // describableTopics keeps the topics the principal may Describe: an
