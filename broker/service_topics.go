@@ -2,7 +2,9 @@ package broker
 
 import (
 	"fmt"
+	"syscall"
 
+	"github.com/exactly-eos/exactly/broker/api"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -107,4 +109,28 @@ func (b *Broker) currentLeaderEpochOf(t *topic, index int32) int32 {
 		return leaderEpoch
 	}
 	return p.CurrentLeaderEpoch()
+}
+
+// LogDir describes the broker's data directory: every local partition's
+// size on disk and how far its log end lags its high watermark, and the
+// file system's size and free space.
+func (s topicService) LogDir() api.LogDir {
+	b := s.b
+	dir := api.LogDir{Path: b.dataDir, TotalBytes: -1, UsableBytes: -1}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(b.dataDir, &fs); err == nil {
+		dir.TotalBytes = int64(fs.Blocks) * fs.Bsize
+		dir.UsableBytes = int64(fs.Bavail) * fs.Bsize
+	}
+	for _, t := range b.sortedTopics() {
+		for index, p := range b.partitionsOf(t) {
+			if p == nil {
+				continue
+			}
+			log := p.Log()
+			dir.Partitions = append(dir.Partitions, api.LogDirPartition{Topic: t.name, Partition: int32(index),
+				Size: log.Size(), OffsetLag: max(0, p.HighWatermark()-log.LogEndOffset())})
+		}
+	}
+	return dir
 }

@@ -141,3 +141,27 @@ func TestRegisterRefusesADuplicateKey(t *testing.T) {
 	}()
 	register(kmsg.CreateACLs.Int16(), 0, 3, InReader, func(context.Context, *Request, *kmsg.CreateACLsRequest) kmsg.Response { return nil })
 }
+
+// DescribeLogDirs needs Describe on the cluster: refused, v3+ say
+// CLUSTER_AUTHORIZATION_FAILED and v1 lists nothing, as Kafka does; the
+// service is not asked.
+func TestDescribeLogDirsRefusedWithoutClusterDescribe(t *testing.T) {
+	t.Parallel()
+	r := &Request{
+		Auth:     fakeAuth{enabled: true, allowed: func(kmsg.ACLOperation, kmsg.ACLResourceType, string) bool { return false }},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Services: &Services{}, // a nil Topics: asking it would panic
+	}
+	for _, version := range []int16{1, 3, 4} {
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		req.Version = version
+		resp := serve(t, r, req).(*kmsg.DescribeLogDirsResponse)
+		want := kerr.ClusterAuthorizationFailed.Code
+		if version < 3 {
+			want = 0
+		}
+		if resp.ErrorCode != want || len(resp.Dirs) != 0 {
+			t.Errorf("v%d: code %d, %d dirs; want code %d and none", version, resp.ErrorCode, len(resp.Dirs), want)
+		}
+	}
+}

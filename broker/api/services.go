@@ -107,6 +107,31 @@ type Topics interface {
 	// (OffsetForLeaderEpoch): the epoch answered for and its end offset,
 	// from the leader after checking currentLeaderEpoch as Fetch does.
 	EndOffsetOfEpoch(topic string, partition, currentLeaderEpoch, epoch int32) (leaderEpoch int32, endOffset int64, err error)
+	// LogDir describes the broker's one log directory and every partition
+	// replica in it (DescribeLogDirs).
+	LogDir() LogDir
+}
+
+// LogDir is a broker's log directory as DescribeLogDirs reports it.
+type LogDir struct {
+	// Path is the directory.
+	Path string
+	// TotalBytes and UsableBytes are its file system's size and free
+	// space (-1: unknown).
+	TotalBytes, UsableBytes int64
+	// Partitions are the replicas it holds, sorted by topic and index.
+	Partitions []LogDirPartition
+}
+
+// LogDirPartition is one replica in a log directory.
+type LogDirPartition struct {
+	Topic     string
+	Partition int32
+	// Size is the bytes of its segments on disk.
+	Size int64
+	// OffsetLag is how far its log end is behind its high watermark (0
+	// for a leader or a caught-up follower).
+	OffsetLag int64
 }
 
 // Cluster describes the cluster: its brokers, topics' partitions and
