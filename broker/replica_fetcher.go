@@ -315,6 +315,10 @@ func (f *replicaFetcher) applyFetched(p *topicPartition, epoch int32, rp *kmsg.F
 		}
 	}
 	p.LearnHighWatermark(rp.HighWatermark, epoch)
+	// DeleteRecords on the leader: follow its log start offset.
+	if err := p.LearnLogStartOffset(rp.LogStartOffset); err != nil {
+		f.b.logger.Warn("replica log start offset", "partition", p.Name(), "leader_log_start", rp.LogStartOffset, "error", err)
+	}
 	return true
 }
 

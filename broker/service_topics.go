@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/exactly-eos/exactly/broker/api"
+	"github.com/exactly-eos/exactly/broker/errcode"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -133,4 +134,27 @@ func (s topicService) LogDir() api.LogDir {
 		}
 	}
 	return dir
+}
+
+// DeleteRecords is [partition.Partition.DeleteRecordsBefore] on a
+// partition led here, refused (POLICY_VIOLATION) on a topic whose
+// cleanup.policy does not include delete, as in Kafka: a compacted
+// topic's records go by key, not by offset.
+func (s topicService) DeleteRecords(topic string, index int32, offset int64) (int64, error) {
+	b := s.b
+	t := b.topicByName(topic)
+	if t == nil {
+		if int(index) < len(b.topicRoles(topic)) {
+			return -1, fmt.Errorf("%w: no replica of %s-%d here", errNotLeader, topic, index)
+		}
+		return -1, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+	}
+	p, err := b.partitionOf(t, index)
+	if err != nil {
+		return -1, err
+	}
+	if !t.config.Load().deleteRetained {
+		return -1, fmt.Errorf("%w: records of %s cannot be deleted by offset: its cleanup.policy is compact", errcode.ErrPolicyViolation, topic)
+	}
+	return p.DeleteRecordsBefore(offset)
 }

@@ -110,6 +110,12 @@ type Topics interface {
 	// LogDir describes the broker's one log directory and every partition
 	// replica in it (DescribeLogDirs).
 	LogDir() LogDir
+	// DeleteRecords moves the log start offset of a partition led here to
+	// offset (-1: the high watermark) and returns the log start offset
+	// after it. Errors: OFFSET_OUT_OF_RANGE past the high watermark,
+	// NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, POLICY_VIOLATION
+	// for a topic whose cleanup.policy lacks delete.
+	DeleteRecords(topic string, partition int32, offset int64) (logStartOffset int64, err error)
 }
 
 // LogDir is a broker's log directory as DescribeLogDirs reports it.

@@ -52,6 +52,9 @@ var (
 	ErrStorage                      = partition.ErrStorage
 	ErrInvalidTxnState              = partition.ErrInvalidTxnState
 	ErrNoCoordinator                = errors.New("coordinator not available")
+	// ErrPolicyViolation: a request a topic's settings forbid (records
+	// deleted from a compacted topic).
+	ErrPolicyViolation = errors.New("policy violation")
 	// ErrUnknownCoordinatorType: a FindCoordinator key type that is
 	// neither a group (0) nor a transactional id (1).
 	ErrUnknownCoordinatorType = errors.New("unknown coordinator key type")
@@ -112,6 +115,7 @@ var codes = []struct {
 	{ErrNotLeader, kerr.NotLeaderForPartition},
 	{ErrRequestTimedOut, kerr.RequestTimedOut},
 	{ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{ErrPolicyViolation, kerr.PolicyViolation},
 	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 	{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
