@@ -96,7 +96,53 @@ func (b *Broker) startMetrics() {
 		Partitions:       b.partitionStates,
 		Groups:           b.groupStates,
 		OpenTransactions: b.openTransactionCount,
+		Replication:      b.replicationState,
 	})
+}
+
+// isrChanged counts an ISR change of a partition led here (metrics).
+func (b *Broker) isrChanged(before, after []int32) {
+	if b.metrics != nil {
+		b.metrics.ISRChanged(before, after)
+	}
+}
+
+// replicationState reads the replication figures for a scrape: from each
+// local partition's role (an atomic) and the topic's min.insync.replicas,
+// and, on the active controller, the partitions without a leader in the
+// cluster view this broker last applied.
+func (b *Broker) replicationState() metrics.ReplicationState {
+	var state metrics.ReplicationState
+	for _, p := range b.allPartitions() {
+		if p.Closed() {
+			continue
+		}
+		state.Partitions++
+		role := p.Role()
+		if role == nil || role.Leader != b.nodeID {
+			continue
+		}
+		state.Leaders++
+		if len(role.ISR) < len(role.Replicas) {
+			state.UnderReplicated++
+		}
+		if int64(len(role.ISR)) < p.topic.config.Load().minInsyncReplica {
+			state.UnderMinISR++
+		}
+	}
+	if node := b.QuorumNode(); node != nil && node.IsController() {
+		state.ActiveController = true
+		if view := b.replication.view.Load(); view != nil {
+			for _, roles := range view.topics {
+				for _, role := range roles {
+					if role.Leader < 0 {
+						state.Offline++
+					}
+				}
+			}
+		}
+	}
+	return state
 }
 
 // partitionStates reads every partition's log figures for a scrape.

@@ -125,3 +125,36 @@ func queryPrometheus(t *testing.T, promURL, query string) (float64, bool, error)
 	value, err := strconv.ParseFloat(text, 64)
 	return value, err == nil, err
 }
+
+// TestPrometheusUnderReplicatedPartitions: through Prometheus (as an
+// on-call person's alert would read it), the leader of an RF-3 partition
+// reports exactly_under_replicated_partitions 0, then 1 while a follower
+// is stopped, then 0 again once it is back and has rejoined the ISR.
+func TestPrometheusUnderReplicatedPartitions(t *testing.T) {
+	promURL, targets := os.Getenv("EXACTLY_PROMETHEUS_URL"), os.Getenv("EXACTLY_PROMETHEUS_TARGETS")
+	if promURL == "" || targets == "" {
+		if os.Getenv("EXACTLY_CI") == "1" {
+			t.Fatal("EXACTLY_PROMETHEUS_URL / EXACTLY_PROMETHEUS_TARGETS unset (ci/test.sh sources ci/prometheus.sh)")
+		}
+		t.Skip("no Prometheus server: run `source ci/prometheus.sh; exactly_prometheus_start` first")
+	}
+	m := metrics.New()
+	c := startClusterWith(t, 3, nil, func(c *testCluster) { c.metrics = map[int32]*metrics.Broker{1: m} })
+	c.createTopic("alerted", 1) // partition 0: led by broker 1, followed by 2 and 3
+	leader := c.broker(1)
+	server, err := metrics.Serve("127.0.0.1:0", m, leader.Ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	instance := server.Addr()
+	writeTargets(t, targets, instance)
+	t.Cleanup(func() { os.WriteFile(targets, []byte("[]\n"), 0o644) })
+	query := fmt.Sprintf(`exactly_under_replicated_partitions{instance=%q}`, instance)
+	waitForQuery(t, promURL, query, 30*time.Second, func(v float64) bool { return v == 0 })
+	c.kill(2)
+	waitForQuery(t, promURL, query, 30*time.Second, func(v float64) bool { return v == 1 })
+	c.restart(2)
+	waitForQuery(t, promURL, query, 60*time.Second, func(v float64) bool { return v == 0 })
+	waitForQuery(t, promURL, fmt.Sprintf(`exactly_isr_expands_total{instance=%q}`, instance), 30*time.Second, func(v float64) bool { return v >= 1 })
+}

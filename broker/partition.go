@@ -36,7 +36,7 @@ func (b *Broker) openPartition(t *topic, index int32, fresh bool) (*topicPartiti
 		Producers: b.producerOptions,
 		Logger:    b.logger,
 		Replication: &partition.Replication{NodeID: b.nodeID, ISR: isrChanger{b.replication.config.ISR},
-			FollowerCaughtUp: b.replication.wakeISR},
+			FollowerCaughtUp: b.replication.wakeISR, ISRChanged: b.isrChanged},
 	}
 	if !fresh {
 		// A fresh partition's name may be a deleted topic's: the

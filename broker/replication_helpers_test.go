@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
@@ -54,13 +55,25 @@ type testCluster struct {
 	// exclude lists brokers that publishes skip (a broker cut off from
 	// the controller, for divergence tests).
 	exclude map[int32]bool
+	// metrics are brokers' metrics, set before they start (nil: none).
+	metrics map[int32]*metrics.Broker
 }
 
 // startCluster starts n brokers with ids 1..n and the fake controller.
 func startCluster(t *testing.T, n int, properties map[string]string) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, properties, nil)
+}
+
+// startClusterWith is startCluster with setup run on the cluster before
+// its brokers start (to set metrics).
+func startClusterWith(t *testing.T, n int, properties map[string]string, setup func(*testCluster)) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t, properties: properties, dirs: map[int32]string{}, brokers: map[int32]*Broker{}, listens: map[int32]string{},
 		roles: map[string][]PartitionRole{}, configs: map[string]map[string]string{}, exclude: map[int32]bool{}}
+	if setup != nil {
+		setup(c)
+	}
 	root := t.TempDir()
 	for id := int32(1); id <= int32(n); id++ {
 		c.dirs[id] = filepath.Join(root, "broker-"+strconv.Itoa(int(id)))
@@ -99,7 +112,7 @@ func (c *testCluster) startBroker(id int32) *Broker {
 	// Port 0 if that address was taken meanwhile.
 	start := func(listen string) (*Broker, error) {
 		return Start(context.Background(), Config{NodeID: id, Listen: listen, DataDir: c.dirs[id],
-			Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c, Topics: c}})
+			Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c, Topics: c}, Metrics: c.metricsOf(id)})
 	}
 	c.mu.Lock()
 	listen := c.listens[id]
@@ -119,6 +132,13 @@ func (c *testCluster) startBroker(id int32) *Broker {
 	c.listens[id] = b.Addr()
 	c.mu.Unlock()
 	return b
+}
+
+// metricsOf is broker id's metrics (nil: none).
+func (c *testCluster) metricsOf(id int32) *metrics.Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.metrics[id]
 }
 
 // broker returns live broker id (nil if down).

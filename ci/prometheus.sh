@@ -11,7 +11,8 @@
 #
 #   source ci/prometheus.sh
 #   exactly_prometheus_start    # installs Debian's prometheus if missing
-#   ...                         # go test ./broker/ (TestPrometheusScrapesBroker)
+#   ...                         # go test ./broker/ (TestPrometheusScrapesBroker,
+#                               # TestPrometheusUnderReplicatedPartitions)
 #   exactly_prometheus_stop     # stops only the server started above
 #
 # The server is not the system service: its own configuration, TSDB and

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/quorum"
 	"github.com/exactly-eos/exactly/internal/testutil"
 	"github.com/exactly-eos/exactly/wire"
@@ -37,6 +38,9 @@ type testCluster struct {
 	// every member's Config.UsersFile (newTestClusterWith's setup sets them).
 	memberProps map[int32]map[string]string
 	usersFile   string
+	// metrics are members' broker metrics (newTestClusterWith's setup
+	// sets them; nil: none).
+	metrics map[int32]*metrics.Broker
 }
 
 func newTestCluster(t *testing.T, n int, props map[string]string) *testCluster {
@@ -83,6 +87,7 @@ func (c *testCluster) start(id int32) {
 		NodeID: id, Listen: c.listen[id], DataDir: c.dirs[id], Voters: c.voters, Properties: props, UsersFile: c.usersFile,
 		Logger: testLogger(), HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 800 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
 		Advertised: px.advertised, SourceAddress: px.source, RaftListen: px.raftListen, RPCListen: px.rpcListen,
+		Metrics: c.metrics[id],
 	})
 	if err != nil {
 		c.t.Fatalf("start member %d: %v", id, err)

@@ -16,6 +16,7 @@
 package metrics
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,8 @@ type Broker struct {
 	connsClosed    prometheus.Counter
 	connsRefused   prometheus.Counter
 	connsOpen      prometheus.Gauge
+	isrShrinks     prometheus.Counter
+	isrExpands     prometheus.Counter
 	state          *stateCollector
 }
 
@@ -182,6 +185,8 @@ func New() *Broker {
 	m.connsRefused = counter("exactly_connections_refused_total", "Connections closed at accept: the broker was shutting down, or max.connections / max.connections.per.ip was reached (Kafka: connection-accept-rate refusals / failed-authentication-total).")
 	m.connsOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "exactly_connections_open", Help: "Client connections open now (Kafka: socket-server-metrics connection-count)."})
 	r.MustRegister(m.connsOpen)
+	m.isrShrinks = counter("exactly_isr_shrinks_total", "ISR changes of partitions led here that removed a replica, by this leader or by the controller fencing a broker (Kafka: kafka.server:type=ReplicaManager,name=IsrShrinksPerSec).")
+	m.isrExpands = counter("exactly_isr_expands_total", "ISR changes of partitions led here that added a replica back (Kafka: kafka.server:type=ReplicaManager,name=IsrExpandsPerSec).")
 	m.state = newStateCollector()
 	r.MustRegister(m.state)
 	return m
@@ -279,6 +284,24 @@ func (m *Broker) ConnectionOpened() {
 func (m *Broker) ConnectionClosed() {
 	m.connsClosed.Inc()
 	m.connsOpen.Dec()
+}
+
+// ISRChanged counts an ISR change of a partition led here: a shrink
+// when it lost members, an expand when it gained (both, when one left as
+// another came back).
+func (m *Broker) ISRChanged(before, after []int32) {
+	for _, id := range before {
+		if !slices.Contains(after, id) {
+			m.isrShrinks.Inc()
+			break
+		}
+	}
+	for _, id := range after {
+		if !slices.Contains(before, id) {
+			m.isrExpands.Inc()
+			break
+		}
+	}
 }
 
 // ConnectionRefused counts a connection closed at accept (shutdown or a

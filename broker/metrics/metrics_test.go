@@ -120,6 +120,9 @@ func TestContractNames(t *testing.T) {
 		"exactly_log_end_offset", "exactly_log_segments", "exactly_log_size_bytes", "exactly_fsync_total",
 		"exactly_fsync_seconds", "exactly_connections_opened_total", "exactly_connections_closed_total",
 		"exactly_connections_refused_total", "exactly_connections_open",
+		"exactly_partitions", "exactly_leader_partitions", "exactly_under_replicated_partitions",
+		"exactly_under_min_isr_partitions", "exactly_isr_shrinks_total", "exactly_isr_expands_total",
+		"exactly_active_controller", "exactly_offline_partitions",
 		"go_goroutines", "process_cpu_seconds_total",
 	} {
 		if !names[name] {

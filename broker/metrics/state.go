@@ -26,6 +26,23 @@ type GroupState struct {
 	Members int
 }
 
+// ReplicationState is the broker's replication figures at scrape time, as
+// Kafka's ReplicaManager and controller report them.
+type ReplicationState struct {
+	// Partitions counts the partition replicas here; Leaders those led
+	// here.
+	Partitions, Leaders int
+	// UnderReplicated counts the partitions led here whose ISR lacks some
+	// replica; UnderMinISR those whose ISR is smaller than their
+	// min.insync.replicas (acks=all produces are refused).
+	UnderReplicated, UnderMinISR int
+	// ActiveController is whether this broker's node is the active
+	// controller; Offline counts, on the active controller only, the
+	// partitions of the cluster without a leader.
+	ActiveController bool
+	Offline          int
+}
+
 // Sources are the functions the scrape-time collector calls; the broker
 // sets them once it is running (SetSources). Each is called on the
 // scraping goroutine and must be safe to call concurrently with the
@@ -37,6 +54,8 @@ type Sources struct {
 	Groups func() []GroupState
 	// OpenTransactions counts transactions open (Ongoing or preparing).
 	OpenTransactions func() int
+	// Replication reads the replication figures.
+	Replication func() ReplicationState
 }
 
 // SetSources installs the scrape-time sources; a later call replaces them.
@@ -54,6 +73,13 @@ type stateCollector struct {
 	lsoLag       *prometheus.Desc
 	members      *prometheus.Desc
 	openTxns     *prometheus.Desc
+
+	partitions       *prometheus.Desc
+	leaders          *prometheus.Desc
+	underReplicated  *prometheus.Desc
+	underMinISR      *prometheus.Desc
+	activeController *prometheus.Desc
+	offline          *prometheus.Desc
 }
 
 func newStateCollector() *stateCollector {
@@ -66,6 +92,17 @@ func newStateCollector() *stateCollector {
 			"High watermark minus last stable offset per partition: records read_committed consumers cannot see yet (Kafka: no JMX equivalent; LastStableOffsetLag in kafka.cluster:type=Partition of some versions).", tp, nil),
 		members:  prometheus.NewDesc("exactly_group_members", "Members of each consumer group this broker coordinates (Kafka: consumer-coordinator group size; no broker JMX).", []string{"group"}, nil),
 		openTxns: prometheus.NewDesc("exactly_transactions_open", "Transactions open now on this broker's coordinator: Ongoing, PrepareCommit or PrepareAbort.", nil, nil),
+
+		partitions: prometheus.NewDesc("exactly_partitions", "Partition replicas on this broker (Kafka: kafka.server:type=ReplicaManager,name=PartitionCount).", nil, nil),
+		leaders:    prometheus.NewDesc("exactly_leader_partitions", "Partitions led by this broker (Kafka: kafka.server:type=ReplicaManager,name=LeaderCount).", nil, nil),
+		underReplicated: prometheus.NewDesc("exactly_under_replicated_partitions",
+			"Partitions led here whose ISR lacks some replica (Kafka: kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions).", nil, nil),
+		underMinISR: prometheus.NewDesc("exactly_under_min_isr_partitions",
+			"Partitions led here whose ISR is smaller than min.insync.replicas: acks=all produces to them fail (Kafka: kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount).", nil, nil),
+		activeController: prometheus.NewDesc("exactly_active_controller",
+			"1 on the broker whose node is the active controller, 0 elsewhere (Kafka: kafka.controller:type=KafkaController,name=ActiveControllerCount).", nil, nil),
+		offline: prometheus.NewDesc("exactly_offline_partitions",
+			"On the active controller, the cluster's partitions without a leader; 0 elsewhere (Kafka: kafka.controller:type=KafkaController,name=OfflinePartitionsCount).", nil, nil),
 	}
 }
 
@@ -77,7 +114,8 @@ func (c *stateCollector) set(s Sources) {
 
 // Describe sends every descriptor.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.logEndOffset, c.segments, c.sizeBytes, c.lsoLag, c.members, c.openTxns} {
+	for _, d := range []*prometheus.Desc{c.logEndOffset, c.segments, c.sizeBytes, c.lsoLag, c.members, c.openTxns,
+		c.partitions, c.leaders, c.underReplicated, c.underMinISR, c.activeController, c.offline} {
 		ch <- d
 	}
 }
@@ -106,4 +144,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		open = s.OpenTransactions()
 	}
 	ch <- prometheus.MustNewConstMetric(c.openTxns, prometheus.GaugeValue, float64(open))
+	var replication ReplicationState
+	if s.Replication != nil {
+		replication = s.Replication()
+	}
+	active := 0.0
+	if replication.ActiveController {
+		active = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(replication.Partitions))
+	ch <- prometheus.MustNewConstMetric(c.leaders, prometheus.GaugeValue, float64(replication.Leaders))
+	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(replication.UnderReplicated))
+	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(replication.UnderMinISR))
+	ch <- prometheus.MustNewConstMetric(c.activeController, prometheus.GaugeValue, active)
+	ch <- prometheus.MustNewConstMetric(c.offline, prometheus.GaugeValue, float64(replication.Offline))
 }

@@ -57,6 +57,11 @@ type Replication struct {
 	// follower's fetch may let it rejoin the ISR, so that the broker's
 	// ISR maintenance looks now; it must not block.
 	FollowerCaughtUp func()
+	// ISRChanged, if set, is told of every change of the ISR of a
+	// partition led here, whoever made it (this leader's
+	// [Partition.MaintainISR], or the controller fencing a follower), for
+	// the shrink and expand counts. Called without locks.
+	ISRChanged func(before, after []int32)
 	// CheckpointedHighWatermark is the partition's high watermark in the
 	// broker's checkpoint ([ReadHighWatermarkCheckpoint]); 0 when it has
 	// none. Open caps it by the recovered log.

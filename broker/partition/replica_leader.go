@@ -99,6 +99,9 @@ func (p *Partition) BecomeLeader(next *Role) error {
 		advanced := p.updateHighWatermarkLocked(next)
 		p.replicaMu.Unlock()
 		p.appendMu.Unlock()
+		if p.replication != nil && p.replication.ISRChanged != nil && !slices.Equal(current.ISR, next.ISR) {
+			p.replication.ISRChanged(current.ISR, next.ISR)
+		}
 		if advanced {
 			p.wakeWaiters()
 		}
