@@ -391,3 +391,33 @@ func TestRollFlushCollectsWithoutAppendLock(t *testing.T) {
 		t.Fatalf("checkpoint %+v, %v after the flush; want the active segment %d", saved, err, l.active().base)
 	}
 }
+
+// A rolled segment whose sync completes while removeMu is held (a clean
+// or retention running) is still collected once the lock is free, with no
+// further roll: the checkpoint's recovery point, which the log cleaner
+// cleans up to, reaches the active segment of a quiet partition.
+func TestRollFlushCollectsAfterRemoveLockIsFree(t *testing.T) {
+	t.Parallel()
+	l, _ := openTestLog(t, t.TempDir(), Options{SegmentBytes: 1000})
+	random := rand.New(rand.NewPCG(81, 82))
+	appendRandom(t, l, random, 0, 3)
+	l.removeMu.Lock() // as a running clean holds it
+	if err := l.Roll(); err != nil {
+		l.removeMu.Unlock()
+		t.Fatal(err)
+	}
+	l.flusher.pending.Wait() // the sync is done; its collection found removeMu taken
+	time.Sleep(2 * collectRetry) // the retries find it still taken
+	l.removeMu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		saved, err := l.readCheckpoint()
+		if err == nil && saved.recoverySegment == l.active().base {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoint %+v, %v; want the recovery point at the active segment %d without another roll", saved, err, l.active().base)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval; bounded by the deadline
+	}
+}

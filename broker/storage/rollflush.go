@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Rolled segments are synced in the background with fsync=never, so an
@@ -46,25 +47,62 @@ func newRollFlusher(l *Log) *rollFlusher {
 }
 
 // run syncs each requested segment file in order and collects the results
-// when no other request is queued.
+// when no other request is queued. When removeMu is taken (a clean,
+// retention, truncation), it tries again every collectRetry until it
+// collects or another request comes: a quiet partition gets no further
+// roll to collect for it, and its recovery point — which the log cleaner
+// cleans up to — would stay behind its closed segments until one came.
 func (f *rollFlusher) run() {
 	defer close(f.done)
 	l := f.log
-	for request := range f.requests {
-		request.err = l.syncSegment(request.segment.log.file)
-		request.segment.log.release()
-		if request.err != nil {
-			l.fail(fmt.Errorf("roll %s: sync segment %d: %w", l.dir, request.segment.base, request.err))
-		}
-		f.mu.Lock()
-		f.completed = append(f.completed, request)
-		f.mu.Unlock()
-		f.pending.Done()
-		if len(f.requests) == 0 && l.removeMu.TryLock() {
-			l.collectCompleted(f)
-			l.removeMu.Unlock()
+	var retry <-chan time.Time
+	for {
+		select {
+		case request, ok := <-f.requests:
+			if !ok {
+				return
+			}
+			request.err = l.syncSegment(request.segment.log.file)
+			request.segment.log.release()
+			if request.err != nil {
+				l.fail(fmt.Errorf("roll %s: sync segment %d: %w", l.dir, request.segment.base, request.err))
+			}
+			f.mu.Lock()
+			f.completed = append(f.completed, request)
+			f.mu.Unlock()
+			f.pending.Done()
+			retry = nil
+			if len(f.requests) == 0 && !f.tryCollect() {
+				retry = time.After(collectRetry)
+			}
+		case <-retry:
+			retry = nil
+			if !f.tryCollect() {
+				retry = time.After(collectRetry)
+			}
 		}
 	}
+}
+
+// collectRetry is how soon the flusher tries again to collect results it
+// could not (removeMu was held).
+const collectRetry = 100 * time.Millisecond
+
+// tryCollect collects the completed results unless removeMu is held; it
+// reports false when it could not (and something is left to collect).
+func (f *rollFlusher) tryCollect() bool {
+	f.mu.Lock()
+	left := len(f.completed)
+	f.mu.Unlock()
+	if left == 0 {
+		return true
+	}
+	if !f.log.removeMu.TryLock() {
+		return false
+	}
+	f.log.collectCompleted(f)
+	f.log.removeMu.Unlock()
+	return true
 }
 
 // enqueue hands a sealed segment to the flusher (caller holds appendMu).
