@@ -406,7 +406,7 @@ func TestRollFlushCollectsAfterRemoveLockIsFree(t *testing.T) {
 		l.removeMu.Unlock()
 		t.Fatal(err)
 	}
-	l.flusher.pending.Wait() // the sync is done; its collection found removeMu taken
+	l.flusher.pending.Wait()     // the sync is done; its collection found removeMu taken
 	time.Sleep(2 * collectRetry) // the retries find it still taken
 	l.removeMu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
