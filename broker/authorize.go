@@ -149,6 +149,9 @@ var authorizationRules = map[int16]string{
 	wire.APIDescribeProducers:            "Read on each topic",
 	wire.APIDescribeTransactions:         "Describe on each TransactionalId",
 	wire.APIListTransactions:             "only the TransactionalIds with Describe",
+	wire.APIDescribeLogDirs:              "Describe on Cluster (v3+ CLUSTER_AUTHORIZATION_FAILED, earlier versions an empty list)",
+	wire.APIDeleteRecords:                "Delete on each topic",
+	wire.APIDescribeTopicPartitions:      "Describe on each topic: all-topics requests omit the others, named ones get TOPIC_AUTHORIZATION_FAILED",
 }
 
 // AuthorizedOnAnyTopic reports whether op is allowed on at least one topic

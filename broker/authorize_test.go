@@ -365,6 +365,35 @@ func authorizationCases() []authorizationCase {
 			req.TransactionalIDs = []string{"x"}
 			return req
 		}},
+		{key: wire.APIDescribeLogDirs, name: "DescribeLogDirs without Describe on Cluster", request: func(*authFixture) kmsg.Request {
+			return kmsg.NewPtrDescribeLogDirsRequest()
+		}},
+		{key: wire.APIDeleteRecords, name: "DeleteRecords without Delete", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrDeleteRecordsRequest()
+			topic := kmsg.NewDeleteRecordsRequestTopic()
+			partition := kmsg.NewDeleteRecordsRequestTopicPartition()
+			partition.Offset = -1
+			topic.Topic, topic.Partitions = "t", []kmsg.DeleteRecordsRequestTopicPartition{partition}
+			req.Topics = append(req.Topics, topic)
+			return req
+		}},
+		{key: wire.APIDescribeTopicPartitions, name: "DescribeTopicPartitions of t", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			topic := kmsg.NewDescribeTopicPartitionsRequestTopic()
+			topic.Topic = "t"
+			req.Topics = append(req.Topics, topic)
+			return req
+		}},
+		{key: wire.APIDescribeTopicPartitions, name: "DescribeTopicPartitions of all topics hides t",
+			request: func(*authFixture) kmsg.Request { return kmsg.NewPtrDescribeTopicPartitionsRequest() },
+			refused: func(_ *authFixture, resp kmsg.Response) bool {
+				for _, topic := range resp.(*kmsg.DescribeTopicPartitionsResponse).Topics {
+					if topic.Topic != nil && *topic.Topic == "t" {
+						return false
+					}
+				}
+				return true
+			}},
 		{key: wire.APIListTransactions, name: "ListTransactions hides x",
 			request: func(*authFixture) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },
 			refused: func(_ *authFixture, resp kmsg.Response) bool {
