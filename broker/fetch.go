@@ -169,7 +169,7 @@ func (b *Broker) resolveFetch(req *kmsg.FetchRequest, authorize func(topic strin
 				target.err = target.partition.CheckLeader(rp.CurrentLeaderEpoch)
 			}
 			if target.err == nil && replicaID >= 0 {
-				target.partition.RecordFollowerFetch(replicaID, rp.FetchOffset)
+				target.partition.RecordFollowerFetch(replicaID, rp.FetchOffset, rp.LogStartOffset)
 				target.replica, target.startHighWatermark = true, target.partition.HighWatermark()
 			}
 			ft.targets = append(ft.targets, len(targets))

@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/exactly-eos/exactly/broker/api"
 	"github.com/exactly-eos/exactly/broker/errcode"
@@ -137,10 +139,10 @@ func (s topicService) LogDir() api.LogDir {
 }
 
 // DeleteRecords is [partition.Partition.DeleteRecordsBefore] on a
-// partition led here, refused (POLICY_VIOLATION) on a topic whose
+// partition led here, then [partition.Partition.WaitLowWatermark], refused (POLICY_VIOLATION) on a topic whose
 // cleanup.policy does not include delete, as in Kafka: a compacted
 // topic's records go by key, not by offset.
-func (s topicService) DeleteRecords(topic string, index int32, offset int64) (int64, error) {
+func (s topicService) DeleteRecords(ctx context.Context, topic string, index int32, offset int64, timeout time.Duration) (int64, error) {
 	b := s.b
 	t := b.topicByName(topic)
 	if t == nil {
@@ -156,5 +158,9 @@ func (s topicService) DeleteRecords(topic string, index int32, offset int64) (in
 	if !t.config.Load().deleteRetained {
 		return -1, fmt.Errorf("%w: records of %s cannot be deleted by offset: its cleanup.policy is compact", errcode.ErrPolicyViolation, topic)
 	}
-	return p.DeleteRecordsBefore(offset)
+	logStart, err := p.DeleteRecordsBefore(offset)
+	if err != nil {
+		return -1, err
+	}
+	return p.WaitLowWatermark(ctx, b.ctx.Done(), logStart, timeout)
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -111,11 +112,14 @@ type Topics interface {
 	// replica in it (DescribeLogDirs).
 	LogDir() LogDir
 	// DeleteRecords moves the log start offset of a partition led here to
-	// offset (-1: the high watermark) and returns the log start offset
-	// after it. Errors: OFFSET_OUT_OF_RANGE past the high watermark,
-	// NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, POLICY_VIOLATION
-	// for a topic whose cleanup.policy lacks delete.
-	DeleteRecords(topic string, partition int32, offset int64) (logStartOffset int64, err error)
+	// offset (-1: the high watermark), waits up to timeout until every ISR
+	// member's log start has followed, and returns the low watermark then
+	// (the smallest log start over the ISR). Errors: OFFSET_OUT_OF_RANGE
+	// past the high watermark, NOT_LEADER_OR_FOLLOWER,
+	// UNKNOWN_TOPIC_OR_PARTITION, POLICY_VIOLATION for a topic whose
+	// cleanup.policy lacks delete, REQUEST_TIMED_OUT when the followers
+	// did not follow in time.
+	DeleteRecords(ctx context.Context, topic string, partition int32, offset int64, timeout time.Duration) (lowWatermark int64, err error)
 }
 
 // LogDir is a broker's log directory as DescribeLogDirs reports it.

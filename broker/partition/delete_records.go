@@ -1,8 +1,10 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/exactly-eos/exactly/broker/storage"
 )
@@ -42,6 +44,54 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 		return -1, err
 	}
 	return p.log.LogStartOffset(), nil
+}
+
+// WaitLowWatermark waits, on the leader, until every ISR member's log
+// start offset has reached offset (the followers report theirs in their
+// fetches), as Kafka's DeleteRecords does before it answers, and returns
+// the low watermark then: the smallest log start offset over the ISR. It
+// gives up with ErrRequestTimedOut after timeout, and ends early when ctx
+// (the connection's) or stop (the broker's) ends.
+func (p *Partition) WaitLowWatermark(ctx context.Context, stop <-chan struct{}, offset int64, timeout time.Duration) (int64, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		wake := p.WaitChannel()
+		low, err := p.lowWatermark()
+		if err != nil || low >= offset {
+			return low, err
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return -1, fmt.Errorf("%w: %s: %w", ErrShuttingDown, p.Name(), ctx.Err())
+		case <-stop:
+			return -1, fmt.Errorf("%w: %s", ErrShuttingDown, p.Name())
+		case <-timer.C:
+			return -1, fmt.Errorf("%w: %s: the ISR's log start offsets did not reach %d within %v (low watermark %d)", ErrRequestTimedOut, p.Name(), offset, timeout, low)
+		}
+	}
+}
+
+// lowWatermark is the smallest log start offset over the ISR (the
+// leader's own when it leads alone or is unreplicated).
+func (p *Partition) lowWatermark() (int64, error) {
+	low := p.log.LogStartOffset()
+	role := p.role.Load()
+	if role == nil {
+		return low, nil
+	}
+	if role.Leader != p.nodeID {
+		return -1, fmt.Errorf("%w: %s: leadership moved to broker %d", ErrNotLeader, p.Name(), role.Leader)
+	}
+	p.replicaMu.Lock()
+	defer p.replicaMu.Unlock()
+	for _, id := range role.ISR {
+		if follower := p.followers[id]; id != p.nodeID && follower != nil {
+			low = min(low, follower.logStart)
+		}
+	}
+	return low, nil
 }
 
 // LearnLogStartOffset is a follower's side of DeleteRecords: the leader's

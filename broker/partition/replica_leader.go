@@ -71,6 +71,9 @@ type followerState struct {
 	lastFetchLeaderEnd int64
 	// lastCaughtUp is the last time it was known to have the leader's log end.
 	lastCaughtUp time.Time
+	// logStart is the follower's log start offset from its last fetch; -1
+	// until it fetches (DeleteRecords' low watermark).
+	logStart int64
 }
 
 // olderRole reports whether next is older than current (then ignored).
@@ -119,7 +122,7 @@ func (p *Partition) BecomeLeader(next *Role) error {
 		if id == p.nodeID {
 			continue
 		}
-		follower := &followerState{logEnd: -1, lastFetchLeaderEnd: -1}
+		follower := &followerState{logEnd: -1, lastFetchLeaderEnd: -1, logStart: -1}
 		if slices.Contains(next.ISR, id) {
 			follower.lastCaughtUp = now // given a full lag period to show up
 		}
@@ -245,7 +248,7 @@ func (p *Partition) leaderAppended() {
 // its log end, whether it is caught up, and the high watermark. It asks
 // the ISR loop to look ([Replication.FollowerCaughtUp]) when the follower
 // may rejoin the ISR.
-func (p *Partition) RecordFollowerFetch(id int32, fetchOffset int64) {
+func (p *Partition) RecordFollowerFetch(id int32, fetchOffset, logStart int64) {
 	role := p.role.Load()
 	if role == nil || role.Leader != p.nodeID {
 		return
@@ -265,7 +268,9 @@ func (p *Partition) RecordFollowerFetch(id int32, fetchOffset int64) {
 	}
 	follower.lastFetch, follower.lastFetchLeaderEnd = now, leaderEnd
 	follower.logEnd = fetchOffset
-	advanced := p.updateHighWatermarkLocked(role)
+	startMoved := logStart > follower.logStart
+	follower.logStart = max(follower.logStart, logStart)
+	advanced := p.updateHighWatermarkLocked(role) || startMoved
 	rejoin := !slices.Contains(role.ISR, id) && fetchOffset >= p.hw.Load() && fetchOffset >= p.leaderEpochStart
 	p.replicaMu.Unlock()
 	if advanced {
