@@ -130,6 +130,9 @@ func (b *Broker) replicationState() metrics.ReplicationState {
 			state.UnderMinISR++
 		}
 	}
+	if node := b.QuorumNode(); node != nil {
+		state.QuorumLastLog, state.QuorumCommitted, state.QuorumApplied = node.LogIndexes()
+	}
 	if node := b.QuorumNode(); node != nil && node.IsController() {
 		state.ActiveController = true
 		if view := b.replication.view.Load(); view != nil {
@@ -191,10 +194,37 @@ func (b *Broker) groupStates() []metrics.GroupState {
 			if err != nil {
 				continue
 			}
-			states = append(states, metrics.GroupState{Group: g.Group, Members: len(described.Members)})
+			states = append(states, metrics.GroupState{Group: g.Group, Members: len(described.Members), Lags: b.groupLags(coordinator, g.Group)})
 		}
 	}
 	return states
+}
+
+// groupLags is each committed partition's high watermark minus the
+// group's committed offset, for the partitions with a replica here (a
+// follower's high watermark is the leader's as last learned); others are
+// left out.
+func (b *Broker) groupLags(coordinator *group.Coordinator, groupID string) []metrics.PartitionLag {
+	topics, err := coordinator.FetchOffsets(group.FetchRequest{Group: groupID, MemberEpoch: -1})
+	if err != nil {
+		return nil
+	}
+	var lags []metrics.PartitionLag
+	for _, topic := range topics {
+		t := b.topicByName(topic.Name)
+		if t == nil {
+			continue
+		}
+		partitions := b.partitionsOf(t)
+		for _, committed := range topic.Partitions {
+			if committed.Offset < 0 || int(committed.Partition) >= len(partitions) || partitions[committed.Partition] == nil {
+				continue
+			}
+			lag := partitions[committed.Partition].HighWatermark() - committed.Offset
+			lags = append(lags, metrics.PartitionLag{Topic: topic.Name, Partition: committed.Partition, Records: max(0, lag)})
+		}
+	}
+	return lags
 }
 
 // openTransactionCount counts the open transactions of the loaded

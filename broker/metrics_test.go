@@ -253,6 +253,44 @@ func TestMetricsGroupsAndErrors(t *testing.T) {
 	if got := mustMetric(t, m, "exactly_group_members", map[string]string{"group": "metrics-group"}); got != 1 {
 		t.Errorf("group members = %v, want 1", got)
 	}
+	lag := func() float64 {
+		t.Helper()
+		families, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, series := 0.0, 0
+		for _, family := range families {
+			if family.GetName() != "exactly_group_lag_records" {
+				continue
+			}
+			for _, metric := range family.Metric {
+				labels := map[string]string{}
+				for _, pair := range metric.Label {
+					labels[pair.GetName()] = pair.GetValue()
+				}
+				if labels["group"] == "metrics-group" && labels["topic"] == "metrics-group" {
+					sum += metric.Gauge.GetValue()
+					series++
+				}
+			}
+		}
+		if series == 0 {
+			t.Fatal("no exactly_group_lag_records series for metrics-group")
+		}
+		return sum
+	}
+	if got := lag(); got != 0 {
+		t.Errorf("group lag after committing everything = %v, want 0", got)
+	}
+	for i := 10; i < 15; i++ {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i)), Partition: 0}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lag(); got != 5 {
+		t.Errorf("group lag after 5 more records = %v, want 5", got)
+	}
 	if got := mustMetric(t, m, "exactly_group_offsets_committed_total", nil); got < 1 {
 		t.Errorf("offsets committed = %v, want at least 1", got)
 	}

@@ -78,6 +78,11 @@ func TestReplicationMetrics(t *testing.T) {
 			fmt.Sprintf("active controllers %v, leaders %v, replicas %v", controllers, leaders, partitions)
 	})
 
+	for id := int32(1); id <= 3; id++ {
+		if applied := labelled(t, c.metrics[id], "exactly_quorum_index", "applied"); applied < 1 {
+			t.Errorf("member %d: quorum applied index %v", id, applied)
+		}
+	}
 	c.stop(follower)
 	testutil.Eventually(t, 30*time.Second, "under-replicated partitions on the leader while a follower is stopped", func() (bool, string) {
 		return under() >= 1, fmt.Sprintf("%v under-replicated", under())
@@ -95,4 +100,27 @@ func TestReplicationMetrics(t *testing.T) {
 	if expands := gauge(t, m, "exactly_isr_expands_total"); expands < 1 {
 		t.Errorf("%v ISR expands counted", expands)
 	}
+}
+
+// labelled reads the series of metric name whose kind label is kind.
+func labelled(t *testing.T, m *metrics.Broker, name, kind string) float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range families {
+		if family.GetName() != name {
+			continue
+		}
+		for _, metric := range family.Metric {
+			for _, pair := range metric.Label {
+				if pair.GetName() == "kind" && pair.GetValue() == kind {
+					return value(metric)
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{kind=%q}", name, kind)
+	return 0
 }

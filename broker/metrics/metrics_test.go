@@ -122,7 +122,7 @@ func TestContractNames(t *testing.T) {
 		"exactly_connections_refused_total", "exactly_connections_open",
 		"exactly_partitions", "exactly_leader_partitions", "exactly_under_replicated_partitions",
 		"exactly_under_min_isr_partitions", "exactly_isr_shrinks_total", "exactly_isr_expands_total",
-		"exactly_active_controller", "exactly_offline_partitions",
+		"exactly_active_controller", "exactly_offline_partitions", "exactly_group_lag_records", "exactly_quorum_index",
 		"go_goroutines", "process_cpu_seconds_total",
 	} {
 		if !names[name] {

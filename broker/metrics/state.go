@@ -24,6 +24,17 @@ type PartitionState struct {
 type GroupState struct {
 	Group   string
 	Members int
+	// Lags are the group's committed partitions whose high watermark this
+	// broker knows (it holds a replica), each with its lag.
+	Lags []PartitionLag
+}
+
+// PartitionLag is a group's lag on one partition: the partition's high
+// watermark minus the group's committed offset.
+type PartitionLag struct {
+	Topic     string
+	Partition int32
+	Records   int64
 }
 
 // ReplicationState is the broker's replication figures at scrape time, as
@@ -41,6 +52,9 @@ type ReplicationState struct {
 	// partitions of the cluster without a leader.
 	ActiveController bool
 	Offline          int
+	// QuorumLastLog, QuorumCommitted and QuorumApplied are the metadata
+	// quorum node's raft indexes (0 without a quorum node).
+	QuorumLastLog, QuorumCommitted, QuorumApplied uint64
 }
 
 // Sources are the functions the scrape-time collector calls; the broker
@@ -72,6 +86,7 @@ type stateCollector struct {
 	sizeBytes    *prometheus.Desc
 	lsoLag       *prometheus.Desc
 	members      *prometheus.Desc
+	groupLag     *prometheus.Desc
 	openTxns     *prometheus.Desc
 
 	partitions       *prometheus.Desc
@@ -80,6 +95,7 @@ type stateCollector struct {
 	underMinISR      *prometheus.Desc
 	activeController *prometheus.Desc
 	offline          *prometheus.Desc
+	quorumIndex      *prometheus.Desc
 }
 
 func newStateCollector() *stateCollector {
@@ -91,6 +107,9 @@ func newStateCollector() *stateCollector {
 		lsoLag: prometheus.NewDesc("exactly_partition_lso_lag_records",
 			"High watermark minus last stable offset per partition: records read_committed consumers cannot see yet (Kafka: no JMX equivalent; LastStableOffsetLag in kafka.cluster:type=Partition of some versions).", tp, nil),
 		members:  prometheus.NewDesc("exactly_group_members", "Members of each consumer group this broker coordinates (Kafka: consumer-coordinator group size; no broker JMX).", []string{"group"}, nil),
+		groupLag: prometheus.NewDesc("exactly_group_lag_records",
+			"Per group and partition, the partition's high watermark minus the group's committed offset, on the broker coordinating the group, for partitions with a replica there (Kafka: no broker metric; consumers' records-lag, kafka-consumer-groups.sh LAG).",
+			[]string{"group", "topic", "partition"}, nil),
 		openTxns: prometheus.NewDesc("exactly_transactions_open", "Transactions open now on this broker's coordinator: Ongoing, PrepareCommit or PrepareAbort.", nil, nil),
 
 		partitions: prometheus.NewDesc("exactly_partitions", "Partition replicas on this broker (Kafka: kafka.server:type=ReplicaManager,name=PartitionCount).", nil, nil),
@@ -101,6 +120,9 @@ func newStateCollector() *stateCollector {
 			"Partitions led here whose ISR is smaller than min.insync.replicas: acks=all produces to them fail (Kafka: kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount).", nil, nil),
 		activeController: prometheus.NewDesc("exactly_active_controller",
 			"1 on the broker whose node is the active controller, 0 elsewhere (Kafka: kafka.controller:type=KafkaController,name=ActiveControllerCount).", nil, nil),
+		quorumIndex: prometheus.NewDesc("exactly_quorum_index",
+			"The metadata quorum node's raft log indexes: kind=last_log (its log end), committed (what a majority holds), applied (what its metadata reflects); committed - applied is how far this member's metadata lags (Kafka: kafka.server:type=raft-metrics log-end-offset, high-watermark, and the metadata loader's last-applied-record-offset).",
+			[]string{"kind"}, nil),
 		offline: prometheus.NewDesc("exactly_offline_partitions",
 			"On the active controller, the cluster's partitions without a leader; 0 elsewhere (Kafka: kafka.controller:type=KafkaController,name=OfflinePartitionsCount).", nil, nil),
 	}
@@ -114,8 +136,8 @@ func (c *stateCollector) set(s Sources) {
 
 // Describe sends every descriptor.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.logEndOffset, c.segments, c.sizeBytes, c.lsoLag, c.members, c.openTxns,
-		c.partitions, c.leaders, c.underReplicated, c.underMinISR, c.activeController, c.offline} {
+	for _, d := range []*prometheus.Desc{c.logEndOffset, c.segments, c.sizeBytes, c.lsoLag, c.members, c.groupLag, c.openTxns,
+		c.partitions, c.leaders, c.underReplicated, c.underMinISR, c.activeController, c.offline, c.quorumIndex} {
 		ch <- d
 	}
 }
@@ -137,6 +159,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if s.Groups != nil {
 		for _, g := range s.Groups() {
 			ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.Members), g.Group)
+			for _, lag := range g.Lags {
+				ch <- prometheus.MustNewConstMetric(c.groupLag, prometheus.GaugeValue, float64(lag.Records), g.Group, lag.Topic, partitionLabel(lag.Partition))
+			}
 		}
 	}
 	open := 0
@@ -158,4 +183,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(replication.UnderMinISR))
 	ch <- prometheus.MustNewConstMetric(c.activeController, prometheus.GaugeValue, active)
 	ch <- prometheus.MustNewConstMetric(c.offline, prometheus.GaugeValue, float64(replication.Offline))
+	ch <- prometheus.MustNewConstMetric(c.quorumIndex, prometheus.GaugeValue, float64(replication.QuorumLastLog), "last_log")
+	ch <- prometheus.MustNewConstMetric(c.quorumIndex, prometheus.GaugeValue, float64(replication.QuorumCommitted), "committed")
+	ch <- prometheus.MustNewConstMetric(c.quorumIndex, prometheus.GaugeValue, float64(replication.QuorumApplied), "applied")
 }

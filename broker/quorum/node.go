@@ -345,6 +345,15 @@ func (n *Node) WaitFor(ctx context.Context, cond func(*Image) bool) (*Image, err
 	}
 }
 
+// LogIndexes are the node's raft log end, commit index (what a majority
+// holds) and applied index (what its metadata image reflects): a member
+// whose applied index lags the commit index serves stale metadata; a
+// commit index that stops moving while the log end grows is a quorum
+// that cannot commit.
+func (n *Node) LogIndexes() (lastLog, committed, applied uint64) {
+	return n.raft.LastIndex(), n.raft.CommitIndex(), n.raft.AppliedIndex()
+}
+
 // IsController reports whether this node is the active controller (the
 // raft leader, caught up with the log).
 func (n *Node) IsController() bool { return n.ctrl.active.Load() }
