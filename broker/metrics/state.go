@@ -106,7 +106,7 @@ func newStateCollector() *stateCollector {
 		sizeBytes:    prometheus.NewDesc("exactly_log_size_bytes", "Bytes of segment files per partition (Kafka: kafka.log:type=Log Size).", tp, nil),
 		lsoLag: prometheus.NewDesc("exactly_partition_lso_lag_records",
 			"High watermark minus last stable offset per partition: records read_committed consumers cannot see yet (Kafka: no JMX equivalent; LastStableOffsetLag in kafka.cluster:type=Partition of some versions).", tp, nil),
-		members:  prometheus.NewDesc("exactly_group_members", "Members of each consumer group this broker coordinates (Kafka: consumer-coordinator group size; no broker JMX).", []string{"group"}, nil),
+		members: prometheus.NewDesc("exactly_group_members", "Members of each consumer group this broker coordinates (Kafka: consumer-coordinator group size; no broker JMX).", []string{"group"}, nil),
 		groupLag: prometheus.NewDesc("exactly_group_lag_records",
 			"Per group and partition, the partition's high watermark minus the group's committed offset, on the broker coordinating the group, for partitions with a replica there (Kafka: no broker metric; consumers' records-lag, kafka-consumer-groups.sh LAG).",
 			[]string{"group", "topic", "partition"}, nil),
