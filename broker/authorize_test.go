@@ -70,6 +70,9 @@ func carriesAuthorizationFailure(v reflect.Value) bool {
 	return false
 }
 
+// isT reports whether a described topic's name is the fixture's topic t.
+func isT(name *string) bool { return name != nil && *name == "t" }
+
 // authorizationCases has at least one request per API key the broker
 // registers (TestEveryAPIHasAnAuthorizationRule checks).
 func authorizationCases() []authorizationCase {
@@ -127,12 +130,7 @@ func authorizationCases() []authorizationCase {
 		{key: wire.APIMetadata, name: "Metadata of all topics hides t",
 			request: func(*authFixture) kmsg.Request { return kmsg.NewPtrMetadataRequest() },
 			refused: func(_ *authFixture, resp kmsg.Response) bool {
-				for _, topic := range resp.(*kmsg.MetadataResponse).Topics {
-					if topic.Topic != nil && *topic.Topic == "t" {
-						return false
-					}
-				}
-				return true
+				return !slices.ContainsFunc(resp.(*kmsg.MetadataResponse).Topics, func(topic kmsg.MetadataResponseTopic) bool { return isT(topic.Topic) })
 			}},
 		{key: wire.APIOffsetCommit, name: "OffsetCommit without group Read", request: func(*authFixture) kmsg.Request {
 			req := kmsg.NewPtrOffsetCommitRequest()
@@ -387,12 +385,7 @@ func authorizationCases() []authorizationCase {
 		{key: wire.APIDescribeTopicPartitions, name: "DescribeTopicPartitions of all topics hides t",
 			request: func(*authFixture) kmsg.Request { return kmsg.NewPtrDescribeTopicPartitionsRequest() },
 			refused: func(_ *authFixture, resp kmsg.Response) bool {
-				for _, topic := range resp.(*kmsg.DescribeTopicPartitionsResponse).Topics {
-					if topic.Topic != nil && *topic.Topic == "t" {
-						return false
-					}
-				}
-				return true
+				return !slices.ContainsFunc(resp.(*kmsg.DescribeTopicPartitionsResponse).Topics, func(topic kmsg.DescribeTopicPartitionsResponseTopic) bool { return isT(topic.Topic) })
 			}},
 		{key: wire.APIListTransactions, name: "ListTransactions hides x",
 			request: func(*authFixture) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },

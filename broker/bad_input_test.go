@@ -248,13 +248,5 @@ func TestAcksZeroProduceFailureClosesConnection(t *testing.T) {
 // produceAcksZero sends an acks=0 Produce v9 of records to one partition.
 func (r *rawConnection) produceAcksZero(topic string, partition int32, records []byte) {
 	r.t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = 0, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	r.request(req, 9)
+	r.request(produceRequest(topic, partition, records, 0), 9)
 }

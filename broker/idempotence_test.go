@@ -38,19 +38,25 @@ func idempotentBatch(t *testing.T, producerID int64, epoch int16, sequence int32
 	return batch
 }
 
-// produceRaw sends records to topic-partition at version with acks=all and
-// returns the partition's response.
-func (r *rawConnection) produceRaw(topic string, partition int32, records []byte, version int16) kmsg.ProduceResponseTopicPartition {
-	r.t.Helper()
+// produceRequest is a Produce of records to one partition with acks and
+// a 5 s timeout.
+func produceRequest(topic string, partition int32, records []byte, acks int16) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 5000
+	req.Acks, req.TimeoutMillis = acks, 5000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = partition, records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	r.request(req, version)
+	return req
+}
+
+// produceRaw sends records to topic-partition at version with acks=all and
+// returns the partition's response.
+func (r *rawConnection) produceRaw(topic string, partition int32, records []byte, version int16) kmsg.ProduceResponseTopicPartition {
+	r.t.Helper()
+	r.request(produceRequest(topic, partition, records, -1), version)
 	resp := kmsg.NewPtrProduceResponse()
 	r.response(resp, version)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {

@@ -130,10 +130,11 @@ func (b *Broker) replicationState() metrics.ReplicationState {
 			state.UnderMinISR++
 		}
 	}
-	if node := b.QuorumNode(); node != nil {
+	node := b.QuorumNode()
+	if node != nil {
 		state.QuorumLastLog, state.QuorumCommitted, state.QuorumApplied = node.LogIndexes()
 	}
-	if node := b.QuorumNode(); node != nil && node.IsController() {
+	if node != nil && node.IsController() {
 		state.ActiveController = true
 		if view := b.replication.view.Load(); view != nil {
 			for _, roles := range view.topics {

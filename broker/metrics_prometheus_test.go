@@ -21,13 +21,7 @@ import (
 // Prometheus's HTTP API for the transactions committed, the Produce
 // request p99 and the fsync counter.
 func TestPrometheusScrapesBroker(t *testing.T) {
-	promURL, targets := os.Getenv("EXACTLY_PROMETHEUS_URL"), os.Getenv("EXACTLY_PROMETHEUS_TARGETS")
-	if promURL == "" || targets == "" {
-		if os.Getenv("EXACTLY_CI") == "1" {
-			t.Fatal("EXACTLY_PROMETHEUS_URL / EXACTLY_PROMETHEUS_TARGETS unset (ci/test.sh sources ci/prometheus.sh)")
-		}
-		t.Skip("no Prometheus server: run `source ci/prometheus.sh; exactly_prometheus_start` first")
-	}
+	promURL, targets := prometheusServer(t)
 	properties := txnTestProperties("2")
 	properties["log.fsync"] = "always"
 	b, m := startMetricsBroker(t, properties)
@@ -57,6 +51,21 @@ func TestPrometheusScrapesBroker(t *testing.T) {
 	waitForQuery(t, promURL, "exactly_fsync_total"+selector, 30*time.Second, func(v float64) bool { return v >= 3*commits })
 	consistent := fmt.Sprintf(`exactly_fsync_total{instance=%q} - exactly_fsync_seconds_count{instance=%q}`, instance, instance)
 	waitForQuery(t, promURL, consistent, 30*time.Second, func(v float64) bool { return v == 0 })
+}
+
+// prometheusServer returns the Prometheus server ci/prometheus.sh started
+// (its URL and its file_sd targets file), skipping the test without one
+// outside CI and failing it in CI.
+func prometheusServer(t *testing.T) (promURL, targets string) {
+	t.Helper()
+	promURL, targets = os.Getenv("EXACTLY_PROMETHEUS_URL"), os.Getenv("EXACTLY_PROMETHEUS_TARGETS")
+	if promURL == "" || targets == "" {
+		if os.Getenv("EXACTLY_CI") == "1" {
+			t.Fatal("EXACTLY_PROMETHEUS_URL / EXACTLY_PROMETHEUS_TARGETS unset (ci/test.sh sources ci/prometheus.sh)")
+		}
+		t.Skip("no Prometheus server: run `source ci/prometheus.sh; exactly_prometheus_start` first")
+	}
+	return promURL, targets
 }
 
 // writeTargets points Prometheus's file service discovery at instance.
@@ -131,13 +140,7 @@ func queryPrometheus(t *testing.T, promURL, query string) (float64, bool, error)
 // reports exactly_under_replicated_partitions 0, then 1 while a follower
 // is stopped, then 0 again once it is back and has rejoined the ISR.
 func TestPrometheusUnderReplicatedPartitions(t *testing.T) {
-	promURL, targets := os.Getenv("EXACTLY_PROMETHEUS_URL"), os.Getenv("EXACTLY_PROMETHEUS_TARGETS")
-	if promURL == "" || targets == "" {
-		if os.Getenv("EXACTLY_CI") == "1" {
-			t.Fatal("EXACTLY_PROMETHEUS_URL / EXACTLY_PROMETHEUS_TARGETS unset (ci/test.sh sources ci/prometheus.sh)")
-		}
-		t.Skip("no Prometheus server: run `source ci/prometheus.sh; exactly_prometheus_start` first")
-	}
+	promURL, targets := prometheusServer(t)
 	m := metrics.New()
 	c := startClusterWith(t, 3, nil, func(c *testCluster) { c.metrics = map[int32]*metrics.Broker{1: m} })
 	c.createTopic("alerted", 1) // partition 0: led by broker 1, followed by 2 and 3

@@ -488,15 +488,7 @@ func (c *testCluster) waitCaughtUp(topic string, partition int32) {
 func (r *rawConnection) produceAcks(topic string, partition int32, records []byte, acks int16) kmsg.ProduceResponseTopicPartition {
 	r.t.Helper()
 	const version = 9
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = acks, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	r.request(req, version)
+	r.request(produceRequest(topic, partition, records, acks), version)
 	resp := kmsg.NewPtrProduceResponse()
 	r.response(resp, version)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {

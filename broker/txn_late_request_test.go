@@ -122,15 +122,8 @@ func (p *lateProducer) produce(topic string, partition int32, batch []byte) int1
 	if p.v2 {
 		version = 12
 	}
-	req := kmsg.NewPtrProduceRequest()
+	req := produceRequest(topic, partition, batch, -1)
 	req.TransactionID = kmsg.StringPtr(p.transactionalID)
-	req.Acks, req.TimeoutMillis = -1, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	leader := p.leaderOf(partition)
 	leader.request(req, version)
 	resp := kmsg.NewPtrProduceResponse()

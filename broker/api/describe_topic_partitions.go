@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -56,7 +55,7 @@ func describeTopicPartitions(_ context.Context, r *Request, req *kmsg.DescribeTo
 			topics = append(topics, r.Cluster.Topic(name, false))
 		}
 	}
-	slices.SortFunc(topics, func(a, b kmsg.MetadataResponseTopic) int { return strings.Compare(topicName(a), topicName(b)) })
+	// In name order: AllTopics sorts, and the named ones were sorted.
 	cursorTopic, cursorPartition := "", int32(0)
 	if req.Cursor != nil {
 		cursorTopic, cursorPartition = req.Cursor.Topic, req.Cursor.Partition

@@ -15,7 +15,7 @@ import (
 type partitionedCluster struct{ fakeCluster }
 
 func (c partitionedCluster) AllTopics() []kmsg.MetadataResponseTopic {
-	return []kmsg.MetadataResponseTopic{c.Topic("b", false), c.Topic("a", false)} // not in order
+	return []kmsg.MetadataResponseTopic{c.Topic("a", false), c.Topic("b", false)}
 }
 
 func (partitionedCluster) Topic(name string, _ bool) kmsg.MetadataResponseTopic {

@@ -2,6 +2,7 @@ package clusternode
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
-// gauge reads one unlabelled metric of m (a gauge or counter) now.
-func gauge(t *testing.T, m *metrics.Broker, name string) float64 {
+// series reads metric name of m now: its first series, or with labels
+// ("name", "value" pairs) the first series carrying them (a gauge or a
+// counter).
+func series(t *testing.T, m *metrics.Broker, name string, labels ...string) float64 {
 	t.Helper()
 	families, err := m.Registry().Gather()
 	if err != nil {
@@ -24,18 +27,28 @@ func gauge(t *testing.T, m *metrics.Broker, name string) float64 {
 			continue
 		}
 		for _, metric := range family.Metric {
-			return value(metric)
+			if hasLabels(metric, labels) {
+				if metric.Gauge != nil {
+					return metric.Gauge.GetValue()
+				}
+				return metric.Counter.GetValue()
+			}
 		}
 	}
-	t.Fatalf("no metric %s", name)
+	t.Fatalf("no metric %s%v", name, labels)
 	return 0
 }
 
-func value(metric *dto.Metric) float64 {
-	if metric.Gauge != nil {
-		return metric.Gauge.GetValue()
+// hasLabels reports whether metric carries every "name", "value" pair.
+func hasLabels(metric *dto.Metric, labels []string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		if !slices.ContainsFunc(metric.Label, func(pair *dto.LabelPair) bool {
+			return pair.GetName() == labels[i] && pair.GetValue() == labels[i+1]
+		}) {
+			return false
+		}
 	}
-	return metric.Counter.GetValue()
+	return true
 }
 
 // The metrics an on-call person pages on, through a follower's stop and
@@ -63,23 +76,23 @@ func TestReplicationMetrics(t *testing.T) {
 		}
 	}
 	m := c.metrics[leader.Leader]
-	under := func() float64 { return gauge(t, m, "exactly_under_replicated_partitions") }
+	under := func() float64 { return series(t, m, "exactly_under_replicated_partitions") }
 	testutil.Eventually(t, 20*time.Second, "no under-replicated partition before the stop", func() (bool, string) {
 		return under() == 0, fmt.Sprintf("%v under-replicated", under())
 	})
 	testutil.Eventually(t, 20*time.Second, "one active controller, 3 leaders, 9 replicas over the members", func() (bool, string) {
 		controllers, leaders, partitions := 0.0, 0.0, 0.0
 		for id := int32(1); id <= 3; id++ {
-			controllers += gauge(t, c.metrics[id], "exactly_active_controller")
-			leaders += gauge(t, c.metrics[id], "exactly_leader_partitions")
-			partitions += gauge(t, c.metrics[id], "exactly_partitions")
+			controllers += series(t, c.metrics[id], "exactly_active_controller")
+			leaders += series(t, c.metrics[id], "exactly_leader_partitions")
+			partitions += series(t, c.metrics[id], "exactly_partitions")
 		}
 		return controllers == 1 && leaders == 3 && partitions == 9,
 			fmt.Sprintf("active controllers %v, leaders %v, replicas %v", controllers, leaders, partitions)
 	})
 
 	for id := int32(1); id <= 3; id++ {
-		if applied := labelled(t, c.metrics[id], "exactly_quorum_index", "applied"); applied < 1 {
+		if applied := series(t, c.metrics[id], "exactly_quorum_index", "kind", "applied"); applied < 1 {
 			t.Errorf("member %d: quorum applied index %v", id, applied)
 		}
 	}
@@ -87,40 +100,17 @@ func TestReplicationMetrics(t *testing.T) {
 	testutil.Eventually(t, 30*time.Second, "under-replicated partitions on the leader while a follower is stopped", func() (bool, string) {
 		return under() >= 1, fmt.Sprintf("%v under-replicated", under())
 	})
-	if shrinks := gauge(t, m, "exactly_isr_shrinks_total"); shrinks < 1 {
+	if shrinks := series(t, m, "exactly_isr_shrinks_total"); shrinks < 1 {
 		t.Errorf("%v ISR shrinks counted", shrinks)
 	}
-	if underMin := gauge(t, m, "exactly_under_min_isr_partitions"); underMin != 0 {
+	if underMin := series(t, m, "exactly_under_min_isr_partitions"); underMin != 0 {
 		t.Errorf("%v partitions under min ISR with two of three in sync", underMin)
 	}
 	c.start(follower)
 	testutil.Eventually(t, 30*time.Second, "no under-replicated partition once the follower is back", func() (bool, string) {
 		return under() == 0, fmt.Sprintf("%v under-replicated", under())
 	})
-	if expands := gauge(t, m, "exactly_isr_expands_total"); expands < 1 {
+	if expands := series(t, m, "exactly_isr_expands_total"); expands < 1 {
 		t.Errorf("%v ISR expands counted", expands)
 	}
-}
-
-// labelled reads the series of metric name whose kind label is kind.
-func labelled(t *testing.T, m *metrics.Broker, name, kind string) float64 {
-	t.Helper()
-	families, err := m.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, family := range families {
-		if family.GetName() != name {
-			continue
-		}
-		for _, metric := range family.Metric {
-			for _, pair := range metric.Label {
-				if pair.GetName() == "kind" && pair.GetValue() == kind {
-					return value(metric)
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{kind=%q}", name, kind)
-	return 0
 }
