@@ -28,6 +28,8 @@ const (
 	typeCreatePartitions = "create_partitions"
 	typeAlterPartition   = "alter_partition"
 	typeSetTopicConfigs  = "set_topic_configs"
+	typeAlterReassign    = "alter_reassignment"
+	typeElectLeader      = "elect_leader"
 )
 
 // maxCommandSize bounds what the decoder accepts (a command is a few
@@ -122,6 +124,10 @@ func encodeCommand(cmd any) ([]byte, error) {
 		typ = typeAlterPartition
 	case setTopicConfigsCmd:
 		typ = typeSetTopicConfigs
+	case alterReassignmentCmd:
+		typ = typeAlterReassign
+	case electLeaderCmd:
+		typ = typeElectLeader
 	default:
 		return nil, fmt.Errorf("quorum: encode: unknown command %T", cmd)
 	}
@@ -166,6 +172,10 @@ func decodeCommand(data []byte) (any, error) {
 		cmd, err = decodeBody[alterPartitionCmd](env.Body)
 	case typeSetTopicConfigs:
 		cmd, err = decodeBody[setTopicConfigsCmd](env.Body)
+	case typeAlterReassign:
+		cmd, err = decodeBody[alterReassignmentCmd](env.Body)
+	case typeElectLeader:
+		cmd, err = decodeBody[electLeaderCmd](env.Body)
 	default:
 		return nil, fmt.Errorf("%w: unknown type %q", ErrMalformedCommand, env.Type)
 	}

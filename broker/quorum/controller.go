@@ -52,6 +52,7 @@ func (c *controller) run(ctx context.Context) {
 	tick = max(tick, 5*time.Millisecond)
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
+	lastRebalance := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -70,6 +71,10 @@ func (c *controller) run(ctx context.Context) {
 		}
 		if c.active.Load() {
 			c.fenceExpired(ctx)
+			if rb := c.n.cfg.LeaderRebalance; rb.Enabled && rb.Interval > 0 && time.Since(lastRebalance) >= rb.Interval {
+				lastRebalance = time.Now()
+				c.rebalanceLeaders(ctx, rb.Percent)
+			}
 		}
 	}
 }
@@ -136,6 +141,32 @@ func (c *controller) fenceExpired(ctx context.Context) {
 			return
 		}
 		c.n.logger.Info("quorum: fenced broker", "broker", b.ID, "silent", now.Sub(last))
+	}
+}
+
+// rebalanceLeaders elects the preferred leader of every partition
+// Image.Imbalanced names (auto.leader.rebalance.enable).
+func (c *controller) rebalanceLeaders(ctx context.Context, percent int) {
+	moved := 0
+	for _, p := range c.n.Image().Imbalanced(percent) {
+		if ctx.Err() != nil || !c.active.Load() {
+			return
+		}
+		res, err := c.apply(electLeaderCmd{Topic: p.Topic, Partition: p.Partition})
+		if err == nil {
+			err = res.err
+		}
+		switch {
+		case err == nil:
+			moved++
+		case errors.Is(err, ErrElectionNotNeeded), errors.Is(err, ErrPreferredLeaderNotAvailable):
+		default:
+			c.n.logger.Warn("quorum: preferred leader election", "partition", fmt.Sprintf("%s-%d", p.Topic, p.Partition), "err", err)
+			return
+		}
+	}
+	if moved > 0 {
+		c.n.logger.Info("quorum: leaders rebalanced to their preferred replicas", "partitions", moved)
 	}
 }
 
@@ -234,6 +265,16 @@ func (c *controller) execute(ctx context.Context, req rpcRequest) (applyResult, 
 			return applyResult{}, missing
 		}
 		return c.apply(*req.SetTopicConfigs)
+	case opAlterReassignment:
+		if req.AlterReassignment == nil {
+			return applyResult{}, missing
+		}
+		return c.apply(*req.AlterReassignment)
+	case opElectLeader:
+		if req.ElectLeader == nil {
+			return applyResult{}, missing
+		}
+		return c.apply(*req.ElectLeader)
 	case opJoin:
 		if req.Join == nil {
 			return applyResult{}, missing

@@ -51,6 +51,22 @@ var (
 	// ErrInvalidRequest: a request with a malformed field (empty host, bad
 	// port, negative id, zero topic id). Kafka: INVALID_REQUEST.
 	ErrInvalidRequest = errors.New("quorum: invalid request")
+	// ErrInvalidReplicaAssignment: a reassignment target that is empty,
+	// names a broker twice or an unregistered broker, or a cancellation
+	// that would leave no in-sync replica. Kafka: INVALID_REPLICA_ASSIGNMENT.
+	ErrInvalidReplicaAssignment = errors.New("quorum: invalid replica assignment")
+	// ErrNoReassignmentInProgress: cancelling the reassignment of a
+	// partition that has none. Kafka: NO_REASSIGNMENT_IN_PROGRESS.
+	ErrNoReassignmentInProgress = errors.New("quorum: no reassignment in progress")
+	// ErrElectionNotNeeded: the partition already has the leader the
+	// election would give it. Kafka: ELECTION_NOT_NEEDED.
+	ErrElectionNotNeeded = errors.New("quorum: election not needed")
+	// ErrPreferredLeaderNotAvailable: the preferred replica is fenced or
+	// not in the ISR. Kafka: PREFERRED_LEADER_NOT_AVAILABLE.
+	ErrPreferredLeaderNotAvailable = errors.New("quorum: preferred leader not available")
+	// ErrEligibleLeadersNotAvailable: an unclean election found no live
+	// replica. Kafka: ELIGIBLE_LEADERS_NOT_AVAILABLE.
+	ErrEligibleLeadersNotAvailable = errors.New("quorum: no eligible leader available")
 	// ErrMalformedCommand: a raft log entry that does not decode as a command
 	// of a known version and type. It changes nothing in the state.
 	ErrMalformedCommand = errors.New("quorum: malformed command")
@@ -73,6 +89,11 @@ var sentinels = map[string]error{
 	"ineligible_replica":     ErrIneligibleReplica,
 	"invalid_request":        ErrInvalidRequest,
 	"malformed_command":      ErrMalformedCommand,
+	"invalid_assignment":     ErrInvalidReplicaAssignment,
+	"no_reassignment":        ErrNoReassignmentInProgress,
+	"election_not_needed":    ErrElectionNotNeeded,
+	"preferred_unavailable":  ErrPreferredLeaderNotAvailable,
+	"no_eligible_leader":     ErrEligibleLeadersNotAvailable,
 }
 
 // sentinelName returns the RPC name of the sentinel err wraps, or "".

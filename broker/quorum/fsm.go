@@ -103,6 +103,10 @@ func applyCommand(cur *Image, index uint64, cmd any) (*Image, applyResult) {
 		changed, res = applyAlterPartition(next, c)
 	case setTopicConfigsCmd:
 		changed, res = applySetTopicConfigs(next, c)
+	case alterReassignmentCmd:
+		changed, res = applyAlterReassignment(next, c)
+	case electLeaderCmd:
+		changed, res = applyElectLeader(next, c)
 	default:
 		res.err = fmt.Errorf("%w: no transition for %T", ErrMalformedCommand, cmd)
 	}
@@ -328,7 +332,7 @@ func applyCreatePartitions(next *Image, c createPartitionsCmd) (bool, applyResul
 	if c.Count <= have || c.Count > maxPartitions {
 		return false, applyResult{err: fmt.Errorf("%w: topic %q has %d partitions, asked for %d", ErrInvalidPartitions, c.Name, have, c.Count)}
 	}
-	rf := int32(len(cur.Partitions[0].Replicas))
+	rf := int32(len(cur.Partitions[0].TargetReplicas()))
 	live := next.liveBrokers()
 	if err := checkReplicationFactor(rf, len(live)); err != nil {
 		return false, applyResult{err: fmt.Errorf("topic %q: %w", c.Name, err)}
@@ -372,12 +376,13 @@ func applyAlterPartition(next *Image, c alterPartitionCmd) (bool, applyResult) {
 			return false, applyResult{err: fmt.Errorf("%w: alter partition %s-%d: replica %d is fenced", ErrIneligibleReplica, c.Topic, c.Partition, r)}
 		}
 	}
+	prev := p
 	p = p.clone()
 	p.ISR = isr
 	p.PartitionEpoch++
-	next.mutableTopic(c.Topic).Partitions[c.Partition] = p
-	out := p.clone()
-	return true, applyResult{partition: &out}
+	// The ISR now holding every target replica completes a reassignment.
+	p = completeReassignment(next, p, prev)
+	return true, storePartition(next, p)
 }
 
 // validateTopicName applies Kafka's rules: 1..249 characters of

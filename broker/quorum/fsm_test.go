@@ -265,6 +265,20 @@ func randomCommand(r *rand.Rand, img *Image) any {
 	}
 	t := topics[r.IntN(len(topics))]
 	p := t.Partitions[r.IntN(len(t.Partitions))]
+	switch r.IntN(4) {
+	case 0:
+		if r.IntN(4) == 0 {
+			return alterReassignmentCmd{Topic: t.Name, Partition: p.Partition, Cancel: true}
+		}
+		target := r.Perm(5)[:1+r.IntN(3)]
+		ids := make([]int32, len(target))
+		for i, id := range target {
+			ids[i] = int32(id)
+		}
+		return alterReassignmentCmd{Topic: t.Name, Partition: p.Partition, Target: ids}
+	case 1:
+		return electLeaderCmd{Topic: t.Name, Partition: p.Partition, Unclean: r.IntN(3) == 0}
+	}
 	isr := []int32{p.Leader}
 	for _, rep := range p.Replicas {
 		if rep != p.Leader && r.IntN(2) == 0 {

@@ -163,6 +163,23 @@ func checkInvariants(img *Image) error {
 		if len(p.Replicas) == 0 || len(p.ISR) == 0 {
 			return fmt.Errorf("%s-%d: empty replicas %v or ISR %v", p.Topic, p.Partition, p.Replicas, p.ISR)
 		}
+		for i, r := range p.Replicas {
+			if slices.Contains(p.Replicas[:i], r) {
+				return fmt.Errorf("%s-%d: replica %d twice in %v", p.Topic, p.Partition, r, p.Replicas)
+			}
+		}
+		for _, r := range p.AddingReplicas {
+			if !slices.Contains(p.Replicas, r) || slices.Contains(p.RemovingReplicas, r) {
+				return fmt.Errorf("%s-%d: adding %v, removing %v, replicas %v", p.Topic, p.Partition, p.AddingReplicas, p.RemovingReplicas, p.Replicas)
+			}
+		}
+		target := p.TargetReplicas()
+		if len(target) == 0 || !slices.Equal(p.Replicas[:len(target)], target) {
+			return fmt.Errorf("%s-%d: replicas %v do not start with the target %v (removing %v)", p.Topic, p.Partition, p.Replicas, target, p.RemovingReplicas)
+		}
+		if p.Reassigning() && !slices.ContainsFunc(target, func(r int32) bool { return !slices.Contains(p.ISR, r) }) {
+			return fmt.Errorf("%s-%d: every target replica %v is in the ISR %v but the reassignment did not complete", p.Topic, p.Partition, target, p.ISR)
+		}
 		last := -1
 		for _, r := range p.ISR {
 			i := slices.Index(p.Replicas, r)

@@ -29,8 +29,12 @@ type Broker struct {
 // Its fields mirror broker.PartitionRole, so the glue converts mechanically.
 //
 // Invariants (checked by the tests after every command):
-//   - Replicas is non-empty and has no duplicates; it never changes.
+//   - Replicas is non-empty and has no duplicates; it changes only by a
+//     reassignment (AlterPartitionReassignments, reassign.go).
 //   - ISR is a non-empty subset of Replicas, in assignment order.
+//   - AddingReplicas and RemovingReplicas are disjoint subsets of
+//     Replicas, both empty unless a reassignment is in progress; then
+//     Replicas is the target followed by the replicas being removed.
 //   - Leader >= 0: Leader is in ISR and every ISR member is unfenced.
 //   - Leader == -1: ISR holds exactly the one last member, which is fenced.
 type Partition struct {
@@ -42,6 +46,12 @@ type Partition struct {
 	Leader         int32   // -1: no leader (every ISR member is fenced, unclean election off)
 	LeaderEpoch    int32   // bumped at every leader change
 	PartitionEpoch int32   // bumped at every change of ISR or leader (KIP-497)
+	// AddingReplicas and RemovingReplicas describe a reassignment in
+	// progress (Kafka's PartitionRecord fields of the same names): the
+	// target replica set is Replicas minus RemovingReplicas; it is
+	// reached once every target replica is in the ISR.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
 }
 
 // Topic is one topic: its name, 16-byte id, configs and partitions (index i
@@ -206,6 +216,8 @@ func (t *Topic) clone() Topic {
 func (p Partition) clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
 }
 
@@ -238,7 +250,8 @@ func sameTopic(a, b *Topic) bool {
 		pa, pb := a.Partitions[i], b.Partitions[i]
 		if pa.Topic != pb.Topic || pa.TopicID != pb.TopicID || pa.Partition != pb.Partition ||
 			!slices.Equal(pa.Replicas, pb.Replicas) || !slices.Equal(pa.ISR, pb.ISR) ||
-			pa.Leader != pb.Leader || pa.LeaderEpoch != pb.LeaderEpoch || pa.PartitionEpoch != pb.PartitionEpoch {
+			pa.Leader != pb.Leader || pa.LeaderEpoch != pb.LeaderEpoch || pa.PartitionEpoch != pb.PartitionEpoch ||
+			!slices.Equal(pa.AddingReplicas, pb.AddingReplicas) || !slices.Equal(pa.RemovingReplicas, pb.RemovingReplicas) {
 			return false
 		}
 	}

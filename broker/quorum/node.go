@@ -61,6 +61,22 @@ type Config struct {
 	// Voters hold addresses of proxies in front of the nodes while the node
 	// binds the real ones; raft always advertises the Voters entry.
 	RaftBind, RPCBind string
+	// LeaderRebalance is Kafka's auto.leader.rebalance.enable with its
+	// interval and threshold; the zero value is off.
+	LeaderRebalance LeaderRebalance
+}
+
+// LeaderRebalance configures automatic preferred-leader elections: every
+// Interval the active controller looks for brokers that do not lead more
+// than Percent percent of the partitions whose preferred replica they are
+// (while in sync), and elects the preferred replicas of those partitions
+// (Kafka's auto.leader.rebalance.enable,
+// leader.imbalance.check.interval.seconds,
+// leader.imbalance.per.broker.percentage).
+type LeaderRebalance struct {
+	Enabled  bool
+	Interval time.Duration
+	Percent  int
 }
 
 // inProcessAddress is the raft address of the one voter of an in-process

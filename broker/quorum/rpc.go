@@ -32,27 +32,31 @@ const maxRPCMessage = 4 << 20
 type rpcOp string
 
 const (
-	opRegister         rpcOp = "register_broker"
-	opHeartbeat        rpcOp = "heartbeat"
-	opCreateTopic      rpcOp = "create_topic"
-	opDeleteTopic      rpcOp = "delete_topic"
-	opCreatePartitions rpcOp = "create_partitions"
-	opAlterPartition   rpcOp = "alter_partition"
-	opSetTopicConfigs  rpcOp = "set_topic_configs"
-	opJoin             rpcOp = "join"
+	opRegister          rpcOp = "register_broker"
+	opHeartbeat         rpcOp = "heartbeat"
+	opCreateTopic       rpcOp = "create_topic"
+	opDeleteTopic       rpcOp = "delete_topic"
+	opCreatePartitions  rpcOp = "create_partitions"
+	opAlterPartition    rpcOp = "alter_partition"
+	opSetTopicConfigs   rpcOp = "set_topic_configs"
+	opJoin              rpcOp = "join"
+	opAlterReassignment rpcOp = "alter_reassignment"
+	opElectLeader       rpcOp = "elect_leader"
 )
 
 // rpcRequest is one request; Op says which one field is set.
 type rpcRequest struct {
-	Op               rpcOp                `json:"op"`
-	Register         *BrokerRegistration  `json:"register,omitempty"`
-	Heartbeat        *heartbeatRequest    `json:"heartbeat,omitempty"`
-	CreateTopic      *CreateTopicRequest  `json:"create_topic,omitempty"`
-	DeleteTopic      *deleteTopicCmd      `json:"delete_topic,omitempty"`
-	CreatePartitions *createPartitionsCmd `json:"create_partitions,omitempty"`
-	AlterPartition   *alterPartitionCmd   `json:"alter_partition,omitempty"`
-	SetTopicConfigs  *setTopicConfigsCmd  `json:"set_topic_configs,omitempty"`
-	Join             *joinRequest         `json:"join,omitempty"`
+	Op                rpcOp                 `json:"op"`
+	Register          *BrokerRegistration   `json:"register,omitempty"`
+	Heartbeat         *heartbeatRequest     `json:"heartbeat,omitempty"`
+	CreateTopic       *CreateTopicRequest   `json:"create_topic,omitempty"`
+	DeleteTopic       *deleteTopicCmd       `json:"delete_topic,omitempty"`
+	CreatePartitions  *createPartitionsCmd  `json:"create_partitions,omitempty"`
+	AlterPartition    *alterPartitionCmd    `json:"alter_partition,omitempty"`
+	SetTopicConfigs   *setTopicConfigsCmd   `json:"set_topic_configs,omitempty"`
+	Join              *joinRequest          `json:"join,omitempty"`
+	AlterReassignment *alterReassignmentCmd `json:"alter_reassignment,omitempty"`
+	ElectLeader       *electLeaderCmd       `json:"elect_leader,omitempty"`
 }
 
 type heartbeatRequest struct {
