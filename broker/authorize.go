@@ -151,6 +151,9 @@ var authorizationRules = map[int16]string{
 	wire.APIListTransactions:             "only the TransactionalIds with Describe",
 	wire.APIDescribeLogDirs:              "Describe on Cluster (v3+ CLUSTER_AUTHORIZATION_FAILED, earlier versions an empty list)",
 	wire.APIDeleteRecords:                "Delete on each topic",
+	wire.APIAlterPartitionAssignments:    "Alter on Cluster",
+	wire.APIListPartitionReassignments:   "Describe on Cluster",
+	wire.APIElectLeaders:                 "Alter on Cluster",
 	wire.APIDescribeTopicPartitions:      "Describe on each topic: all-topics requests omit the others, named ones get TOPIC_AUTHORIZATION_FAILED",
 }
 

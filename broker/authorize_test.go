@@ -375,6 +375,21 @@ func authorizationCases() []authorizationCase {
 			req.Topics = append(req.Topics, topic)
 			return req
 		}},
+		{key: wire.APIAlterPartitionAssignments, name: "AlterPartitionReassignments without Alter on Cluster", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			topic := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+			partition := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+			partition.Replicas = []int32{0}
+			topic.Topic, topic.Partitions = "t", []kmsg.AlterPartitionAssignmentsRequestTopicPartition{partition}
+			req.Topics = append(req.Topics, topic)
+			return req
+		}},
+		{key: wire.APIListPartitionReassignments, name: "ListPartitionReassignments without Describe on Cluster", request: func(*authFixture) kmsg.Request {
+			return kmsg.NewPtrListPartitionReassignmentsRequest()
+		}},
+		{key: wire.APIElectLeaders, name: "ElectLeaders without Alter on Cluster", request: func(*authFixture) kmsg.Request {
+			return kmsg.NewPtrElectLeadersRequest()
+		}},
 		{key: wire.APIDescribeTopicPartitions, name: "DescribeTopicPartitions of t", request: func(*authFixture) kmsg.Request {
 			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
 			topic := kmsg.NewDescribeTopicPartitionsRequestTopic()

@@ -34,6 +34,10 @@ type PartitionRole struct {
 	Leader         int32   // -1: no leader (e.g. every ISR member is down, unclean election off)
 	LeaderEpoch    int32   // bumped at every leader change (Kafka's leader epoch)
 	PartitionEpoch int32   // bumped at every change of ISR or leader (KIP-497's partition epoch)
+	// AddingReplicas and RemovingReplicas describe a reassignment in
+	// progress (both empty otherwise): Replicas is the target followed by
+	// the replicas being removed.
+	AddingReplicas, RemovingReplicas []int32
 }
 
 // ClusterBroker is one broker as registered: Host and Port are its
@@ -186,20 +190,31 @@ func (b *Broker) ApplyPartitionRoles(ctx context.Context, brokers []ClusterBroke
 	r.view.Store(view)
 	var errs []error
 	for name, list := range view.topics {
-		if !slices.ContainsFunc(list, func(role PartitionRole) bool { return slices.Contains(role.Replicas, b.nodeID) }) {
-			continue
+		t := b.topicByName(name)
+		if slices.ContainsFunc(list, func(role PartitionRole) bool { return slices.Contains(role.Replicas, b.nodeID) }) {
+			var err error
+			if t, err = b.ensureLocalTopic(name, list[0].TopicID, int32(len(list))); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
-		t, err := b.ensureLocalTopic(name, list[0].TopicID, int32(len(list)))
-		if err != nil {
-			errs = append(errs, err)
+		if t == nil || t.id != list[0].TopicID {
 			continue
 		}
 		partitions := b.partitionsOf(t)
 		for _, role := range list {
-			if !slices.Contains(role.Replicas, b.nodeID) {
+			if int(role.Partition) >= len(partitions) {
 				continue
 			}
-			if err := b.applyRole(partitions[role.Partition], role); err != nil {
+			p := partitions[role.Partition]
+			var err error
+			switch {
+			case slices.Contains(role.Replicas, b.nodeID):
+				err = b.applyRole(p, role)
+			case b.wasReplica(p):
+				err = b.retireReplica(t, p, role) // reassigned away
+			}
+			if err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -251,8 +266,11 @@ func (b *Broker) applyRole(p *topicPartition, role PartitionRole) error {
 		b.replication.fetchers.remove(p)
 		return p.BecomeLeader(next)
 	}
+	// A replica added back by a reassignment fetches again even if the
+	// leader and epoch it last saw (as a non-replica) are unchanged.
+	rejoined := !b.wasReplica(p)
 	changed, err := p.BecomeFollower(next)
-	if err != nil || !changed {
+	if err != nil || !changed && !rejoined {
 		return err
 	}
 	b.replication.fetchers.remove(p)

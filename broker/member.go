@@ -143,6 +143,10 @@ func startMember(ctx context.Context, cfg Config) (*Broker, error) {
 		// serves only 1.
 		delete(props, "default.replication.factor")
 	}
+	rebalance, err := leaderRebalance(props)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: %w", cfg.NodeID, err)
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -155,6 +159,7 @@ func startMember(ctx context.Context, cfg Config) (*Broker, error) {
 		HeartbeatInterval: qc.HeartbeatInterval, SessionTimeout: qc.SessionTimeout,
 		ElectionTimeout: qc.ElectionTimeout, Logger: logger.With("component", "quorum"),
 		SourceAddress: qc.SourceAddress, RaftBind: qc.RaftListen, RPCBind: qc.RPCListen,
+		LeaderRebalance: rebalance,
 	})
 	if err != nil {
 		m.cancel()
@@ -430,6 +435,7 @@ func quorumRole(p quorum.Partition) PartitionRole {
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
 		Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
 	}
 }
 
@@ -494,4 +500,33 @@ func (c quorumISR) AlterPartition(ctx context.Context, topic string, partition, 
 		return PartitionRole{}, err
 	}
 	return quorumRole(p), nil
+}
+
+// leaderRebalance reads auto.leader.rebalance.enable and its interval and
+// threshold from the broker's properties (Kafka's defaults: on, 300 s,
+// 10 %) for the quorum's controller.
+func leaderRebalance(props map[string]string) (quorum.LeaderRebalance, error) {
+	rb := quorum.LeaderRebalance{Enabled: true, Interval: 300 * time.Second, Percent: 10}
+	if v, ok := props["auto.leader.rebalance.enable"]; ok {
+		enabled, err := strconv.ParseBool(v)
+		if err != nil {
+			return rb, fmt.Errorf("auto.leader.rebalance.enable %q: must be true or false", v)
+		}
+		rb.Enabled = enabled
+	}
+	if v, ok := props["leader.imbalance.check.interval.seconds"]; ok {
+		seconds, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || seconds < 1 {
+			return rb, fmt.Errorf("leader.imbalance.check.interval.seconds %q: must be an integer of at least 1", v)
+		}
+		rb.Interval = time.Duration(seconds) * time.Second
+	}
+	if v, ok := props["leader.imbalance.per.broker.percentage"]; ok {
+		percent, err := strconv.Atoi(v)
+		if err != nil || percent < 0 {
+			return rb, fmt.Errorf("leader.imbalance.per.broker.percentage %q: must be an integer of at least 0", v)
+		}
+		rb.Percent = percent
+	}
+	return rb, nil
 }

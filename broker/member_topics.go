@@ -76,6 +76,30 @@ func (c quorumTopics) SetTopicConfigs(ctx context.Context, name string, configs 
 	return c.m.waitApplied(ctx)
 }
 
+// AlterReassignment starts or (target nil) cancels a partition's
+// reassignment (PartitionMover).
+func (c quorumTopics) AlterReassignment(ctx context.Context, topic string, partition int32, target []int32) error {
+	if err := c.m.waitCaughtUpApplied(ctx); err != nil {
+		return quorumKafkaError(err)
+	}
+	if _, err := c.m.node.AlterReassignment(ctx, topic, partition, target); err != nil {
+		return quorumKafkaError(err)
+	}
+	return c.m.waitApplied(ctx)
+}
+
+// ElectLeader elects a partition's preferred (or, unclean, any live)
+// replica (PartitionMover).
+func (c quorumTopics) ElectLeader(ctx context.Context, topic string, partition int32, unclean bool) error {
+	if err := c.m.waitCaughtUpApplied(ctx); err != nil {
+		return quorumKafkaError(err)
+	}
+	if _, err := c.m.node.ElectLeader(ctx, topic, partition, unclean); err != nil {
+		return quorumKafkaError(err)
+	}
+	return c.m.waitApplied(ctx)
+}
+
 // quorumCodes maps the quorum's sentinels to the Kafka errors clients get.
 var quorumCodes = []struct {
 	err  error
@@ -87,6 +111,11 @@ var quorumCodes = []struct {
 	{quorum.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{quorum.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{quorum.ErrInvalidRequest, kerr.InvalidRequest},
+	{quorum.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{quorum.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
+	{quorum.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{quorum.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
+	{quorum.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{quorum.ErrNotController, kerr.NotController},
 	{quorum.ErrClosed, kerr.NotController},
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -297,13 +298,35 @@ func (f *replicaFetcher) applyFetched(p *topicPartition, epoch int32, rp *kmsg.F
 	switch {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
-		f.markTruncated(p, epoch, false) // diverged again (or behind the log start): truncate anew
+		if rp.LogStartOffset > p.Log().LogEndOffset() {
+			// Our log ends below the leader's log start (a new replica
+			// of a partition whose oldest records are gone): start over
+			// there.
+			if err := p.RestartAsFollower(rp.LogStartOffset, epoch); err != nil {
+				f.b.logger.Warn("replica restart at the leader's log start", "partition", p.Name(), "leader_log_start", rp.LogStartOffset, "error", err)
+			}
+			return false
+		}
+		f.markTruncated(p, epoch, false) // diverged again: truncate anew
 		return false
 	default:
 		// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: a role change is on
 		// its way; UNKNOWN_LEADER_EPOCH: the leader has not applied it yet.
 		f.b.logger.Debug("replica fetch partition error", "partition", p.Name(), "leader", f.leader, "error", err)
 		return false
+	}
+	if len(rp.RecordBatches) >= 8 {
+		// An empty log restarted at the leader's log start may be
+		// answered with the batch that holds that offset, which starts
+		// below it: start the log at that batch instead (Kafka does the
+		// same on UnexpectedAppendOffsetException).
+		base := int64(binary.BigEndian.Uint64(rp.RecordBatches))
+		if log := p.Log(); base < log.LogEndOffset() && log.LogStartOffset() == log.LogEndOffset() {
+			if err := p.RestartAsFollower(base, epoch); err != nil {
+				f.b.logger.Warn("replica restart at the leader's first batch", "partition", p.Name(), "base_offset", base, "error", err)
+				return false
+			}
+		}
 	}
 	if len(rp.RecordBatches) > 0 {
 		if err := p.AppendReplicated(rp.RecordBatches, epoch); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/exactly-eos/exactly/broker/api"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -299,4 +300,46 @@ func (b *Broker) describeBrokerConfigs(wanted func(string) bool, synonyms, docum
 		out = append(out, entry)
 	}
 	return out
+}
+
+// AlterReassignment is the controller's [PartitionMover.AlterReassignment]
+// under the broker's lifetime, after the replication-factor check of
+// AlterPartitionReassignments v1.
+func (s adminService) AlterReassignment(topic string, partition int32, target []int32, allowReplicationFactorChange bool) error {
+	mover, err := s.b.partitionMover()
+	if err != nil {
+		return err
+	}
+	if target != nil && !allowReplicationFactorChange {
+		roles := s.b.topicRoles(topic)
+		if partition >= 0 && int(partition) < len(roles) {
+			role := roles[partition]
+			if have := len(role.Replicas) - len(role.RemovingReplicas); have != len(target) {
+				return fmt.Errorf("%w: %s-%d has %d replicas, the target %v has %d, and the request does not allow a change", errInvalidReplication, topic, partition, have, target, len(target))
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.b.ctx, clusterAdminTimeout)
+	defer cancel()
+	return mover.AlterReassignment(ctx, topic, partition, target)
+}
+
+// Reassignments lists the reassignments in progress from the applied roles.
+func (s adminService) Reassignments(wanted map[string][]int32) []api.PartitionReassignment {
+	if s.b.replication == nil {
+		return nil
+	}
+	return s.b.reassignments(wanted)
+}
+
+// ElectLeader is the controller's [PartitionMover.ElectLeader] under the
+// broker's lifetime.
+func (s adminService) ElectLeader(topic string, partition int32, unclean bool) error {
+	mover, err := s.b.partitionMover()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(s.b.ctx, clusterAdminTimeout)
+	defer cancel()
+	return mover.ElectLeader(ctx, topic, partition, unclean)
 }

@@ -209,6 +209,29 @@ type Admin interface {
 	// name (this broker's id, or "" for the cluster default) as
 	// DescribeTopicConfigs does.
 	DescribeBrokerConfigs(name string, wanted func(config string) bool, synonyms, documentation bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error)
+	// AlterReassignment starts (target non-nil) or cancels (nil) the
+	// reassignment of one partition through the controller; with
+	// allowReplicationFactorChange false a target of another size than
+	// the partition's replica set is INVALID_REPLICATION_FACTOR.
+	AlterReassignment(topic string, partition int32, target []int32, allowReplicationFactorChange bool) error
+	// Reassignments lists the reassignments in progress, of every
+	// partition (wanted nil) or of the named ones (topic → partitions).
+	Reassignments(wanted map[string][]int32) []PartitionReassignment
+	// ElectLeader elects the preferred replica of one partition (or, with
+	// unclean, any live replica of a leaderless one) through the
+	// controller.
+	ElectLeader(topic string, partition int32, unclean bool) error
+}
+
+// PartitionReassignment is one reassignment in progress.
+type PartitionReassignment struct {
+	Topic     string
+	Partition int32
+	// Replicas is the current replica set: the target first, then the
+	// replicas being removed.
+	Replicas         []int32
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // ACLs lists, creates and deletes access control entries. The handlers

@@ -196,3 +196,13 @@ func (c *leaderEpochCache) endOffsetFor(requested int32, logEnd int64) (epoch in
 	}
 	return c.entries[higher-1].epoch, c.entries[higher].startOffset
 }
+
+// clear drops every epoch, after the log was emptied and restarted at an
+// offset the old epochs say nothing about.
+func (c *leaderEpochCache) clear() error {
+	if len(c.entries) == 0 {
+		return nil
+	}
+	c.entries = nil
+	return c.write()
+}

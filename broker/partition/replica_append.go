@@ -1,5 +1,11 @@
 package partition
 
+import (
+	"fmt"
+
+	"github.com/exactly-eos/exactly/broker/producers"
+)
+
 // The follower side of one partition: appending the leader's batches,
 // deriving producer and transaction state from them, learning the high
 // watermark, and truncating a divergent tail.
@@ -103,4 +109,50 @@ func (p *Partition) EndOffsetOfEpoch(requested int32) (int32, int64) {
 		return -1, -1
 	}
 	return p.EndOffsetForEpoch(requested)
+}
+
+// RestartAsFollower empties the log of a follower at leader epoch epoch
+// and restarts it at offset, when the follower's log ends below it (what
+// the follower has is older than anything the leader can send, so it
+// cannot be continued: a new replica of a partition whose oldest records
+// were deleted) or when the log is empty (then offset may be lower: the
+// base of the leader's batch holding its log start). The producer state
+// and the leader epochs go with the records; the next fetch starts at
+// offset.
+func (p *Partition) RestartAsFollower(offset int64, epoch int32) error {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	role := p.role.Load()
+	if role == nil || role.Leader == p.nodeID || role.LeaderEpoch != epoch {
+		return ErrStaleFetch
+	}
+	if p.closed.Load() {
+		return fmt.Errorf("%w: %s was deleted", ErrUnknownTopicOrPartition, p.Name())
+	}
+	logEnd := p.log.LogEndOffset()
+	empty := p.log.LogStartOffset() == logEnd
+	if offset == logEnd || offset < logEnd && !empty {
+		return nil // the leader still has our log end: fetch, or truncate from epochs
+	}
+	p.snapshotGeneration.Add(1)
+	p.hw.Store(min(p.hw.Load(), p.log.LogStartOffset()))
+	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
+		return fmt.Errorf("%w: restart %s at %d: %w", ErrStorage, p.Name(), offset, err)
+	}
+	p.hw.Store(offset)
+	p.activeSegmentBase = -1
+	if err := producers.RemoveSnapshotsAbove(p.SnapshotDir(), -1, p.producerOptions); err != nil {
+		return fmt.Errorf("%w: producer snapshots of %s: %w", ErrStorage, p.Name(), err)
+	}
+	if _, err := p.loadProducerState(p.producerOptions); err != nil {
+		return fmt.Errorf("restart %s at %d: %w", p.Name(), offset, err)
+	}
+	p.refreshUnstable()
+	if err := p.epochs.clear(); err != nil {
+		return err
+	}
+	p.logger.Info("replica restarted at the leader's log start", "partition", p.Name(), "from_log_end", logEnd, "to", offset, "leader_epoch", epoch)
+	return nil
 }

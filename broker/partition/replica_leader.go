@@ -96,8 +96,22 @@ func (p *Partition) BecomeLeader(next *Role) error {
 		return nil
 	}
 	if current != nil && current.Leader == p.nodeID && current.LeaderEpoch == next.LeaderEpoch {
-		// Same leadership, new ISR or partition epoch.
+		// Same leadership, new ISR, partition epoch or (a reassignment)
+		// replica set: a new replica gets a follower entry that is not
+		// caught up, a removed one loses its entry.
 		p.replicaMu.Lock()
+		if !slices.Equal(current.Replicas, next.Replicas) {
+			for _, id := range next.Replicas {
+				if id != p.nodeID && p.followers[id] == nil {
+					p.followers[id] = &followerState{logEnd: -1, lastFetchLeaderEnd: -1, logStart: -1}
+				}
+			}
+			for id := range p.followers {
+				if !slices.Contains(next.Replicas, id) {
+					delete(p.followers, id)
+				}
+			}
+		}
 		p.role.Store(next)
 		advanced := p.updateHighWatermarkLocked(next)
 		p.replicaMu.Unlock()

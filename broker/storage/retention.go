@@ -342,3 +342,25 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 	_, err = l.ApplyRetention()
 	return err
 }
+
+// TruncateFullyAndStartAt empties the log and restarts it at offset, which
+// may lie beyond the log end: a replica whose log ends below the leader's
+// log start (a new replica of a partition whose oldest records are gone)
+// can only start over where the leader's log starts (Kafka's
+// truncateFullyAndStartAt).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("restart %s at %d: negative offset", l.dir, offset)
+	}
+	if err := l.drainRollFlushes(); err != nil {
+		return err
+	}
+	return l.truncateFully(offset)
+}

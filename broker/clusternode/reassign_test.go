@@ -1,0 +1,222 @@
+package clusternode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/exactly-eos/exactly/broker/quorum"
+)
+
+// TestReassignmentMovesPartitionsToANewBroker: a fourth broker joins a
+// cluster of three; partitions (one whose oldest records were deleted,
+// one led by a replica that leaves) are moved to it with
+// AlterPartitionReassignments while a producer keeps writing with
+// acks=all. Every acknowledged record is read back once, the new replica
+// starts at the leader's log start, the removed replicas delete their
+// copies, and the removed broker can then be stopped without losing
+// anything. ListPartitionReassignments shows the move while it runs
+// (held open by a stopped target broker), cancelling restores the
+// original replicas, and ElectLeaders moves leadership to the preferred
+// replica.
+func TestReassignmentMovesPartitionsToANewBroker(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, 4, map[string]string{"min.insync.replicas": "2", "auto.leader.rebalance.enable": "false"})
+	c.waitMetadata(4, "", 0)
+	seeds := c.bootstrap()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	adm := kadm.NewClient(admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	// The topic lives on brokers 1–3 only: assign it there explicitly.
+	createTopic(t, admin, "moved", 2, 3)
+	c.waitImage("topic moved in sync", func(img *quorum.Image) bool { return fullISR(img, "moved") })
+	// Put both partitions on 1, 2, 3 (the quorum may have used 4).
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("moved", 0, []int32{1, 2, 3})
+	req.Assign("moved", 1, []int32{2, 3, 1})
+	mustReassign(ctx, t, adm, req)
+	waitNoReassignment(ctx, t, adm)
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("moved"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	var mu sync.Mutex
+	acked := map[int32][]string{}
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			r := &kgo.Record{Value: []byte(fmt.Sprintf("r%04d", i))}
+			producer.Produce(ctx, r, func(r *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce %s: %v", r.Value, err)
+					return
+				}
+				mu.Lock()
+				acked[r.Partition] = append(acked[r.Partition], string(r.Value))
+				mu.Unlock()
+			})
+		}
+		if err := producer.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, 400)
+	// Partition 0 loses its oldest records: the new replica must start
+	// at the leader's log start.
+	deleted, err := adm.DeleteRecords(ctx, kadm.Offsets{"moved": {0: {At: 60}}})
+	if err != nil || deleted.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, deleted.Error())
+	}
+
+	// Move: partition 0 from 1,2,3 to 4,2,3 (leader 1 leaves: 4 takes
+	// over once in sync), partition 1 from 2,3,1 to 2,4,3. Keep
+	// producing meanwhile.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); produce(400, 800) }()
+	req = kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("moved", 0, []int32{4, 2, 3})
+	req.Assign("moved", 1, []int32{2, 4, 3})
+	mustReassign(ctx, t, adm, req)
+	waitNoReassignment(ctx, t, adm)
+	wg.Wait()
+	img := c.waitImage("partitions on their new replicas", func(img *quorum.Image) bool {
+		p0, _ := img.Partition("moved", 0)
+		p1, _ := img.Partition("moved", 1)
+		return slices.Equal(p0.Replicas, []int32{4, 2, 3}) && slices.Equal(p1.Replicas, []int32{2, 4, 3}) &&
+			len(p0.ISR) == 3 && len(p1.ISR) == 3
+	})
+	if p0, _ := img.Partition("moved", 0); p0.Leader != 4 {
+		t.Fatalf("partition 0 led by %d after its leader left; want the first in-sync target replica 4", p0.Leader)
+	}
+	// The removed replica's copy is gone (its local partition is empty).
+	dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{"moved": {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			target := [][]int32{{4, 2, 3}, {2, 4, 3}}[p.Partition]
+			if !slices.Contains(target, d.Broker) && p.Size > 0 {
+				t.Errorf("broker %d still holds %d bytes of moved-%d after leaving its replicas", d.Broker, p.Size, p.Partition)
+			}
+		})
+	})
+	// Broker 1 holds nothing any more: stop it (drained), then read.
+	c.stop(1)
+	starts, err := adm.ListStartOffsets(ctx, "moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup("moved", 0); o.Offset != 60 {
+		t.Fatalf("log start of moved-0 on its new leader: %+v, want 60", o)
+	}
+	live := []string{c.listen[2], c.listen[3], c.listen[4]}
+	for partition := int32(0); partition < 2; partition++ {
+		read := readAll(t, live, "moved", partition)
+		want := acked[partition]
+		if partition == 0 {
+			want = want[60:]
+		}
+		checkExactlyOnce(t, want, read)
+	}
+
+	// A reassignment to a stopped broker stays in progress: listed, then
+	// cancelled back to the original replicas.
+	req = kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("moved", 1, []int32{2, 4, 1})
+	mustReassign(ctx, t, adm, req)
+	listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"moved": {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := listed["moved"][1]
+	if !ok || !slices.Equal(got.Replicas, []int32{2, 4, 1, 3}) || !slices.Equal(got.AddingReplicas, []int32{1}) || !slices.Equal(got.RemovingReplicas, []int32{3}) {
+		t.Fatalf("listed: %+v (found %v)", got, ok)
+	}
+	if _, ok := listed["moved"][0]; ok {
+		t.Fatal("moved-0 listed without a reassignment")
+	}
+	req = kadm.AlterPartitionAssignmentsReq{}
+	req.CancelAssign("moved", 1)
+	mustReassign(ctx, t, adm, req)
+	waitNoReassignment(ctx, t, adm)
+	if p1, _ := c.anyMember().Node().Image().Partition("moved", 1); !slices.Equal(p1.Replicas, []int32{2, 4, 3}) {
+		t.Fatalf("after cancel: %+v", p1)
+	}
+	cancelAgain := kadm.AlterPartitionAssignmentsReq{}
+	cancelAgain.CancelAssign("moved", 1)
+	answers, err := adm.AlterPartitionAssignments(ctx, cancelAgain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := answers["moved"][1]; !errors.Is(a.Err, kerr.NoReassignmentInProgress) {
+		t.Fatalf("cancel without a reassignment: %+v", a)
+	}
+
+	// Preferred leader election: reorder partition 1 to 3, 2, 4 (no copy
+	// needed), then elect 3.
+	req = kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("moved", 1, []int32{3, 2, 4})
+	mustReassign(ctx, t, adm, req)
+	elected, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"moved": {1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := elected["moved"][1]; r.Err != nil {
+		t.Fatalf("elect preferred: %+v", r)
+	}
+	c.waitImage("preferred leader 3", func(img *quorum.Image) bool { p, _ := img.Partition("moved", 1); return p.Leader == 3 })
+	again, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"moved": {1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := again["moved"][1]; !errors.Is(r.Err, kerr.ElectionNotNeeded) {
+		t.Fatalf("second election: %+v", r)
+	}
+}
+
+func mustReassign(ctx context.Context, t *testing.T, adm *kadm.Client, req kadm.AlterPartitionAssignmentsReq) {
+	t.Helper()
+	answers, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range answers.Sorted() {
+		if a.Err != nil {
+			t.Fatalf("reassign %s-%d: %v %s", a.Topic, a.Partition, a.Err, a.ErrMessage)
+		}
+	}
+}
+
+// waitNoReassignment waits until ListPartitionReassignments of every
+// partition lists none.
+func waitNoReassignment(ctx context.Context, t *testing.T, adm *kadm.Client) {
+	t.Helper()
+	for {
+		listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"moved": {0: {}, 1: {}}})
+		if err == nil && len(listed.Sorted()) == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("reassignments still in progress: %v %+v", err, listed)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	}
+}
