@@ -46,7 +46,15 @@ before it serves them. Topic configs (at creation, or changed with
 AlterConfigs on any broker) reach every replica.
 
 --metrics-listen host:PORT serves each broker's Prometheus metrics: broker i
-on PORT+i-1 (/metrics, /healthz, /readyz).`
+on PORT+i-1 (/metrics, /healthz, /readyz).
+
+Operating a running cluster (each has its own --help):
+  exactly cluster add-broker --data-dir DIR   start one more broker and move
+                                              a fair share of replicas to it
+  exactly cluster drain --broker ID           move every replica off a broker
+  exactly cluster rebalance                   spread replicas and leaders evenly
+Partitions move with AlterPartitionReassignments: new replicas copy the
+partition and join the in-sync replicas before old ones leave.`
 
 // maxClusterBrokers is the most brokers `exactly cluster` runs on one
 // machine.
@@ -63,6 +71,9 @@ type clusterMember struct {
 }
 
 func runCluster(args []string, stdout, stderr io.Writer) error {
+	if ok, err := runClusterOperation(args, stdout, stderr); ok {
+		return err
+	}
 	fs := newFlagSet("cluster", clusterDescription, stderr)
 	brokers := fs.Int("brokers", 3, fmt.Sprintf("number of brokers to run (1..%d)", maxClusterBrokers))
 	dataDir := fs.String("data-dir", "", "directory holding one data directory per broker (required)")
@@ -106,6 +117,9 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	layout := clusterLayout{dataDir: *dataDir, host: host, port: port, brokers: *brokers, settings: settings,
 		metricsHost: metricsHost, metricsPort: metricsPort}
+	if err := saveLayout(layout); err != nil {
+		return fmt.Errorf("record the cluster's layout: %w", err)
+	}
 	members, err := startMembers(exe, layout)
 	if err != nil {
 		stopMembers(members, syscall.SIGTERM, *stopTimeout, stderr)
@@ -215,28 +229,36 @@ func memberArgs(layout clusterLayout, id int) []string {
 // started so far.
 func startMembers(exe string, layout clusterLayout) ([]*clusterMember, error) {
 	var members []*clusterMember
-	dataDir, host, port := layout.dataDir, layout.host, layout.port
 	for id := 1; id <= layout.brokers; id++ {
-		logPath := filepath.Join(dataDir, "broker-"+strconv.Itoa(id)+".log")
-		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		started, err := startMember(exe, layout, id)
+		members = append(members, started...)
 		if err != nil {
-			return members, fmt.Errorf("broker %d log: %w", id, err)
+			return members, err
 		}
-		cmd := exec.Command(exe, memberArgs(layout, id)...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
-			return members, fmt.Errorf("start broker %d: %w", id, err)
-		}
-		m := &clusterMember{id: int32(id), listen: net.JoinHostPort(host, strconv.Itoa(port+id-1)), cmd: cmd, log: logFile, exited: make(chan struct{})}
-		go func() {
-			m.err = cmd.Wait()
-			logFile.Close()
-			close(m.exited)
-		}()
-		members = append(members, m)
 	}
 	return members, nil
+}
+
+// startMember starts broker id of layout, logging to DIR/broker-id.log.
+func startMember(exe string, layout clusterLayout, id int) ([]*clusterMember, error) {
+	logPath := filepath.Join(layout.dataDir, "broker-"+strconv.Itoa(id)+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d log: %w", id, err)
+	}
+	cmd := exec.Command(exe, memberArgs(layout, id)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start broker %d: %w", id, err)
+	}
+	m := &clusterMember{id: int32(id), listen: net.JoinHostPort(layout.host, strconv.Itoa(layout.port+id-1)), cmd: cmd, log: logFile, exited: make(chan struct{})}
+	go func() {
+		m.err = cmd.Wait()
+		logFile.Close()
+		close(m.exited)
+	}()
+	return []*clusterMember{m}, nil
 }
 
 // waitClusterReady waits until every member answers Metadata listing all
