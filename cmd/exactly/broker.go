@@ -139,7 +139,7 @@ on. SCRAM credentials are kept per member (give every member the same
 --users-file).`
 
 func runBroker(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("broker", brokerDescription, stderr)
+	fs := newFlagSet("broker", brokerDescription+"\n\n"+servedAPIsHelp(), stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "address to accept client connections on (Kafka's listeners), host:port")
 	advertised := fs.String("advertised", "", "host:port clients are told to connect to (Kafka's advertised.listeners); default: the listen address")
 	dataDir := fs.String("data-dir", "data", "directory for partition logs and topic metadata (Kafka's log.dirs, one directory)")
