@@ -503,30 +503,16 @@ func (c quorumISR) AlterPartition(ctx context.Context, topic string, partition, 
 }
 
 // leaderRebalance reads auto.leader.rebalance.enable and its interval and
-// threshold from the broker's properties (Kafka's defaults: on, 300 s,
-// 10 %) for the quorum's controller.
+// threshold from the broker's properties (validated as the broker's own
+// settings; Kafka's defaults: on, 300 s, 10 %) for the quorum's controller.
 func leaderRebalance(props map[string]string) (quorum.LeaderRebalance, error) {
-	rb := quorum.LeaderRebalance{Enabled: true, Interval: 300 * time.Second, Percent: 10}
-	if v, ok := props["auto.leader.rebalance.enable"]; ok {
-		enabled, err := strconv.ParseBool(v)
-		if err != nil {
-			return rb, fmt.Errorf("auto.leader.rebalance.enable %q: must be true or false", v)
-		}
-		rb.Enabled = enabled
+	config, err := newBrokerConfig(props)
+	if err != nil {
+		return quorum.LeaderRebalance{}, err
 	}
-	if v, ok := props["leader.imbalance.check.interval.seconds"]; ok {
-		seconds, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || seconds < 1 {
-			return rb, fmt.Errorf("leader.imbalance.check.interval.seconds %q: must be an integer of at least 1", v)
-		}
-		rb.Interval = time.Duration(seconds) * time.Second
+	s, err := parseSettings(config)
+	if err != nil {
+		return quorum.LeaderRebalance{}, err
 	}
-	if v, ok := props["leader.imbalance.per.broker.percentage"]; ok {
-		percent, err := strconv.Atoi(v)
-		if err != nil || percent < 0 {
-			return rb, fmt.Errorf("leader.imbalance.per.broker.percentage %q: must be an integer of at least 0", v)
-		}
-		rb.Percent = percent
-	}
-	return rb, nil
+	return s.LeaderRebalance, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/metrics"
+	"github.com/exactly-eos/exactly/broker/quorum"
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
@@ -113,6 +114,11 @@ type settings struct {
 	// TransactionVersion is transaction.version (0–2; 2 is KIP-890 part 2).
 	TransactionVersion int16
 
+	// LeaderRebalance is auto.leader.rebalance.enable,
+	// leader.imbalance.check.interval.seconds and
+	// leader.imbalance.per.broker.percentage, for the quorum's controller.
+	LeaderRebalance quorum.LeaderRebalance
+
 	// RequestHistograms is metrics.request.histograms
 	// (settingsParser.requestHistograms).
 	RequestHistograms metrics.RequestHistograms
@@ -141,8 +147,11 @@ func parseSettings(c brokerConfig) (settings, error) {
 func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 	p := &settingsParser{config: c, read: map[string]bool{}}
 	s := settings{
-		AutoCreateTopics:                p.boolean("auto.create.topics.enable"),
-		NumPartitions:                   p.int32("num.partitions"),
+		AutoCreateTopics: p.boolean("auto.create.topics.enable"),
+		NumPartitions:    p.int32("num.partitions"),
+		LeaderRebalance: quorum.LeaderRebalance{Enabled: p.boolean("auto.leader.rebalance.enable"),
+			Interval: p.duration("leader.imbalance.check.interval.seconds", time.Second),
+			Percent:  int(p.int32("leader.imbalance.per.broker.percentage"))},
 		MaxRequestBytes:                 p.int32("socket.request.max.bytes"),
 		IndexIntervalBytes:              int(p.int32("log.index.interval.bytes")),
 		RetentionCheckInterval:          p.duration("log.retention.check.interval.ms", time.Millisecond),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/exactly-eos/exactly/broker/auth"
+	"github.com/exactly-eos/exactly/broker/quorum"
 	"github.com/exactly-eos/exactly/broker/storage"
 )
 
@@ -48,6 +49,7 @@ func TestSettingsDefaults(t *testing.T) {
 		TransactionStatePartitions:        50,
 		TransactionCleanupInterval:        10 * time.Second,
 		TransactionVersion:                2,
+		LeaderRebalance:                   quorum.LeaderRebalance{Enabled: true, Interval: 300 * time.Second, Percent: 10},
 		Limits: connectionLimits{MaxConnections: 2147483647, MaxConnectionsPerIP: 2147483647,
 			MaxQueuedBytes: -1, MaxConnectionQueuedBytes: -1},
 		SASL: saslSettings{Mechanisms: []auth.Mechanism{auth.Plain, auth.ScramSHA256, auth.ScramSHA512}, MaxReceiveSize: 524288},
@@ -59,12 +61,12 @@ func TestSettingsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Limits, SASL and Authorizer are fields holding one setting per
-	// field of their own; Listeners holds the three listener settings and
-	// the ssl.* ones.
-	fields := reflect.TypeOf(settings{}).NumField() - 4 + reflect.TypeOf(connectionLimits{}).NumField() +
+	// Limits, SASL, Authorizer and LeaderRebalance are fields holding one
+	// setting per field of their own; Listeners holds the three listener
+	// settings and the ssl.* ones.
+	fields := reflect.TypeOf(settings{}).NumField() - 5 + reflect.TypeOf(connectionLimits{}).NumField() +
 		reflect.TypeOf(saslSettings{}).NumField() + 3 + len(tlsSettingNames) +
-		reflect.TypeOf(authorizerSettings{}).NumField()
+		reflect.TypeOf(authorizerSettings{}).NumField() + reflect.TypeOf(quorum.LeaderRebalance{}).NumField()
 	if len(read) != fields {
 		t.Fatalf("parseSettings reads %d settings for %d fields: a field is not parsed", len(read), fields)
 	}
