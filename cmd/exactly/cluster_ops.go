@@ -90,6 +90,10 @@ few replicas as it can; waits for the moves, then elects the preferred
 leaders (ElectLeaders). Works against any cluster that serves
 AlterPartitionReassignments.`
 
+// clusterOperations are the operations `exactly cluster` takes as its
+// first argument.
+var clusterOperations = []string{"add-broker", "drain", "rebalance"}
+
 // runClusterOperation runs `exactly cluster <op>`; ok is false when args
 // name no operation (then it is `exactly cluster` itself).
 func runClusterOperation(args []string, stdout, stderr io.Writer) (bool, error) {

@@ -379,6 +379,21 @@ func subcommandFlags(t *testing.T) map[string]map[string]bool {
 		}
 		flags[sc.name] = names
 	}
+	// The cluster's operations are commands of their own: `exactly
+	// cluster drain --broker 1` is checked against drain's flags.
+	for _, op := range clusterOperations {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"cluster", op, "--help"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("exactly cluster %s --help: exit %d\n%s%s", op, code, stdout.String(), stderr.String())
+		}
+		names := map[string]bool{"h": true, "help": true}
+		for _, line := range strings.Split(stdout.String()+"\n"+stderr.String(), "\n") {
+			if m := helpFlagRE.FindStringSubmatch(line); m != nil {
+				names[m[1]] = true
+			}
+		}
+		flags["cluster "+op] = names
+	}
 	return flags
 }
 
@@ -407,13 +422,18 @@ func checkInvocation(inv invocation, flags map[string]map[string]bool) []string 
 	if placeholder(inv.sub) || topLevelFlags[inv.sub] {
 		return nil
 	}
-	known, ok := flags[inv.sub]
+	args := inv.args
+	sub := inv.sub
+	if sub == "cluster" && len(args) > 0 && slices.Contains(clusterOperations, args[0]) {
+		sub, args = "cluster "+args[0], args[1:]
+	}
+	known, ok := flags[sub]
 	if !ok {
 		return []string{fmt.Sprintf("%s:%d: exactly %s: no such command%s", inv.file, inv.line, inv.sub,
 			suggest.DidYouMean(inv.sub, subcommandNames()))}
 	}
 	var problems []string
-	for _, a := range inv.args {
+	for _, a := range args {
 		if a == "--" {
 			break
 		}
@@ -430,7 +450,7 @@ func checkInvocation(inv invocation, flags map[string]map[string]bool) []string 
 		if c := suggest.Closest(name, names); c != "" {
 			hint = fmt.Sprintf(" (did you mean --%s?)", c)
 		}
-		problems = append(problems, fmt.Sprintf("%s:%d: exactly %s: no flag %s%s", inv.file, inv.line, inv.sub, a, hint))
+		problems = append(problems, fmt.Sprintf("%s:%d: exactly %s: no flag %s%s", inv.file, inv.line, sub, a, hint))
 	}
 	return problems
 }
