@@ -370,21 +370,37 @@ func (p *Partition) MaintainISR(ctx context.Context, lag time.Duration) {
 	p.pendingISR, p.isrInFlight = isr, true
 	p.replicaMu.Unlock()
 	next, err := p.replication.ISR.AlterPartition(ctx, p.topic, p.index, role.LeaderEpoch, role.PartitionEpoch, isr)
-	p.replicaMu.Lock()
-	p.pendingISR, p.isrInFlight = nil, false
-	p.replicaMu.Unlock()
 	if err != nil {
+		p.clearPendingISR()
 		p.logger.Warn("ISR change refused", "partition", p.Name(), "from", role.ISR, "to", isr, "error", err)
 		return
 	}
 	p.logger.Info("ISR changed", "partition", p.Name(), "from", role.ISR, "to", next.ISR, "partition_epoch", next.PartitionEpoch)
-	if next.Leader == p.nodeID {
-		err = p.BecomeLeader(&Role{Leader: next.Leader, LeaderEpoch: next.LeaderEpoch, PartitionEpoch: next.PartitionEpoch,
-			Replicas: slices.Clone(next.Replicas), ISR: slices.Clone(next.ISR)})
-		if err != nil {
-			p.logger.Error("apply ISR change", "partition", p.Name(), "error", err)
-		}
+	if next.Leader != p.nodeID || next.LeaderEpoch != role.LeaderEpoch {
+		// The change also moved the leadership (a reassignment that
+		// removed this leader completed): until the new role arrives and
+		// makes this broker a follower (which clears it), the high
+		// watermark keeps counting the proposed ISR, whose members
+		// include the new leader. Dropping it now would let this broker
+		// acknowledge records the new leader does not have.
+		return
 	}
+	// Apply the new role before dropping the proposal, so the high
+	// watermark never counts an ISR smaller than both.
+	err = p.BecomeLeader(&Role{Leader: next.Leader, LeaderEpoch: next.LeaderEpoch, PartitionEpoch: next.PartitionEpoch,
+		Replicas: slices.Clone(next.Replicas), ISR: slices.Clone(next.ISR)})
+	p.clearPendingISR()
+	if err != nil {
+		p.logger.Error("apply ISR change", "partition", p.Name(), "error", err)
+	}
+}
+
+// clearPendingISR ends an ISR proposal: the high watermark counts the
+// role's ISR alone again.
+func (p *Partition) clearPendingISR() {
+	p.replicaMu.Lock()
+	p.pendingISR, p.isrInFlight = nil, false
+	p.replicaMu.Unlock()
 }
 
 // CheckMinInsync refuses an acks=all produce before its append when the
