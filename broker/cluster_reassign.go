@@ -131,3 +131,28 @@ func (b *Broker) retireReplica(t *topic, p *topicPartition, role PartitionRole) 
 	b.logger.Info("replica removed by reassignment; its copy is deleted", "partition", p.Name(), "replicas", role.Replicas)
 	return nil
 }
+
+// topicElsewhere returns NOT_LEADER_OR_FOLLOWER for a topic this broker
+// holds no replica of but the cluster has (by id when byID, else by name),
+// as Kafka answers from its full metadata: a client with an older leader
+// (the partition moved away, or to this broker and back) refreshes its
+// metadata and retries, where UNKNOWN_TOPIC_ID or UNKNOWN_TOPIC_OR_PARTITION
+// would tell it the topic is gone. Nil when the cluster has no such topic.
+func (b *Broker) topicElsewhere(id [16]byte, name string, byID bool) error {
+	if b.replication == nil {
+		return nil
+	}
+	view := b.replication.view.Load()
+	if view == nil {
+		return nil
+	}
+	for topicName, roles := range view.topics {
+		if len(roles) == 0 {
+			continue
+		}
+		if byID && roles[0].TopicID == id || !byID && topicName == name {
+			return fmt.Errorf("%w: broker %d holds no replica of %s", errNotLeader, b.nodeID, topicName)
+		}
+	}
+	return nil
+}

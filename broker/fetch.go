@@ -150,6 +150,9 @@ func (b *Broker) resolveFetch(req *kmsg.FetchRequest, authorize func(topic strin
 		if req.Version >= 13 {
 			if t = b.topicByID(rt.TopicID); t == nil {
 				topicErr = errUnknownTopicID
+				if elsewhere := b.topicElsewhere(rt.TopicID, "", true); elsewhere != nil {
+					topicErr = elsewhere
+				}
 			} else if topicErr = authorize(t.name); topicErr != nil {
 				t = nil
 			}
@@ -157,6 +160,9 @@ func (b *Broker) resolveFetch(req *kmsg.FetchRequest, authorize func(topic strin
 			t = nil
 		} else if t = b.topicByName(rt.Topic); t == nil {
 			topicErr = fmt.Errorf("%w: %s", errUnknownTopic, rt.Topic)
+			if elsewhere := b.topicElsewhere([16]byte{}, rt.Topic, false); elsewhere != nil {
+				topicErr = elsewhere
+			}
 		}
 		ft := fetchTopic{name: rt.Topic, id: rt.TopicID}
 		for _, rp := range rt.Partitions {

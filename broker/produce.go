@@ -250,6 +250,9 @@ func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16, allo
 			}
 			return t, nil
 		}
+		if elsewhere := b.topicElsewhere(topicID, "", true); elsewhere != nil {
+			return nil, elsewhere
+		}
 		return nil, errUnknownTopicID
 	}
 	topicName := string(name)
@@ -258,6 +261,11 @@ func (b *Broker) produceTopic(name []byte, topicID [16]byte, version int16, allo
 	}
 	if isInternalTopicName(topicName) {
 		return nil, fmt.Errorf("%w: clients cannot produce to %s", errInternalTopic, topicName)
+	}
+	if b.topicByName(topicName) == nil {
+		if elsewhere := b.topicElsewhere([16]byte{}, topicName, false); elsewhere != nil {
+			return nil, elsewhere
+		}
 	}
 	return b.clusterProduceTopic(topicName, allowCreate)
 }

@@ -43,6 +43,9 @@ func (s topicService) EndOffsetOfEpoch(topic string, partition, currentLeaderEpo
 	b := s.b
 	t := b.topicByName(topic)
 	if t == nil {
+		if elsewhere := b.topicElsewhere([16]byte{}, topic, false); elsewhere != nil {
+			return -1, -1, elsewhere
+		}
 		return -1, -1, fmt.Errorf("%w: %s", errUnknownTopic, topic)
 	}
 	p, err := b.partitionOf(t, partition)
@@ -70,6 +73,9 @@ const (
 // batches are never decompressed.
 func (b *Broker) listOffset(t *topic, name string, rp kmsg.ListOffsetsRequestTopicPartition, version int16, readCommitted bool) (offset, timestamp int64, err error) {
 	if t == nil {
+		if elsewhere := b.topicElsewhere([16]byte{}, name, false); elsewhere != nil {
+			return 0, 0, elsewhere
+		}
 		return 0, 0, fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
 	p, err := b.partitionOf(t, rp.Partition)

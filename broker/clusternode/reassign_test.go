@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/quorum"
 )
@@ -218,5 +219,67 @@ func waitNoReassignment(ctx context.Context, t *testing.T, adm *kadm.Client) {
 			t.Fatalf("reassignments still in progress: %v %+v", err, listed)
 		}
 		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
+	}
+}
+
+// TestBrokerWithoutReplicaAnswersNotLeader: a broker that holds no replica
+// of a topic the cluster has answers Produce and Fetch (by id and by name)
+// and ListOffsets with NOT_LEADER_OR_FOLLOWER, as Kafka does, so a client
+// whose metadata is older than a move refreshes it and retries instead of
+// taking the topic for deleted (UNKNOWN_TOPIC_ID).
+func TestBrokerWithoutReplicaAnswersNotLeader(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, 3, nil)
+	c.waitMetadata(3, "", 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, cl, "one", 1, 1)
+	img := c.waitImage("topic one", func(img *quorum.Image) bool { _, ok := img.Partition("one", 0); return ok })
+	p, _ := img.Partition("one", 0)
+	topic, _ := img.Topic("one")
+	other := int32(1)
+	if p.Leader == other {
+		other = 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	broker := cl.Broker(int(other))
+
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 13
+	ft := kmsg.NewFetchRequestTopic()
+	ft.TopicID = topic.ID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fetch.MaxBytes = 1 << 20
+	resp, err := fetch.RequestWith(ctx, broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("fetch by id from broker %d: %v, want NOT_LEADER_OR_FOLLOWER", other, kerr.ErrorForCode(got))
+	}
+
+	list := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "one"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -1
+	lt.Partitions = append(lt.Partitions, lp)
+	list.Topics = append(list.Topics, lt)
+	listed, err := list.RequestWith(ctx, broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listed.Topics[0].Partitions[0].ErrorCode; got != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("list offsets from broker %d: %v, want NOT_LEADER_OR_FOLLOWER", other, kerr.ErrorForCode(got))
+	}
+	if code := rawProduce(t, c.listen[other], "one", topic.ID, 0, "v"); code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce by id to broker %d: %v, want NOT_LEADER_OR_FOLLOWER", other, kerr.ErrorForCode(code))
 	}
 }
