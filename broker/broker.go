@@ -82,8 +82,9 @@
 //   - Each partition's idempotent-producer state is guarded by its append
 //     lock; the producer-expiry goroutine takes that lock to forget idle
 //     producers ([partition.Partition.ExpireProducers]). Producer
-//     ids come from producerIDs, an allocator of durably reserved id
-//     blocks (safe for concurrent use).
+//     ids come from producerIDs, an allocator of blocks the controller
+//     hands out (safe for concurrent use), which asks for the next block
+//     on a goroutine of its own once 90% of the current one is used.
 //
 // # Locks and disk I/O
 //
@@ -144,8 +145,9 @@
 //     files under removeMu only; Read scans the files with no lock held
 //     (it captures the segments under mu and keeps their files open by
 //     reference). mu is never held across I/O but by a full truncation.
-//  8. producers.IDAllocator.mu, then FileBlockReserver.mu: I/O, the id
-//     block file rewrite once per block of ids.
+//  8. producers.IDAllocator.mu: a leaf, no I/O; a block request to the
+//     controller (or, with a fake controller, the id block file rewrite
+//     under FileBlockReserver.mu) runs without it.
 //  9. fetcherManager.mu, then replicaFetcher.mu:
 //     leaves guarding which partitions each fetcher follows; no I/O.
 //  10. coordinatorShards.mu (one per internal topic)
@@ -224,17 +226,20 @@ import (
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/metrics"
 	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/broker/quorum"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
 )
 
-// producerIDsFile is the file in the data directory that reserves producer
-// id blocks (producers.FileBlockReserver), so ids stay unique across
-// restarts; producerIDBlockSize ids are reserved at a time.
+// producerIDsFile is the file in the data directory in which brokers
+// before producer-id blocks from the quorum reserved their blocks
+// (producers.FileBlockReserver); a member only reads it, for its floor
+// (cluster_producer_ids.go). producerIDBlockSize ids are handed out at a
+// time, the quorum's block size.
 const (
 	producerIDsFile     = "producer-ids"
-	producerIDBlockSize = 1000
+	producerIDBlockSize = quorum.ProducerIDBlockSize
 )
 
 // Config configures an embedded broker.
@@ -312,7 +317,8 @@ type Broker struct {
 	// highWatermarks is the broker's high-watermark checkpoint file.
 	highWatermarks highWatermarkCheckpoint
 
-	// producerIDs allocates producer ids for InitProducerId.
+	// producerIDs allocates producer ids for InitProducerId, from the
+	// controller's blocks (openProducerIDs); closed by Close.
 	producerIDs *producers.IDAllocator
 	// producerOptions configure every partition's producer state.
 	producerOptions producers.Options
@@ -561,6 +567,9 @@ func (b *Broker) Close() error {
 		b.replication.txns.close()
 		b.replication.groups.close()
 		b.closePeers()
+		// After the coordinators and connections, which take ids; before
+		// the quorum node, which a block request under way waits on.
+		b.producerIDs.Close()
 		b.closeErr = b.closeLogs()
 		if b.member != nil {
 			b.closeErr = errors.Join(b.closeErr, b.member.node.Close())

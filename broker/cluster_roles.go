@@ -92,6 +92,11 @@ type ReplicationConfig struct {
 	// a cluster of one): no other broker ever connects to it, so its
 	// inter-broker listener may be TLS or SASL like any other.
 	Alone bool
+	// ProducerIDs hands out the blocks of producer ids (the quorum's
+	// AllocateProducerIds, quorumProducerIDs). Nil: the producer-ids file
+	// in the data directory reserves them, unique on this broker only (a
+	// test's broker with a fake controller).
+	ProducerIDs ProducerIDBlocks
 }
 
 // peerOptions are the kgo options of every client to another broker.

@@ -42,9 +42,10 @@ import (
 // its group (AddOffsetsToTxn), so clients send neither; EndTxn v5 bumps
 // the epoch, and the markers carry the new one.
 //
-// Producer ids: each broker's allocator hands out ids from its own stripe
-// of the id space (stridedReserver, opened by openProducerIDs), so
-// coordinators on different brokers never give two producers one id.
+// Producer ids: each broker's allocator hands out ids from blocks the
+// quorum's controller allocates (AllocateProducerIds, opened by
+// openProducerIDs), so coordinators on different brokers never give two
+// producers one id.
 
 // Refusing coordinators: what transactionsFor returns for an id this
 // broker does not coordinate (yet).

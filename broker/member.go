@@ -177,6 +177,7 @@ func startMember(ctx context.Context, cfg Config) (*Broker, error) {
 		InternalReplicationFactor: int32(min(3, len(qc.Voters))),
 		Dial:                      dialerFrom(qc.SourceAddress),
 		Alone:                     alone,
+		ProducerIDs:               quorumProducerIDs{node: node, brokerID: cfg.NodeID},
 	}
 	b, err := start(ctx, cfg)
 	if err != nil {

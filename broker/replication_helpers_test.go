@@ -32,7 +32,7 @@ import (
 // and configs to every live broker (ApplyPartitionRoles,
 // ApplyTopicConfigs) after each change, including when a test kills a
 // broker: it then elects the next live ISR member as leader with the
-// leader epoch bumped.
+// leader epoch bumped. It hands out the producer-id blocks too.
 
 // errStaleEpochs is the fake controller's refusal of an AlterPartition
 // with an old leader or partition epoch.
@@ -57,6 +57,9 @@ type testCluster struct {
 	exclude map[int32]bool
 	// metrics are brokers' metrics, set before they start (nil: none).
 	metrics map[int32]*metrics.Broker
+	// nextProducerID is the start of the next producer-id block
+	// (AllocateProducerIDs).
+	nextProducerID int64
 }
 
 // startCluster starts n brokers with ids 1..n and the fake controller.
@@ -112,7 +115,7 @@ func (c *testCluster) startBroker(id int32) *Broker {
 	// Port 0 if that address was taken meanwhile.
 	start := func(listen string) (*Broker, error) {
 		return Start(context.Background(), Config{NodeID: id, Listen: listen, DataDir: c.dirs[id],
-			Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c, Topics: c}, Metrics: c.metricsOf(id)})
+			Properties: properties, Logger: logger, Replication: &ReplicationConfig{ISR: c, Topics: c, ProducerIDs: c}, Metrics: c.metricsOf(id)})
 	}
 	c.mu.Lock()
 	listen := c.listens[id]
@@ -132,6 +135,16 @@ func (c *testCluster) startBroker(id int32) *Broker {
 	c.listens[id] = b.Addr()
 	c.mu.Unlock()
 	return b
+}
+
+// AllocateProducerIDs hands out the brokers' producer-id blocks, as the
+// quorum does (ProducerIDBlocks), from one counter kept across restarts.
+func (c *testCluster) AllocateProducerIDs(_ context.Context, floor int64) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := max(c.nextProducerID, floor)
+	c.nextProducerID = start + producerIDBlockSize
+	return start, nil
 }
 
 // metricsOf is broker id's metrics (nil: none).

@@ -13,8 +13,9 @@ import (
 
 // InitProducerId v0–5 without a transactional id gives an idempotent
 // producer a new producer id at epoch 0, as Kafka does: the id comes from a
-// block reserved durably in <data-dir>/producer-ids, so no id is handed out
-// twice, across restarts included. The v3+ ProducerID/ProducerEpoch fields
+// block the metadata quorum's controller handed out to this broker
+// (AllocateProducerIds), so no id is handed out twice, by two brokers or
+// across restarts. The v3+ ProducerID/ProducerEpoch fields
 // (KIP-360) are ignored without a transactional id; Kafka also answers a
 // fresh id then, and the client restarts its sequences at 0.
 //

@@ -63,7 +63,7 @@ type Transactions interface {
 	Version() int16
 	// NextProducerID allocates a new producer id for an idempotent
 	// producer (InitProducerId without a transactional id) from the
-	// block reserved durably in the data directory.
+	// blocks the controller hands out to this broker.
 	NextProducerID() (int64, error)
 	// List lists the transactions of every coordinator serving here (in
 	// a cluster, those of the __transaction_state partitions led here),

@@ -121,8 +121,11 @@
 //
 // # Producer ids
 //
-// IDAllocator hands out ids from blocks reserved through a BlockReserver.
-// FileBlockReserver keeps one 16-byte file, big-endian:
+// IDAllocator hands out ids from blocks reserved through a BlockReserver;
+// in a broker that is the metadata quorum's controller, and the broker
+// only reads a FileBlockReserver's file, left by an earlier version, for
+// the ids it handed out from it. FileBlockReserver keeps one 16-byte
+// file, big-endian:
 //
 //	offset size field
 //	0      4    magic "XPID" (0x58 0x50 0x49 0x44)

@@ -2,6 +2,7 @@ package producers
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -73,18 +74,18 @@ func TestFileBlockReserverRenameFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if start, err := reserver.ReserveBlock(10); err != nil || start != 0 {
+	if start, err := reserver.ReserveBlock(context.Background(), 10); err != nil || start != 0 {
 		t.Fatalf("first block: %d, %v", start, err)
 	}
 	faults.FailRename(1)
-	if _, err := reserver.ReserveBlock(10); !errors.Is(err, storage.ErrInjected) {
+	if _, err := reserver.ReserveBlock(context.Background(), 10); !errors.Is(err, storage.ErrInjected) {
 		t.Fatalf("reservation with a failing rename: %v, want the injected fault", err)
 	}
 	reopened, err := OpenFileBlockReserver(faults, path)
 	if err != nil || reopened.end != 10 {
 		t.Fatalf("reopened after the failure: end %v, %v; want 10", reopened, err)
 	}
-	if start, err := reserver.ReserveBlock(10); err != nil || start != 10 {
+	if start, err := reserver.ReserveBlock(context.Background(), 10); err != nil || start != 10 {
 		t.Fatalf("block after the failure: %d, %v; want 10", start, err)
 	}
 }

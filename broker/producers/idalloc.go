@@ -1,6 +1,7 @@
 package producers
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,31 +16,74 @@ import (
 // BlockReserver durably reserves blocks of producer ids. Once ReserveBlock
 // returns, the block [start, start+size) is never returned again, even after
 // a crash: ids of a block that were not handed out are skipped, never reused.
-// The single-broker implementation is a file (OpenIDAllocator); the cluster
-// issue replaces it with a record in the Raft metadata log.
+// In a broker the reserver is the metadata quorum's controller (Kafka's
+// AllocateProducerIds); FileBlockReserver keeps the blocks of one process in
+// a file. ctx bounds a reservation that waits (on the controller); the file
+// ignores it.
 type BlockReserver interface {
-	ReserveBlock(size int64) (start int64, err error)
+	ReserveBlock(ctx context.Context, size int64) (start int64, err error)
 }
 
 // IDAllocator hands out unique producer ids from durably reserved blocks.
-// It is safe for concurrent use: mu guards the current block.
+// It is safe for concurrent use: mu guards the current block and the
+// reservation under way, and is never held across a reservation.
+//
+// With prefetching (NewPrefetchingIDAllocator) it reserves the next block
+// in the background once 90% of the current one is handed out, as Kafka's
+// broker does, so Next rarely waits for the reserver; without, the Next
+// that finds the block used up reserves the next one. Either way one
+// reservation runs at a time, and a Next that needs a block while one is
+// under way waits for it. Goroutines: one per background reservation, ended
+// by Close.
 type IDAllocator struct {
 	reserver  BlockReserver
 	blockSize int64
+	prefetch  bool
+	ctx       context.Context // cancelled by Close: reservations under way end
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // background reservations
 
 	mu sync.Mutex
-	// next is the id Next returns; next == blockEnd means a new block
-	// must be reserved first. Invariant: [next, blockEnd) is reserved
-	// durably and not yet handed out.
+	// next is the id Next returns; next == blockEnd means the block is
+	// used up. Invariant: [next, blockEnd) is reserved durably and not yet
+	// handed out.
 	next, blockEnd int64
+	// ahead is a block reserved ahead of need ([aheadStart,
+	// aheadStart+blockSize)), when hasAhead.
+	aheadStart int64
+	hasAhead   bool
+	// reserving is the reservation under way, nil if none.
+	reserving *reservation
+	closed    bool
 }
 
-// NewIDAllocator returns an allocator reserving blockSize ids at a time.
+// reservation is one ReserveBlock call; done is closed once err (and, on
+// success, the allocator's ahead block) is set.
+type reservation struct {
+	done chan struct{}
+	err  error
+}
+
+// NewIDAllocator returns an allocator reserving blockSize ids at a time,
+// when the current block is used up.
 func NewIDAllocator(reserver BlockReserver, blockSize int) (*IDAllocator, error) {
 	if blockSize <= 0 {
 		return nil, fmt.Errorf("producer id allocator: block size %d must be positive", blockSize)
 	}
-	return &IDAllocator{reserver: reserver, blockSize: int64(blockSize)}, nil
+	a := &IDAllocator{reserver: reserver, blockSize: int64(blockSize)}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	return a, nil
+}
+
+// NewPrefetchingIDAllocator is NewIDAllocator reserving each next block in
+// the background once 90% of the current one is handed out. Close ends a
+// reservation under way.
+func NewPrefetchingIDAllocator(reserver BlockReserver, blockSize int) (*IDAllocator, error) {
+	a, err := NewIDAllocator(reserver, blockSize)
+	if err == nil {
+		a.prefetch = true
+	}
+	return a, err
 }
 
 // OpenIDAllocator opens (or creates) the id block file at path through fsys
@@ -54,22 +98,86 @@ func OpenIDAllocator(fsys storage.FS, path string, blockSize int) (*IDAllocator,
 	return NewIDAllocator(reserver, blockSize)
 }
 
+// ErrAllocatorClosed: Next after Close.
+var ErrAllocatorClosed = errors.New("producer id allocator closed")
+
 // Next returns a producer id never returned before, by this allocator or by
-// any earlier one on the same reserver. Only the first call of each block
-// touches the disk.
+// any earlier one on the same reserver. Only the first call of a block
+// waits for a reservation, and with prefetching not even that one, as a
+// rule.
 func (a *IDAllocator) Next() (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.next == a.blockEnd {
-		start, err := a.reserver.ReserveBlock(a.blockSize)
-		if err != nil {
-			return 0, fmt.Errorf("next producer id: %w", err)
+	for a.next == a.blockEnd || a.closed {
+		switch {
+		case a.closed:
+			return 0, fmt.Errorf("next producer id: %w", ErrAllocatorClosed)
+		case a.hasAhead:
+			a.next, a.blockEnd, a.hasAhead = a.aheadStart, a.aheadStart+a.blockSize, false
+		case a.reserving != nil:
+			// Wait for the reservation under way (a prefetch, or another
+			// Next's); if it failed, so does this Next.
+			r := a.reserving
+			a.mu.Unlock()
+			<-r.done
+			a.mu.Lock()
+			if r.err != nil && !a.hasAhead && a.next == a.blockEnd {
+				return 0, fmt.Errorf("next producer id: %w", r.err)
+			}
+		default:
+			// Reserve here, without the lock.
+			r := a.startReservation()
+			a.mu.Unlock()
+			a.reserve(r)
+			a.mu.Lock()
+			if r.err != nil {
+				return 0, fmt.Errorf("next producer id: %w", r.err)
+			}
 		}
-		a.next, a.blockEnd = start, start+a.blockSize
 	}
 	id := a.next
 	a.next++
+	if a.prefetch && !a.hasAhead && a.reserving == nil && !a.closed && (a.blockEnd-a.next)*10 <= a.blockSize {
+		r := a.startReservation()
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.reserve(r)
+		}()
+	}
 	return id, nil
+}
+
+// startReservation records a reservation under way; the caller holds mu
+// and calls reserve without it.
+func (a *IDAllocator) startReservation() *reservation {
+	r := &reservation{done: make(chan struct{})}
+	a.reserving = r
+	return r
+}
+
+// reserve reserves a block for r and makes it the ahead block (mu not held).
+func (a *IDAllocator) reserve(r *reservation) {
+	start, err := a.reserver.ReserveBlock(a.ctx, a.blockSize)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r.err = err
+	if err == nil {
+		a.aheadStart, a.hasAhead = start, true
+	}
+	a.reserving = nil
+	close(r.done)
+}
+
+// Close stops the allocator: a reservation under way is cancelled (its
+// block, if it is granted anyway, is never used) and Next fails from now
+// on. It waits for a background reservation to end. Idempotent.
+func (a *IDAllocator) Close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.cancel()
+	a.wg.Wait()
 }
 
 // ID block file layout: see "Producer ids" in the package doc.
@@ -118,8 +226,16 @@ func OpenFileBlockReserver(fsys storage.FS, path string) (*FileBlockReserver, er
 	return &FileBlockReserver{fs: fsys, path: path, end: end}, nil
 }
 
-// ReserveBlock makes [end, end+size) durable as used and returns end.
-func (r *FileBlockReserver) ReserveBlock(size int64) (int64, error) {
+// End returns the durable end: every id below it has been reserved.
+func (r *FileBlockReserver) End() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.end
+}
+
+// ReserveBlock makes [end, end+size) durable as used and returns end. The
+// file write is not cancelled by ctx.
+func (r *FileBlockReserver) ReserveBlock(_ context.Context, size int64) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if size <= 0 || r.end > math.MaxInt64-size {

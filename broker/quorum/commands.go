@@ -114,6 +114,8 @@ func encodeCommand(cmd any) ([]byte, error) {
 		typ = typeFenceBroker
 	case unfenceBrokerCmd:
 		typ = typeUnfenceBroker
+	case allocatePIDsCmd:
+		typ = typeAllocateProducerIDs
 	case createTopicCmd:
 		typ = typeCreateTopic
 	case deleteTopicCmd:
@@ -162,6 +164,8 @@ func decodeCommand(data []byte) (any, error) {
 		cmd, err = decodeBody[fenceBrokerCmd](env.Body)
 	case typeUnfenceBroker:
 		cmd, err = decodeBody[unfenceBrokerCmd](env.Body)
+	case typeAllocateProducerIDs:
+		cmd, err = decodeBody[allocatePIDsCmd](env.Body)
 	case typeCreateTopic:
 		cmd, err = decodeBody[createTopicCmd](env.Body)
 	case typeDeleteTopic:

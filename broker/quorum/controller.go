@@ -210,6 +210,7 @@ func (c *controller) handle(ctx context.Context, req rpcRequest) rpcResponse {
 	if res.changed {
 		resp.Index = res.index
 	}
+	resp.PIDStart = res.pidStart
 	return resp
 }
 
@@ -237,6 +238,11 @@ func (c *controller) execute(ctx context.Context, req rpcRequest) (applyResult, 
 			return applyResult{}, missing
 		}
 		return c.heartbeat(*req.Heartbeat)
+	case opAllocateProducerIDs:
+		if req.ProducerIDs == nil {
+			return applyResult{}, missing
+		}
+		return c.apply(*req.ProducerIDs)
 	case opCreateTopic:
 		if req.CreateTopic == nil {
 			return applyResult{}, missing

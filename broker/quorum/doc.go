@@ -2,8 +2,9 @@
 // group, one node per broker process, whose replicated state machine holds
 // the cluster's metadata — the registered brokers (with their epoch and
 // fenced flag), the topics (name, 16-byte id, configs) and, per partition,
-// the replica assignment, ISR, leader, leader epoch and partition epoch.
-// It is the counterpart of Kafka's KRaft controller quorum in combined mode.
+// the replica assignment, ISR, leader, leader epoch and partition epoch;
+// and the next producer id to hand out. It is the counterpart of Kafka's
+// KRaft controller quorum in combined mode.
 // It does not import package broker; broker's glue converts Broker and
 // Partition into its ClusterBroker and PartitionRole (same field names).
 //
@@ -54,6 +55,14 @@
 // callRPC), retrying while the leadership moves, bounded by the caller's
 // context. After a write, the calling node waits until its own image holds
 // the effect.
+//
+// AllocateProducerIDs is such a request too (Kafka's AllocateProducerIds,
+// KIP-730; producer_ids.go): a broker of the current broker epoch gets
+// the next block of 1000 producer ids, and next moves past it in the same
+// log entry, so no two brokers, and no broker twice, get one id, across
+// controller failovers, restarts and snapshots. The request carries the
+// broker's floor, which covers the ids it handed out from its own
+// producer-ids file before the blocks came from the quorum.
 //
 // The raft leader is the active controller (controller.run). It keeps each
 // broker's last heartbeat in memory — reset to now for every broker when a

@@ -23,6 +23,9 @@ var (
 	// epoch other than the broker's current registration.
 	// Kafka: STALE_BROKER_EPOCH.
 	ErrStaleBrokerEpoch = errors.New("quorum: stale broker epoch")
+	// ErrProducerIDsExhausted: AllocateProducerIDs found no block left
+	// below the largest int64. Kafka: UNKNOWN_SERVER_ERROR.
+	ErrProducerIDsExhausted = errors.New("quorum: producer id space exhausted")
 	// ErrTopicAlreadyExists: CreateTopic of an existing name.
 	// Kafka: TOPIC_ALREADY_EXISTS.
 	ErrTopicAlreadyExists = errors.New("quorum: topic already exists")
@@ -79,6 +82,7 @@ var sentinels = map[string]error{
 	"closed":                 ErrClosed,
 	"unknown_broker":         ErrUnknownBroker,
 	"stale_broker_epoch":     ErrStaleBrokerEpoch,
+	"producer_ids_exhausted": ErrProducerIDsExhausted,
 	"topic_exists":           ErrTopicAlreadyExists,
 	"unknown_topic":          ErrUnknownTopicOrPartition,
 	"invalid_topic":          ErrInvalidTopic,

@@ -31,6 +31,7 @@ type applyResult struct {
 	index     uint64 // log index of the command
 	changed   bool   // the command changed the state: images from index on hold it
 	epoch     int64  // register_broker: the new broker epoch
+	pidStart  int64  // allocate_producer_ids: the block's first id
 	topic     *Topic // create_topic, create_partitions
 	partition *Partition
 }
@@ -93,6 +94,8 @@ func applyCommand(cur *Image, index uint64, cmd any) (*Image, applyResult) {
 		changed, res.err = applyFence(next, c)
 	case unfenceBrokerCmd:
 		changed, res.err = applyUnfence(next, c)
+	case allocatePIDsCmd:
+		changed, res = applyAllocatePIDs(next, c)
 	case createTopicCmd:
 		changed, res = applyCreateTopic(next, c)
 	case deleteTopicCmd:

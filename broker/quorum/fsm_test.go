@@ -373,6 +373,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		registerBrokerCmd{ID: 1, Host: "h", Port: 1},
 		fenceBrokerCmd{ID: 2, Epoch: 2},
 		unfenceBrokerCmd{ID: 2, Epoch: 2},
+		allocatePIDsCmd{BrokerID: 2, BrokerEpoch: 2, Floor: 5000},
 		createTopicCmd{Name: "u", ID: [16]byte{9}, Partitions: 3, ReplicationFactor: 3, Configs: map[string]string{"a": "b"}},
 		deleteTopicCmd{Name: "t"},
 		createPartitionsCmd{Name: "t", Count: 5},

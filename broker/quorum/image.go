@@ -96,6 +96,9 @@ type Image struct {
 	// cursor is the rotating start of replica assignment: each CreateTopic
 	// or CreatePartitions starts at live broker cursor % n and increments it.
 	cursor int64
+	// producerIDs is the controller's producer-id allocation
+	// (producer_ids.go).
+	producerIDs producerIDState
 	// changed is closed when the next image is published.
 	changed chan struct{}
 }
@@ -190,6 +193,9 @@ func (img *Image) next(index uint64) *Image {
 		brokers: maps.Clone(img.brokers),
 		topics:  maps.Clone(img.topics),
 		cursor:  img.cursor,
+
+		producerIDs: img.producerIDs, // its reported map is shared; a command replaces it
+
 		changed: make(chan struct{}),
 	}
 }
@@ -228,9 +234,12 @@ func sameBroker(a, b Broker) bool {
 }
 
 // sameState reports whether two images hold the same state (index,
-// brokers, topics and assignment cursor).
+// brokers, topics, assignment cursor and producer-id allocation).
 func sameState(a, b *Image) bool {
 	if a.index != b.index || a.cursor != b.cursor || !maps.EqualFunc(a.brokers, b.brokers, sameBroker) || len(a.topics) != len(b.topics) {
+		return false
+	}
+	if !sameProducerIDs(a.producerIDs, b.producerIDs) {
 		return false
 	}
 	for name, ta := range a.topics {

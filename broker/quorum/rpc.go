@@ -49,6 +49,7 @@ type rpcRequest struct {
 	Op                rpcOp                 `json:"op"`
 	Register          *BrokerRegistration   `json:"register,omitempty"`
 	Heartbeat         *heartbeatRequest     `json:"heartbeat,omitempty"`
+	ProducerIDs       *allocatePIDsCmd      `json:"allocate_producer_ids,omitempty"`
 	CreateTopic       *CreateTopicRequest   `json:"create_topic,omitempty"`
 	DeleteTopic       *deleteTopicCmd       `json:"delete_topic,omitempty"`
 	CreatePartitions  *createPartitionsCmd  `json:"create_partitions,omitempty"`
@@ -77,6 +78,7 @@ type rpcResponse struct {
 	Code      string     `json:"code,omitempty"`
 	Index     uint64     `json:"index,omitempty"`
 	Epoch     int64      `json:"epoch,omitempty"`
+	PIDStart  int64      `json:"producer_id_start,omitempty"` // an allocated block's first producer id
 	Topic     *Topic     `json:"topic,omitempty"`
 	Partition *Partition `json:"partition,omitempty"`
 }

@@ -10,13 +10,25 @@ import (
 
 // Snapshot format: one JSON object,
 //
-//	{"v":1,"index":N,"cursor":C,"brokers":[Broker...],"topics":[Topic...]}
+//	{"v":2,"index":N,"cursor":C,"brokers":[Broker...],"topics":[Topic...],
+//	 "next_producer_id":P,"producer_id_brokers":[id...]}
 //
 // brokers by id and topics by name, with the exported field names of
-// Broker, Topic and Partition. v is the format version; Restore rejects
-// any other. hashicorp/raft's file snapshot store wraps it with its own
-// metadata and CRC, so a torn snapshot file is detected there.
-const snapshotVersion = 1
+// Broker, Topic and Partition; next_producer_id and producer_id_brokers
+// are the producer-id allocation (producerIDState: next, and the reported
+// brokers by id). v is the format version. Restore reads 2, and 1 —
+// written before producer-id blocks, without the last two fields: next is
+// 0 and no broker has reported, so the blocks skip the stripes of the
+// registered brokers until each has reported its floor (producer_ids.go),
+// and start above the floors reported. Restore rejects any other version, so an earlier
+// binary refuses a version 2 snapshot instead of dropping the allocation.
+// hashicorp/raft's file snapshot store wraps it with its own metadata and
+// CRC, so a torn snapshot file is detected there.
+const snapshotVersion = 2
+
+// snapshotVersionBeforePIDs is the format of before the producer-id
+// allocation, still read.
+const snapshotVersionBeforePIDs = 1
 
 type snapshotFile struct {
 	Version int      `json:"v"`
@@ -24,6 +36,9 @@ type snapshotFile struct {
 	Cursor  int64    `json:"cursor"`
 	Brokers []Broker `json:"brokers"`
 	Topics  []Topic  `json:"topics"`
+
+	NextProducerID    int64   `json:"next_producer_id"`
+	ProducerIDBrokers []int32 `json:"producer_id_brokers,omitempty"`
 }
 
 // fsmSnapshot is an immutable image to persist; Persist runs on a raft
@@ -66,6 +81,9 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		Cursor:  img.cursor,
 		Brokers: img.Brokers(),
 		Topics:  img.Topics(),
+
+		NextProducerID:    img.producerIDs.next,
+		ProducerIDBrokers: img.producerIDs.reportedBrokers(),
 	}
 	if err := json.NewEncoder(w).Encode(file); err != nil {
 		return fmt.Errorf("quorum: write snapshot: %w", err)
@@ -78,8 +96,11 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	if err := json.NewDecoder(r).Decode(&file); err != nil {
 		return nil, fmt.Errorf("quorum: read snapshot: %w", err)
 	}
-	if file.Version != snapshotVersion {
-		return nil, fmt.Errorf("quorum: read snapshot: version %d, want %d", file.Version, snapshotVersion)
+	if file.Version != snapshotVersion && file.Version != snapshotVersionBeforePIDs {
+		return nil, fmt.Errorf("quorum: read snapshot: version %d, want %d or %d", file.Version, snapshotVersion, snapshotVersionBeforePIDs)
+	}
+	if file.NextProducerID < 0 {
+		return nil, fmt.Errorf("quorum: read snapshot: next producer id %d", file.NextProducerID)
 	}
 	img := emptyImage()
 	img.index = file.Index
@@ -90,6 +111,13 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	for i := range file.Topics {
 		t := file.Topics[i]
 		img.topics[t.Name] = &t
+	}
+	img.producerIDs.next = file.NextProducerID
+	for _, id := range file.ProducerIDBrokers {
+		if img.producerIDs.reported == nil {
+			img.producerIDs.reported = map[int32]bool{}
+		}
+		img.producerIDs.reported[id] = true
 	}
 	return img, nil
 }
