@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/exactly-eos/exactly/broker/group"
 )
@@ -57,19 +59,42 @@ func (b *Broker) groupConfig() group.Config {
 	return config
 }
 
-// topicResolver maps topic ids to names and back for the coordinator.
+// topicResolver maps topic ids to names and back for the coordinator,
+// from the cluster's metadata as last applied (every topic of the
+// cluster, also those this broker holds no replica of: the coordinator of
+// a group need not host its topics), else from the local topics (a broker
+// without roles).
 type topicResolver struct{ broker *Broker }
+
+// clusterTopics returns the applied view's topics, nil without one.
+func (r topicResolver) clusterTopics() map[string][]PartitionRole {
+	if r.broker.replication == nil {
+		return nil
+	}
+	if view := r.broker.replication.view.Load(); view != nil {
+		return view.topics
+	}
+	return nil
+}
 
 // TopicName returns the name of the topic with this id.
 func (r topicResolver) TopicName(id [16]byte) (string, bool) {
 	if t := r.broker.topicByID(id); t != nil {
 		return t.name, true
 	}
+	for name, roles := range r.clusterTopics() {
+		if len(roles) > 0 && roles[0].TopicID == id {
+			return name, true
+		}
+	}
 	return "", false
 }
 
 // TopicID returns the id of the named topic.
 func (r topicResolver) TopicID(name string) ([16]byte, bool) {
+	if roles := r.clusterTopics()[name]; len(roles) > 0 {
+		return roles[0].TopicID, true
+	}
 	if t := r.broker.topicByName(name); t != nil {
 		return t.id, true
 	}
@@ -79,6 +104,9 @@ func (r topicResolver) TopicID(name string) ([16]byte, bool) {
 // TopicPartitions returns the id and partition count of the named topic
 // (the consumer group protocol's assignors).
 func (r topicResolver) TopicPartitions(name string) ([16]byte, int32, bool) {
+	if roles := r.clusterTopics()[name]; len(roles) > 0 {
+		return roles[0].TopicID, int32(len(roles)), true
+	}
 	t := r.broker.topicByName(name)
 	if t == nil {
 		return [16]byte{}, 0, false
@@ -90,6 +118,9 @@ func (r topicResolver) TopicPartitions(name string) ([16]byte, int32, bool) {
 // internal ones included: as in Kafka, a regular expression that matches
 // __consumer_offsets gets it assigned.
 func (r topicResolver) TopicNames() []string {
+	if topics := r.clusterTopics(); topics != nil {
+		return slices.Sorted(maps.Keys(topics))
+	}
 	topics := r.broker.sortedTopics()
 	names := make([]string, 0, len(topics))
 	for _, t := range topics {

@@ -283,3 +283,83 @@ func TestBrokerWithoutReplicaAnswersNotLeader(t *testing.T) {
 		t.Fatalf("produce by id to broker %d: %v, want NOT_LEADER_OR_FOLLOWER", other, kerr.ErrorForCode(code))
 	}
 }
+
+// TestCoordinatorWithoutReplicaResolvesTopicIDs: a group's coordinator
+// that holds no replica of the group's topic still resolves its id
+// (OffsetCommit and OffsetFetch v10 name topics by id): the topics come
+// from the cluster's metadata, not from the coordinator's own disk.
+func TestCoordinatorWithoutReplicaResolvesTopicIDs(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, 3, nil)
+	c.waitMetadata(3, "", 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, cl, "one", 1, 1)
+	img := c.waitImage("topic one", func(img *quorum.Image) bool { _, ok := img.Partition("one", 0); return ok })
+	p, _ := img.Partition("one", 0)
+	topic, _ := img.Topic("one")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// A group whose coordinator is not the topic's only replica.
+	var group string
+	var coordinator int32
+	for i := 0; group == ""; i++ {
+		if i == 50 {
+			t.Fatal("every group tried is coordinated by the topic's broker")
+		}
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKeys = []string{fmt.Sprintf("g%d", i)}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := resp.Coordinators[0]; k.ErrorCode == 0 && k.NodeID != p.Leader {
+			group, coordinator = k.Key, k.NodeID
+		} else if k.ErrorCode != 0 {
+			time.Sleep(100 * time.Millisecond) // the offsets topic is being created: a bounded retry
+		}
+	}
+	broker := cl.Broker(int(coordinator))
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 10, group, -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.TopicID = topic.ID
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Offset = 42
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	var code int16
+	for {
+		committed, err := commit.RequestWith(ctx, broker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code = committed.Topics[0].Partitions[0].ErrorCode
+		if code != kerr.NotCoordinator.Code && code != kerr.CoordinatorLoadInProgress.Code || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the coordinator is loading its shard: a bounded retry
+	}
+	if code != 0 {
+		t.Fatalf("commit by topic id at coordinator %d (topic on %d): %v", coordinator, p.Leader, kerr.ErrorForCode(code))
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version = 10
+	fg := kmsg.NewOffsetFetchRequestGroup()
+	fg.Group = group
+	ft := kmsg.NewOffsetFetchRequestGroupTopic()
+	ft.TopicID, ft.Partitions = topic.ID, []int32{0}
+	fg.Topics = append(fg.Topics, ft)
+	fetch.Groups = append(fetch.Groups, fg)
+	fetched, err := fetch.RequestWith(ctx, broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fetched.Groups[0].Topics[0].Partitions[0]
+	if got.ErrorCode != 0 || got.Offset != 42 {
+		t.Fatalf("fetch by topic id: offset %d, %v", got.Offset, kerr.ErrorForCode(got.ErrorCode))
+	}
+}
