@@ -13,7 +13,11 @@ import (
 // in progress ([Admin.Reassignments]) — of every partition when topics is
 // null, else of the named partitions that have one — with each
 // partition's current replicas, the replicas being added and those being
-// removed. It needs Describe on the cluster.
+// removed. It answers from the metadata this broker has applied, which
+// may trail the controller's by a moment after a move was accepted
+// elsewhere (a tool that waits for the end also checks the replicas in
+// Metadata, as `exactly cluster drain` does). It needs Describe on the
+// cluster.
 func init() {
 	register(wire.APIListPartitionReassignments, 0, 0, InReader, listPartitionReassignments)
 }

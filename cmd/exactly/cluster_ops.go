@@ -277,11 +277,15 @@ func moveReplicas(ctx context.Context, adm *kadm.Client, moves assignment, stdou
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("reassignments refused: %w", err)
 	}
-	fmt.Fprintf(stdout, "moving %d partitions\n", len(moves))
+	size := partitionBytes(ctx, adm, watch)
+	fmt.Fprintf(stdout, "moving %d partitions (%s)\n", len(moves), formatBytes(size))
 	lastReport := time.Now()
 	for {
+		// Done when no move is listed and the metadata shows every
+		// partition on its target (a broker may answer the list before it
+		// has applied a move just accepted by another).
 		listed, err := adm.ListPartitionReassignments(ctx, watch)
-		if err == nil && len(listed.Sorted()) == 0 {
+		if err == nil && len(listed.Sorted()) == 0 && onTargets(ctx, adm, moves) {
 			break
 		}
 		if ctx.Err() != nil {
@@ -293,8 +297,57 @@ func moveReplicas(ctx context.Context, adm *kadm.Client, moves assignment, stdou
 		}
 		time.Sleep(200 * time.Millisecond) // poll interval of a bounded wait
 	}
-	fmt.Fprintf(stdout, "moved %d partitions in %s\n", len(moves), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "moved %d partitions (%s) in %s\n", len(moves), formatBytes(size), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// onTargets reports whether the metadata shows every partition of moves
+// with exactly its target replicas.
+func onTargets(ctx context.Context, adm *kadm.Client, moves assignment) bool {
+	current, _, err := currentAssignment(ctx, adm)
+	if err != nil {
+		return false
+	}
+	for tp, target := range moves {
+		if !slices.Equal(current[tp], target) {
+			return false
+		}
+	}
+	return true
+}
+
+// partitionBytes sums the partitions' sizes on disk (DescribeLogDirs; the
+// largest copy of each), 0 when the cluster does not say.
+func partitionBytes(ctx context.Context, adm *kadm.Client, partitions kadm.TopicsSet) int64 {
+	dirs, err := adm.DescribeAllLogDirs(ctx, partitions)
+	if err != nil {
+		return 0
+	}
+	largest := map[topicPartition]int64{}
+	for _, perBroker := range dirs {
+		perBroker.EachPartition(func(p kadm.DescribedLogDirPartition) {
+			tp := topicPartition{topic: p.Topic, partition: p.Partition}
+			largest[tp] = max(largest[tp], p.Size)
+		})
+	}
+	var total int64
+	for _, size := range largest {
+		total += size
+	}
+	return total
+}
+
+// formatBytes prints a byte count in binary units.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 func runAddBroker(args []string, stdout, stderr io.Writer) error {

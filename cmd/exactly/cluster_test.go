@@ -112,64 +112,13 @@ func TestClusterCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-broker cluster")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	port := freeClusterPort(t, 3)
 	dir := t.TempDir()
-	cmd := exec.Command(exe, "cluster", "--brokers", "3", "--data-dir", dir, "--listen", net.JoinHostPort(loopback.Host(), strconv.Itoa(port)),
+	cluster := startCommand(t, "cluster", "--brokers", "3", "--data-dir", dir, "--listen", net.JoinHostPort(loopback.Host(), strconv.Itoa(port)),
 		"--metrics-listen", net.JoinHostPort(loopback.Host(), strconv.Itoa(port+300)))
-	cmd.Env = append(os.Environ(), asExactlyEnv+"=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
+	cmd, exited, stderr := cluster.cmd, cluster.exited, cluster.stderr
+	_, bootstrap, _ := strings.Cut(cluster.waitLine(t, "bootstrap: ", 90*time.Second), "bootstrap: ")
 	var children []int
-	t.Cleanup(func() {
-		// A failed test must not leave processes behind: kill by PID.
-		for _, pid := range append(children, childPIDs(t, cmd.Process.Pid)...) {
-			if alive(pid) {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		cmd.Process.Kill()
-		<-exited
-	})
-	lines := make(chan string, 16)
-	go func() {
-		scanner := bufio.NewScanner(stdout)
-		for scanner.Scan() {
-			lines <- scanner.Text()
-		}
-		close(lines)
-		exited <- cmd.Wait()
-	}()
-	var bootstrap string
-	timeout := time.After(90 * time.Second)
-	for bootstrap == "" {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatalf("exactly cluster ended before printing the bootstrap address; stderr:\n%s", stderr.String())
-			}
-			if _, after, found := strings.Cut(line, "bootstrap: "); found {
-				bootstrap = after
-			}
-		case <-timeout:
-			t.Fatalf("no bootstrap address within 90s; stderr:\n%s", stderr.String())
-		}
-	}
-	go func() {
-		for range lines { // keep the reader going until the process ends
-		}
-	}()
 	seeds := strings.Split(bootstrap, ",")
 	want := []string{}
 	for i := range 3 {
@@ -179,6 +128,7 @@ func TestClusterCommand(t *testing.T) {
 		t.Fatalf("bootstrap %q, want %q", bootstrap, strings.Join(want, ","))
 	}
 	children = childPIDs(t, cmd.Process.Pid)
+	cluster.children = children
 	if len(children) != 3 {
 		t.Fatalf("%d child processes, want 3: %v", len(children), children)
 	}
@@ -233,6 +183,75 @@ func TestClusterCommand(t *testing.T) {
 	for _, pid := range children {
 		if alive(pid) {
 			t.Errorf("broker process %d still running after the cluster stopped", pid)
+		}
+	}
+}
+
+// runningCommand is this test binary started as `exactly ARGS`
+// (startCommand): its stdout lines, its stderr, and its end.
+type runningCommand struct {
+	cmd      *exec.Cmd
+	lines    chan string
+	exited   chan error
+	stderr   *strings.Builder
+	children []int // known children, killed at cleanup even if reparented
+}
+
+// startCommand starts this test binary as `exactly args...`; at cleanup
+// it kills the process and its children by PID if they still run.
+func startCommand(t *testing.T, args ...string) *runningCommand {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &runningCommand{cmd: exec.Command(exe, args...), lines: make(chan string, 64), exited: make(chan error, 1), stderr: &strings.Builder{}}
+	rc.cmd.Env = append(os.Environ(), asExactlyEnv+"=1")
+	stdout, err := rc.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.cmd.Stderr = rc.stderr
+	if err := rc.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// A failed test must not leave processes behind: kill by PID.
+		for _, pid := range append(rc.children, childPIDs(t, rc.cmd.Process.Pid)...) {
+			if alive(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		rc.cmd.Process.Kill()
+		<-rc.exited
+	})
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			rc.lines <- scanner.Text()
+		}
+		close(rc.lines)
+		rc.exited <- rc.cmd.Wait()
+	}()
+	return rc
+}
+
+// waitLine returns the first stdout line containing want; the lines after
+// it keep being read (and dropped) in the background.
+func (rc *runningCommand) waitLine(t *testing.T, want string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-rc.lines:
+			if !ok {
+				t.Fatalf("exactly %s ended before printing %q; stderr:\n%s", strings.Join(rc.cmd.Args[1:], " "), want, rc.stderr.String())
+			}
+			if strings.Contains(line, want) {
+				return line
+			}
+		case <-deadline:
+			t.Fatalf("exactly %s: no %q within %v; stderr:\n%s", strings.Join(rc.cmd.Args[1:], " "), want, timeout, rc.stderr.String())
 		}
 	}
 }
