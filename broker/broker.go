@@ -495,6 +495,7 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 	go b.every(b.config.settings.ProducerIDExpirationCheckInterval, b.expireProducers)
 	b.startLogCleaner()
 	b.replication.fetchers = newFetcherManager(b)
+	b.replication.copyThrottle = newByteThrottle(b.config.settings.FollowerReplicationThrottledRate)
 	b.background.Add(2)
 	go b.maintainISRs()
 	go b.every(b.config.settings.HighWatermarkCheckpointInterval, b.checkpointHighWatermarks)

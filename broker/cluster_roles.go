@@ -145,6 +145,9 @@ type replication struct {
 	view    atomic.Pointer[clusterView]
 	// fetchers runs one replica fetcher (replicaFetcher) per source leader.
 	fetchers *fetcherManager
+	// copyThrottle bounds the fetching of reassignments' copies
+	// (follower.replication.throttled.rate); nil: no limit.
+	copyThrottle *byteThrottle
 	// isrWake asks the ISR maintenance loop to look now (a follower caught up).
 	isrWake chan struct{}
 	// groups and txns are the group and transaction coordinators of the

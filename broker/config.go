@@ -60,6 +60,8 @@ var brokerSettings = []setting{
 		doc: "Replicas that must have a batch before an acks=all produce succeeds; above 1, acks=all gets NOT_ENOUGH_REPLICAS on a single broker."},
 	{name: "replica.lag.time.max.ms", defaultValue: "30000", kind: kindLong, validate: atLeast(1),
 		doc: "With replication on: a follower that has not caught up with the leader's log end for this long leaves the ISR."},
+	{name: "follower.replication.throttled.rate", defaultValue: "9223372036854775807", kind: kindLong, validate: atLeast(1),
+		doc: "In a cluster: the bytes per second this broker fetches, over all partitions, for the partitions a reassignment is adding it to (the copy of AlterPartitionReassignments); replicas already in a partition's replica set are not throttled. The default is no limit. A static setting here (in Kafka a dynamic broker config)."},
 	{name: "auto.leader.rebalance.enable", defaultValue: "true", kind: kindBoolean,
 		doc: "In a cluster: the active controller moves each partition's leadership back to its preferred replica (the first of its replicas) when that replica is in sync and a broker leads too few of the partitions it prefers (leader.imbalance.per.broker.percentage), checked every leader.imbalance.check.interval.seconds."},
 	{name: "leader.imbalance.check.interval.seconds", defaultValue: "300", kind: kindLong, validate: atLeast(1),

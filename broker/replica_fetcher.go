@@ -187,7 +187,25 @@ func (f *replicaFetcher) run() {
 			}
 			ready[p] = state
 		}
-		if len(ready) == 0 || !f.fetch(broker, ready) {
+		// A reassignment's copy waits while the copy throttle is in
+		// debt; the other partitions fetch on.
+		throttled := map[*topicPartition]bool{}
+		if throttle := f.b.replication.copyThrottle; throttle != nil {
+			wait := throttle.wait()
+			for p := range ready {
+				if f.b.throttledCopy(p) {
+					throttled[p] = true
+					if wait > 0 {
+						delete(ready, p)
+					}
+				}
+			}
+			if len(ready) == 0 && wait > 0 {
+				f.pause(min(wait, time.Second))
+				continue
+			}
+		}
+		if len(ready) == 0 || !f.fetch(broker, ready, throttled) {
 			f.pause(replicaFetchBackoff)
 		}
 	}
@@ -238,7 +256,7 @@ func (f *replicaFetcher) connect() (*kgo.Broker, error) {
 // fetch sends one Fetch for the ready partitions and applies the answer.
 // It reports whether any partition was served without error (if none
 // was, the loop backs off rather than spin on immediate error answers).
-func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*topicPartition]fetchState) bool {
+func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*topicPartition]fetchState, throttled map[*topicPartition]bool) bool {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = f.b.nodeID
 	req.ReplicaState.ID, req.ReplicaState.Epoch = f.b.nodeID, -1
@@ -259,6 +277,11 @@ func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*topicPartition]fet
 		rp.Partition, rp.CurrentLeaderEpoch = p.Index(), state.epoch
 		rp.FetchOffset, rp.LogStartOffset = p.Log().LogEndOffset(), p.Log().LogStartOffset()
 		rp.LastFetchedEpoch, rp.PartitionMaxBytes = -1, replicaFetchPartitionBytes
+		if throttled[p] {
+			// A quarter second's worth at a time, so one answer does not
+			// overshoot the rate by much.
+			rp.PartitionMaxBytes = int32(min(replicaFetchPartitionBytes, max(4<<10, f.b.replication.copyThrottle.rate/4)))
+		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byKey[txn.TopicPartition{Topic: p.topic.name, Partition: p.Index()}] = p
 	}
@@ -282,6 +305,9 @@ func (f *replicaFetcher) fetch(broker *kgo.Broker, ready map[*topicPartition]fet
 			p := byKey[txn.TopicPartition{Topic: name, Partition: rp.Partition}]
 			if p == nil {
 				continue
+			}
+			if throttled[p] {
+				f.b.replication.copyThrottle.spend(len(rp.RecordBatches))
 			}
 			if f.applyFetched(p, ready[p].epoch, &rp) {
 				progressed = true

@@ -114,6 +114,10 @@ type settings struct {
 	// TransactionVersion is transaction.version (0–2; 2 is KIP-890 part 2).
 	TransactionVersion int16
 
+	// FollowerReplicationThrottledRate is
+	// follower.replication.throttled.rate (reassign_throttle.go).
+	FollowerReplicationThrottledRate int64
+
 	// LeaderRebalance is auto.leader.rebalance.enable,
 	// leader.imbalance.check.interval.seconds and
 	// leader.imbalance.per.broker.percentage, for the quorum's controller.
@@ -147,8 +151,9 @@ func parseSettings(c brokerConfig) (settings, error) {
 func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 	p := &settingsParser{config: c, read: map[string]bool{}}
 	s := settings{
-		AutoCreateTopics: p.boolean("auto.create.topics.enable"),
-		NumPartitions:    p.int32("num.partitions"),
+		AutoCreateTopics:                 p.boolean("auto.create.topics.enable"),
+		NumPartitions:                    p.int32("num.partitions"),
+		FollowerReplicationThrottledRate: p.int64("follower.replication.throttled.rate"),
 		LeaderRebalance: quorum.LeaderRebalance{Enabled: p.boolean("auto.leader.rebalance.enable"),
 			Interval: p.duration("leader.imbalance.check.interval.seconds", time.Second),
 			Percent:  int(p.int32("leader.imbalance.per.broker.percentage"))},

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -50,6 +51,7 @@ func TestSettingsDefaults(t *testing.T) {
 		TransactionCleanupInterval:        10 * time.Second,
 		TransactionVersion:                2,
 		LeaderRebalance:                   quorum.LeaderRebalance{Enabled: true, Interval: 300 * time.Second, Percent: 10},
+		FollowerReplicationThrottledRate:  math.MaxInt64,
 		Limits: connectionLimits{MaxConnections: 2147483647, MaxConnectionsPerIP: 2147483647,
 			MaxQueuedBytes: -1, MaxConnectionQueuedBytes: -1},
 		SASL: saslSettings{Mechanisms: []auth.Mechanism{auth.Plain, auth.ScramSHA256, auth.ScramSHA512}, MaxReceiveSize: 524288},

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -361,5 +363,86 @@ func TestCoordinatorWithoutReplicaResolvesTopicIDs(t *testing.T) {
 	got := fetched.Groups[0].Topics[0].Partitions[0]
 	if got.ErrorCode != 0 || got.Offset != 42 {
 		t.Fatalf("fetch by topic id: offset %d, %v", got.Offset, kerr.ErrorForCode(got.ErrorCode))
+	}
+}
+
+// TestReassignmentCopyThrottled: with follower.replication.throttled.rate
+// on the broker a reassignment adds, its copy of the partition grows no
+// faster than the rate allows (plus one second's burst and one fetch),
+// while the move still completes.
+func TestReassignmentCopyThrottled(t *testing.T) {
+	t.Parallel()
+	const rate = 128 << 10
+	c := newTestClusterWith(t, 4, map[string]string{"auto.leader.rebalance.enable": "false"}, func(c *testCluster) {
+		c.memberProps = map[int32]map[string]string{4: {"follower.replication.throttled.rate": strconv.Itoa(rate)}}
+	})
+	c.waitMetadata(4, "", 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...), kgo.DefaultProduceTopic("slow"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchMaxBytes(16<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	createTopic(t, cl, "slow", 1, 3)
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("slow", 0, []int32{1, 2, 3})
+	mustReassign(ctx, t, adm, req)
+	waitReplicas(ctx, t, adm, "slow", []int32{1, 2, 3})
+	random := rand.New(rand.NewPCG(1, 2))
+	for range 600 { // about 600 KB that does not compress
+		value := make([]byte, 1000)
+		for i := range value {
+			value[i] = byte(random.Uint32())
+		}
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req = kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("slow", 0, []int32{1, 2, 3, 4})
+	start := time.Now()
+	mustReassign(ctx, t, adm, req)
+	time.Sleep(time.Second) // let the copy run a while (the bound below holds for any elapsed time)
+	dirs, err := adm.DescribeBrokerLogDirs(ctx, 4, kadm.TopicsSet{"slow": {0: {}}})
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copied int64
+	dirs.EachPartition(func(p kadm.DescribedLogDirPartition) { copied += p.Size })
+	limit := int64(rate*elapsed.Seconds()) + rate + rate/4 + 64<<10 // the rate, one second's burst, one fetch, batch framing
+	if copied > limit {
+		t.Fatalf("broker 4 copied %d bytes in %v, more than the throttle allows (%d)", copied, elapsed, limit)
+	}
+	t.Logf("broker 4 copied %d bytes in %v (limit %d)", copied, elapsed, limit)
+	waitReplicas(ctx, t, adm, "slow", []int32{1, 2, 3, 4})
+	if copied == 0 {
+		t.Fatal("nothing copied in the first second")
+	}
+}
+
+// waitReplicas waits until Metadata shows topic's partition 0 on exactly
+// replicas (in that order) with all of them in sync.
+func waitReplicas(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, replicas []int32) {
+	t.Helper()
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			if p, ok := md.Topics[topic].Partitions[0]; ok && slices.Equal(p.Replicas, replicas) && len(p.ISR) == len(replicas) {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s-0 not on %v in sync: %v", topic, replicas, err)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
 	}
 }
