@@ -231,17 +231,7 @@ func waitNoReassignment(ctx context.Context, t *testing.T, adm *kadm.Client) {
 // taking the topic for deleted (UNKNOWN_TOPIC_ID).
 func TestBrokerWithoutReplicaAnswersNotLeader(t *testing.T) {
 	t.Parallel()
-	c := newTestCluster(t, 3, nil)
-	c.waitMetadata(3, "", 0)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	createTopic(t, cl, "one", 1, 1)
-	img := c.waitImage("topic one", func(img *quorum.Image) bool { _, ok := img.Partition("one", 0); return ok })
-	p, _ := img.Partition("one", 0)
-	topic, _ := img.Topic("one")
+	c, cl, p, topic := clusterWithOneReplicaTopic(t)
 	other := int32(1)
 	if p.Leader == other {
 		other = 2
@@ -292,17 +282,7 @@ func TestBrokerWithoutReplicaAnswersNotLeader(t *testing.T) {
 // from the cluster's metadata, not from the coordinator's own disk.
 func TestCoordinatorWithoutReplicaResolvesTopicIDs(t *testing.T) {
 	t.Parallel()
-	c := newTestCluster(t, 3, nil)
-	c.waitMetadata(3, "", 0)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	createTopic(t, cl, "one", 1, 1)
-	img := c.waitImage("topic one", func(img *quorum.Image) bool { _, ok := img.Partition("one", 0); return ok })
-	p, _ := img.Partition("one", 0)
-	topic, _ := img.Topic("one")
+	_, cl, p, topic := clusterWithOneReplicaTopic(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// A group whose coordinator is not the topic's only replica.
@@ -445,4 +425,23 @@ func waitReplicas(ctx context.Context, t *testing.T, adm *kadm.Client, topic str
 		}
 		time.Sleep(50 * time.Millisecond) // poll interval of a bounded wait
 	}
+}
+
+// clusterWithOneReplicaTopic starts 3 members and creates topic "one" of
+// one partition on one broker: the cluster, a client, the partition and
+// the topic as the quorum holds them.
+func clusterWithOneReplicaTopic(t *testing.T) (*testCluster, *kgo.Client, quorum.Partition, quorum.Topic) {
+	t.Helper()
+	c := newTestCluster(t, 3, nil)
+	c.waitMetadata(3, "", 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	createTopic(t, cl, "one", 1, 1)
+	img := c.waitImage("topic one", func(img *quorum.Image) bool { _, ok := img.Partition("one", 0); return ok })
+	p, _ := img.Partition("one", 0)
+	topic, _ := img.Topic("one")
+	return c, cl, p, topic
 }

@@ -68,14 +68,11 @@ func (p *Partition) EndOffsetForEpoch(requested int32) (int32, int64) {
 // state, transaction state and leader epochs rolled back to match, if the
 // partition still follows at leader epoch epoch.
 func (p *Partition) TruncateAsFollower(offset int64, epoch int32) error {
-	p.snapshotMu.Lock()
-	defer p.snapshotMu.Unlock()
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	role := p.role.Load()
-	if role == nil || role.Leader == p.nodeID || role.LeaderEpoch != epoch {
-		return ErrStaleFetch
+	unlock, err := p.lockFollowing(epoch)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	logEnd := p.log.LogEndOffset()
 	if offset >= logEnd {
 		return nil
@@ -120,14 +117,11 @@ func (p *Partition) EndOffsetOfEpoch(requested int32) (int32, int64) {
 // and the leader epochs go with the records; the next fetch starts at
 // offset.
 func (p *Partition) RestartAsFollower(offset int64, epoch int32) error {
-	p.snapshotMu.Lock()
-	defer p.snapshotMu.Unlock()
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	role := p.role.Load()
-	if role == nil || role.Leader == p.nodeID || role.LeaderEpoch != epoch {
-		return ErrStaleFetch
+	unlock, err := p.lockFollowing(epoch)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	if p.closed.Load() {
 		return fmt.Errorf("%w: %s was deleted", ErrUnknownTopicOrPartition, p.Name())
 	}
@@ -155,4 +149,19 @@ func (p *Partition) RestartAsFollower(offset int64, epoch int32) error {
 	}
 	p.logger.Info("replica restarted at the leader's log start", "partition", p.Name(), "from_log_end", logEnd, "to", offset, "leader_epoch", epoch)
 	return nil
+}
+
+// lockFollowing takes snapshotMu and appendMu (the order of every log
+// rewrite) if the partition still follows at leader epoch epoch, and
+// returns their release; ErrStaleFetch (no lock held) otherwise.
+func (p *Partition) lockFollowing(epoch int32) (func(), error) {
+	p.snapshotMu.Lock()
+	p.appendMu.Lock()
+	role := p.role.Load()
+	if role == nil || role.Leader == p.nodeID || role.LeaderEpoch != epoch {
+		p.appendMu.Unlock()
+		p.snapshotMu.Unlock()
+		return nil, ErrStaleFetch
+	}
+	return func() { p.appendMu.Unlock(); p.snapshotMu.Unlock() }, nil
 }

@@ -13,7 +13,10 @@ import (
 // offset at or below the first segment's base empties the log and restarts
 // it at offset. Truncation is not atomic across a crash: the caller redoes it
 // after a restart (replication does, from leader epochs).
-func (l *Log) Truncate(offset int64) error {
+func (l *Log) Truncate(offset int64) error { return l.truncate(offset, false) }
+
+// truncate is Truncate, or with fully TruncateFullyAndStartAt.
+func (l *Log) truncate(offset int64, fully bool) error {
 	l.removeMu.Lock()
 	defer l.removeMu.Unlock()
 	l.appendMu.Lock()
@@ -21,7 +24,7 @@ func (l *Log) Truncate(offset int64) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if offset >= l.logEnd {
+	if offset >= l.logEnd && !fully {
 		return nil
 	}
 	if offset < 0 {
@@ -30,7 +33,7 @@ func (l *Log) Truncate(offset int64) error {
 	if err := l.drainRollFlushes(); err != nil {
 		return err
 	}
-	if offset <= l.segments[0].base {
+	if fully || offset <= l.segments[0].base {
 		return l.truncateFully(offset)
 	}
 	index := l.segmentIndex(offset)
@@ -348,19 +351,4 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 // log start (a new replica of a partition whose oldest records are gone)
 // can only start over where the leader's log starts (Kafka's
 // truncateFullyAndStartAt).
-func (l *Log) TruncateFullyAndStartAt(offset int64) error {
-	l.removeMu.Lock()
-	defer l.removeMu.Unlock()
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if offset < 0 {
-		return fmt.Errorf("restart %s at %d: negative offset", l.dir, offset)
-	}
-	if err := l.drainRollFlushes(); err != nil {
-		return err
-	}
-	return l.truncateFully(offset)
-}
+func (l *Log) TruncateFullyAndStartAt(offset int64) error { return l.truncate(offset, true) }

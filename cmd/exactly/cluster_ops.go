@@ -122,15 +122,11 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 	if *brokerID < 0 {
 		return usageError("--broker is required (the id of the broker to drain)")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	adm, closeAdmin, err := adminClient(*bootstrap)
+	ctx, adm, done, err := adminSession(*bootstrap, *timeout)
 	if err != nil {
 		return err
 	}
-	defer closeAdmin()
+	defer done()
 	current, brokers, err := currentAssignment(ctx, adm)
 	if err != nil {
 		return err
@@ -158,20 +154,31 @@ func runRebalance(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	adm, closeAdmin, err := adminClient(*bootstrap)
-	if err != nil {
-		return err
-	}
-	defer closeAdmin()
 	brokers, err := parseBrokerIDs(*only)
 	if err != nil {
 		return usageError("--brokers %q: %v", *only, err)
 	}
+	ctx, adm, done, err := adminSession(*bootstrap, *timeout)
+	if err != nil {
+		return err
+	}
+	defer done()
 	return rebalance(ctx, adm, brokers, stdout)
+}
+
+// adminSession is an admin client of the cluster at bootstrap and a
+// context that ends at SIGINT, SIGTERM or after timeout; done releases
+// both.
+func adminSession(bootstrap string, timeout time.Duration) (context.Context, *kadm.Client, func(), error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	adm, closeAdmin, err := adminClient(bootstrap)
+	if err != nil {
+		cancel()
+		stop()
+		return nil, nil, nil, err
+	}
+	return ctx, adm, func() { closeAdmin(); cancel(); stop() }, nil
 }
 
 // rebalance spreads every partition over brokers (nil: every broker in
