@@ -243,6 +243,7 @@ func waitNoReassignment(ctx context.Context, t *testing.T, adm *kadm.Client) {
 func TestBrokerWithoutReplicaAnswersNotLeader(t *testing.T) {
 	t.Parallel()
 	c, cl, p, topic := clusterWithOneReplicaTopic(t)
+	c.waitMetadata(3, "one", 1) // every member has applied the topic
 	other := int32(1)
 	if p.Leader == other {
 		other = 2
@@ -293,7 +294,8 @@ func TestBrokerWithoutReplicaAnswersNotLeader(t *testing.T) {
 // from the cluster's metadata, not from the coordinator's own disk.
 func TestCoordinatorWithoutReplicaResolvesTopicIDs(t *testing.T) {
 	t.Parallel()
-	_, cl, p, topic := clusterWithOneReplicaTopic(t)
+	c, cl, p, topic := clusterWithOneReplicaTopic(t)
+	c.waitMetadata(3, "one", 1) // every member has applied the topic
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// A group whose coordinator is not the topic's only replica.
