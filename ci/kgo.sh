@@ -30,7 +30,7 @@ export PATH="$PATH:/usr/local/go/bin"
 # v1.22.3: every such test asks the broker's ApiVersions (KIP-848
 # ConsumerGroupHeartbeat, share groups' ShareFetch/ShareAcknowledge) or
 # looks for a variable we do not set (KGO_TEST_OAUTH_SEEDS; the SCRAM
-# tests' KGO_TEST_SCRAM_SEEDS is set for the single broker, below) and
+# tests' KGO_TEST_SCRAM_SEEDS is set, below, for the single broker and the cluster) and
 # skips itself; the summary lists them, and
 # README.md ("franz-go's test suite") explains them. A test that fails for
 # want of a protocol in a later franz-go goes here, with its reason, and
@@ -84,8 +84,9 @@ port_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# pick_cluster_port: a PORT whose nine ports (PORT..PORT+2 for Kafka, +100
-# for Raft, +200 for the quorum's RPC) nothing listens on, below the
+# pick_cluster_port: a PORT whose twelve ports (PORT..PORT+2 for Kafka,
+# +100 for Raft, +200 for the quorum's RPC, +300 for the SASL listeners)
+# nothing listens on, below the
 # kernel's ephemeral range (32768 up), where outgoing connections take
 # their local ports and a port free a moment ago can be taken by one.
 pick_cluster_port() {
@@ -93,7 +94,7 @@ pick_cluster_port() {
   for _ in $(seq 50); do
     candidate=$((20000 + RANDOM % 12300))
     ok=1
-    for offset in 0 1 2 100 101 102 200 201 202; do
+    for offset in 0 1 2 100 101 102 200 201 202 300 301 302; do
       port_free $((candidate + offset)) || ok=""
     done
     if [ -n "$ok" ]; then echo "$candidate"; return 0; fi
@@ -122,6 +123,7 @@ wait_for_address() {
 
 rf=1
 started=""
+printf 'users:\n  - name: kgo\n    password: kgo-secret\n' >"$work/users.yaml"
 if [ -n "$cluster" ]; then
   rf=3
   # Another process can still bind one of the ports between the check
@@ -130,8 +132,12 @@ if [ -n "$cluster" ]; then
   for try in 1 2 3; do
     port=$(pick_cluster_port)
     rm -rf "$work/cluster"
+    # Every member also has a SASL_PLAINTEXT listener (PORT+300+i-1) with
+    # the SCRAM user, for the SCRAM tests, as the single broker below.
     "$work/exactly" cluster --brokers 3 --data-dir "$work/cluster" --listen "127.0.0.1:$port" \
+      --sasl-listen "127.0.0.1:$((port + 300))" --users-file "$work/users.yaml" \
       >"$work/broker.out" 2>"$work/broker.log" &
+    export KGO_TEST_SCRAM_SEEDS="127.0.0.1:$((port + 300)),127.0.0.1:$((port + 301)),127.0.0.1:$((port + 302))" KGO_TEST_SCRAM="kgo:kgo-secret:512"
     broker_pid=$!
     waited=0
     wait_for_address || waited=$?
@@ -155,7 +161,6 @@ else
     if port_free "$candidate"; then scram_port=$candidate; break; fi
   done
   if [ -z "${scram_port:-}" ]; then echo "no free port for the SASL listener" >&2; exit 1; fi
-  printf 'users:\n  - name: kgo\n    password: kgo-secret\n' >"$work/users.yaml"
   "$work/exactly" broker --listen 127.0.0.1:0 --data-dir "$work/data" --users-file "$work/users.yaml" \
     --config "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:$scram_port" \
     >"$work/broker.out" 2>"$work/broker.log" &

@@ -64,6 +64,10 @@ func TestCommandLineMistakesAreOneLine(t *testing.T) {
 		{[]string{"cluster", "--brokers", "101", "--data-dir", dir}, "--brokers 101: must be 1..100"},
 		{[]string{"cluster", "--stop-timeout", "-1s", "--data-dir", dir}, "--stop-timeout -1s: must be more than 0s (e.g. 20s)"},
 		{[]string{"cluster"}, "--data-dir is required (e.g. --data-dir /tmp/exactly-cluster)"},
+		{[]string{"cluster", "--data-dir", dir, "--sasl-listen", "127.0.0.1:9500"}, "--sasl-listen needs --users-file (the SASL users every broker knows)"},
+		{[]string{"cluster", "drain"}, "--broker is required (the id of the broker to drain)"},
+		{[]string{"cluster", "add-broker"}, "--data-dir is required (the --data-dir of the running `exactly cluster`)"},
+		{[]string{"cluster", "add-broker", "--data-dir", dir, "--id", "2"}, "--id 2: must be 4..100 (ids 1..3 are the quorum's voters)"},
 		{[]string{"dashboard"}, "no results files given (exactly dashboard results/a.json [results/b.json ...])"},
 		{[]string{"dashboard", "--tittle", "x", "a.json"}, "unknown flag --tittle; did you mean --title?"},
 	}

@@ -46,7 +46,10 @@ before it serves them. Topic configs (at creation, or changed with
 AlterConfigs on any broker) reach every replica.
 
 --metrics-listen host:PORT serves each broker's Prometheus metrics: broker i
-on PORT+i-1 (/metrics, /healthz, /readyz).
+on PORT+i-1 (/metrics, /healthz, /readyz). --sasl-listen host:PORT gives
+broker i a second listener, SASL_PLAINTEXT, on PORT+i-1, with the users of
+--users-file (SCRAM-SHA-256/512 and PLAIN); the brokers talk to each other
+on the first one.
 
 Operating a running cluster (each has its own --help):
   exactly cluster add-broker --data-dir DIR   start one more broker and move
@@ -81,6 +84,8 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	readyTimeout := fs.Duration("ready-timeout", time.Minute, "how long to wait for every broker to see the whole cluster")
 	stopTimeout := fs.Duration("stop-timeout", 20*time.Second, "how long to wait for the brokers to stop after a signal before killing them")
 	metricsListen := fs.String("metrics-listen", "", "serve each broker's Prometheus metrics from this host:PORT on: broker i on PORT+i-1; default off")
+	saslListen := fs.String("sasl-listen", "", "also give each broker a SASL_PLAINTEXT listener from this host:PORT on: broker i on PORT+i-1 (needs --users-file); default off")
+	usersFile := fs.String("users-file", "", "YAML file of SASL users every broker stores at start (as `exactly broker --users-file`)")
 	var settings repeatedFlag
 	fs.Var(&settings, "config", "a broker setting as key=value for every broker (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
@@ -106,6 +111,20 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 			return usageError("%s", err.Error())
 		}
 	}
+	saslHost, saslPort := "", 0
+	if *saslListen != "" {
+		if *usersFile == "" {
+			return usageError("--sasl-listen needs --users-file (the SASL users every broker knows)")
+		}
+		if saslHost, saslPort, err = clusterMetricsListen(*saslListen, *brokers); err != nil {
+			return usageError("%s", strings.Replace(err.Error(), "--metrics-listen", "--sasl-listen", 1))
+		}
+	}
+	if *usersFile != "" {
+		if *usersFile, err = filepath.Abs(*usersFile); err != nil {
+			return usageError("--users-file: %v", err)
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this binary: %w", err)
@@ -116,7 +135,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	layout := clusterLayout{dataDir: *dataDir, host: host, port: port, brokers: *brokers, settings: settings,
-		metricsHost: metricsHost, metricsPort: metricsPort}
+		metricsHost: metricsHost, metricsPort: metricsPort, saslHost: saslHost, saslPort: saslPort, usersFile: *usersFile}
 	if err := saveLayout(layout); err != nil {
 		return fmt.Errorf("record the cluster's layout: %w", err)
 	}
@@ -195,6 +214,12 @@ type clusterLayout struct {
 	// metricsPort+i-1; metricsPort 0 means off.
 	metricsHost string
 	metricsPort int
+	// saslHost and saslPort: broker i has a SASL_PLAINTEXT listener on
+	// saslPort+i-1; saslPort 0 means none. usersFile is every broker's
+	// --users-file ("" none).
+	saslHost  string
+	saslPort  int
+	usersFile string
 }
 
 // memberArgs are the `exactly broker` arguments of member id (1-based).
@@ -218,6 +243,13 @@ func memberArgs(layout clusterLayout, id int) []string {
 	}
 	if layout.metricsPort > 0 {
 		args = append(args, "--metrics-listen", net.JoinHostPort(layout.metricsHost, strconv.Itoa(layout.metricsPort+id-1)))
+	}
+	if layout.usersFile != "" {
+		args = append(args, "--users-file", layout.usersFile)
+	}
+	if layout.saslPort > 0 {
+		args = append(args, "--config", fmt.Sprintf("listeners=PLAINTEXT://%s,SASL_PLAINTEXT://%s",
+			addr(port+id-1), net.JoinHostPort(layout.saslHost, strconv.Itoa(layout.saslPort+id-1))))
 	}
 	for _, s := range settings {
 		args = append(args, "--config", s)

@@ -38,11 +38,15 @@ type savedLayout struct {
 	Settings    []string `json:"settings,omitempty"`
 	MetricsHost string   `json:"metrics_host,omitempty"`
 	MetricsPort int      `json:"metrics_port,omitempty"`
+	SASLHost    string   `json:"sasl_host,omitempty"`
+	SASLPort    int      `json:"sasl_port,omitempty"`
+	UsersFile   string   `json:"users_file,omitempty"`
 }
 
 func saveLayout(layout clusterLayout) error {
 	data, err := json.MarshalIndent(savedLayout{Host: layout.host, Port: layout.port, Brokers: layout.brokers,
-		Settings: layout.settings, MetricsHost: layout.metricsHost, MetricsPort: layout.metricsPort}, "", "  ")
+		Settings: layout.settings, MetricsHost: layout.metricsHost, MetricsPort: layout.metricsPort,
+		SASLHost: layout.saslHost, SASLPort: layout.saslPort, UsersFile: layout.usersFile}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -59,7 +63,7 @@ func loadLayout(dataDir string) (clusterLayout, error) {
 		return clusterLayout{}, fmt.Errorf("%s: %w", clusterLayoutFile, err)
 	}
 	return clusterLayout{dataDir: dataDir, host: s.Host, port: s.Port, brokers: s.Brokers, settings: s.Settings,
-		metricsHost: s.MetricsHost, metricsPort: s.MetricsPort}, nil
+		metricsHost: s.MetricsHost, metricsPort: s.MetricsPort, saslHost: s.SASLHost, saslPort: s.SASLPort, usersFile: s.UsersFile}, nil
 }
 
 const addBrokerDescription = `Starts one more broker of a cluster that 'exactly cluster --data-dir DIR'
@@ -369,6 +373,9 @@ func runAddBroker(args []string, stdout, stderr io.Writer) error {
 	}
 	if *dataDir == "" {
 		return usageError("--data-dir is required (the --data-dir of the running `exactly cluster`)")
+	}
+	if *id != 0 && (*id <= 3 || *id > maxClusterBrokers) {
+		return usageError("--id %d: must be 4..%d (ids 1..3 are the quorum's voters)", *id, maxClusterBrokers)
 	}
 	layout, err := loadLayout(*dataDir)
 	if err != nil {
