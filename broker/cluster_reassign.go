@@ -94,6 +94,14 @@ func (b *Broker) wasReplica(p *topicPartition) bool {
 	return role != nil && slices.Contains(role.Replicas, b.nodeID)
 }
 
+// heldSinceStart reports whether p has records but no role applied since
+// this broker started: a copy kept from before a restart, during which a
+// reassignment may have removed this broker from the partition.
+func heldSinceStart(p *topicPartition) bool {
+	role := p.Role()
+	return role != nil && role.LeaderEpoch == -1 && role.Leader == -1 && p.Log().LogEndOffset() > 0
+}
+
 // retireReplica stops this broker's copy of a partition it is no longer a
 // replica of and replaces it with an empty partition that serves nobody:
 // the fetcher stops, waiting acks=all produces and fetches answer

@@ -219,8 +219,8 @@ func (b *Broker) ApplyPartitionRoles(ctx context.Context, brokers []ClusterBroke
 			switch {
 			case slices.Contains(role.Replicas, b.nodeID):
 				err = b.applyRole(p, role)
-			case b.wasReplica(p):
-				err = b.retireReplica(t, p, role) // reassigned away
+			case b.wasReplica(p) || heldSinceStart(p):
+				err = b.retireReplica(t, p, role) // reassigned away (maybe while this broker was down)
 			}
 			if err != nil {
 				errs = append(errs, err)

@@ -110,3 +110,52 @@ func TestReassignmentSurvivesStopsMidMove(t *testing.T) {
 	live := []string{c.listen[2], c.listen[3], c.listen[4]}
 	checkExactlyOnce(t, want, readAll(t, live, "hard", 0))
 }
+
+// TestRemovedWhileDownDeletesItsCopy: a broker that a reassignment removed
+// from a partition while it was down deletes its copy when it returns.
+func TestRemovedWhileDownDeletesItsCopy(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, 4, map[string]string{"auto.leader.rebalance.enable": "false"})
+	c.waitMetadata(4, "", 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...), kgo.DefaultProduceTopic("left"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	createTopic(t, cl, "left", 1, 3)
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("left", 0, []int32{1, 2, 3})
+	mustReassign(ctx, t, adm, req)
+	waitReplicas(ctx, t, adm, "left", []int32{1, 2, 3})
+	for i := range 50 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitBrokerISR(t, c.listen[2], "left", 0, 3)
+	c.stop(3)
+	req = kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("left", 0, []int32{1, 2, 4})
+	mustReassign(ctx, t, adm, req)
+	waitReplicas(ctx, t, adm, "left", []int32{1, 2, 4})
+	c.start(3)
+	c.waitMetadata(4, "", 0)
+	size := int64(-1) // unknown until broker 3 answers
+	for {
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, 3, kadm.TopicsSet{"left": {0: {}}})
+		if err == nil {
+			size = 0
+			dirs.EachPartition(func(p kadm.DescribedLogDirPartition) { size += p.Size })
+		}
+		if size == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("broker 3 still holds %d bytes of left-0, removed from it while it was down", size)
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval of a bounded wait
+	}
+}

@@ -627,7 +627,12 @@ func (n *Node) heartbeatLoop(ctx context.Context, reg BrokerRegistration) {
 		var err error
 		if epoch == 0 {
 			epoch, err = n.RegisterBroker(callCtx, reg)
-			if err == nil && epoch > 0 {
+			// An epoch means the registration took effect, even if this
+			// node's image did not catch up with it in time (err): the
+			// loop heartbeats with that epoch from now on, so it must
+			// count as registered, or Registered would never close (a
+			// restarted member then served nothing until it stopped).
+			if epoch > 0 {
 				n.registerOnce.Do(func() {
 					n.registeredEpoch.Store(epoch)
 					close(n.registered)
