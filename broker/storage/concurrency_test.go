@@ -115,6 +115,14 @@ func TestRegionOutlivesRetention(t *testing.T) {
 		t.Fatalf("region file closed before release: %v", err)
 	}
 	checkConcurrentRead(t, data, 0, 1<<62)
+	// The background sync of a rolled segment holds the file too, until
+	// it is done: wait for those, so the region's is the last reference.
+	l.appendMu.Lock()
+	err = l.drainRollFlushes()
+	l.appendMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
 	result.Release()
 	if _, err := region.File.ReadAt(data[:1], region.Position); err == nil {
 		t.Fatal("file still open after the last release")
