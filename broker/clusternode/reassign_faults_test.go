@@ -35,11 +35,7 @@ func TestReassignmentSurvivesStopsMidMove(t *testing.T) {
 	adm := kadm.NewClient(admin)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	createTopic(t, admin, "hard", 1, 3)
-	req := kadm.AlterPartitionAssignmentsReq{}
-	req.Assign("hard", 0, []int32{1, 2, 3})
-	mustReassign(ctx, t, adm, req)
-	waitReplicas(ctx, t, adm, "hard", []int32{1, 2, 3})
+	createTopicOnFirstThree(ctx, t, admin, adm, "hard")
 
 	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("hard"),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchMaxBytes(8<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -67,7 +63,7 @@ func TestReassignmentSurvivesStopsMidMove(t *testing.T) {
 	if err := producer.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	req = kadm.AlterPartitionAssignmentsReq{}
+	req := kadm.AlterPartitionAssignmentsReq{}
 	req.Assign("hard", 0, []int32{4, 2, 3})
 	mustReassign(ctx, t, adm, req)
 	var wg sync.WaitGroup
@@ -125,11 +121,7 @@ func TestRemovedWhileDownDeletesItsCopy(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	createTopic(t, cl, "left", 1, 3)
-	req := kadm.AlterPartitionAssignmentsReq{}
-	req.Assign("left", 0, []int32{1, 2, 3})
-	mustReassign(ctx, t, adm, req)
-	waitReplicas(ctx, t, adm, "left", []int32{1, 2, 3})
+	createTopicOnFirstThree(ctx, t, cl, adm, "left")
 	for i := range 50 {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -137,7 +129,7 @@ func TestRemovedWhileDownDeletesItsCopy(t *testing.T) {
 	}
 	waitBrokerISR(t, c.listen[2], "left", 0, 3)
 	c.stop(3)
-	req = kadm.AlterPartitionAssignmentsReq{}
+	req := kadm.AlterPartitionAssignmentsReq{}
 	req.Assign("left", 0, []int32{1, 2, 4})
 	mustReassign(ctx, t, adm, req)
 	waitReplicas(ctx, t, adm, "left", []int32{1, 2, 4})

@@ -397,11 +397,7 @@ func TestReassignmentCopyThrottled(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	createTopic(t, cl, "slow", 1, 3)
-	req := kadm.AlterPartitionAssignmentsReq{}
-	req.Assign("slow", 0, []int32{1, 2, 3})
-	mustReassign(ctx, t, adm, req)
-	waitReplicas(ctx, t, adm, "slow", []int32{1, 2, 3})
+	createTopicOnFirstThree(ctx, t, cl, adm, "slow")
 	random := rand.New(rand.NewPCG(1, 2))
 	for range 600 { // about 600 KB that does not compress
 		value := make([]byte, 1000)
@@ -417,7 +413,7 @@ func TestReassignmentCopyThrottled(t *testing.T) {
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	req = kadm.AlterPartitionAssignmentsReq{}
+	req := kadm.AlterPartitionAssignmentsReq{}
 	req.Assign("slow", 0, []int32{1, 2, 3, 4})
 	start := time.Now()
 	mustReassign(ctx, t, adm, req)
@@ -482,4 +478,15 @@ func clusterWithOneReplicaTopic(t *testing.T) (*testCluster, *kgo.Client, quorum
 	p, _ := img.Partition("one", 0)
 	topic, _ := img.Topic("one")
 	return c, cl, p, topic
+}
+
+// createTopicOnFirstThree creates topic (one partition, RF 3) and moves it
+// onto brokers 1, 2, 3 (the quorum may have placed it on 4), in sync.
+func createTopicOnFirstThree(ctx context.Context, t *testing.T, cl *kgo.Client, adm *kadm.Client, topic string) {
+	t.Helper()
+	createTopic(t, cl, topic, 1, 3)
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign(topic, 0, []int32{1, 2, 3})
+	mustReassign(ctx, t, adm, req)
+	waitReplicas(ctx, t, adm, topic, []int32{1, 2, 3})
 }
