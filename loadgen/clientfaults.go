@@ -82,7 +82,7 @@ func (l *loadRun) startChainProducer(ctx context.Context, gen int) (*chainProduc
 		CommitInterval: plan.commitInterval, CommitRecords: workload.Transaction.CommitRecords,
 	}
 	chain := &chainProducer{log: l.logs[slot], transactionalID: spec.TransactionalID, postFence: make(map[uint64]bool)}
-	process, err := worker.Start(workerLaunch(l.env.self, l.plan.security), spec, func(event worker.Event) {
+	process, err := worker.Start(workerLaunch(l.env.self, l.env.workers, l.plan.security), spec, func(event worker.Event) {
 		chain.handle(event, &l.zombieWrites, l.metrics)
 	})
 	if err != nil {

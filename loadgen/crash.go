@@ -90,7 +90,7 @@ func (plan runPlan) consumeWorkerSpec(index int) worker.Spec {
 // the crash it reports just before killing itself.
 func (l *loadRun) launchSlot(s *worker.Slot, p *stages.Group) error {
 	polls := l.plan.observations.workerTracker(s.Spec, fmt.Sprintf("%s (subprocess of slot %d)", s.Spec.ClientID, s.Index))
-	err := s.Launch(workerLaunch(l.env.self, l.plan.security), func(event worker.Event) {
+	err := s.Launch(workerLaunch(l.env.self, l.env.workers, l.plan.security), func(event worker.Event) {
 		if worker.ReplayPoll(polls, event) {
 			return
 		}

@@ -40,8 +40,13 @@ type faultEnv struct {
 	// (nil otherwise); targetOptions reach that cluster.
 	hooks         *faults.Hooks
 	targetOptions []kgo.Opt
-	admin         *kgo.Client    // the launched broker's admin client, or nil
-	self          SelfCommand    // how to start workers
+	admin         *kgo.Client // the launched broker's admin client, or nil
+	self          SelfCommand // how to start workers
+	// workers is where the load's producers run (Count 0: in process)
+	// and how every worker is started; duplicateOnce is a test's fault
+	// for the first load worker (worker.Spec.DuplicateOnce).
+	workers       WorkerTransport
+	duplicateOnce bool
 	plan          faults.Plan    // the run's fault plan
 	onStop        []func() error // cleanups, run in reverse by close
 	mu            sync.Mutex     // guards notes
@@ -78,7 +83,7 @@ func isCluster(options Options) bool {
 // (process faults), the proxy's for the load's clients (proxy rules). The
 // admin client and the verification readers never go through the proxy.
 func startFaultEnv(ctx context.Context, plan runPlan, options Options) (*faultEnv, runPlan, error) {
-	env := &faultEnv{log: faults.NewEventLog(faultCounter(options.Metrics)), self: options.Self, plan: plan.faults, topic: plan.topic,
+	env := &faultEnv{log: faults.NewEventLog(faultCounter(options.Metrics)), self: options.Self, workers: options.Workers, duplicateOnce: options.duplicateOnce, plan: plan.faults, topic: plan.topic,
 		firstTransactionalID: loadTransactionalID(plan, 0), topics: plan.stageTopics(), groupID: plan.groupID()}
 	if hooks := externalHooks(options); hooks != nil && plan.faults.NeedsProcesses() {
 		env.hooks, env.targetOptions = hooks, plan.targetOptions()

@@ -45,6 +45,9 @@ type loadRun struct {
 	// churn is the group-churn run of the cell's consume stage (nil
 	// without group-churn), set before the load starts.
 	churn *churnRun
+	// remote is the run's load workers (nil when the producers run in
+	// process), set by runRemoteProducers.
+	remote *remoteLoad
 }
 
 // newTrackedLedger returns the run's ledger with a tracked log per slot:
@@ -197,11 +200,24 @@ func (l *loadRun) runProducers(ctx context.Context) error {
 	produceCtx, cancel := context.WithDeadline(ctx, l.deadline.Add(time.Duration(workload.Drain)))
 	defer cancel()
 	if plan.spec().Producers == modes.PartitionWriters {
+		if l.env.workers.Count > 0 {
+			l.env.note("%s runs its one writer per partition in this process: --workers applies to the other modes", plan.mode)
+		}
 		return l.runSingleWriters(produceCtx)
 	}
 	var wait sync.WaitGroup
 	errs := make([]error, workload.Producers+1)
+	if l.env.workers.Count > 0 {
+		wait.Add(1)
+		go func() {
+			defer wait.Done()
+			errs[0] = l.runRemoteProducers(produceCtx)
+		}()
+	}
 	for index := range workload.Producers {
+		if l.env.workers.Count > 0 {
+			break // the load workers run them
+		}
 		p, err := newProducer(plan, uint32(index), l.logs[index], l.metrics, producerBudget(workload, index), l.deadline, l.start)
 		if err != nil {
 			errs[index] = err

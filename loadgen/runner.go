@@ -52,6 +52,13 @@ type Options struct {
 	// scraped before and after each cell into the cell's broker_metrics
 	// ("": none; see BrokerMetricsURL).
 	BrokerMetrics string
+	// Workers is where the load's producers run: Count worker processes,
+	// local or through the Exec transport (--workers, --worker-exec,
+	// --worker-hosts); Count 0 runs them in this process.
+	Workers WorkerTransport
+	// duplicateOnce makes the first load worker write one duplicate (a
+	// test's fault; see worker.Spec.DuplicateOnce).
+	duplicateOnce bool
 	// FaultHooks are the operator's --fault-exec commands, with which
 	// process faults act on the brokers of a cluster the load generator
 	// did not launch (nil: such runs are not applicable).
@@ -121,6 +128,14 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	if options.Workload.Overhead.NeedsSustainableRate() {
 		return nil, errors.New("overhead.fractions: the rounds at shares of the sustainable rate need that rate (the command searches it, or takes --sustainable-rate)")
 	}
+	var notes []string
+	if err := options.Workers.validate(); err != nil {
+		return nil, err
+	}
+	if count := options.Workers.Count; count > options.Workload.Producers {
+		notes = append(notes, fmt.Sprintf("%d load workers: producers raised from %d to %d, one per worker", count, options.Workload.Producers, count))
+		options.Workload.Producers = count
+	}
 	runID := options.RunID
 	if runID == 0 {
 		runID = rand.Uint64()
@@ -162,7 +177,6 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 	for i := range plans {
 		plans[i].security = TargetSecurity(options.Target)
 	}
-	var notes []string
 	if slices.ContainsFunc(plans, runPlan.crashesOnConsumerProtocol) {
 		session, known := consumerSessionTimeout(ctx, admin)
 		notes = append(notes, fitCrashDrains(plans, session, known))
@@ -375,6 +389,7 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	run.Producers = ledger.Totals()
 	run.Retries = metrics.retries.Load()
 	summarizeMetrics(run, metrics, metrics.producersDone, workload.Rate > 0)
+	run.Workers = load.remote.shares(run.MeasuredSeconds)
 	run.LoadStartedAt = start
 	run.RebalancePauses = load.rebalancePauses()
 	if hasFaults(plan.faults) {

@@ -29,6 +29,7 @@ var workerRoles = map[string]worker.Role{
 	worker.RoleProducer: runProducerWorker,
 	worker.RolePipeline: runPipelineWorker,
 	worker.RoleDBStage:  runDBStageWorker,
+	worker.RoleLoad:     runLoadWorker,
 }
 
 // RunWorker is `exactly loadgen worker --spec JSON`, a hidden subcommand the
@@ -38,23 +39,20 @@ func RunWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 	return worker.Serve(args, stdin, stdout, workerRoles)
 }
 
-// workerLaunch starts self as `exactly loadgen worker`, with the SASL
-// password of security (if any) in its environment, not its arguments
-// (which the spec is, and which the process list shows).
-func workerLaunch(self SelfCommand, security *clientsec.Settings) worker.Launch {
-	env := self.Env
-	if password := security.Config().Password; password != "" {
-		env = append(append([]string(nil), env...), clientsec.PasswordEnv+"="+password)
-	}
-	return worker.Launch{Path: self.Path, Args: self.command("loadgen", "worker"), Env: env}
+// workerLaunch starts self as `exactly loadgen worker` (or the operator's
+// --worker-exec command), with the SASL password of security (if any) in
+// its handshake, not its arguments or environment.
+func workerLaunch(self SelfCommand, transport WorkerTransport, security *clientsec.Settings) worker.Launch {
+	return worker.Launch{Path: self.Path, Args: self.command("loadgen", "worker"), Env: self.Env,
+		Exec: transport.Exec, Hosts: transport.Hosts, Password: security.Config().Password}
 }
 
 // workerClientOptions are a worker's seed brokers, security and fault
-// settings; the SASL password comes from the environment (workerLaunch).
+// settings; the SASL password comes from the handshake.
 func workerClientOptions(spec worker.Spec) ([]kgo.Opt, error) {
 	config := spec.Security
 	if config.SASL() {
-		config.Password = os.Getenv(clientsec.PasswordEnv)
+		config.Password = spec.Password
 	}
 	security, err := config.Resolve()
 	if err != nil {

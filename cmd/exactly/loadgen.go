@@ -32,7 +32,7 @@ type loadgenFlags struct {
 	records                                          int64
 	duration, warmup, drain                          time.Duration
 	recordSize, partitions, replication              int
-	producers, consumers, rate, workers              int
+	producers, consumers, rate                       int
 	commitIntervals                                  string
 	commitRecords                                    int
 	abortShare                                       float64
@@ -57,6 +57,10 @@ type loadgenFlags struct {
 	faultExecTimeout, faultRecoveryTimeout time.Duration
 	// security is how clients connect to a --bootstrap cluster.
 	security clientsec.Config
+	// workers, workerExec and workerHosts are where the load's producers
+	// run (--workers, --worker-exec, --worker-hosts).
+	workers, pipelineWorkers int
+	workerExec, workerHosts  string
 	// live is the collectors --metrics-listen serves, started by
 	// runLoadgen after parsing (nil: off).
 	live *livemetrics.Loadgen
@@ -82,7 +86,14 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.producers, "producers", 0, "producer clients per mode")
 	fs.IntVar(&f.consumers, "consumers", -1, "live consumers per mode measuring end-to-end latency")
 	fs.IntVar(&f.rate, "rate", -1, "target records/s over all producers (0: as fast as acknowledged)")
-	fs.IntVar(&f.workers, "pipeline-workers", 0, "consume-transform-produce workers in eos-pipeline")
+	fs.IntVar(&f.workers, "workers", 0, "run the load's producers in N worker processes (divided among them) instead of this one: "+
+		"local subprocesses, or through --worker-exec on other machines; their histograms are merged and one checker judges the union")
+	fs.StringVar(&f.workerExec, "worker-exec", "", "command that starts one worker where it should run, its stdin and stdout carried back: "+
+		"e.g. 'ssh {host} exactly loadgen worker' or 'kubectl exec -i loadgen-{i} -- exactly loadgen worker'; "+
+		"{host} is replaced by a host of --worker-hosts (in turn), {i} by the worker's number from 0; split into words like a shell would, "+
+		"not run by one (wrap it in sh -c '…' for pipes or variables)")
+	fs.StringVar(&f.workerHosts, "worker-hosts", "", "comma-separated hosts for {host} in --worker-exec, used in turn")
+	fs.IntVar(&f.pipelineWorkers, "pipeline-workers", 0, "consume-transform-produce workers in eos-pipeline")
 	fs.StringVar(&f.commitIntervals, "commit-interval", "", "transactional commit interval(s), comma-separated (e.g. 1ms,10ms,100ms,1s): one run each")
 	fs.IntVar(&f.commitRecords, "commit-records", -1, "end a transaction after this many records (0: no cap)")
 	fs.Float64Var(&f.abortShare, "abort-share", -1, "fraction of transactions aborted on purpose")
@@ -201,7 +212,7 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	setPositive(&w.Partitions, f.partitions)
 	setPositive(&w.ReplicationFactor, f.replication)
 	setPositive(&w.Producers, f.producers)
-	setPositive(&w.Pipeline.Workers, f.workers)
+	setPositive(&w.Pipeline.Workers, f.pipelineWorkers)
 	setPositive(&w.Application.DedupWindow, f.dedupWindow)
 	if f.consumers >= 0 {
 		w.Consumers = f.consumers

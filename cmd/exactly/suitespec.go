@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/shlex"
+
 	"github.com/exactly-eos/exactly/loadgen"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 	"github.com/exactly-eos/exactly/loadgen/modes"
@@ -27,10 +29,13 @@ func (f *loadgenFlags) suiteSpec(workload loadgen.Workload, hooks *faults.Hooks,
 			Load: f.workloadNamed},
 		StartListeners: startListeners,
 		Output:         suite.Output{Stdout: stdout, Dir: f.out, CSV: f.csv, Wide: f.wide, Quiet: f.quiet, JSONProgress: f.jsonProgress}}
+	var err error
+	if spec.Workers, err = f.workerTransport(); err != nil {
+		return spec, err
+	}
 	if f.profile != "" {
 		spec.Profile = func(dir string) (func(), error) { return startProfileIn(f.profile, dir) }
 	}
-	var err error
 	switch {
 	case f.findMax.enabled:
 		spec.Kind = suite.FindMax
@@ -122,4 +127,23 @@ func (f *loadgenFlags) workloadNamed(name string) (loadgen.Workload, error) {
 		return loadgen.Workload{}, fmt.Errorf("workload %s: %w", workload.Name, err)
 	}
 	return workload, nil
+}
+
+// workerTransport is where --workers, --worker-exec and --worker-hosts
+// put the load's producers.
+func (f *loadgenFlags) workerTransport() (loadgen.WorkerTransport, error) {
+	transport := loadgen.WorkerTransport{Count: f.workers}
+	if f.workerExec != "" {
+		words, err := shlex.Split(f.workerExec)
+		if err != nil || len(words) == 0 {
+			return transport, fmt.Errorf("--worker-exec %q: not a command (%v)", f.workerExec, err)
+		}
+		transport.Exec = words
+	}
+	for _, host := range strings.Split(f.workerHosts, ",") {
+		if host = strings.TrimSpace(host); host != "" {
+			transport.Hosts = append(transport.Hosts, host)
+		}
+	}
+	return transport, nil
 }

@@ -142,6 +142,9 @@ type Run struct {
 	// ([RebalancePauses]; both added within schema version 1).
 	GroupProtocol   string           `json:"group_protocol,omitempty"`
 	RebalancePauses *RebalancePauses `json:"rebalance_pauses,omitempty"`
+	// Workers is each load worker's part of a run whose producers ran in
+	// worker processes (--workers; added within schema version 1).
+	Workers []WorkerShare `json:"workers,omitempty"`
 	// AckTimeline, Recovery and Delayed say what a run's faults cost
 	// beyond its totals: acknowledged records in 100 ms steps, how long
 	// throughput took to come back after each fault, and how many
@@ -262,3 +265,40 @@ func Read(path string) (*Results, error) {
 	}
 	return &results, nil
 }
+
+// WorkerShare is one load worker's part of a run (--workers): the
+// producers it ran, what they measured, and whether it kept up.
+type WorkerShare struct {
+	Index   int    `json:"index"`
+	Host    string `json:"host,omitempty"`
+	Command string `json:"command"`
+	// Producers are the load producers it ran; TargetRecordsPerSecond
+	// their share of the workload's rate (0: unpaced).
+	Producers              []uint32 `json:"producers"`
+	TargetRecordsPerSecond float64  `json:"target_records_per_second,omitempty"`
+	// Acknowledged counts its acknowledged records (warm-up included),
+	// Measured those sent after the warm-up.
+	Acknowledged       int64      `json:"acknowledged"`
+	Measured           int64      `json:"measured"`
+	Errors             int64      `json:"errors,omitempty"`
+	RecordsPerSecond   float64    `json:"records_per_second"`
+	MegabytesPerSecond float64    `json:"megabytes_per_second"`
+	ProduceAck         *Histogram `json:"produce_ack,omitempty"`
+	// CPUSeconds is the worker process's CPU time, StreamCPUShare the
+	// part of it spent encoding and writing its reports, StreamBytes
+	// what those took on the wire.
+	CPUSeconds     float64 `json:"cpu_seconds,omitempty"`
+	StreamCPUShare float64 `json:"stream_cpu_share,omitempty"`
+	StreamBytes    int64   `json:"stream_bytes,omitempty"`
+	// Status is ok, behind (a paced worker below 95% of its share of
+	// the rate: the client was the limit) or died; Note says more.
+	Status string `json:"status"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Statuses of a WorkerShare.
+const (
+	WorkerOK     = "ok"
+	WorkerBehind = "behind"
+	WorkerDied   = "died"
+)

@@ -88,7 +88,7 @@ func resolveSustainableRate(ctx context.Context, spec Spec, workload *loadgen.Wo
 	fmt.Fprintf(progress, "searching %s's sustainable rate for the rounds at %v of it (--sustainable-rate skips this)\n",
 		modes.Baseline(), workload.Overhead.Fractions)
 	searched, err := loadgen.FindMax(ctx, loadgen.FindMaxOptions{
-		Options: loadgen.Options{Workload: search, Target: target, Self: spec.Self, Database: spec.Database, Metrics: spec.Metrics},
+		Options: loadgen.Options{Workload: search, Target: target, Self: spec.Self, Database: spec.Database, Metrics: spec.Metrics, Workers: spec.Workers},
 		Search:  spec.Search.Config, ConfirmDuration: spec.Search.Confirm,
 		Observe: func(name string, step findmax.Step) {
 			verdict := "held"

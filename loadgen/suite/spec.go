@@ -70,6 +70,9 @@ type Spec struct {
 	Metrics *livemetrics.Loadgen
 	// FaultHooks are the --fault-exec commands of a Matrix (nil: none).
 	FaultHooks *faults.Hooks
+	// Workers is where the load's producers run (--workers,
+	// --worker-exec, --worker-hosts; Count 0: in process).
+	Workers loadgen.WorkerTransport
 	// Profile, when not nil, profiles the load generator during a Matrix's
 	// run into dir (profiles/loadgen-<run id>, which the dashboard links)
 	// and returns what stops it (--profile).
@@ -140,5 +143,5 @@ func Run(ctx context.Context, spec Spec) error {
 // options are the [loadgen.Options] of a run of workload on target.
 func (s Spec) options(workload loadgen.Workload, target loadgen.Target) loadgen.Options {
 	return loadgen.Options{Workload: workload, Target: target, Self: s.Self, Database: s.Database,
-		Metrics: s.Metrics, BrokerMetrics: loadgen.BrokerMetricsURL(s.BrokerMetrics, target)}
+		Metrics: s.Metrics, Workers: s.Workers, BrokerMetrics: loadgen.BrokerMetricsURL(s.BrokerMetrics, target)}
 }

@@ -9,49 +9,107 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
-// Launch says how to start the exactly binary as a worker: its path, the
-// arguments that make it `exactly loadgen worker` (the spec follows) and
-// extra environment.
+// Launch says how to start a worker: by default the exactly binary at
+// Path with the arguments that make it `exactly loadgen worker` and extra
+// environment; with Exec, a command template (ssh, kubectl exec, docker
+// exec, a wrapper script) whose standard input and output reach an
+// `exactly loadgen worker` wherever it runs. The spec and the SASL
+// password go in the handshake on stdin, so a transport needs to carry
+// nothing but stdin and stdout.
 type Launch struct {
 	Path string
 	Args []string
 	Env  []string
+	// Exec is the command template, already split into words; "{host}"
+	// in a word is replaced by the worker's host (Hosts, in turn), "{i}"
+	// by its number. Empty: Path and Args.
+	Exec  []string
+	Hosts []string
+	// Password is the SASL password sent in the handshake ("": none).
+	Password string
 }
 
-// Process is a worker subprocess and the goroutine reading its reports.
-// handle runs on that goroutine, once per event, in order.
-type Process struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	ready  chan struct{} // closed at the first ready event
-	exited chan struct{} // closed once stdout ended and the process exited
+// Command returns the command line of worker number index: the
+// expanded template, or Path and Args.
+func (l Launch) Command(index int) []string {
+	if len(l.Exec) == 0 {
+		return append([]string{l.Path}, l.Args...)
+	}
+	host := ""
+	if len(l.Hosts) > 0 {
+		host = l.Hosts[index%len(l.Hosts)]
+	}
+	words := make([]string, len(l.Exec))
+	for i, word := range l.Exec {
+		words[i] = strings.NewReplacer("{host}", host, "{i}", strconv.Itoa(index)).Replace(word)
+	}
+	return words
+}
 
-	mu     sync.Mutex // guards fatal and stderr
+// Host is worker index's host ("" without Hosts).
+func (l Launch) Host(index int) string {
+	if len(l.Exec) == 0 || len(l.Hosts) == 0 {
+		return ""
+	}
+	return l.Hosts[index%len(l.Hosts)]
+}
+
+// Handlers receive a worker's reports on its reading goroutine, in the
+// order it sent them. Nil handlers drop their kind.
+type Handlers struct {
+	Event func(Event)
+	// Records receives each record batch, decompressed (ApplyRecords
+	// decodes it); an error ends the worker as failed.
+	Records func(batch []byte) error
+	Summary func(Summary)
+}
+
+// Process is a worker subprocess (or the local end of its transport) and
+// the goroutine reading its reports.
+type Process struct {
+	cmd     *exec.Cmd
+	command string // the command line, for messages
+	stdin   io.WriteCloser
+	ready   chan struct{} // closed at the first ready event
+	exited  chan struct{} // closed once stdout ended and the process exited
+
+	mu     sync.Mutex // guards fatal, hello and stderr
 	fatal  string
+	hello  Hello
 	stderr strings.Builder // the worker's stderr, first 4 KiB
 
 	stdinMu     sync.Mutex // guards writes to stdin and stdinClosed
 	stdinClosed bool
 }
 
-// Start launches a worker with spec; handle receives its events.
+// Start launches worker 0 with spec; handle receives its events.
 func Start(launch Launch, spec Spec, handle func(Event)) (*Process, error) {
-	if launch.Path == "" {
-		return nil, errors.New("client faults need the exactly binary to launch workers; none is set")
+	return StartWith(launch, 0, spec, Handlers{Event: handle})
+}
+
+// StartWith launches worker number index with spec, handlers receiving
+// its reports.
+func StartWith(launch Launch, index int, spec Spec, handlers Handlers) (*Process, error) {
+	if launch.Path == "" && len(launch.Exec) == 0 {
+		return nil, errors.New("workers need the exactly binary or a --worker-exec command to launch them; none is set")
 	}
-	specJSON, err := json.Marshal(spec)
+	handshake, err := json.Marshal(Handshake{Protocol: Protocol, Spec: spec, Password: launch.Password})
 	if err != nil {
 		return nil, fmt.Errorf("worker spec: %w", err)
 	}
-	cmd := exec.Command(launch.Path, append(append([]string(nil), launch.Args...), "--spec", string(specJSON))...)
+	words := launch.Command(index)
+	cmd := exec.Command(words[0], words[1:]...)
 	cmd.Env = append(os.Environ(), launch.Env...)
-	w := &Process{cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{})}
+	w := &Process{cmd: cmd, command: strings.Join(words, " "), ready: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stderr = limitedWriter{w}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -61,9 +119,11 @@ func Start(launch Launch, spec Spec, handle func(Event)) (*Process, error) {
 		return nil, fmt.Errorf("worker stdin: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start worker %s: %w", spec.ClientID, err)
+		return nil, fmt.Errorf("start worker %s (%s): %w", spec.ClientID, w.command, err)
 	}
-	go w.read(stdout, handle)
+	go w.read(stdout, handlers)
+	// A worker that exited at once cannot take it; read reports why.
+	_ = w.Command(string(handshake))
 	return w, nil
 }
 
@@ -75,36 +135,91 @@ func (w *Process) Command(text string) error {
 		return fmt.Errorf("worker pid %d is stopping", w.PID())
 	}
 	if _, err := io.WriteString(w.stdin, text+"\n"); err != nil {
-		return fmt.Errorf("command %q to worker pid %d: %w", text, w.PID(), err)
+		return fmt.Errorf("command to worker pid %d: %w", w.PID(), err)
 	}
 	return nil
 }
 
-// read decodes report lines until stdout ends, then reaps the process.
-func (w *Process) read(stdout io.Reader, handle func(Event)) {
+// read checks the worker's hello, decodes its frames until stdout ends,
+// then reaps the process.
+func (w *Process) read(stdout io.Reader, handlers Handlers) {
 	defer close(w.exited)
+	in := bufio.NewReaderSize(stdout, 64<<10)
+	hello, err := readHello(in)
+	w.mu.Lock()
+	w.hello = hello
+	w.mu.Unlock()
+	if err != nil {
+		// A worker that cannot be talked to is of no use: end it.
+		// (Not draining its output: a child of a wrapper may hold it.)
+		w.fail(err.Error())
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+		return
+	}
+	decoder, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxFrame*4))
+	defer decoder.Close()
 	readyClosed := false
-	scanner := bufio.NewScanner(stdout)
-	scanner.Buffer(make([]byte, 64<<10), 1<<20)
-	for scanner.Scan() {
-		var event Event
-		if json.Unmarshal(scanner.Bytes(), &event) != nil {
-			continue // not a report line
-		}
-		switch event.Event {
-		case "ready":
-			if !readyClosed {
-				close(w.ready)
-				readyClosed = true
+	for {
+		kind, payload, err := readFrame(in)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				w.fail(fmt.Sprintf("its report stream broke: %v", err))
+				_ = w.cmd.Process.Kill()
 			}
-		case "fatal":
-			w.mu.Lock()
-			w.fatal = event.Message
-			w.mu.Unlock()
+			break
 		}
-		handle(event)
+		switch kind {
+		case frameEvent:
+			var event Event
+			if json.Unmarshal(payload, &event) != nil {
+				w.fail(fmt.Sprintf("an event that does not decode: %q", payload))
+				continue
+			}
+			switch event.Event {
+			case "ready":
+				if !readyClosed {
+					close(w.ready)
+					readyClosed = true
+				}
+			case "fatal":
+				w.fail(event.Message)
+			}
+			if handlers.Event != nil {
+				handlers.Event(event)
+			}
+		case frameRecords:
+			batch, err := decoder.DecodeAll(payload, nil)
+			if err != nil {
+				w.fail(fmt.Sprintf("a record batch that does not decompress: %v", err))
+				continue
+			}
+			if handlers.Records != nil {
+				if err := handlers.Records(batch); err != nil {
+					w.fail(err.Error())
+				}
+			}
+		case frameSummary:
+			var summary Summary
+			if json.Unmarshal(payload, &summary) != nil {
+				w.fail(fmt.Sprintf("a summary that does not decode: %q", payload))
+				continue
+			}
+			if handlers.Summary != nil {
+				handlers.Summary(summary)
+			}
+		}
 	}
 	_ = w.cmd.Wait()
+}
+
+// fail keeps the first reason the worker failed.
+func (w *Process) fail(reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fatal == "" {
+		w.fatal = reason
+	}
 }
 
 // limitedWriter keeps the first 4 KiB of a worker's stderr.
@@ -136,13 +251,29 @@ func (w *Process) HasExited() bool {
 func (w *Process) Failure() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	stderr := strings.TrimSpace(w.stderr.String())
+	if stderr != "" {
+		stderr = "; stderr: " + stderr
+	}
 	if w.fatal != "" {
-		return w.fatal
+		return fmt.Sprintf("worker `%s` (pid %d): %s%s", w.command, w.cmd.Process.Pid, w.fatal, stderr)
 	}
 	if state := w.cmd.ProcessState; state != nil && !state.Success() {
-		return fmt.Sprintf("worker pid %d: %v; stderr: %s", w.cmd.Process.Pid, state, strings.TrimSpace(w.stderr.String()))
+		return fmt.Sprintf("worker `%s` (pid %d): %v%s", w.command, w.cmd.Process.Pid, state, stderr)
 	}
 	return ""
+}
+
+// CommandLine is the command that started the worker.
+func (w *Process) CommandLine() string { return w.command }
+
+// CPUTime is the CPU time (user and system) of the exited local process:
+// the worker itself, or only its transport (ssh) when it runs elsewhere.
+func (w *Process) CPUTime() time.Duration {
+	if state := w.cmd.ProcessState; state != nil {
+		return state.UserTime() + state.SystemTime()
+	}
+	return 0
 }
 
 // PID is the worker's process id.

@@ -7,32 +7,89 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
-// Reporter writes a worker's events, one line each, flushed at once so
-// the runner sees them before it stops or kills the worker. Producer
-// callbacks and the worker goroutine call it at once: mu guards out. It is
-// a producer's record log (every outcome goes to stdout) and, through
-// PollSink, a consumer's poll sink.
+// Reporter writes a worker's frames, each flushed at once so the runner
+// sees it before it stops or kills the worker. Producer callbacks, the
+// flusher and the worker goroutine call it at once: mu guards out and
+// the stream counters. It is a producer's record log (every outcome goes
+// to stdout as an event) and, through PollSink, a consumer's poll sink.
 type Reporter struct {
 	mu  sync.Mutex
 	out *bufio.Writer
+	// frame is the frame being written, reused.
+	frame []byte
+	// zstd compresses record batches (EncodeAll is safe for concurrent
+	// use; mu serialises it anyway).
+	zstd *zstd.Encoder
+	// streamNanos and streamBytes count the time spent encoding and
+	// writing frames and the bytes written.
+	streamNanos, streamBytes int64
 }
 
 // NewReporter returns a reporter writing to w.
-func NewReporter(w io.Writer) *Reporter { return &Reporter{out: bufio.NewWriter(w)} }
+func NewReporter(w io.Writer) *Reporter {
+	encoder, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		panic(err) // only for invalid options
+	}
+	return &Reporter{out: bufio.NewWriterSize(w, 64<<10), zstd: encoder}
+}
+
+// write writes one frame and flushes; the caller holds mu.
+func (r *Reporter) write(kind byte, payload []byte, began time.Time) {
+	r.frame = appendFrame(r.frame[:0], kind, payload)
+	r.out.Write(r.frame)
+	r.out.Flush()
+	r.streamBytes += int64(len(r.frame))
+	r.streamNanos += int64(time.Since(began))
+}
+
+// hello writes the worker's first frame.
+func (r *Reporter) hello(hello Hello) {
+	payload, _ := json.Marshal(hello)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.write(frameHello, payload, time.Now())
+}
 
 // Emit writes one event.
 func (r *Reporter) Emit(event Event) {
-	line, err := json.Marshal(event)
+	began := time.Now()
+	payload, err := json.Marshal(event)
 	if err != nil {
 		return // cannot happen: the event has only plain fields
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.out.Write(append(line, '\n'))
-	r.out.Flush()
+	r.write(frameEvent, payload, began)
+}
+
+// Records writes a batch of a RecordStream, compressed.
+func (r *Reporter) Records(batch []byte) {
+	if len(batch) == 0 {
+		return
+	}
+	began := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.write(frameRecords, r.zstd.EncodeAll(batch, nil), began)
+}
+
+// Summary writes a summary, with the stream's cost so far filled in.
+func (r *Reporter) Summary(summary Summary) {
+	began := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	summary.StreamNanos, summary.StreamBytes = r.streamNanos, r.streamBytes
+	payload, err := json.Marshal(summary)
+	if err != nil {
+		return // cannot happen: plain fields
+	}
+	r.write(frameSummary, payload, began)
 }
 
 // Assigned reports how many input partitions a consume worker holds.

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -8,6 +9,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/exactly-eos/exactly/internal/buildinfo"
 )
 
 // Role runs one worker role: it reports on reporter (ready once it can
@@ -15,31 +18,47 @@ import (
 // work is done. crash is the crash point the runner asked for.
 type Role func(ctx context.Context, spec Spec, reporter *Reporter, crash *CrashPoint) error
 
-// Serve is `exactly loadgen worker --spec JSON`: it decodes the spec,
-// reads the runner's commands from stdin until it closes (which ends the
+// Serve is `exactly loadgen worker`: it says hello (the protocol it
+// speaks), reads the runner's handshake (its spec) from the first line of
+// stdin, then the runner's commands until stdin closes (which ends the
 // role's context), and runs the spec's role, reporting on stdout; a
-// role's error is reported as a fatal event too.
+// role's error is reported as a fatal event too. password receives the
+// handshake's SASL password (the role reads it from there).
 func Serve(args []string, stdin io.Reader, stdout io.Writer, roles map[string]Role) error {
 	flags := flag.NewFlagSet("exactly loadgen worker", flag.ContinueOnError)
-	specText := flags.String("spec", "", "the worker's settings, JSON")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	var spec Spec
-	if err := json.Unmarshal([]byte(*specText), &spec); err != nil {
-		return fmt.Errorf("worker spec: %w", err)
+	reporter := NewReporter(stdout)
+	reporter.hello(Hello{Protocol: Protocol, Version: buildinfo.Line()})
+	fail := func(err error) error {
+		reporter.Emit(Event{Event: "fatal", Message: err.Error()})
+		return err
 	}
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	line, err := in.ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return fail(fmt.Errorf("no handshake from the runner on stdin: %w", err))
+	}
+	var handshake Handshake
+	if err := json.Unmarshal(line, &handshake); err != nil {
+		return fail(fmt.Errorf("the runner's handshake does not decode (an exactly of another version?): %w", err))
+	}
+	if handshake.Protocol != Protocol {
+		return fail(fmt.Errorf("the runner speaks worker protocol %d and this worker %d (%s): run the same exactly version on every host",
+			handshake.Protocol, Protocol, buildinfo.Line()))
+	}
+	spec := handshake.Spec
+	spec.Password = handshake.Password
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The runner closes stdin to stop the worker (and so does its death);
 	// lines before that are commands.
 	crash := &CrashPoint{}
 	go func() {
-		readCommands(stdin, crash)
+		readCommands(in, crash)
 		cancel()
 	}()
-	reporter := NewReporter(stdout)
-	var err error
 	if role, ok := roles[spec.Role]; ok {
 		err = role(ctx, spec, reporter, crash)
 	} else {
@@ -51,7 +70,7 @@ func Serve(args []string, stdin io.Reader, stdout io.Writer, roles map[string]Ro
 		err = fmt.Errorf("worker role %q is not one of %s", spec.Role, strings.Join(names, ", "))
 	}
 	if err != nil {
-		reporter.Emit(Event{Event: "fatal", Message: err.Error()})
+		return fail(err)
 	}
-	return err
+	return nil
 }

@@ -32,6 +32,10 @@ const (
 	// RoleDBStage is a consume worker writing to the application
 	// database (consumer-crash).
 	RoleDBStage = "db-stage"
+	// RoleLoad runs a share of the workload's load producers (--workers):
+	// Producers, each with its budget and rate, paced from Start. It
+	// streams record batches and summaries, not an event per record.
+	RoleLoad = "load"
 )
 
 // Commands the runner writes to a worker's stdin, one per line.
@@ -55,8 +59,8 @@ const (
 	CrashInTransaction
 )
 
-// Spec is what a worker subprocess is told, as JSON in its --spec
-// argument. Durations are nanoseconds.
+// Spec is what a worker is told, in the runner's handshake (JSON).
+// Durations are nanoseconds; times are absolute (the runner's clock).
 type Spec struct {
 	Role string `json:"role"`
 	// Mode is the run's delivery mode (producer and database stage
@@ -64,12 +68,14 @@ type Spec struct {
 	Mode      string   `json:"mode,omitempty"`
 	Bootstrap []string `json:"bootstrap"`
 	// Security is how the worker's clients connect; its SASL password
-	// is not in the spec but in the environment (clientsec.PasswordEnv).
-	Security           clientsec.Config `json:"security,omitzero"`
-	FastRetries        bool             `json:"fast_retries"`
-	ClientID           string           `json:"client_id"`
-	TransactionalID    string           `json:"transactional_id"`
-	TransactionTimeout time.Duration    `json:"transaction_timeout"`
+	// is not in the spec but in the handshake (Password).
+	Security clientsec.Config `json:"security,omitzero"`
+	// Password is the handshake's SASL password, set by Serve.
+	Password           string        `json:"-"`
+	FastRetries        bool          `json:"fast_retries"`
+	ClientID           string        `json:"client_id"`
+	TransactionalID    string        `json:"transactional_id"`
+	TransactionTimeout time.Duration `json:"transaction_timeout"`
 	// Producer role.
 	Topic           string        `json:"topic,omitempty"`
 	RunID           uint64        `json:"run_id,omitempty"`
@@ -82,6 +88,23 @@ type Spec struct {
 	Deadline        time.Time     `json:"deadline"`
 	CommitInterval  time.Duration `json:"commit_interval,omitempty"`
 	CommitRecords   int           `json:"commit_records,omitempty"`
+	// Load role (also Mode, Topic, RunID, RecordSize, keys, Deadline and
+	// the commit settings): the producers it runs, their budgets (one
+	// per producer) and rate each, the transactional id of each (a
+	// transactional mode), the abort share, unique keys, the start of
+	// pacing and the end of the warm-up.
+	Producers        []uint32      `json:"producers,omitempty"`
+	Budgets          []uint64      `json:"budgets,omitempty"`
+	TransactionalIDs []string      `json:"transactional_ids,omitempty"`
+	AbortShare       float64       `json:"abort_share,omitempty"`
+	UniqueKeys       bool          `json:"unique_keys,omitempty"`
+	Drain            time.Duration `json:"drain,omitempty"`
+	Start            time.Time     `json:"start,omitzero"`
+	WarmupEnd        time.Time     `json:"warmup_end,omitzero"`
+	// DuplicateOnce, a test's fault: the worker writes its first
+	// acknowledged record a second time, as a plain copy, so the checker
+	// must report one duplicate.
+	DuplicateOnce bool `json:"duplicate_once,omitempty"`
 	// Pipeline role.
 	Group string `json:"group,omitempty"`
 	// GroupProtocol is the group consumer's protocol (Kafka's

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -45,15 +46,8 @@ func TestWorkerPollEventsReplay(t *testing.T) {
 	replayed := verify.NewPollTracker("replayed", nil, 0)
 	var ack Event
 	lines := 0
-	for line := range strings.Lines(out.String()) {
+	for _, event := range decodeEvents(t, out.Bytes(), false) {
 		lines++
-		var event Event
-		if err := json.Unmarshal([]byte(line), &event); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		if len(line) > 1<<19 {
-			t.Fatalf("a line of %d bytes: the runner reads lines up to 1 MiB", len(line))
-		}
 		if !ReplayPoll(replayed, event) {
 			ack = event
 		}
@@ -91,9 +85,9 @@ func TestServeRunsTheRole(t *testing.T) {
 	}}
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve([]string{"--spec", `{"role":"test","client_id":"c1"}`}, stdinReader, &out, roles)
+		done <- Serve(nil, stdinReader, &out, roles)
 	}()
-	if _, err := io.WriteString(stdinWriter, CommandCrashInTransaction+"\n"); err != nil {
+	if _, err := io.WriteString(stdinWriter, `{"protocol":2,"spec":{"role":"test","client_id":"c1"}}`+"\n"+CommandCrashInTransaction+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -108,21 +102,41 @@ func TestServeRunsTheRole(t *testing.T) {
 	if err := <-done; err == nil || err.Error() != "role failed" {
 		t.Fatalf("Serve returned %v", err)
 	}
-	var events []Event
-	for line := range strings.Lines(out.String()) {
-		var event Event
-		if err := json.Unmarshal([]byte(line), &event); err != nil {
-			t.Fatal(err)
-		}
-		events = append(events, event)
-	}
+	events := decodeEvents(t, out.Bytes(), true)
 	if len(events) != 2 || events[0].Event != "ready" || events[0].Message != "c1" || events[1].Event != "fatal" || events[1].Message != "role failed" {
 		t.Errorf("events %+v", events)
 	}
 
 	out.Reset()
-	err := Serve([]string{"--spec", `{"role":"other"}`}, strings.NewReader(""), &out, roles)
+	err := Serve(nil, strings.NewReader(`{"protocol":2,"spec":{"role":"other"}}`+"\n"), &out, roles)
 	if err == nil || !strings.Contains(err.Error(), `worker role "other" is not one of test`) || !strings.Contains(out.String(), `"e":"fatal"`) {
 		t.Errorf("unknown role: %v, output %q", err, out.String())
+	}
+}
+
+// decodeEvents decodes a worker's output: its hello (when withHello),
+// then event frames only.
+func decodeEvents(t *testing.T, output []byte, withHello bool) []Event {
+	t.Helper()
+	in := bufio.NewReader(bytes.NewReader(output))
+	if withHello {
+		if _, err := readHello(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var events []Event
+	for {
+		kind, payload, err := readFrame(in)
+		if errors.Is(err, io.EOF) {
+			return events
+		}
+		if err != nil || kind != frameEvent {
+			t.Fatalf("frame %q: %v", kind, err)
+		}
+		var event Event
+		if err := json.Unmarshal(payload, &event); err != nil {
+			t.Fatalf("event %q: %v", payload, err)
+		}
+		events = append(events, event)
 	}
 }

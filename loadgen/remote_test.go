@@ -1,0 +1,133 @@
+package loadgen
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exactly-eos/exactly/loadgen/report"
+)
+
+// remoteWorkload is the smoke workload for runs with load workers: 3000
+// records of 3 producers, at a fixed rate so that each worker has a
+// share of it to keep.
+func remoteWorkload(t *testing.T, modeNames ...string) Workload {
+	workload := smokeWorkload(t)
+	workload.Modes = modeNames
+	workload.Producers = 3
+	workload.Rate = 1500
+	return workload
+}
+
+// TestThreeWorkersThroughACommandTransport runs the load's producers in 3
+// worker processes started through --worker-exec: two run the binary
+// directly, the third through a `sh -c` wrapper script (the transport is
+// only a command). Every mode passes the same checks as in process, and
+// the merged figures are the sums of the workers' parts: acknowledged
+// records, measured records and the produce-ack histogram's count.
+func TestThreeWorkersThroughACommandTransport(t *testing.T) {
+	t.Parallel()
+	wrapper := filepath.Join(t.TempDir(), "via-sh-c")
+	script := fmt.Sprintf("#!/bin/sh\nexec sh -c 'exec \"$0\" \"$@\"' %s \"$@\"\n", os.Args[0])
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	transport := WorkerTransport{Count: 3, Exec: []string{"{host}", "loadgen", "worker"}, Hosts: []string{os.Args[0], os.Args[0], wrapper}}
+	results := runSuiteWith(t, Options{Workload: remoteWorkload(t, ModeAtLeastOnce, ModeIdempotent, ModeTransactional, ModeEOSPipeline),
+		Target: newQuickGroupsEmbedded(t), Self: testSelf(), Workers: transport})
+	for _, run := range results.Runs {
+		if run.Status != report.StatusPass {
+			t.Errorf("%s: %s: %s", run.Name, run.Status, run.Reason)
+			continue
+		}
+		assertRunVerdict(t, run)
+		if len(run.Workers) != 3 {
+			t.Fatalf("%s: %d worker shares, want 3", run.Name, len(run.Workers))
+		}
+		var acked, measured, histogram int64
+		var producers []uint32
+		for _, share := range run.Workers {
+			if share.Status != report.WorkerOK || share.Acknowledged == 0 || share.ProduceAck == nil || share.TargetRecordsPerSecond != 500 {
+				t.Errorf("%s: worker %d: %+v", run.Name, share.Index, share)
+				continue
+			}
+			acked += share.Acknowledged
+			measured += share.Measured
+			histogram += share.ProduceAck.Count
+			producers = append(producers, share.Producers...)
+		}
+		if !strings.Contains(run.Workers[2].Command, "via-sh-c") {
+			t.Errorf("%s: worker 2 ran %q, want the sh -c wrapper", run.Name, run.Workers[2].Command)
+		}
+		if slices.Sort(producers); !slices.Equal(producers, []uint32{0, 1, 2}) {
+			t.Errorf("%s: the workers ran producers %v, want 0, 1 and 2 once each", run.Name, producers)
+		}
+		merged := run.Latency[report.LatencyProduceAck]
+		if uint64(acked) != run.Producers.Acknowledged || merged == nil || histogram != merged.Count || measured != merged.Count {
+			t.Errorf("%s: workers acked %d, measured %d, histogram counts %d; merged: ledger acked %d, histogram %+v",
+				run.Name, acked, measured, histogram, run.Producers.Acknowledged, merged)
+		}
+	}
+}
+
+// A load worker killed mid-run is reported, by number and command, and
+// fails the run: its records after its last report are unknown.
+func TestKilledLoadWorkerIsReported(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	workload := remoteWorkload(t, ModeIdempotent)
+	workload.Rate = 300 // 10 s at 300/s for the 3000 records: time to kill one
+	workload.Duration = Duration(10 * time.Second)
+	// The wrapper notes its pid, then becomes the worker (exec keeps it).
+	transport := WorkerTransport{Count: 2, Exec: []string{"sh", "-c", `echo $$ > ` + dir + `/pid-{i}; exec "$0" loadgen worker`, os.Args[0]}}
+	go func() {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			text, err := os.ReadFile(filepath.Join(dir, "pid-1"))
+			if err != nil || !strings.HasSuffix(string(text), "\n") {
+				continue
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(text)))
+			if err != nil {
+				t.Errorf("pid file %q", text)
+				return
+			}
+			time.Sleep(3 * time.Second) // mid-run
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return
+		}
+		t.Error("worker 1 never started")
+	}()
+	results := runSuiteWith(t, Options{Workload: workload, Target: newQuickGroupsEmbedded(t), Self: testSelf(), Workers: transport})
+	run := results.Runs[0]
+	if run.Status == report.StatusPass || !strings.Contains(run.Reason, "load worker 1, running producers 2, died") ||
+		!strings.Contains(run.Reason, "signal: killed") {
+		t.Errorf("status %s, reason %q: want the killed worker named", run.Status, run.Reason)
+	}
+	if len(run.Workers) != 2 || run.Workers[1].Status != report.WorkerDied || run.Workers[0].Status != report.WorkerOK {
+		t.Errorf("worker shares %+v", run.Workers)
+	}
+}
+
+// The checker judges the union of the workers' ledgers: a duplicate that
+// one worker writes is caught.
+func TestDuplicateFromOneWorkerIsCaught(t *testing.T) {
+	t.Parallel()
+	results := runSuiteWith(t, Options{Workload: remoteWorkload(t, ModeIdempotent), Target: newQuickGroupsEmbedded(t),
+		Self: testSelf(), Workers: WorkerTransport{Count: 2}, duplicateOnce: true})
+	run := results.Runs[0]
+	var duplicated []uint64
+	for _, check := range run.Checks {
+		if check.Reader != report.PollReader {
+			duplicated = append(duplicated, check.Counts.Duplicated)
+		}
+	}
+	if run.Status != report.StatusFail || len(duplicated) == 0 || slices.ContainsFunc(duplicated, func(n uint64) bool { return n != 1 }) {
+		t.Errorf("status %s (%s), duplicated per read-back %v: want a failed run with 1 duplicate", run.Status, run.Reason, duplicated)
+	}
+}
