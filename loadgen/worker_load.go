@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
 
 	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/verify"
@@ -17,7 +20,7 @@ import (
 // How often a load worker sends its record batches and its summaries.
 const (
 	recordFlushInterval = 100 * time.Millisecond
-	summaryInterval     = 250 * time.Millisecond
+	summaryInterval     = time.Second
 )
 
 // runLoadWorker runs a load worker's share of the producers (--workers):
@@ -76,8 +79,14 @@ func runLoadWorker(ctx context.Context, spec worker.Spec, reporter *worker.Repor
 	reporter.Emit(worker.Event{Event: "ready", Message: fmt.Sprintf("%d producers", len(producers))})
 
 	stopFlusher, flusherDone := make(chan struct{}), make(chan struct{})
+	var streamCPU atomic.Int64 // the flusher's CPU time so far, ns
 	go func() {
 		defer close(flusherDone)
+		// The flusher owns its thread, so the thread's CPU time is what
+		// encoding and writing the reports cost (Summary.StreamNanos).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		flusherStart := threadCPU()
 		flushRecords := time.NewTicker(recordFlushInterval)
 		defer flushRecords.Stop()
 		summarize := time.NewTicker(summaryInterval)
@@ -94,7 +103,10 @@ func runLoadWorker(ctx context.Context, spec worker.Spec, reporter *worker.Repor
 				// The batch first: a summary never counts an ack the
 				// runner's ledger has not seen.
 				reporter.Records(stream.Take())
-				reporter.Summary(metrics.takeSummary())
+				summary := metrics.takeSummary()
+				summary.StreamNanos = int64(threadCPU() - flusherStart)
+				reporter.Summary(summary)
+				streamCPU.Store(int64(threadCPU() - flusherStart))
 			}
 		}
 	}()
@@ -124,14 +136,25 @@ func runLoadWorker(ctx context.Context, spec worker.Spec, reporter *worker.Repor
 	wait.Wait()
 	close(stopFlusher)
 	<-flusherDone
+	// The last batch and summary, on this goroutine: their cost is not
+	// counted (one of each, against the many the flusher sent).
 	reporter.Records(stream.Take())
 	final := metrics.takeSummary()
-	final.Final = true
+	final.Final, final.StreamNanos = true, streamCPU.Load()
 	reporter.Summary(final)
 	if reason := metrics.unsupportedMode(); reason != "" {
 		return errors.New(reason)
 	}
 	return errors.Join(append(errs, duplicateErr)...)
+}
+
+// threadCPU is the CPU time of the calling OS thread.
+func threadCPU() time.Duration {
+	var now unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &now) != nil {
+		return 0
+	}
+	return time.Duration(now.Nano())
 }
 
 // duplicator is a test's fault (worker.Spec.DuplicateOnce): it passes a

@@ -182,6 +182,9 @@ type dashboardPage struct {
 	// SecurityTables are the security workload's tables (results with a
 	// security section only).
 	SecurityTables []securityTable
+	// WorkersTables are the runs whose producers ran in load workers,
+	// merged and per worker.
+	WorkersTables []workersTable
 	// GroupProtocolsTables are the consumer group protocols' comparison
 	// and the group-churn runs' rebalance pauses.
 	GroupProtocolsTables []groupProtocolsTable
@@ -219,6 +222,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	page.OverheadTables = overheadTables(files)
 	page.SecurityTables = securityTables(files)
 	page.GroupProtocolsTables = groupProtocolsTables(files)
+	page.WorkersTables = workersTables(files)
 	page.CommitCurves = curveCharts(files)
 	page.Throughput, page.Overhead = throughputCharts(files, names)
 	page.RunRows = runRows(files, names)

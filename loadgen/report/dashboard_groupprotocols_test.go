@@ -36,3 +36,27 @@ func TestDashboardGroupProtocols(t *testing.T) {
 		t.Errorf("terminal table:\n%s", text.String())
 	}
 }
+
+// The dashboard shows a run of load workers merged and per worker, a
+// worker behind its share flagged with its note; a file without workers
+// has no such section.
+func TestDashboardLoadWorkers(t *testing.T) {
+	results := loadFixture(t, embeddedFixture)
+	if page := renderFixtures(t, results); strings.Contains(page, `id="load-workers"`) {
+		t.Fatal("a file without load workers shows the section")
+	}
+	results.Runs[0].Workers = []WorkerShare{
+		{Index: 0, Command: "exactly loadgen worker", Producers: []uint32{0, 1}, TargetRecordsPerSecond: 1000, Acknowledged: 10000,
+			RecordsPerSecond: 1000, CPUSeconds: 3.5, StreamCPUShare: 0.004, Status: WorkerOK},
+		{Index: 1, Host: "client-b", Producers: []uint32{2}, TargetRecordsPerSecond: 1000, Acknowledged: 7000, RecordsPerSecond: 700,
+			Status: WorkerBehind, Note: "kept 70% of its share of the rate"},
+	}
+	page := renderFixtures(t, results)
+	for _, want := range []string{`id="load-workers"`, `<td class="text">0–1</td>`, "<td>3.5</td><td>0.40%</td>",
+		`<tr data-worker="1" class="worse"><td class="text">worker 1</td><td class="text">client-b</td>`, "behind: kept 70% of its share of the rate",
+		", 1 behind"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}

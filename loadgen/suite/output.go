@@ -119,6 +119,9 @@ func matrixTables(w io.Writer, results *report.Results, wide bool) error {
 	if err := report.WriteOverhead(w, results); err != nil {
 		return err
 	}
+	if err := report.WriteWorkers(w, results); err != nil {
+		return err
+	}
 	if err := report.WriteGroupProtocols(w, results); err != nil {
 		return err
 	}

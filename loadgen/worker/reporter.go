@@ -25,9 +25,8 @@ type Reporter struct {
 	// zstd compresses record batches (EncodeAll is safe for concurrent
 	// use; mu serialises it anyway).
 	zstd *zstd.Encoder
-	// streamNanos and streamBytes count the time spent encoding and
-	// writing frames and the bytes written.
-	streamNanos, streamBytes int64
+	// streamBytes counts the bytes written.
+	streamBytes int64
 }
 
 // NewReporter returns a reporter writing to w.
@@ -40,12 +39,11 @@ func NewReporter(w io.Writer) *Reporter {
 }
 
 // write writes one frame and flushes; the caller holds mu.
-func (r *Reporter) write(kind byte, payload []byte, began time.Time) {
+func (r *Reporter) write(kind byte, payload []byte) {
 	r.frame = appendFrame(r.frame[:0], kind, payload)
 	r.out.Write(r.frame)
 	r.out.Flush()
 	r.streamBytes += int64(len(r.frame))
-	r.streamNanos += int64(time.Since(began))
 }
 
 // hello writes the worker's first frame.
@@ -53,19 +51,18 @@ func (r *Reporter) hello(hello Hello) {
 	payload, _ := json.Marshal(hello)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.write(frameHello, payload, time.Now())
+	r.write(frameHello, payload)
 }
 
 // Emit writes one event.
 func (r *Reporter) Emit(event Event) {
-	began := time.Now()
 	payload, err := json.Marshal(event)
 	if err != nil {
 		return // cannot happen: the event has only plain fields
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.write(frameEvent, payload, began)
+	r.write(frameEvent, payload)
 }
 
 // Records writes a batch of a RecordStream, compressed.
@@ -73,23 +70,22 @@ func (r *Reporter) Records(batch []byte) {
 	if len(batch) == 0 {
 		return
 	}
-	began := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.write(frameRecords, r.zstd.EncodeAll(batch, nil), began)
+	r.write(frameRecords, r.zstd.EncodeAll(batch, nil))
 }
 
-// Summary writes a summary, with the stream's cost so far filled in.
+// Summary writes a summary, with the bytes of the stream so far filled
+// in.
 func (r *Reporter) Summary(summary Summary) {
-	began := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	summary.StreamNanos, summary.StreamBytes = r.streamNanos, r.streamBytes
+	summary.StreamBytes = r.streamBytes
 	payload, err := json.Marshal(summary)
 	if err != nil {
 		return // cannot happen: plain fields
 	}
-	r.write(frameSummary, payload, began)
+	r.write(frameSummary, payload)
 }
 
 // Assigned reports how many input partitions a consume worker holds.

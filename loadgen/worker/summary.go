@@ -28,9 +28,12 @@ type Summary struct {
 	// stopped), the first time the worker learnt it.
 	Unsupported string `json:"unsupported,omitempty"`
 	// CPUNanos is the worker process's CPU time (user and system) so far,
-	// StreamNanos the part of it spent encoding and writing its reports
-	// (the record batches and the summaries), and StreamBytes the bytes
-	// those reports took on the wire, so far.
+	// StreamNanos the CPU time of the thread that takes, encodes,
+	// compresses and writes its reports (the record batches and the
+	// summaries), and StreamBytes the bytes those reports took on the
+	// wire, so far. The ops a producer's callbacks append to the record
+	// stream run on the producers' threads and are not in StreamNanos
+	// (BenchmarkReportStream measures them with the rest).
 	CPUNanos    int64 `json:"cpu_ns,omitempty"`
 	StreamNanos int64 `json:"stream_ns,omitempty"`
 	StreamBytes int64 `json:"stream_bytes,omitempty"`
