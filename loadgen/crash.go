@@ -27,9 +27,10 @@ import (
 // scheduler kills them (or tells them where to kill themselves).
 
 // startWorkerPipeline runs the consume workers of plan (transact workers,
-// or a database stage) as subprocesses and crashes them at each firing of
-// action, starting a replacement after its restart delay.
-func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAction) (*stages.Group, error) {
+// or a database stage) as worker processes and, when crash, crashes them
+// at each firing of action, starting a replacement after its restart
+// delay. Without crash (load workers, --workers) they only run there.
+func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAction, crash bool) (*stages.Group, error) {
 	plan := l.plan
 	workers := plan.workload.Pipeline.Workers
 	p, ctx := stages.NewGroup(ctx, workers)
@@ -52,9 +53,12 @@ func startWorkerPipeline(ctx context.Context, l *loadRun, action faults.ClientAc
 			}
 		})
 	})
-	p.Schedule = func() { scheduleCrashes(ctx, l, action, slots) }
-	if usesDatabase(plan.mode) {
+	switch {
+	case !crash:
+	case usesDatabase(plan.mode):
 		p.Schedule = func() { scheduleStageCrashes(ctx, l, action, slots) }
+	default:
+		p.Schedule = func() { scheduleCrashes(ctx, l, action, slots) }
 	}
 	return p, nil
 }
@@ -118,8 +122,13 @@ func (l *loadRun) launchSlot(s *worker.Slot, p *stages.Group) error {
 // recordStageCommit replays a database stage worker's commit report into
 // the run's measurements.
 func (l *loadRun) recordStageCommit(event worker.Event) {
+	if event.Outcome != "" {
+		// A transact worker's transaction.
+		l.metrics.recordTransactionEnd(event.Outcome == "committed", event.Outcome == "aborted", time.Duration(event.Took))
+		return
+	}
 	if len(event.SendTimes) == 0 && event.Took == 0 {
-		return // a transact worker's report: no measurements
+		return
 	}
 	now := time.Now()
 	for _, sendTime := range event.SendTimes {

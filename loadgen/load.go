@@ -98,7 +98,10 @@ func (l *loadRun) startStage(ctx context.Context) (*stages.Group, error) {
 	case churning:
 		workers, err = startChurnStage(ctx, l, churn)
 	case crash:
-		workers, err = startWorkerPipeline(ctx, l, action)
+		workers, err = startWorkerPipeline(ctx, l, action, true)
+	case l.env.workers.Count > 0:
+		// With load workers the consume stage runs in workers too.
+		workers, err = startWorkerPipeline(ctx, l, action, false)
 	case plan.spec().Stage == modes.TransactStage:
 		workers, err = startPipeline(ctx, plan, l.metrics)
 	default:

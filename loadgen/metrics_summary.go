@@ -3,8 +3,6 @@ package loadgen
 import (
 	"fmt"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/worker"
 )
@@ -40,10 +38,7 @@ func (m *runMetrics) takeSummary() worker.Summary {
 		if histogram.TotalCount() == 0 {
 			continue
 		}
-		encoded, err := histogram.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-		if err != nil {
-			continue // cannot happen for a histogram of ours
-		}
+		encoded := worker.EncodeHistogram(histogram)
 		if summary.Histograms == nil {
 			summary.Histograms = make(map[string][]byte)
 		}
@@ -65,8 +60,9 @@ func (m *runMetrics) mergeSummary(summary worker.Summary) (*hdrHistogram, error)
 	m.errors.Add(summary.Errors)
 	m.retries.Add(summary.Retries)
 	decoded := make(map[string]*hdrHistogram, len(summary.Histograms))
+	like := report.NewLatencyHistogram()
 	for name, encoded := range summary.Histograms {
-		histogram, err := hdrhistogram.Decode(encoded)
+		histogram, err := worker.DecodeHistogram(encoded, like)
 		if err != nil {
 			return nil, fmt.Errorf("a worker's %s histogram does not decode: %w", name, err)
 		}

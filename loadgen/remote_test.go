@@ -33,20 +33,31 @@ func remoteWorkload(t *testing.T, modeNames ...string) Workload {
 // records, measured records and the produce-ack histogram's count.
 func TestThreeWorkersThroughACommandTransport(t *testing.T) {
 	t.Parallel()
-	wrapper := filepath.Join(t.TempDir(), "via-sh-c")
-	script := fmt.Sprintf("#!/bin/sh\nexec sh -c 'exec \"$0\" \"$@\"' %s \"$@\"\n", os.Args[0])
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	// Each launch notes itself in launched: the plain launcher execs the
+	// binary, the other wraps it in sh -c.
+	launched, direct, viaShell := filepath.Join(dir, "launched"), filepath.Join(dir, "direct"), filepath.Join(dir, "via-sh-c")
+	scripts := map[string]string{
+		direct:   fmt.Sprintf("#!/bin/sh\necho direct >> %s\nexec %s \"$@\"\n", launched, os.Args[0]),
+		viaShell: fmt.Sprintf("#!/bin/sh\necho sh-c >> %s\nexec sh -c 'exec \"$0\" \"$@\"' %s \"$@\"\n", launched, os.Args[0]),
 	}
-	transport := WorkerTransport{Count: 3, Exec: []string{"{host}", "loadgen", "worker"}, Hosts: []string{os.Args[0], os.Args[0], wrapper}}
-	results := runSuiteWith(t, Options{Workload: remoteWorkload(t, ModeAtLeastOnce, ModeIdempotent, ModeTransactional, ModeEOSPipeline),
+	for path, script := range scripts {
+		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	workload := remoteWorkload(t, ModeAtLeastOnce, ModeIdempotent, ModeTransactional, ModeEOSPipeline, ModeConsumerDedup)
+	transport := WorkerTransport{Count: 3, Exec: []string{"{host}", "loadgen", "worker"}, Hosts: []string{direct, direct, viaShell}}
+	results := runSuiteWith(t, Options{Workload: workload,
 		Target: newQuickGroupsEmbedded(t), Self: testSelf(), Workers: transport})
 	for _, run := range results.Runs {
 		if run.Status != report.StatusPass {
 			t.Errorf("%s: %s: %s", run.Name, run.Status, run.Reason)
 			continue
 		}
-		assertRunVerdict(t, run)
+		if run.Mode != ModeConsumerDedup { // its checks are the table's
+			assertRunVerdict(t, run)
+		}
 		if len(run.Workers) != 3 {
 			t.Fatalf("%s: %d worker shares, want 3", run.Name, len(run.Workers))
 		}
@@ -62,7 +73,7 @@ func TestThreeWorkersThroughACommandTransport(t *testing.T) {
 			histogram += share.ProduceAck.Count
 			producers = append(producers, share.Producers...)
 		}
-		if !strings.Contains(run.Workers[2].Command, "via-sh-c") {
+		if !strings.HasSuffix(run.Workers[2].Command, "via-sh-c loadgen worker") {
 			t.Errorf("%s: worker 2 ran %q, want the sh -c wrapper", run.Name, run.Workers[2].Command)
 		}
 		if slices.Sort(producers); !slices.Equal(producers, []uint32{0, 1, 2}) {
@@ -73,6 +84,16 @@ func TestThreeWorkersThroughACommandTransport(t *testing.T) {
 			t.Errorf("%s: workers acked %d, measured %d, histogram counts %d; merged: ledger acked %d, histogram %+v",
 				run.Name, acked, measured, histogram, run.Producers.Acknowledged, merged)
 		}
+	}
+	// 3 load workers a mode, and the consume stages' workers (eos-pipeline,
+	// consumer-dedup) through the same transport: 2 of every 3 direct.
+	text, err := os.ReadFile(launched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 3*len(workload.Modes) + 2*workload.Pipeline.Workers
+	if lines := strings.Count(string(text), "\n"); lines != want || strings.Count(string(text), "sh-c") < len(workload.Modes) {
+		t.Errorf("%d launches through the transport (%d through sh -c), want %d", lines, strings.Count(string(text), "sh-c"), want)
 	}
 }
 
@@ -129,5 +150,23 @@ func TestDuplicateFromOneWorkerIsCaught(t *testing.T) {
 	}
 	if run.Status != report.StatusFail || len(duplicated) == 0 || slices.ContainsFunc(duplicated, func(n uint64) bool { return n != 1 }) {
 		t.Errorf("status %s (%s), duplicated per read-back %v: want a failed run with 1 duplicate", run.Status, run.Reason, duplicated)
+	}
+}
+
+// A worker that cannot keep its share of a fixed rate is flagged as the
+// limit of the run: here one worker is asked for far more than any
+// client on this machine sends.
+func TestWorkerBehindItsShareIsFlagged(t *testing.T) {
+	t.Parallel()
+	workload := remoteWorkload(t, ModeAtLeastOnce)
+	workload.Rate, workload.Records, workload.Duration = 5_000_000, 20_000_000, Duration(2*time.Second)
+	results := runSuiteWith(t, Options{Workload: workload, Target: newQuickGroupsEmbedded(t), Self: testSelf(), Workers: WorkerTransport{Count: 1}})
+	run := results.Runs[0]
+	if len(run.Workers) != 1 {
+		t.Fatalf("status %s (%s): %d worker shares", run.Status, run.Reason, len(run.Workers))
+	}
+	share := run.Workers[0]
+	if run.Status != report.StatusPass || share.Status != report.WorkerBehind || !strings.Contains(share.Note, "the limit was this client, not the cluster") {
+		t.Errorf("run %s (%s), worker %+v: want it flagged behind", run.Status, run.Reason, share)
 	}
 }

@@ -131,7 +131,16 @@ func runPipelineWorker(ctx context.Context, spec worker.Spec, reporter *worker.R
 	reporter.Emit(worker.Event{Event: "ready"})
 	p := &stages.Group{Committed: stages.NewCounter(),
 		OnBegin: func() { reporter.Emit(worker.Event{Event: "open"}) },
-		OnEnd:   func(committed int64) { reporter.Emit(worker.Event{Event: "committed", Count: committed}) },
+		OnEnd: func(committed int64, end stages.TransactionEnd) {
+			outcome := "unknown"
+			switch {
+			case end.Committed:
+				outcome = "committed"
+			case end.Aborted:
+				outcome = "aborted"
+			}
+			reporter.Emit(worker.Event{Event: "committed", Count: committed, Outcome: outcome, Took: max(end.Took.Nanoseconds(), 1)})
+		},
 	}
 	return p.TransactRestarting(ctx, session, renew, stages.Output{Topic: spec.Output, Stage: 1}, stageMetrics{metrics})
 }

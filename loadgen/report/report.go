@@ -285,8 +285,10 @@ type WorkerShare struct {
 	MegabytesPerSecond float64    `json:"megabytes_per_second"`
 	ProduceAck         *Histogram `json:"produce_ack,omitempty"`
 	// CPUSeconds is the worker process's CPU time, StreamCPUShare the
-	// part of it spent encoding and writing its reports, StreamBytes
-	// what those took on the wire.
+	// part of it its reporting thread took (taking, encoding, compressing
+	// and writing its reports; the few nanoseconds a record costs the
+	// producer callbacks that log it are not in it), StreamBytes what the
+	// reports took on the wire.
 	CPUSeconds     float64 `json:"cpu_seconds,omitempty"`
 	StreamCPUShare float64 `json:"stream_cpu_share,omitempty"`
 	StreamBytes    int64   `json:"stream_bytes,omitempty"`

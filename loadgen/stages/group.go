@@ -1,6 +1,8 @@
 package stages
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +25,7 @@ type Group struct {
 	// begins and when it ends, with the records it committed (0 if it
 	// did not).
 	OnBegin func()
-	OnEnd   func(committed int64)
+	OnEnd   func(committed int64, outcome TransactionEnd)
 	// Watch follows the workers' partition assignments (the load waits
 	// for it to settle); Schedule, when set, runs the client fault's
 	// schedule (consumer-crash, group-churn) once the load's clock has
@@ -33,6 +35,14 @@ type Group struct {
 	// Identities, when set (group-churn), counts the distinct records the
 	// last stage committed into Committed, instead of output records.
 	Identities *IdentityCounter
+}
+
+// TransactionEnd is how a transact worker's transaction ended, for
+// Group.OnEnd: whether it committed, was aborted on purpose, and how long
+// ending it took.
+type TransactionEnd struct {
+	Committed, Aborted bool
+	Took               time.Duration
 }
 
 // NewGroup returns a group of workers goroutines, not yet started, and

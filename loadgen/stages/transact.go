@@ -140,7 +140,7 @@ func (p *Group) transform(ctx context.Context, session *kgo.GroupTransactSession
 		p.Committed.Add(produced)
 	}
 	if p.OnEnd != nil {
-		p.OnEnd(produced)
+		p.OnEnd(produced, TransactionEnd{Committed: committed, Aborted: !committed && err == nil, Took: took})
 	}
 	return committed, produceErr
 }

@@ -109,6 +109,9 @@ func StartWith(launch Launch, index int, spec Spec, handlers Handlers) (*Process
 	words := launch.Command(index)
 	cmd := exec.Command(words[0], words[1:]...)
 	cmd.Env = append(os.Environ(), launch.Env...)
+	// A wrapper's children may hold the worker's stderr after it exits:
+	// Wait gives up on them after this.
+	cmd.WaitDelay = 5 * time.Second
 	w := &Process{cmd: cmd, command: strings.Join(words, " "), ready: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stderr = limitedWriter{w}
 	stdout, err := cmd.StdoutPipe()
@@ -125,6 +128,16 @@ func StartWith(launch Launch, index int, spec Spec, handlers Handlers) (*Process
 	// A worker that exited at once cannot take it; read reports why.
 	_ = w.Command(string(handshake))
 	return w, nil
+}
+
+// closeStdin closes the worker's stdin: no more commands.
+func (w *Process) closeStdin() {
+	w.stdinMu.Lock()
+	defer w.stdinMu.Unlock()
+	if !w.stdinClosed {
+		w.stdinClosed = true
+		w.stdin.Close()
+	}
 }
 
 // Command writes one command line to the worker's stdin.
@@ -151,8 +164,10 @@ func (w *Process) read(stdout io.Reader, handlers Handlers) {
 	w.mu.Unlock()
 	if err != nil {
 		// A worker that cannot be talked to is of no use: end it.
-		// (Not draining its output: a child of a wrapper may hold it.)
+		// (Not draining its output: a child of a wrapper may hold it.
+		// Closing stdin ends such a child that reads it.)
 		w.fail(err.Error())
+		w.closeStdin()
 		_ = w.cmd.Process.Kill()
 		_ = w.cmd.Wait()
 		return
@@ -309,10 +324,7 @@ func (w *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
 // first.
 func (w *Process) Stop(grace time.Duration) {
 	_ = w.cmd.Process.Signal(syscall.SIGCONT)
-	w.stdinMu.Lock()
-	w.stdinClosed = true
-	w.stdin.Close()
-	w.stdinMu.Unlock()
+	w.closeStdin()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {

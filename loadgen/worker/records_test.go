@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
@@ -219,4 +221,60 @@ func TestHandshakeRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the runner speaks worker protocol 3 and this worker 2") {
 		t.Errorf("a runner of another version: %v", err)
 	}
+}
+
+// A histogram survives the sparse encoding: same count, same
+// percentiles; another geometry and corrupt input are refused.
+func TestHistogramRoundTrip(t *testing.T) {
+	like := hdrhistogram.New(1, 600_000_000, 3)
+	h := hdrhistogram.New(1, 600_000_000, 3)
+	random := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		_ = h.RecordValue(1 + random.Int64N(5_000_000))
+	}
+	_ = h.RecordValue(599_000_000)
+	decoded, err := DecodeHistogram(EncodeHistogram(h), like)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !decoded.Equals(h) {
+		t.Errorf("decoded histogram differs: count %d p99 %d, want %d and %d", decoded.TotalCount(), decoded.ValueAtQuantile(99),
+			h.TotalCount(), h.ValueAtQuantile(99))
+	}
+	if _, err := DecodeHistogram(EncodeHistogram(hdrhistogram.New(1, 1000, 2)), like); err == nil {
+		t.Error("a histogram of another geometry was accepted")
+	}
+	encoded := EncodeHistogram(h)
+	if _, err := DecodeHistogram(encoded[:len(encoded)-1], like); err == nil {
+		t.Error("a truncated histogram was accepted")
+	}
+}
+
+// FuzzDecodeHistogram: no input panics the histogram decoder.
+func FuzzDecodeHistogram(f *testing.F) {
+	like := hdrhistogram.New(1, 600_000_000, 3)
+	h := hdrhistogram.New(1, 600_000_000, 3)
+	_ = h.RecordValue(1500)
+	f.Add(EncodeHistogram(h))
+	f.Fuzz(func(t *testing.T, encoded []byte) {
+		_, _ = DecodeHistogram(encoded, like)
+	})
+}
+
+func BenchmarkHistogramEncoding(b *testing.B) {
+	h := hdrhistogram.New(1, 600_000_000, 3)
+	random := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		_ = h.RecordValue(1 + random.Int64N(50_000))
+	}
+	b.Run("sparse", func(b *testing.B) {
+		for b.Loop() {
+			_ = EncodeHistogram(h)
+		}
+	})
+	b.Run("v2-deflate", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+		}
+	})
 }

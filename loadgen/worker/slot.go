@@ -31,7 +31,7 @@ type Slot struct {
 // Launch starts the slot's worker (a first one or a replacement) with
 // handle receiving its events.
 func (s *Slot) Launch(launch Launch, handle func(Event)) error {
-	process, err := Start(launch, s.Spec, handle)
+	process, err := StartWith(launch, s.Index, s.Spec, Handlers{Event: handle})
 	if err != nil {
 		return err
 	}

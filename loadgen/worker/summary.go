@@ -15,10 +15,9 @@ type Summary struct {
 	MeasuredBytes int64 `json:"measured_bytes,omitempty"`
 	Errors        int64 `json:"errors,omitempty"`
 	Retries       int64 `json:"retries,omitempty"`
-	// Histograms holds HdrHistograms of microseconds in the standard
-	// compressed encoding (V2, deflate), by name: produce_ack,
-	// produce_ack_uncorrected, commit and window (every ack, for the
-	// runner's per-second p99).
+	// Histograms holds HdrHistograms of microseconds (EncodeHistogram),
+	// by name: produce_ack, produce_ack_uncorrected, commit and window
+	// (every ack, for the runner's per-second p99).
 	Histograms   map[string][]byte `json:"histograms,omitempty"`
 	ErrorsByCode map[string]int64  `json:"errors_by_code,omitempty"`
 	Committed    int64             `json:"committed,omitempty"`
