@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/verify"
+	"github.com/exactly-eos/exactly/loadgen/worker"
 )
 
 // producer is one load-producing client. Its run method is called on one
@@ -221,19 +222,9 @@ func (p *producer) endTransaction(ctx context.Context, first uint64, fate verify
 }
 
 // recordLog is where a producer logs what it learns of each record: the
-// run's ledger (verify.TrackedLog) in process, the report stream of a producer
-// worker subprocess. Its methods are called from the producing goroutine
-// and from client callbacks at once.
-type recordLog interface {
-	RecordSent(seq uint64, fate verify.Fate) error
-	// RecordAcknowledged notes seq acknowledged where at says.
-	RecordAcknowledged(seq uint64, at verify.Ack)
-	RecordErrored(seq uint64)
-	// TransactionEnding is called just before EndTransaction for the
-	// transaction holding [first, end).
-	TransactionEnding(first, end uint64)
-	RecordTransactionEnd(first, end uint64, outcome verify.TransactionOutcome)
-}
+// run's ledger (verify.TrackedLog) in process, the report stream of a
+// worker (its Reporter, or a load worker's RecordStream).
+type recordLog = worker.RecordLog
 
 // pacer spaces sends to a target rate. The zero pacer does not wait.
 type pacer struct {

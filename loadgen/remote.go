@@ -233,7 +233,7 @@ func (w *remoteWorker) failure() error {
 		failure = fmt.Sprintf("worker `%s` (pid %d) exited before its last summary", w.process.CommandLine(), w.process.PID())
 	}
 	return fmt.Errorf("load worker %d%s, running producers %s, died: %s; what it sent after its last report is not in the ledger, "+
-		"so the checker counts those records as phantoms", w.index, onHost(w.host), producerRange(w.producers), failure)
+		"so the checker counts those records as phantoms", w.index, onHost(w.host), report.ProducerRange(w.producers), failure)
 }
 
 func onHost(host string) string {
@@ -241,17 +241,6 @@ func onHost(host string) string {
 		return ""
 	}
 	return " on " + host
-}
-
-// producerRange names producers ("3" or "3-5").
-func producerRange(producers []uint32) string {
-	switch len(producers) {
-	case 0:
-		return "none"
-	case 1:
-		return fmt.Sprint(producers[0])
-	}
-	return fmt.Sprintf("%d-%d", producers[0], producers[len(producers)-1])
 }
 
 // behindShare is the share of its rate below which a paced worker is

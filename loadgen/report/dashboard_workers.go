@@ -45,7 +45,7 @@ func workersTables(files []*fileView) []workersTable {
 			var target float64
 			for _, share := range run.Workers {
 				target += share.TargetRecordsPerSecond
-				row := workerRow{Index: share.Index, Where: share.Host, Producers: producersText(share.Producers), Status: share.Status,
+				row := workerRow{Index: share.Index, Where: share.Host, Producers: ProducerRange(share.Producers), Status: share.Status,
 					Note: share.Note, Rate: number(share.RecordsPerSecond, 0), Target: targetText(share.TargetRecordsPerSecond),
 					Acked: fmt.Sprint(share.Acknowledged), P99: p99Text(share.ProduceAck), CPU: orDash(""), StreamShare: orDash(""),
 					Flagged: share.Status != WorkerOK}
@@ -85,7 +85,8 @@ func targetText(rate float64) string {
 	return number(rate, 0)
 }
 
-func producersText(producers []uint32) string {
+// ProducerRange names a contiguous share of producers: "3" or "3–5".
+func ProducerRange(producers []uint32) string {
 	switch len(producers) {
 	case 0:
 		return "–"

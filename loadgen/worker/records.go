@@ -14,8 +14,11 @@ import (
 // called from the producing goroutine and from client callbacks at once.
 type RecordLog interface {
 	RecordSent(seq uint64, fate verify.Fate) error
+	// RecordAcknowledged notes seq acknowledged where at says.
 	RecordAcknowledged(seq uint64, at verify.Ack)
 	RecordErrored(seq uint64)
+	// TransactionEnding is called just before EndTransaction for the
+	// transaction holding [first, end).
 	TransactionEnding(first, end uint64)
 	RecordTransactionEnd(first, end uint64, outcome verify.TransactionOutcome)
 }

@@ -1,17 +1,26 @@
 // Package worker is the protocol between the load generator's runner and
-// its worker subprocesses: the processes a client fault freezes or kills
+// its worker processes: the load workers that run the load's producers
+// (--workers), on this machine or on others through a command transport
+// (ssh, kubectl exec), and the processes a client fault freezes or kills
 // (a transactional producer for zombie-producer, a consume worker for
-// consumer-crash). The runner starts `exactly loadgen worker --spec JSON`
-// (Start) with a Spec; the worker (Serve) reports on stdout, one JSON
-// Event a line (Reporter: its records' outcomes, its transactions, its
-// consumer's assignments and polls), and reads commands on stdin (a crash
-// point to kill itself at); closing stdin asks it to finish. A Slot keeps
-// one worker position filled: it replaces a worker killed on purpose and
-// reports any other exit.
+// consumer-crash).
+//
+// The runner starts a worker (Start, StartWith) with a Launch: the
+// exactly binary, or the operator's command template. The worker (Serve)
+// says hello first, a frame naming the Protocol it speaks; the runner
+// writes a Handshake line on its stdin (the Spec and the SASL password),
+// then command lines (a crash point to kill itself at); closing stdin
+// asks it to finish. Each side refuses another protocol in one line. The
+// worker's stdout is a stream of frames (frame.go): JSON Events for what
+// is rare, compressed record batches (RecordStream, ApplyRecords) of its
+// producers' outcomes, and Summaries of its measurements with sparse
+// HdrHistograms, which the runner merges. A Slot keeps one worker
+// position filled: it replaces a worker killed on purpose and reports
+// any other exit.
 //
 // What a worker runs is the load generator's: package loadgen gives Serve
 // one Role function per role (its producers, its consume stages) and
-// replays the events into its ledger, measurements and poll trackers.
+// applies the reports to its ledger, measurements and poll trackers.
 package worker
 
 import (
