@@ -136,7 +136,11 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *s
 	// The database stages measure end-to-end latency at their commits.
 	if workload.Consumers > 0 && !usesDatabase(plan.mode) {
 		var err error
-		consumers, err = startLiveConsumers(ctx, plan, finalTopic, readCommitted, metrics)
+		if l.env.workers.Count > 0 {
+			consumers, err = startRemoteConsumers(ctx, l, finalTopic, readCommitted)
+		} else {
+			consumers, err = startLiveConsumers(ctx, plan, finalTopic, readCommitted, metrics)
+		}
 		if err != nil {
 			if workers != nil {
 				_ = workers.Stop()

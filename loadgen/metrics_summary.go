@@ -13,6 +13,7 @@ const (
 	summaryProduceAckUncorrected = "produce_ack_uncorrected"
 	summaryCommit                = "commit"
 	summaryWindow                = "window"
+	summaryEndToEnd              = "end_to_end"
 )
 
 // takeSummary returns what m measured since the previous call (a load
@@ -26,9 +27,9 @@ func (m *runMetrics) takeSummary() worker.Summary {
 	}
 	m.mu.Lock()
 	histograms := map[string]*hdrHistogram{summaryProduceAck: m.produceAck, summaryProduceAckUncorrected: m.produceAckUncorrected,
-		summaryCommit: m.commit, summaryWindow: m.window}
+		summaryCommit: m.commit, summaryWindow: m.window, summaryEndToEnd: m.endToEnd}
 	m.produceAck, m.produceAckUncorrected = report.NewLatencyHistogram(), report.NewLatencyHistogram()
-	m.commit, m.window = report.NewLatencyHistogram(), report.NewLatencyHistogram()
+	m.commit, m.window, m.endToEnd = report.NewLatencyHistogram(), report.NewLatencyHistogram(), report.NewLatencyHistogram()
 	summary.ErrorsByCode, m.errorsByCode = m.errorsByCode, make(map[string]int64)
 	summary.Committed, summary.Aborted, summary.Failed = m.transactions.Committed, m.transactions.Aborted, m.transactions.Failed
 	m.transactions = report.Transactions{}
@@ -71,7 +72,7 @@ func (m *runMetrics) mergeSummary(summary worker.Summary) (*hdrHistogram, error)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	targets := map[string]*hdrHistogram{summaryProduceAck: m.produceAck, summaryProduceAckUncorrected: m.produceAckUncorrected,
-		summaryCommit: m.commit, summaryWindow: m.window}
+		summaryCommit: m.commit, summaryWindow: m.window, summaryEndToEnd: m.endToEnd}
 	for name, histogram := range decoded {
 		if target, ok := targets[name]; ok {
 			target.Merge(histogram)

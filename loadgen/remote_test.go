@@ -57,6 +57,12 @@ func TestThreeWorkersThroughACommandTransport(t *testing.T) {
 		}
 		if run.Mode != ModeConsumerDedup { // its checks are the table's
 			assertRunVerdict(t, run)
+			liveChecked := slices.ContainsFunc(run.Checks, func(check report.Check) bool {
+				return check.Reader == report.PollReader && check.Consumers == consumersLive && check.Counts.Read > 0
+			})
+			if e2e := run.Latency[report.LatencyEndToEnd]; !liveChecked || e2e == nil || e2e.Count == 0 {
+				t.Errorf("%s: the live consumers in workers: polls checked %v, end-to-end latency %+v", run.Name, liveChecked, e2e)
+			}
 		}
 		if len(run.Workers) != 3 {
 			t.Fatalf("%s: %d worker shares, want 3", run.Name, len(run.Workers))
@@ -85,13 +91,15 @@ func TestThreeWorkersThroughACommandTransport(t *testing.T) {
 				run.Name, acked, measured, histogram, run.Producers.Acknowledged, merged)
 		}
 	}
-	// 3 load workers a mode, and the consume stages' workers (eos-pipeline,
-	// consumer-dedup) through the same transport: 2 of every 3 direct.
+	// 3 load workers a mode, the consume stages' workers (eos-pipeline,
+	// consumer-dedup) and the live consumers (every mode but
+	// consumer-dedup's, which measures at its database commits) through
+	// the same transport: 2 of every 3 direct.
 	text, err := os.ReadFile(launched)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := 3*len(workload.Modes) + 2*workload.Pipeline.Workers
+	want := 3*len(workload.Modes) + 2*workload.Pipeline.Workers + (len(workload.Modes)-1)*min(workload.Consumers, workload.Partitions)
 	if lines := strings.Count(string(text), "\n"); lines != want || strings.Count(string(text), "sh-c") < len(workload.Modes) {
 		t.Errorf("%d launches through the transport (%d through sh -c), want %d", lines, strings.Count(string(text), "sh-c"), want)
 	}

@@ -30,6 +30,7 @@ var workerRoles = map[string]worker.Role{
 	worker.RolePipeline: runPipelineWorker,
 	worker.RoleDBStage:  runDBStageWorker,
 	worker.RoleLoad:     runLoadWorker,
+	worker.RoleConsumer: runConsumerWorker,
 }
 
 // RunWorker is `exactly loadgen worker --spec JSON`, a hidden subcommand the

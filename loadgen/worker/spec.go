@@ -41,6 +41,10 @@ const (
 	// RoleDBStage is a consume worker writing to the application
 	// database (consumer-crash).
 	RoleDBStage = "db-stage"
+	// RoleConsumer is a live consumer (--workers): it reads Assigned
+	// partitions of Topic from the start, measuring end-to-end latency,
+	// and reports its polls and summaries.
+	RoleConsumer = "consumer"
 	// RoleLoad runs a share of the workload's load producers (--workers):
 	// Producers, each with its budget and rate, paced from Start. It
 	// streams record batches and summaries, not an event per record.
@@ -114,6 +118,10 @@ type Spec struct {
 	// acknowledged record a second time, as a plain copy, so the checker
 	// must report one duplicate.
 	DuplicateOnce bool `json:"duplicate_once,omitempty"`
+	// Consumer role (also Topic and WarmupEnd): its partitions and
+	// whether it reads committed records only.
+	Assigned      []int32 `json:"assigned,omitempty"`
+	ReadCommitted bool    `json:"read_committed,omitempty"`
 	// Pipeline role.
 	Group string `json:"group,omitempty"`
 	// GroupProtocol is the group consumer's protocol (Kafka's

@@ -14,6 +14,8 @@ type Summary struct {
 	Measured      int64 `json:"measured,omitempty"`
 	MeasuredBytes int64 `json:"measured_bytes,omitempty"`
 	Errors        int64 `json:"errors,omitempty"`
+	// Received counts records a live consumer received.
+	Received int64 `json:"received,omitempty"`
 	Retries       int64 `json:"retries,omitempty"`
 	// Histograms holds HdrHistograms of microseconds (EncodeHistogram),
 	// by name: produce_ack, produce_ack_uncorrected, commit and window
