@@ -16,7 +16,7 @@ type Summary struct {
 	Errors        int64 `json:"errors,omitempty"`
 	// Received counts records a live consumer received.
 	Received int64 `json:"received,omitempty"`
-	Retries       int64 `json:"retries,omitempty"`
+	Retries  int64 `json:"retries,omitempty"`
 	// Histograms holds HdrHistograms of microseconds (EncodeHistogram),
 	// by name: produce_ack, produce_ack_uncorrected, commit and window
 	// (every ack, for the runner's per-second p99).
