@@ -82,9 +82,8 @@ type Process struct {
 	ready   chan struct{} // closed at the first ready event
 	exited  chan struct{} // closed once stdout ended and the process exited
 
-	mu     sync.Mutex // guards fatal, hello and stderr
+	mu     sync.Mutex // guards fatal and stderr
 	fatal  string
-	hello  Hello
 	stderr strings.Builder // the worker's stderr, first 4 KiB
 
 	stdinMu     sync.Mutex // guards writes to stdin and stdinClosed
@@ -158,11 +157,7 @@ func (w *Process) Command(text string) error {
 func (w *Process) read(stdout io.Reader, handlers Handlers) {
 	defer close(w.exited)
 	in := bufio.NewReaderSize(stdout, 64<<10)
-	hello, err := readHello(in)
-	w.mu.Lock()
-	w.hello = hello
-	w.mu.Unlock()
-	if err != nil {
+	if _, err := readHello(in); err != nil {
 		// A worker that cannot be talked to is of no use: end it.
 		// (Not draining its output: a child of a wrapper may hold it.
 		// Closing stdin ends such a child that reads it.)
