@@ -52,23 +52,24 @@ func (m *runMetrics) takeSummary() worker.Summary {
 }
 
 // mergeSummary adds a worker's summary to m and returns its produce-ack
-// histogram (nil if empty), for the worker's own share.
+// histogram (nil if empty), for the worker's own share. A summary whose
+// histograms do not decode is refused whole: nothing of it is added.
 func (m *runMetrics) mergeSummary(summary worker.Summary) (*hdrHistogram, error) {
+	decoded := make(map[string]*hdrHistogram, len(summary.Histograms))
+	like := report.NewLatencyHistogram()
+	for name, encoded := range summary.Histograms {
+		histogram, err := worker.DecodeHistogram(encoded, like)
+		if err != nil {
+			return nil, fmt.Errorf("a summary whose %s histogram does not decode: %w", name, err)
+		}
+		decoded[name] = histogram
+	}
 	m.ackedAll.Add(summary.Acked)
 	m.ackedAllBytes.Add(summary.AckedBytes)
 	m.ackedMeasured.Add(summary.Measured)
 	m.ackedBytes.Add(summary.MeasuredBytes)
 	m.errors.Add(summary.Errors)
 	m.retries.Add(summary.Retries)
-	decoded := make(map[string]*hdrHistogram, len(summary.Histograms))
-	like := report.NewLatencyHistogram()
-	for name, encoded := range summary.Histograms {
-		histogram, err := worker.DecodeHistogram(encoded, like)
-		if err != nil {
-			return nil, fmt.Errorf("a worker's %s histogram does not decode: %w", name, err)
-		}
-		decoded[name] = histogram
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	targets := map[string]*hdrHistogram{summaryProduceAck: m.produceAck, summaryProduceAckUncorrected: m.produceAckUncorrected,

@@ -124,7 +124,7 @@ func (l *loadRun) runRemoteProducers(ctx context.Context) error {
 			rate: perProducerRate * float64(len(producers)), produceAck: report.NewLatencyHistogram()}
 		process, err := worker.StartWith(launch, index, spec, worker.Handlers{
 			Records: func(batch []byte) error { return worker.ApplyRecords(batch, l.remoteLog(producers)) },
-			Summary: func(summary worker.Summary) { share.add(summary, l.metrics) },
+			Summary: func(summary worker.Summary) error { return share.add(summary, l.metrics) },
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("load worker %d: %w", index, err))
@@ -201,13 +201,13 @@ func (g sentGuard) RecordTransactionEnd(first, end uint64, outcome verify.Transa
 
 // add takes in one summary of the worker: into the run's metrics and the
 // worker's own share.
-func (w *remoteWorker) add(summary worker.Summary, metrics *runMetrics) {
+func (w *remoteWorker) add(summary worker.Summary, metrics *runMetrics) error {
 	produceAck, err := metrics.mergeSummary(summary)
+	if err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil {
-		w.summary.Unsupported = err.Error()
-	}
 	if produceAck != nil {
 		w.produceAck.Merge(produceAck)
 	}
@@ -218,6 +218,7 @@ func (w *remoteWorker) add(summary worker.Summary, metrics *runMetrics) {
 	w.summary.Errors += summary.Errors
 	w.summary.CPUNanos, w.summary.StreamNanos, w.summary.StreamBytes = summary.CPUNanos, summary.StreamNanos, summary.StreamBytes
 	w.final = w.final || summary.Final
+	return nil
 }
 
 // failure is the error of a worker that did not finish its share.

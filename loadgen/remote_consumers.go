@@ -43,10 +43,12 @@ func startRemoteConsumers(ctx context.Context, l *loadRun, topic string, readCom
 		polls := plan.observations.group(consumersLive, topic, isolation).tracker(spec.ClientID + " (worker process)")
 		process, err := worker.StartWith(launch, index, spec, worker.Handlers{
 			Event: func(event worker.Event) { worker.ReplayPoll(polls, event) },
-			Summary: func(summary worker.Summary) {
-				if _, err := l.metrics.mergeSummary(summary); err == nil {
-					consumers.received.Add(summary.Received)
+			Summary: func(summary worker.Summary) error {
+				if _, err := l.metrics.mergeSummary(summary); err != nil {
+					return err
 				}
+				consumers.received.Add(summary.Received)
+				return nil
 			},
 		})
 		if err != nil {

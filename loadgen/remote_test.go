@@ -178,3 +178,23 @@ func TestWorkerBehindItsShareIsFlagged(t *testing.T) {
 		t.Errorf("run %s (%s), worker %+v: want it flagged behind", run.Status, run.Reason, share)
 	}
 }
+
+// A summary with a histogram that does not decode is refused whole:
+// none of its counts are added.
+func TestCorruptSummaryAddsNothing(t *testing.T) {
+	metrics := newRunMetrics(time.Now())
+	good := newRunMetrics(time.Now())
+	good.recordAck(ackTimes{sent: time.Now().Add(time.Second)}, time.Now().Add(2*time.Second), 100)
+	summary := good.takeSummary()
+	summary.Histograms[summaryCommit] = []byte{1, 2}
+	if _, err := metrics.mergeSummary(summary); err == nil || !strings.Contains(err.Error(), "commit histogram does not decode") {
+		t.Fatalf("merge: %v", err)
+	}
+	if metrics.ackedAll.Load() != 0 || metrics.produceAck.TotalCount() != 0 {
+		t.Errorf("a refused summary added %d acks, %d latencies", metrics.ackedAll.Load(), metrics.produceAck.TotalCount())
+	}
+	delete(summary.Histograms, summaryCommit)
+	if _, err := metrics.mergeSummary(summary); err != nil || metrics.ackedAll.Load() != 1 || metrics.produceAck.TotalCount() != 1 {
+		t.Errorf("the good summary: %v, %d acks, %d latencies", err, metrics.ackedAll.Load(), metrics.produceAck.TotalCount())
+	}
+}

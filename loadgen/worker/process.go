@@ -70,7 +70,8 @@ type Handlers struct {
 	// Records receives each record batch, decompressed (ApplyRecords
 	// decodes it); an error ends the worker as failed.
 	Records func(batch []byte) error
-	Summary func(Summary)
+	// Summary receives each summary; an error ends the worker as failed.
+	Summary func(Summary) error
 }
 
 // Process is a worker subprocess (or the local end of its transport) and
@@ -216,7 +217,9 @@ func (w *Process) read(stdout io.Reader, handlers Handlers) {
 				continue
 			}
 			if handlers.Summary != nil {
-				handlers.Summary(summary)
+				if err := handlers.Summary(summary); err != nil {
+					w.fail(err.Error())
+				}
 			}
 		}
 	}

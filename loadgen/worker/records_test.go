@@ -278,3 +278,27 @@ func BenchmarkHistogramEncoding(b *testing.B) {
 		}
 	})
 }
+
+// A report the runner refuses (here a summary its handler rejects) ends
+// the worker as failed, with the reason.
+func TestRefusedReportFailsTheWorker(t *testing.T) {
+	output := filepath.Join(t.TempDir(), "worker-output")
+	hello, _ := json.Marshal(Hello{Protocol: Protocol})
+	frames := appendFrame(appendFrame(nil, frameHello, hello), frameSummary, []byte(`{"acked":5}`))
+	if err := os.WriteFile(output, frames, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var acked int64
+	process, err := StartWith(Launch{Exec: []string{"sh", "-c", "cat " + output}}, 0, Spec{Role: RoleLoad}, Handlers{
+		Summary: func(summary Summary) error {
+			acked += summary.Acked
+			return fmt.Errorf("a summary whose produce_ack histogram does not decode")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-process.Exited()
+	if failure := process.Failure(); acked != 5 || !strings.Contains(failure, "a summary whose produce_ack histogram does not decode") {
+		t.Errorf("acked %d, failure %q", acked, failure)
+	}
+}
