@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -118,6 +119,18 @@ func (c *testCluster) bootstrap() []string {
 		out = append(out, c.listen[id])
 	}
 	return out
+}
+
+// client returns a client of the cluster with options, and its admin
+// view; both close when the test ends.
+func (c *testCluster) client(options ...kgo.Opt) (*kgo.Client, *kadm.Client) {
+	c.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.bootstrap()...)}, options...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl, kadm.NewClient(cl)
 }
 
 // anyMember returns a running member.

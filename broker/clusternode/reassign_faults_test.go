@@ -27,12 +27,7 @@ func TestReassignmentSurvivesStopsMidMove(t *testing.T) {
 	})
 	c.waitMetadata(4, "", 0)
 	seeds := c.bootstrap()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	adm := kadm.NewClient(admin)
+	admin, adm := c.client()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	createTopicOnFirstThree(ctx, t, admin, adm, "hard")
@@ -113,12 +108,7 @@ func TestRemovedWhileDownDeletesItsCopy(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, 4, map[string]string{"auto.leader.rebalance.enable": "false"})
 	c.waitMetadata(4, "", 0)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...), kgo.DefaultProduceTopic("left"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := c.client(kgo.DefaultProduceTopic("left"), kgo.RequiredAcks(kgo.AllISRAcks()))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	createTopicOnFirstThree(ctx, t, cl, adm, "left")

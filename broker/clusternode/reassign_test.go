@@ -35,12 +35,7 @@ func TestReassignmentMovesPartitionsToANewBroker(t *testing.T) {
 	c := newTestCluster(t, 4, map[string]string{"min.insync.replicas": "2", "auto.leader.rebalance.enable": "false"})
 	c.waitMetadata(4, "", 0)
 	seeds := c.bootstrap()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	adm := kadm.NewClient(admin)
+	admin, adm := c.client()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -388,13 +383,7 @@ func TestReassignmentCopyThrottled(t *testing.T) {
 		c.memberProps = map[int32]map[string]string{4: {"follower.replication.throttled.rate": strconv.Itoa(rate)}}
 	})
 	c.waitMetadata(4, "", 0)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...), kgo.DefaultProduceTopic("slow"), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchMaxBytes(16<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := c.client(kgo.DefaultProduceTopic("slow"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchMaxBytes(16<<10))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	createTopicOnFirstThree(ctx, t, cl, adm, "slow")
