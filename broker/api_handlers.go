@@ -27,7 +27,7 @@ func init() {
 // it is not changed afterwards.
 func (c *connection) apiRequest() *api.Request {
 	if c.api.Services == nil {
-		c.api = api.Request{Auth: c, Logger: c.logger, Services: c.broker.apiServices()}
+		c.api = api.Request{Auth: c, Logger: c.logger, Services: c.broker.apiServices(), Closed: c.ctx.Done()}
 		if c.listener != nil {
 			c.api.Listener = c.listener.name
 		}
@@ -46,6 +46,7 @@ func (b *Broker) apiServices() *api.Services {
 			Admin:        adminService{b},
 			ACLs:         aclService{b},
 			Credentials:  credentialService{b},
+			Shares:       shareService{b},
 			Metrics:      b.metrics,
 		}
 	})

@@ -339,6 +339,9 @@ type Broker struct {
 	beforeMarkers func(ctx context.Context) error
 	// metrics is Config.Metrics (nil = off); read-only.
 	metrics *metrics.Broker
+	// shares is the share-group state of the partitions led here (set by
+	// start, then read-only; its own locks guard its state).
+	shares *shareManager
 
 	// services is what package api's handlers see of the broker
 	// (apiServices), built once.
@@ -453,6 +456,7 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 		},
 	}
 	b.configureMetrics()
+	b.shares = newShareManager(b)
 	if cfg.Replication == nil || cfg.Replication.ISR == nil || cfg.Replication.Topics == nil {
 		return nil, errors.New("broker: replication without an ISR changer or a topic controller")
 	}
@@ -496,7 +500,11 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.startLogCleaner()
 	b.replication.fetchers = newFetcherManager(b)
 	b.replication.copyThrottle = newByteThrottle(b.config.settings.FollowerReplicationThrottledRate)
-	b.background.Add(2)
+	b.background.Add(3)
+	go func() {
+		defer b.background.Done()
+		b.shares.runShareTicker(b.ctx, shareTickInterval)
+	}()
 	go b.maintainISRs()
 	go b.every(b.config.settings.HighWatermarkCheckpointInterval, b.checkpointHighWatermarks)
 	go func() {

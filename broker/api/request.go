@@ -21,6 +21,9 @@ type Request struct {
 	Listener string
 	// Logger logs with the connection's attributes.
 	Logger *slog.Logger
+	// Closed is closed when the connection ends (a handler's ctx ends
+	// with its request); share sessions end with it.
+	Closed <-chan struct{}
 	// Services are the broker's parts a handler may use.
 	*Services
 }

@@ -25,6 +25,7 @@ type Services struct {
 	Admin        Admin
 	ACLs         ACLs
 	Credentials  Credentials
+	Shares       Shares
 	// Metrics counts what handlers see; nil when metrics are off.
 	Metrics *metrics.Broker
 }
@@ -50,6 +51,26 @@ type Groups interface {
 	// TopicName returns the name of the topic with this id as the group
 	// coordinators resolve ids: a topic with a partition here.
 	TopicName(id [16]byte) (string, bool)
+}
+
+// Shares serves share groups (KIP-932) as the leader of their partitions:
+// share sessions, acquisitions and acknowledgements, whose durable state
+// lives at each group's coordinator.
+type Shares interface {
+	// Fetch serves a ShareFetch whose group READ was authorized; allowed
+	// says whether a topic may be read; a session it opens ends when
+	// closed (the connection's end) does.
+	Fetch(ctx context.Context, req *kmsg.ShareFetchRequest, allowed func(topic string) bool, closed <-chan struct{}) *kmsg.ShareFetchResponse
+	// Acknowledge serves a ShareAcknowledge whose group READ was
+	// authorized.
+	Acknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest, allowed func(topic string) bool) *kmsg.ShareAcknowledgeResponse
+	// HeartbeatSettings are a group's share.session.timeout.ms and
+	// share.heartbeat.interval.ms.
+	HeartbeatSettings(groupID string) (sessionTimeout, heartbeatInterval time.Duration)
+	// Lag is a share-partition's lag from its stored state: records from
+	// its start offset to the high watermark not acknowledged or archived;
+	// -1 when the high watermark is not known here.
+	Lag(topicID [16]byte, partition int32, state group.ShareState) int64
 }
 
 // Transactions finds the transaction coordinators: each transactional id

@@ -27,6 +27,9 @@ func (c *Coordinator) DescribeGroup(groupID string) (GroupDescription, error) {
 	if g.consumer != nil {
 		return g.consumer.classicDescription(c.topicName), nil
 	}
+	if g.share != nil {
+		return GroupDescription{}, fmt.Errorf("group %q is a share group, not a classic group: %w", groupID, ErrGroupNotFound)
+	}
 	described := GroupDescription{State: g.state.String(), ProtocolType: g.protocolType}
 	if g.state == stateStable {
 		described.Protocol = g.protocol
@@ -57,6 +60,9 @@ func (c *Coordinator) ListGroups(filter ListFilter) ([]GroupListing, error) {
 		state, protocolType, groupType := g.state.String(), g.protocolType, classicGroupType
 		if g.consumer != nil {
 			state, protocolType, groupType = g.consumer.state(), consumerProtocolType, consumerGroupType
+		}
+		if g.share != nil {
+			state, protocolType, groupType = g.share.state(), shareGroupType, shareGroupType
 		}
 		dead := g.state == stateDead
 		g.mu.Unlock()
@@ -89,13 +95,19 @@ func (c *Coordinator) deleteGroup(ctx context.Context, groupID string) error {
 		return groupError(groupID, ErrGroupNotFound)
 	}
 	defer g.mu.Unlock()
-	if g.state != stateEmpty || g.hasConsumerMembers() {
+	if g.state != stateEmpty || g.hasConsumerMembers() || (g.share != nil && len(g.share.members) > 0) {
 		return groupError(groupID, ErrNonEmptyGroup)
 	}
 	now := c.cfg.Now()
 	records := []StoreRecord{{Key: encodeGroupKey(g.id)}}
 	if g.consumer != nil {
 		records = append(records, consumerGroupTombstones(g.id)...)
+	}
+	if g.share != nil {
+		for key := range g.share.states {
+			records = append(records, StoreRecord{Key: encodeShareStateKey(g.id, key)})
+		}
+		records = append(records, StoreRecord{Key: encodeConsumerKey(shareGroupMetadataKeyVersion, g.id, nil)})
 	}
 	for key := range g.offsets {
 		records = append(records, StoreRecord{Key: encodeOffsetKey(offsetKey{Group: g.id, Topic: key.Topic, Partition: key.Partition})})

@@ -47,6 +47,12 @@ type Config struct {
 	// (5000 ms), the interval consumer-protocol members are told to
 	// heartbeat at.
 	ConsumerHeartbeatInterval time.Duration
+	// ShareSessionTimeout is group.share.session.timeout.ms (45000 ms): a
+	// share group member that sends no heartbeat for this long is removed.
+	ShareSessionTimeout time.Duration
+	// ShareHeartbeatInterval is group.share.heartbeat.interval.ms (5000
+	// ms), the interval share group members are told to heartbeat at.
+	ShareHeartbeatInterval time.Duration
 	// OnRebalance, if set, is called once per generation started (a join
 	// phase completed), under the group's lock: it must be cheap and must
 	// not call the coordinator. The broker counts rebalances with it.
@@ -73,6 +79,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	setDuration(&cfg.TickInterval, 100*time.Millisecond)
 	setDuration(&cfg.ConsumerSessionTimeout, 45*time.Second)
 	setDuration(&cfg.ConsumerHeartbeatInterval, 5*time.Second)
+	setDuration(&cfg.ShareSessionTimeout, 45*time.Second)
+	setDuration(&cfg.ShareHeartbeatInterval, 5*time.Second)
 	if cfg.OffsetsTopicPartitions == 0 {
 		cfg.OffsetsTopicPartitions = 50
 	}

@@ -114,6 +114,13 @@ func (g *group) subscribedTopicMetadata(cg *consumerGroup) ([]subscribedTopic, s
 			}
 		}
 	}
+	return resolveTopics(catalog, names)
+}
+
+// resolveTopics looks the named topics up in catalog and returns those
+// that exist, sorted by name, with their signature (names, ids and
+// partition counts).
+func resolveTopics(catalog TopicCatalog, names map[string]bool) ([]subscribedTopic, string) {
 	var topics []subscribedTopic
 	var signature strings.Builder
 	for _, name := range slicesSorted(names) {

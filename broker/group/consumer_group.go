@@ -249,6 +249,9 @@ func (cg *consumerGroup) sortedMemberIDs() []string {
 // join a consumer-protocol group here), an empty one becomes classic (its
 // records are deleted, its offsets kept).
 func (g *group) classicGroupFor(ctx context.Context) error {
+	if g.share != nil {
+		return fmt.Errorf("group %q is a share group: %w", g.id, ErrInconsistentProtocol)
+	}
 	cg := g.consumer
 	if cg == nil {
 		return nil

@@ -129,6 +129,9 @@ func (g *group) consumerGroupFor(ctx context.Context, join bool) (*consumerGroup
 	if g.consumer != nil {
 		return g.consumer, nil
 	}
+	if g.share != nil {
+		return nil, fmt.Errorf("group %q is a share group: %w", g.id, ErrGroupNotFound)
+	}
 	if !join || len(g.members) > 0 || len(g.pendingMembers) > 0 {
 		return nil, fmt.Errorf("group %q is not a consumer group: %w", g.id, ErrGroupNotFound)
 	}

@@ -102,3 +102,14 @@ func memberError(groupID, memberID string, sentinel error) error {
 func storeError(groupID string, err error) error {
 	return fmt.Errorf("group %q: %w: %v", groupID, ErrCoordinatorUnavailable, err)
 }
+
+// Share group (KIP-932) state errors.
+var (
+	// ErrFencedLeaderEpoch: a share-partition state written by a leader of
+	// an older epoch than the stored one (Kafka's FENCED_LEADER_EPOCH).
+	ErrFencedLeaderEpoch = errors.New("share-partition state of an older leader epoch")
+	// ErrFencedStateEpoch: a share-partition state written over another
+	// state epoch, after AlterShareGroupOffsets reset it (Kafka's
+	// FENCED_STATE_EPOCH).
+	ErrFencedStateEpoch = errors.New("share-partition state epoch fenced")
+)

@@ -151,6 +151,9 @@ type group struct {
 	// no classic members (members, pendingMembers empty) and its classic
 	// state is Empty.
 	consumer *consumerGroup
+	// share is the state of a share group (KIP-932), nil otherwise.
+	// Invariant: a share group has no classic or consumer state.
+	share *shareGroup
 
 	offsets map[topicPartition]offsetEntry
 	// pendingTxn holds offsets committed with TxnOffsetCommit per producer

@@ -13,6 +13,7 @@ type replayState struct {
 	offsets     map[string]map[topicPartition]offsetEntry
 	metadata    map[string]groupMetadataValue
 	consumers   map[string]*consumerReplay
+	shares      map[string]*shareReplay
 	// pending holds transactional offsets per partition and producer id
 	// until the producer's marker on that partition.
 	pending map[int32]map[int64][]pendingReplayOffset
@@ -33,6 +34,7 @@ func (c *Coordinator) load(ctx context.Context) error {
 		offsets:     make(map[string]map[topicPartition]offsetEntry),
 		metadata:    make(map[string]groupMetadataValue),
 		consumers:   make(map[string]*consumerReplay),
+		shares:      make(map[string]*shareReplay),
 		pending:     make(map[int32]map[int64][]pendingReplayOffset),
 	}
 	if err := c.store.Replay(ctx, state.apply); err != nil {
@@ -48,6 +50,12 @@ func (c *Coordinator) load(ctx context.Context) error {
 			g.consumer = cg
 			c.groups[id] = g // the consumer records are newer than a classic one's (it is deleted on conversion)
 		}
+	}
+	for id, replay := range state.shares {
+		g := c.groupForLoad(id, now)
+		g.share = newShareGroup()
+		g.share.epoch = replay.epoch
+		g.share.states = replay.states
 	}
 	for id, offsets := range state.offsets {
 		g := c.groupForLoad(id, now)
@@ -141,6 +149,9 @@ func (s *replayState) applyRecord(record StoreRecord, order int64) error {
 	key, err := decodeKey(record.Key)
 	if err != nil {
 		return err
+	}
+	if key.Share != 0 {
+		return s.applyShareRecord(key, record.Value)
 	}
 	if key.Consumer != 0 {
 		replay := s.consumers[key.Group]

@@ -32,6 +32,9 @@ func (c *Coordinator) commit(ctx context.Context, req CommitRequest, topics []co
 	defer g.mu.Unlock()
 	now := c.cfg.Now()
 	validate := func() error { return g.validateCommit(req.Generation, req.MemberID, req.InstanceID, now) }
+	if g.share != nil {
+		validate = func() error { return fmt.Errorf("group %q is a share group: %w", g.id, ErrGroupNotFound) }
+	}
 	if g.consumer != nil {
 		validate = func() error { return g.validateConsumerCommit(req.Generation, req.MemberID, req.LegacyVersion) }
 	}

@@ -110,6 +110,10 @@ func (g *group) tick(ctx context.Context, now time.Time) {
 		g.tickConsumer(ctx, now)
 		return
 	}
+	if g.share != nil {
+		g.tickShare(ctx, now)
+		return
+	}
 	expiredPending := false
 	for id, deadline := range g.pendingMembers {
 		if !now.Before(deadline) {

@@ -106,6 +106,10 @@ type decodedKey struct {
 	Group    string
 	Consumer int16
 	Member   string
+	// Share is the key version of a share group record (11 group epoch,
+	// 100 share-partition state, with SharePartition), 0 otherwise.
+	Share          int16
+	SharePartition ShareKey
 }
 
 // decodeKey decodes an offset commit key (versions 0 and 1), a group
@@ -133,6 +137,18 @@ func decodeKey(raw []byte) (decodedKey, error) {
 			return decodedKey{}, err
 		}
 		return decodedKey{Group: group, Consumer: version, Member: member}, nil
+	case shareGroupMetadataKeyVersion:
+		group := reader.string()
+		if err := reader.finish("share group metadata key"); err != nil {
+			return decodedKey{}, err
+		}
+		return decodedKey{Group: group, Share: version}, nil
+	case shareStateKeyVersion:
+		group, key, err := decodeShareStateKey(&reader)
+		if err != nil {
+			return decodedKey{}, err
+		}
+		return decodedKey{Group: group, Share: version, SharePartition: key}, nil
 	default:
 		if reader.err != nil {
 			return decodedKey{}, reader.finish("record key")

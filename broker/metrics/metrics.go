@@ -68,6 +68,7 @@ type Broker struct {
 	markersWritten prometheus.Counter
 	endTxnSeconds  prometheus.Histogram
 	rebalances     prometheus.Counter
+	shareRecords   *prometheus.CounterVec // exactly_share_records_total{event}
 	offsetsCommit  prometheus.Counter
 	fsyncs         prometheus.Counter
 	fsyncSeconds   prometheus.Histogram
@@ -170,6 +171,7 @@ func New() *Broker {
 		Help: "EndTxn request time, decode to response (Kafka: RequestMetrics TotalTimeMs{request=EndTxn}).", Buckets: latencyBuckets})
 	r.MustRegister(m.endTxnSeconds)
 	m.rebalances = counter("exactly_group_rebalances_total", "Group generations started (one per completed join phase) (Kafka: GroupMetadataManager rebalance rate).")
+	m.shareRecords = counterVec("exactly_share_records_total", "Share group records by event on this partition leader: acquired, redelivered (acquired again), accepted, released, rejected, archived (by a gap, a reject or the delivery limit), lock_timeout (acquisition locks that expired) (Kafka: SharePartitionMetrics).", "event")
 	m.offsetsCommit = counter("exactly_group_offsets_committed_total", "Partition offsets accepted by OffsetCommit and TxnOffsetCommit (Kafka: GroupMetadataManager offset-commit-rate).")
 	m.fsyncs = counter("exactly_fsync_total", "fdatasync calls on partition segment files (Kafka: LogFlushStats LogFlushRateAndTimeMs count).")
 	m.fsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "exactly_fsync_seconds",
@@ -253,6 +255,10 @@ func (m *Broker) EndTxn(d time.Duration) { m.endTxnSeconds.Observe(d.Seconds()) 
 
 // GroupRebalance counts a group generation started.
 func (m *Broker) GroupRebalance() { m.rebalances.Inc() }
+
+// ShareRecords counts n share group records of one event (acquired,
+// redelivered, accepted, released, rejected, archived, lock_timeout).
+func (m *Broker) ShareRecords(event string, n int) { m.shareRecords.WithLabelValues(event).Add(float64(n)) }
 
 // OffsetsCommitted counts n partition offsets committed.
 func (m *Broker) OffsetsCommitted(n int) { m.offsetsCommit.Add(float64(n)) }
