@@ -111,8 +111,8 @@ func (m *shareManager) signalReleased() {
 func (b *Broker) shareConfig(groupID string) share.Config {
 	settings := b.groupSettings(groupID)
 	return share.Config{
-		LockDuration:   settings.ShareRecordLockDuration,
-		DeliveryLimit:  settings.ShareDeliveryCountLimit,
+		LockDuration:  settings.ShareRecordLockDuration,
+		DeliveryLimit: settings.ShareDeliveryCountLimit,
 	}.WithDefaults()
 }
 

@@ -1,9 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"slices"
-	"bytes"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 

@@ -258,7 +258,9 @@ func (m *Broker) GroupRebalance() { m.rebalances.Inc() }
 
 // ShareRecords counts n share group records of one event (acquired,
 // redelivered, accepted, released, rejected, archived, lock_timeout).
-func (m *Broker) ShareRecords(event string, n int) { m.shareRecords.WithLabelValues(event).Add(float64(n)) }
+func (m *Broker) ShareRecords(event string, n int) {
+	m.shareRecords.WithLabelValues(event).Add(float64(n))
+}
 
 // OffsetsCommitted counts n partition offsets committed.
 func (m *Broker) OffsetsCommitted(n int) { m.offsetsCommit.Add(float64(n)) }
