@@ -377,15 +377,7 @@ func (b *Broker) fillShareLeader(key sharePartitionKey, p *kmsg.ShareFetchRespon
 }
 
 // shareErrorCode maps a share-partition error to its Kafka code.
-func shareErrorCode(err error) int16 {
-	switch {
-	case errors.Is(err, share.ErrInvalidRecordState):
-		return kerr.InvalidRecordState.Code
-	case errors.Is(err, share.ErrInvalidRequest):
-		return kerr.InvalidRequest.Code
-	}
-	return errcode.Of(err)
-}
+func shareErrorCode(err error) int16 { return errcode.Of(err) }
 
 func derefString(s *string) string {
 	if s == nil {

@@ -148,7 +148,13 @@ func (m *shareManager) load(ctx context.Context, sp *sharePartition, tp *topicPa
 	state.AdvanceStart(tp.Log().LogStartOffset())
 	sp.leaderEpoch, sp.stateEpoch, sp.lockDuration = epoch, stored.StateEpoch, cfg.LockDuration
 	sp.state = state
-	if !found || stored.LeaderEpoch != epoch || stored.StartOffset < 0 {
+	if !found {
+		// Initialize the state, then claim it at this leader epoch.
+		if err := m.persistState(ctx, sp, true); err != nil {
+			return err
+		}
+	}
+	if !found || stored.LeaderEpoch != epoch {
 		// Claim the state at this leader epoch, so an older leader's
 		// later write is fenced.
 		if err := m.persist(ctx, sp); err != nil {
@@ -180,8 +186,14 @@ func (m *shareManager) initialStartOffset(groupID string, tp *topicPartition) in
 // sp.mu). On failure the in-memory state is dropped: the next use reads
 // the coordinator's.
 func (m *shareManager) persist(ctx context.Context, sp *sharePartition) error {
+	return m.persistState(ctx, sp, false)
+}
+
+// persistState is persist, or with initialize the first write of a
+// share-partition the coordinator has no state of.
+func (m *shareManager) persistState(ctx context.Context, sp *sharePartition, initialize bool) error {
 	state := shareStateFromSnapshot(sp.state.Snapshot(), sp.leaderEpoch, sp.stateEpoch)
-	err := m.b.writeShareState(ctx, sp.key.group, group.ShareKey{TopicID: sp.key.topicID, Partition: sp.key.partition}, state)
+	err := m.b.writeShareState(ctx, sp.key.group, group.ShareKey{TopicID: sp.key.topicID, Partition: sp.key.partition}, state, initialize)
 	if err != nil {
 		sp.state = nil
 		return fmt.Errorf("write %s: %w", sp.key, err)

@@ -69,15 +69,19 @@ func (b *Broker) readShareState(ctx context.Context, groupID string, key group.S
 	return state, true, nil
 }
 
-// writeShareState writes one share-partition's state.
-func (b *Broker) writeShareState(ctx context.Context, groupID string, key group.ShareKey, state group.ShareState) error {
-	err := b.groupsFor(groupID).WriteShareState(ctx, groupID, key, state)
+// writeShareState writes one share-partition's state; initialize is its
+// first write (InitializeShareGroupState when remote).
+func (b *Broker) writeShareState(ctx context.Context, groupID string, key group.ShareKey, state group.ShareState, initialize bool) error {
+	err := b.groupsFor(groupID).WriteShareState(ctx, groupID, key, state, initialize)
 	if !errors.Is(err, group.ErrNotCoordinator) && !errors.Is(err, group.ErrCoordinatorLoadInProgress) {
 		return err
 	}
 	node := b.shareCoordinatorNode(groupID)
 	if node < 0 || node == b.nodeID {
 		return err
+	}
+	if initialize {
+		return b.remoteInitializeShareState(ctx, node, groupID, key, state)
 	}
 	req := kmsg.NewPtrWriteShareGroupStateRequest()
 	req.GroupID = groupID
@@ -98,6 +102,31 @@ func (b *Broker) writeShareState(ctx context.Context, groupID string, key group.
 	}
 	resp := answer.(*kmsg.WriteShareGroupStateResponse)
 	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return remoteShareError(p.ErrorCode, node)
+			}
+		}
+	}
+	return nil
+}
+
+// remoteInitializeShareState initializes a share-partition's state at the
+// group's coordinator on another broker.
+func (b *Broker) remoteInitializeShareState(ctx context.Context, node int32, groupID string, key group.ShareKey, state group.ShareState) error {
+	req := kmsg.NewPtrInitializeShareGroupStateRequest()
+	req.GroupID = groupID
+	topic := kmsg.NewInitializeShareGroupStateRequestTopic()
+	topic.TopicID = key.TopicID
+	ip := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+	ip.Partition, ip.StateEpoch, ip.StartOffset = key.Partition, state.StateEpoch, state.StartOffset
+	topic.Partitions = append(topic.Partitions, ip)
+	req.Topics = append(req.Topics, topic)
+	answer, err := b.peerRequest(ctx, node, req)
+	if err != nil {
+		return fmt.Errorf("%w: initialize share state at coordinator %d: %w", group.ErrNotCoordinator, node, err)
+	}
+	for _, t := range answer.(*kmsg.InitializeShareGroupStateResponse).Topics {
 		for _, p := range t.Partitions {
 			if p.ErrorCode != 0 {
 				return remoteShareError(p.ErrorCode, node)

@@ -38,7 +38,7 @@ func writeShareGroupState(ctx context.Context, r *Request, req *kmsg.WriteShareG
 			for _, b := range rp.StateBatches {
 				state.Batches = append(state.Batches, group.ShareStateBatch{First: b.FirstOffset, Last: b.LastOffset, DeliveryCount: b.DeliveryCount, State: b.DeliveryState})
 			}
-			if err := r.Groups.For(req.GroupID).WriteShareState(ctx, req.GroupID, group.ShareKey{TopicID: rt.TopicID, Partition: rp.Partition}, state); err != nil {
+			if err := r.Groups.For(req.GroupID).WriteShareState(ctx, req.GroupID, group.ShareKey{TopicID: rt.TopicID, Partition: rp.Partition}, state, false); err != nil {
 				p.ErrorCode = errcode.Of(err)
 				message := err.Error()
 				p.ErrorMessage = &message

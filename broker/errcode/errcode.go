@@ -17,6 +17,7 @@ import (
 	"github.com/exactly-eos/exactly/broker/group"
 	"github.com/exactly-eos/exactly/broker/partition"
 	"github.com/exactly-eos/exactly/broker/producers"
+	"github.com/exactly-eos/exactly/broker/share"
 	"github.com/exactly-eos/exactly/broker/storage"
 	"github.com/exactly-eos/exactly/broker/txn"
 	"github.com/exactly-eos/exactly/wire"
@@ -172,6 +173,10 @@ var codes = []struct {
 	{group.ErrUnstableOffset, kerr.UnstableOffsetCommit},
 	{group.ErrInvalidRequest, kerr.InvalidRequest},
 	{group.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{group.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{group.ErrFencedStateEpoch, kerr.FencedStateEpoch},
+	{share.ErrInvalidRecordState, kerr.InvalidRecordState},
+	{share.ErrInvalidRequest, kerr.InvalidRequest},
 	{group.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
 	{group.ErrUnreleasedInstance, kerr.UnreleasedInstanceID},
 	{group.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},

@@ -42,13 +42,14 @@ type ShareStateBatch struct {
 
 // WriteShareState stores the state of one share-partition of groupID,
 // creating the share group if there is none (a partition leader writes
-// before any member joined here, e.g. after this coordinator moved). A
-// write of an older leader epoch than the stored one is
-// ErrFencedLeaderEpoch, of another state epoch ErrFencedStateEpoch (state
-// epoch 0 from a leader that initialized the partition itself is taken
-// when nothing is stored). A group id held by a classic or consumer group
-// is ErrGroupNotFound.
-func (c *Coordinator) WriteShareState(ctx context.Context, groupID string, key ShareKey, state ShareState) error {
+// before any member joined here, e.g. after this coordinator moved). With
+// initialize (Kafka's InitializeShareGroupState) nothing may be stored
+// yet; without, something must be: a leader still holding the state of a
+// group deleted since is fenced (ErrFencedStateEpoch) instead of bringing
+// it back. A write of an older leader epoch than the stored one is
+// ErrFencedLeaderEpoch, of another state epoch ErrFencedStateEpoch. A
+// group id held by a classic or consumer group is ErrGroupNotFound.
+func (c *Coordinator) WriteShareState(ctx context.Context, groupID string, key ShareKey, state ShareState, initialize bool) error {
 	g := c.lockGroup(groupID, true)
 	if g == nil {
 		return groupError(groupID, c.refusal())
@@ -58,7 +59,14 @@ func (c *Coordinator) WriteShareState(ctx context.Context, groupID string, key S
 	if err != nil {
 		return err
 	}
-	if stored, ok := sg.states[key]; ok {
+	stored, ok := sg.states[key]
+	switch {
+	case initialize && ok:
+		return fmt.Errorf("group %q share-partition %x-%d: already initialized: %w", groupID, key.TopicID, key.Partition, ErrFencedStateEpoch)
+	case !initialize && !ok:
+		return fmt.Errorf("group %q share-partition %x-%d: no state to update (deleted?): %w", groupID, key.TopicID, key.Partition, ErrFencedStateEpoch)
+	}
+	if ok {
 		switch {
 		case state.LeaderEpoch < stored.LeaderEpoch:
 			return fmt.Errorf("group %q share-partition %x-%d: leader epoch %d < %d: %w", groupID, key.TopicID, key.Partition, state.LeaderEpoch, stored.LeaderEpoch, ErrFencedLeaderEpoch)
