@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/exactly-eos/exactly/broker/group"
 )
@@ -53,6 +54,10 @@ func (b *Broker) groupConfig() group.Config {
 		ConsumerHeartbeatInterval:     settings.ConsumerHeartbeatInterval,
 	}
 	config.NoInitialRebalanceDelay = config.GroupInitialRebalanceDelay == 0
+	config.ConsumerTimeouts = func(group string) (session, heartbeat time.Duration) {
+		gs := b.groupSettings(group)
+		return gs.ConsumerSessionTimeout, gs.ConsumerHeartbeatInterval
+	}
 	if b.metrics != nil {
 		config.OnRebalance = b.metrics.GroupRebalance
 	}
