@@ -328,6 +328,37 @@ func authorizationCases() []authorizationCase {
 			req.Resources = append(req.Resources, resource)
 			return req
 		}},
+		{key: wire.APIDescribeConfigs, name: "DescribeConfigs of a group", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			resource := kmsg.NewDescribeConfigsRequestResource()
+			resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g"
+			req.Resources = append(req.Resources, resource)
+			return req
+		}, refused: func(_ *authFixture, resp kmsg.Response) bool {
+			r := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
+			return r.ErrorCode == kerr.GroupAuthorizationFailed.Code && len(r.Configs) == 0
+		}},
+		{key: wire.APIAlterConfigs, name: "AlterConfigs of a group", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrAlterConfigsRequest()
+			resource := kmsg.NewAlterConfigsRequestResource()
+			resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g"
+			req.Resources = append(req.Resources, resource)
+			return req
+		}, refused: func(_ *authFixture, resp kmsg.Response) bool {
+			return resp.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode == kerr.GroupAuthorizationFailed.Code
+		}},
+		{key: wire.APIIncrementalAlterConfigs, name: "IncrementalAlterConfigs of a group", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			resource := kmsg.NewIncrementalAlterConfigsRequestResource()
+			resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g"
+			config := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			config.Name, config.Value = "share.delivery.count.limit", kmsg.StringPtr("3")
+			resource.Configs = append(resource.Configs, config)
+			req.Resources = append(req.Resources, resource)
+			return req
+		}, refused: func(_ *authFixture, resp kmsg.Response) bool {
+			return resp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode == kerr.GroupAuthorizationFailed.Code
+		}},
 		{key: wire.APICreatePartitions, name: "CreatePartitions", request: func(*authFixture) kmsg.Request {
 			req := kmsg.NewPtrCreatePartitionsRequest()
 			topic := kmsg.NewCreatePartitionsRequestTopic()

@@ -461,6 +461,9 @@ func start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: replication without an ISR changer or a topic controller")
 	}
 	b.replication = &replication{config: *cfg.Replication, isrWake: make(chan struct{}, 1)}
+	if b.replication.config.GroupConfigs == nil {
+		b.replication.config.GroupConfigs = &memoryGroupConfigs{}
+	}
 	b.replication.groups.topic, b.replication.txns.topic = group.OffsetsTopic, txn.TransactionStateTopic
 	if err := b.openCredentials(cfg.UsersFile); err != nil {
 		return nil, err

@@ -97,6 +97,10 @@ type ReplicationConfig struct {
 	// in the data directory reserves them, unique on this broker only (a
 	// test's broker with a fake controller).
 	ProducerIDs ProducerIDBlocks
+	// GroupConfigs holds the groups' dynamic configs (the quorum's,
+	// quorumGroupConfigs). Nil: in memory, on this broker only (a test's
+	// broker with a fake controller).
+	GroupConfigs GroupConfigStore
 }
 
 // peerOptions are the kgo options of every client to another broker.

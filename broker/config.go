@@ -168,6 +168,38 @@ var brokerSettings = []setting{
 		doc: "Consumer-protocol groups (KIP-848): a member that sends no ConsumerGroupHeartbeat for this long is removed and its partitions reassigned."},
 	{name: "group.consumer.heartbeat.interval.ms", defaultValue: "5000", kind: kindInt, validate: atLeast(1),
 		doc: "Consumer-protocol groups (KIP-848): the heartbeat interval members are told to use."},
+	{name: "group.consumer.min.session.timeout.ms", defaultValue: "45000", kind: kindInt, validate: atLeast(1),
+		doc: "Smallest consumer.session.timeout.ms a group config may set (INVALID_CONFIG below it)."},
+	{name: "group.consumer.max.session.timeout.ms", defaultValue: "60000", kind: kindInt, validate: atLeast(1),
+		doc: "Largest consumer.session.timeout.ms a group config may set (INVALID_CONFIG above it)."},
+	{name: "group.consumer.min.heartbeat.interval.ms", defaultValue: "5000", kind: kindInt, validate: atLeast(1),
+		doc: "Smallest consumer.heartbeat.interval.ms a group config may set."},
+	{name: "group.consumer.max.heartbeat.interval.ms", defaultValue: "15000", kind: kindInt, validate: atLeast(1),
+		doc: "Largest consumer.heartbeat.interval.ms a group config may set."},
+	{name: "group.share.session.timeout.ms", defaultValue: "45000", kind: kindInt, validate: atLeast(1),
+		doc: "Share groups (KIP-932): a member that sends no ShareGroupHeartbeat for this long is removed; the default of the group config share.session.timeout.ms."},
+	{name: "group.share.min.session.timeout.ms", defaultValue: "45000", kind: kindInt, validate: atLeast(1),
+		doc: "Smallest share.session.timeout.ms a group config may set."},
+	{name: "group.share.max.session.timeout.ms", defaultValue: "60000", kind: kindInt, validate: atLeast(1),
+		doc: "Largest share.session.timeout.ms a group config may set."},
+	{name: "group.share.heartbeat.interval.ms", defaultValue: "5000", kind: kindInt, validate: atLeast(1),
+		doc: "Share groups (KIP-932): the heartbeat interval members are told to use; the default of the group config share.heartbeat.interval.ms."},
+	{name: "group.share.min.heartbeat.interval.ms", defaultValue: "5000", kind: kindInt, validate: atLeast(1),
+		doc: "Smallest share.heartbeat.interval.ms a group config may set."},
+	{name: "group.share.max.heartbeat.interval.ms", defaultValue: "15000", kind: kindInt, validate: atLeast(1),
+		doc: "Largest share.heartbeat.interval.ms a group config may set."},
+	{name: "group.share.record.lock.duration.ms", defaultValue: "30000", kind: kindInt, validate: between(1000, 3600000),
+		doc: "Share groups (KIP-932): how long a consumer holds the records it acquired before they can be delivered again; the default of the group config share.record.lock.duration.ms."},
+	{name: "group.share.min.record.lock.duration.ms", defaultValue: "15000", kind: kindInt, validate: between(1000, 3600000),
+		doc: "Smallest share.record.lock.duration.ms a group config may set."},
+	{name: "group.share.max.record.lock.duration.ms", defaultValue: "60000", kind: kindInt, validate: between(1000, 3600000),
+		doc: "Largest share.record.lock.duration.ms a group config may set."},
+	{name: "group.share.delivery.count.limit", defaultValue: "5", kind: kindInt, validate: between(2, 10),
+		doc: "Share groups (KIP-932): how many times a record is delivered before it is archived; the default of the group config share.delivery.count.limit."},
+	{name: "group.share.min.delivery.count.limit", defaultValue: "2", kind: kindInt, validate: between(2, 10),
+		doc: "Smallest share.delivery.count.limit a group config may set."},
+	{name: "group.share.max.delivery.count.limit", defaultValue: "10", kind: kindInt, validate: between(2, 10),
+		doc: "Largest share.delivery.count.limit a group config may set."},
 	{name: "offsets.topic.segment.bytes", defaultValue: "104857600", kind: kindInt, validate: atLeast(14),
 		doc: "Segment size of __consumer_offsets, small enough that the log cleaner (it never cleans the active segment) can compact it."},
 	{name: "transaction.state.log.segment.bytes", defaultValue: "104857600", kind: kindInt, validate: atLeast(14),
@@ -299,6 +331,19 @@ func atLeast(minimum int64) func(string) error {
 		}
 		if n < minimum {
 			return fmt.Errorf("%d is below the minimum %d", n, minimum)
+		}
+		return nil
+	}
+}
+
+func between(minimum, maximum int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		if n < minimum || n > maximum {
+			return fmt.Errorf("%d is outside [%d, %d]", n, minimum, maximum)
 		}
 		return nil
 	}

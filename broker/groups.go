@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/exactly-eos/exactly/broker/group"
 )
@@ -51,8 +52,14 @@ func (b *Broker) groupConfig() group.Config {
 		Catalog:                       topicResolver{b},
 		ConsumerSessionTimeout:        settings.ConsumerSessionTimeout,
 		ConsumerHeartbeatInterval:     settings.ConsumerHeartbeatInterval,
+		ShareSessionTimeout:           settings.GroupConfigs.ShareSessionTimeout,
+		ShareHeartbeatInterval:        settings.GroupConfigs.ShareHeartbeatInterval,
 	}
 	config.NoInitialRebalanceDelay = config.GroupInitialRebalanceDelay == 0
+	config.ConsumerTimeouts = func(group string) (session, heartbeat time.Duration) {
+		gs := b.groupSettings(group)
+		return gs.ConsumerSessionTimeout, gs.ConsumerHeartbeatInterval
+	}
 	if b.metrics != nil {
 		config.OnRebalance = b.metrics.GroupRebalance
 	}

@@ -178,6 +178,7 @@ func startMember(ctx context.Context, cfg Config) (*Broker, error) {
 		Dial:                      dialerFrom(qc.SourceAddress),
 		Alone:                     alone,
 		ProducerIDs:               quorumProducerIDs{node: node, brokerID: cfg.NodeID},
+		GroupConfigs:              quorumGroupConfigs{node: node},
 	}
 	b, err := start(ctx, cfg)
 	if err != nil {

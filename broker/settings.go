@@ -86,6 +86,10 @@ type settings struct {
 	ConsumerSessionTimeout time.Duration
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms.
 	ConsumerHeartbeatInterval time.Duration
+	// GroupConfigs are the broker-level defaults and bounds of the
+	// per-group configs (groupConfigSpecs) that ConsumerSessionTimeout
+	// and ConsumerHeartbeatInterval do not hold.
+	GroupConfigs groupConfigSettings
 	// OffsetsRetention is offsets.retention.minutes.
 	OffsetsRetention time.Duration
 	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
@@ -195,6 +199,7 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		GroupInitialRebalanceDelay:    p.duration("group.initial.rebalance.delay.ms", time.Millisecond),
 		ConsumerSessionTimeout:        p.duration("group.consumer.session.timeout.ms", time.Millisecond),
 		ConsumerHeartbeatInterval:     p.duration("group.consumer.heartbeat.interval.ms", time.Millisecond),
+		GroupConfigs:                  p.groupConfigSettings(),
 		OffsetsRetention:              p.duration("offsets.retention.minutes", time.Minute),
 		OffsetsRetentionCheckInterval: p.duration("offsets.retention.check.interval.ms", time.Millisecond),
 		OffsetsTopicPartitions:        p.int32("offsets.topic.num.partitions"),
@@ -216,6 +221,64 @@ func parseSettingsRead(c brokerConfig) (settings, map[string]bool, error) {
 		return settings{}, nil, err
 	}
 	return s, p.read, nil
+}
+
+// groupConfigSettings are the broker settings behind the group configs
+// (Kafka's GroupCoordinatorConfig and ShareGroupConfig): the defaults of
+// the share-group configs, and every group config's bounds, in the
+// config's own unit (milliseconds, or a count). Kafka refuses to start
+// with a default outside its bounds; here the bounds only limit what a
+// group config may set (validateGroupConfigs) and clamp what one holds
+// (Broker.groupSettings), so a test broker may keep short defaults.
+type groupConfigSettings struct {
+	// ShareSessionTimeout is group.share.session.timeout.ms.
+	ShareSessionTimeout time.Duration
+	// ShareHeartbeatInterval is group.share.heartbeat.interval.ms.
+	ShareHeartbeatInterval time.Duration
+	// ShareRecordLockDuration is group.share.record.lock.duration.ms.
+	ShareRecordLockDuration time.Duration
+	// ShareDeliveryCountLimit is group.share.delivery.count.limit.
+	ShareDeliveryCountLimit int32
+
+	// ConsumerSessionTimeoutBounds are group.consumer.min.session.timeout.ms
+	// and group.consumer.max.session.timeout.ms.
+	ConsumerSessionTimeoutBounds bounds
+	// ConsumerHeartbeatIntervalBounds are
+	// group.consumer.{min,max}.heartbeat.interval.ms.
+	ConsumerHeartbeatIntervalBounds bounds
+	// ShareSessionTimeoutBounds are group.share.{min,max}.session.timeout.ms.
+	ShareSessionTimeoutBounds bounds
+	// ShareHeartbeatIntervalBounds are
+	// group.share.{min,max}.heartbeat.interval.ms.
+	ShareHeartbeatIntervalBounds bounds
+	// ShareRecordLockDurationBounds are
+	// group.share.{min,max}.record.lock.duration.ms.
+	ShareRecordLockDurationBounds bounds
+	// ShareDeliveryCountLimitBounds are
+	// group.share.{min,max}.delivery.count.limit.
+	ShareDeliveryCountLimitBounds bounds
+}
+
+// bounds are an inclusive range [Min, Max].
+type bounds struct{ Min, Max int64 }
+
+func (p *settingsParser) groupConfigSettings() groupConfigSettings {
+	bounded := func(prefix, suffix string) bounds {
+		return bounds{Min: int64(p.int32(prefix + ".min." + suffix)), Max: int64(p.int32(prefix + ".max." + suffix))}
+	}
+	return groupConfigSettings{
+		ShareSessionTimeout:     p.duration("group.share.session.timeout.ms", time.Millisecond),
+		ShareHeartbeatInterval:  p.duration("group.share.heartbeat.interval.ms", time.Millisecond),
+		ShareRecordLockDuration: p.duration("group.share.record.lock.duration.ms", time.Millisecond),
+		ShareDeliveryCountLimit: p.int32("group.share.delivery.count.limit"),
+
+		ConsumerSessionTimeoutBounds:    bounded("group.consumer", "session.timeout.ms"),
+		ConsumerHeartbeatIntervalBounds: bounded("group.consumer", "heartbeat.interval.ms"),
+		ShareSessionTimeoutBounds:       bounded("group.share", "session.timeout.ms"),
+		ShareHeartbeatIntervalBounds:    bounded("group.share", "heartbeat.interval.ms"),
+		ShareRecordLockDurationBounds:   bounded("group.share", "record.lock.duration.ms"),
+		ShareDeliveryCountLimitBounds:   bounded("group.share", "delivery.count.limit"),
+	}
 }
 
 // settingsParser reads typed values out of a brokerConfig, collecting

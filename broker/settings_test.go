@@ -22,22 +22,29 @@ func TestSettingsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := settings{
-		AutoCreateTopics:                  true,
-		NumPartitions:                     1,
-		MaxRequestBytes:                   104857600,
-		IndexIntervalBytes:                4096,
-		RetentionCheckInterval:            5 * time.Minute,
-		Fsync:                             storage.FsyncPolicy{Mode: storage.FsyncNever},
-		CleanerEnable:                     true,
-		CleanerThreads:                    1,
-		CleanerBackoff:                    15 * time.Second,
-		ReplicaLagTimeMax:                 30 * time.Second,
-		HighWatermarkCheckpointInterval:   5 * time.Second,
-		GroupMinSessionTimeout:            6 * time.Second,
-		GroupMaxSessionTimeout:            30 * time.Minute,
-		GroupInitialRebalanceDelay:        3 * time.Second,
-		ConsumerSessionTimeout:            45 * time.Second,
-		ConsumerHeartbeatInterval:         5 * time.Second,
+		AutoCreateTopics:                true,
+		NumPartitions:                   1,
+		MaxRequestBytes:                 104857600,
+		IndexIntervalBytes:              4096,
+		RetentionCheckInterval:          5 * time.Minute,
+		Fsync:                           storage.FsyncPolicy{Mode: storage.FsyncNever},
+		CleanerEnable:                   true,
+		CleanerThreads:                  1,
+		CleanerBackoff:                  15 * time.Second,
+		ReplicaLagTimeMax:               30 * time.Second,
+		HighWatermarkCheckpointInterval: 5 * time.Second,
+		GroupMinSessionTimeout:          6 * time.Second,
+		GroupMaxSessionTimeout:          30 * time.Minute,
+		GroupInitialRebalanceDelay:      3 * time.Second,
+		ConsumerSessionTimeout:          45 * time.Second,
+		ConsumerHeartbeatInterval:       5 * time.Second,
+		GroupConfigs: groupConfigSettings{
+			ShareSessionTimeout: 45 * time.Second, ShareHeartbeatInterval: 5 * time.Second,
+			ShareRecordLockDuration: 30 * time.Second, ShareDeliveryCountLimit: 5,
+			ConsumerSessionTimeoutBounds: bounds{45000, 60000}, ConsumerHeartbeatIntervalBounds: bounds{5000, 15000},
+			ShareSessionTimeoutBounds: bounds{45000, 60000}, ShareHeartbeatIntervalBounds: bounds{5000, 15000},
+			ShareRecordLockDurationBounds: bounds{15000, 60000}, ShareDeliveryCountLimitBounds: bounds{2, 10},
+		},
 		OffsetsRetention:                  7 * 24 * time.Hour,
 		OffsetsRetentionCheckInterval:     10 * time.Minute,
 		OffsetsTopicPartitions:            50,
@@ -65,10 +72,18 @@ func TestSettingsDefaults(t *testing.T) {
 	}
 	// Limits, SASL, Authorizer and LeaderRebalance are fields holding one
 	// setting per field of their own; Listeners holds the three listener
-	// settings and the ssl.* ones.
-	fields := reflect.TypeOf(settings{}).NumField() - 5 + reflect.TypeOf(connectionLimits{}).NumField() +
+	// settings and the ssl.* ones; GroupConfigs one per field, two per
+	// bounds.
+	groupConfigs := 0
+	for field := range reflect.TypeOf(groupConfigSettings{}).Fields() {
+		groupConfigs++
+		if field.Type == reflect.TypeOf(bounds{}) {
+			groupConfigs++
+		}
+	}
+	fields := reflect.TypeOf(settings{}).NumField() - 6 + reflect.TypeOf(connectionLimits{}).NumField() +
 		reflect.TypeOf(saslSettings{}).NumField() + 3 + len(tlsSettingNames) +
-		reflect.TypeOf(authorizerSettings{}).NumField() + reflect.TypeOf(quorum.LeaderRebalance{}).NumField()
+		reflect.TypeOf(authorizerSettings{}).NumField() + reflect.TypeOf(quorum.LeaderRebalance{}).NumField() + groupConfigs
 	if len(read) != fields {
 		t.Fatalf("parseSettings reads %d settings for %d fields: a field is not parsed", len(read), fields)
 	}

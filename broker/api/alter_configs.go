@@ -16,8 +16,9 @@ import (
 // enforced from the next request on: max.message.bytes,
 // min.insync.replicas and message.timestamp.type by the produce path,
 // segment and retention settings by the partition logs. In a cluster the
-// change goes through the controller to every replica. Broker resources
-// are refused: broker settings are static here.
+// change goes through the controller to every replica. On a group
+// resource it replaces the group's configs ([Admin.ReplaceGroupConfigs]).
+// Broker resources are refused: broker settings are static here.
 func init() {
 	register(wire.APIAlterConfigs, 0, 2, InReader, alterConfigs)
 }
@@ -37,7 +38,11 @@ func alterConfigs(_ context.Context, r *Request, req *kmsg.AlterConfigsRequest) 
 		if err == nil { // authorized (the broker's authorizationRules)
 			err = alterableResource(resource.ResourceType)
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case resource.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
+			err = r.Admin.ReplaceGroupConfigs(resource.ResourceName, overrides, req.ValidateOnly)
+		default:
 			err = r.Admin.ReplaceTopicConfigs(resource.ResourceName, overrides, req.ValidateOnly)
 		}
 		result.ErrorCode, result.ErrorMessage = errcode.Of(err), errcode.Message(err)
@@ -47,14 +52,14 @@ func alterConfigs(_ context.Context, r *Request, req *kmsg.AlterConfigsRequest) 
 }
 
 // alterableResource refuses the resources AlterConfigs and
-// IncrementalAlterConfigs cannot change: anything but a topic.
+// IncrementalAlterConfigs cannot change: anything but a topic or a group.
 func alterableResource(resourceType kmsg.ConfigResourceType) error {
 	switch resourceType {
-	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeGroupConfig:
 		return nil
 	case kmsg.ConfigResourceTypeBroker:
 		return fmt.Errorf("%w: broker settings are static (set them in server.properties or with --config)", errcode.ErrInvalidRequest)
 	default:
-		return fmt.Errorf("%w: resource type %d is not a topic (2)", errcode.ErrInvalidRequest, resourceType)
+		return fmt.Errorf("%w: resource type %d is not a topic (2) or a group (32)", errcode.ErrInvalidRequest, resourceType)
 	}
 }

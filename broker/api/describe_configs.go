@@ -16,7 +16,9 @@ import (
 // broker setting supplies it, DEFAULT_CONFIG otherwise;
 // [Admin.DescribeTopicConfigs]) and the broker resource (every broker
 // setting, STATIC_BROKER_CONFIG or DEFAULT_CONFIG, read-only;
-// [Admin.DescribeBrokerConfigs]). Synonyms list, most specific first,
+// [Admin.DescribeBrokerConfigs]) and group resources (every group config,
+// GROUP_CONFIG when the group sets it, DEFAULT_CONFIG with the broker's
+// default otherwise; [Admin.DescribeGroupConfigs]). Synonyms list, most specific first,
 // every key that could supply the value; documentation and types are
 // included from v3. An internal topic is described with the overrides it
 // was created with.
@@ -48,8 +50,10 @@ func describeConfigs(_ context.Context, r *Request, req *kmsg.DescribeConfigsReq
 			described.Configs, err = r.Admin.DescribeTopicConfigs(resource.ResourceName, wanted, req.IncludeSynonyms, req.IncludeDocumentation)
 		case resource.ResourceType == kmsg.ConfigResourceTypeBroker:
 			described.Configs, err = r.Admin.DescribeBrokerConfigs(resource.ResourceName, wanted, req.IncludeSynonyms, req.IncludeDocumentation)
+		case resource.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
+			described.Configs, err = r.Admin.DescribeGroupConfigs(resource.ResourceName, wanted, req.IncludeSynonyms, req.IncludeDocumentation)
 		default:
-			err = fmt.Errorf("%w: resource type %d is not topic (2) or broker (4)", errcode.ErrInvalidRequest, resource.ResourceType)
+			err = fmt.Errorf("%w: resource type %d is not topic (2), broker (4) or group (32)", errcode.ErrInvalidRequest, resource.ResourceType)
 		}
 		described.ErrorCode, described.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		resp.Resources = append(resp.Resources, described)

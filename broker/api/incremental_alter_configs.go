@@ -12,7 +12,9 @@ import (
 // IncrementalAlterConfigs v0–1 changes individual topic configs
 // ([Admin.ChangeTopicConfigs]): SET (0) and DELETE (1) for any topic
 // setting, APPEND (2) and SUBTRACT (3) for list settings (cleanup.policy).
-// The result is validated and enforced as with AlterConfigs.
+// The result is validated and enforced as with AlterConfigs. On a group
+// resource it changes the group's configs ([Admin.ChangeGroupConfigs]):
+// SET and DELETE (no group config is a list).
 func init() {
 	register(wire.APIIncrementalAlterConfigs, 0, 1, InReader, incrementalAlterConfigs)
 }
@@ -26,7 +28,11 @@ func incrementalAlterConfigs(_ context.Context, r *Request, req *kmsg.Incrementa
 		if err == nil { // authorized (the broker's authorizationRules)
 			err = alterableResource(resource.ResourceType)
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case resource.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
+			err = r.Admin.ChangeGroupConfigs(resource.ResourceName, resource.Configs, req.ValidateOnly)
+		default:
 			err = r.Admin.ChangeTopicConfigs(resource.ResourceName, resource.Configs, req.ValidateOnly)
 		}
 		result.ErrorCode, result.ErrorMessage = errcode.Of(err), errcode.Message(err)

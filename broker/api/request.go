@@ -95,7 +95,8 @@ func (r *Request) TopicRefused(op kmsg.ACLOperation, name string, id [16]byte, b
 // AlterConfigs or IncrementalAlterConfigs resource (op is DescribeConfigs
 // or AlterConfigs): broker resources need op on the Cluster
 // (CLUSTER_AUTHORIZATION_FAILED), topics op on the topic
-// (TOPIC_AUTHORIZATION_FAILED). Other types pass here; the handler
+// (TOPIC_AUTHORIZATION_FAILED), groups op on the group
+// (GROUP_AUTHORIZATION_FAILED). Other types pass here; the handler
 // refuses them as it always has.
 func (r *Request) ConfigResourceRefusal(rt kmsg.ConfigResourceType, name string, op kmsg.ACLOperation) error {
 	switch rt {
@@ -106,6 +107,10 @@ func (r *Request) ConfigResourceRefusal(rt kmsg.ConfigResourceType, name string,
 	case kmsg.ConfigResourceTypeTopic:
 		if !r.AuthorizedTopic(op, name) {
 			return errcode.ErrTopicAuthorization
+		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !r.AuthorizedGroup(op, name) {
+			return errcode.ErrGroupAuthorization
 		}
 	}
 	return nil

@@ -230,6 +230,17 @@ type Admin interface {
 	// name (this broker's id, or "" for the cluster default) as
 	// DescribeTopicConfigs does.
 	DescribeBrokerConfigs(name string, wanted func(config string) bool, synonyms, documentation bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error)
+	// ReplaceGroupConfigs replaces the dynamic configs of group with
+	// configs, once validated (AlterConfigs on a GROUP resource); the
+	// group need not exist; validateOnly only checks.
+	ReplaceGroupConfigs(group string, configs map[string]string, validateOnly bool) error
+	// ChangeGroupConfigs applies IncrementalAlterConfigs operations, in
+	// order, to the dynamic configs of group and sets the result, once
+	// validated; validateOnly only checks.
+	ChangeGroupConfigs(group string, changes []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool) error
+	// DescribeGroupConfigs describes the configs of group (set or not)
+	// as DescribeTopicConfigs does.
+	DescribeGroupConfigs(group string, wanted func(config string) bool, synonyms, documentation bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error)
 	// AlterReassignment starts (target non-nil) or cancels (nil) the
 	// reassignment of one partition through the controller; with
 	// allowReplicationFactorChange false a target of another size than

@@ -53,6 +53,13 @@ type Config struct {
 	// ShareHeartbeatInterval is group.share.heartbeat.interval.ms (5000
 	// ms), the interval share group members are told to heartbeat at.
 	ShareHeartbeatInterval time.Duration
+	// ConsumerTimeouts, if set, returns one group's session timeout and
+	// heartbeat interval for the consumer protocol (the broker's group
+	// configs consumer.session.timeout.ms and
+	// consumer.heartbeat.interval.ms over the two above). It is called
+	// under the group's lock: it must be cheap and must not call the
+	// coordinator. Nil: the two above for every group.
+	ConsumerTimeouts func(group string) (session, heartbeat time.Duration)
 	// OnRebalance, if set, is called once per generation started (a join
 	// phase completed), under the group's lock: it must be cheap and must
 	// not call the coordinator. The broker counts rebalances with it.
@@ -105,6 +112,21 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("offset.metadata.max.bytes %d is negative", cfg.OffsetMetadataMaxBytes)
 	}
 	return cfg, nil
+}
+
+// consumerTimeouts returns group's consumer-protocol session timeout and
+// heartbeat interval (Config.ConsumerTimeouts).
+func (c *Coordinator) consumerTimeouts(group string) (session, heartbeat time.Duration) {
+	if c.cfg.ConsumerTimeouts == nil {
+		return c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
+	}
+	return c.cfg.ConsumerTimeouts(group)
+}
+
+// consumerSessionTimeout is the group's consumer-protocol session timeout.
+func (g *group) consumerSessionTimeout() time.Duration {
+	session, _ := g.coordinator.consumerTimeouts(g.id)
+	return session
 }
 
 func setDuration(field *time.Duration, fallback time.Duration) {

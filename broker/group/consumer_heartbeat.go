@@ -17,7 +17,8 @@ import (
 // depends on changed, advances the member one reconciliation step, and
 // persists what changed before answering.
 func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req ConsumerHeartbeatRequest) (ConsumerHeartbeatResult, error) {
-	result := ConsumerHeartbeatResult{MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, HeartbeatInterval: c.cfg.ConsumerHeartbeatInterval}
+	_, heartbeat := c.consumerTimeouts(req.Group)
+	result := ConsumerHeartbeatResult{MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, HeartbeatInterval: heartbeat}
 	if err := validateConsumerHeartbeat(req); err != nil {
 		return result, fmt.Errorf("group %q: %w", req.Group, err)
 	}
@@ -166,7 +167,7 @@ func (g *group) consumerJoinOrHeartbeat(req ConsumerHeartbeatRequest, w *consume
 		w.target(m) // a replacement static member: its records move to the new id
 		w.current(m)
 	}
-	m.sessionDeadline = now.Add(g.coordinator.cfg.ConsumerSessionTimeout)
+	m.sessionDeadline = now.Add(g.consumerSessionTimeout())
 	g.refreshTarget(cg, w, changed)
 	var owned partitions
 	if req.Owned != nil {
@@ -335,7 +336,7 @@ func (g *group) consumerStaticLeave(req ConsumerHeartbeatRequest, w *consumerWri
 		return memberError(g.id, req.MemberID, ErrFencedInstance)
 	}
 	m.previousEpoch, m.memberEpoch = m.memberEpoch, StaticLeaveEpoch
-	m.sessionDeadline = now.Add(g.coordinator.cfg.ConsumerSessionTimeout)
+	m.sessionDeadline = now.Add(g.consumerSessionTimeout())
 	m.revocationDeadline = time.Time{}
 	w.current(m)
 	return nil

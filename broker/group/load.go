@@ -45,7 +45,8 @@ func (c *Coordinator) load(ctx context.Context) error {
 		c.groups[id] = restoreGroup(c, id, value, now)
 	}
 	for id, replay := range state.consumers {
-		if cg := replay.build(c.cfg.ConsumerSessionTimeout, now); cg != nil {
+		session, _ := c.consumerTimeouts(id)
+		if cg := replay.build(session, now); cg != nil {
 			g := newGroup(c, id, now)
 			g.consumer = cg
 			c.groups[id] = g // the consumer records are newer than a classic one's (it is deleted on conversion)

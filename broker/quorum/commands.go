@@ -28,6 +28,7 @@ const (
 	typeCreatePartitions = "create_partitions"
 	typeAlterPartition   = "alter_partition"
 	typeSetTopicConfigs  = "set_topic_configs"
+	typeSetGroupConfigs  = "set_group_configs"
 	typeAlterReassign    = "alter_reassignment"
 	typeElectLeader      = "elect_leader"
 )
@@ -94,6 +95,15 @@ type setTopicConfigsCmd struct {
 	Configs map[string]string `json:"configs,omitempty"`
 }
 
+// setGroupConfigsCmd replaces a group's dynamic configs (Kafka's GROUP
+// config resource, type 16): the result of an AlterConfigs or
+// IncrementalAlterConfigs, computed and validated by the broker that
+// received it. The group need not exist; no configs removes the entry.
+type setGroupConfigsCmd struct {
+	Group   string            `json:"group"`
+	Configs map[string]string `json:"configs,omitempty"`
+}
+
 // alterPartitionCmd is a partition leader's ISR change (Kafka's
 // AlterPartition), checked against the current epochs when applied.
 type alterPartitionCmd struct {
@@ -126,6 +136,8 @@ func encodeCommand(cmd any) ([]byte, error) {
 		typ = typeAlterPartition
 	case setTopicConfigsCmd:
 		typ = typeSetTopicConfigs
+	case setGroupConfigsCmd:
+		typ = typeSetGroupConfigs
 	case alterReassignmentCmd:
 		typ = typeAlterReassign
 	case electLeaderCmd:
@@ -176,6 +188,8 @@ func decodeCommand(data []byte) (any, error) {
 		cmd, err = decodeBody[alterPartitionCmd](env.Body)
 	case typeSetTopicConfigs:
 		cmd, err = decodeBody[setTopicConfigsCmd](env.Body)
+	case typeSetGroupConfigs:
+		cmd, err = decodeBody[setGroupConfigsCmd](env.Body)
 	case typeAlterReassign:
 		cmd, err = decodeBody[alterReassignmentCmd](env.Body)
 	case typeElectLeader:

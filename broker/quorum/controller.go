@@ -271,6 +271,11 @@ func (c *controller) execute(ctx context.Context, req rpcRequest) (applyResult, 
 			return applyResult{}, missing
 		}
 		return c.apply(*req.SetTopicConfigs)
+	case opSetGroupConfigs:
+		if req.SetGroupConfigs == nil {
+			return applyResult{}, missing
+		}
+		return c.apply(*req.SetGroupConfigs)
 	case opAlterReassignment:
 		if req.AlterReassignment == nil {
 			return applyResult{}, missing

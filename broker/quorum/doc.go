@@ -49,7 +49,8 @@
 // (fsmSnapshot, snapshotFile) are the image as versioned JSON.
 //
 // Requests (RegisterBroker, Heartbeat, CreateTopic, DeleteTopic,
-// CreatePartitions, AlterPartition) may be made on any node: a node that
+// CreatePartitions, AlterPartition, SetTopicConfigs, SetGroupConfigs) may
+// be made on any node: a node that
 // is not the raft leader forwards them to the leader's RPC address over a
 // small length-prefixed JSON protocol of its own (rpcRequest, rpcResponse,
 // callRPC), retrying while the leadership moves, bounded by the caller's

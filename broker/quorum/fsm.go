@@ -106,6 +106,8 @@ func applyCommand(cur *Image, index uint64, cmd any) (*Image, applyResult) {
 		changed, res = applyAlterPartition(next, c)
 	case setTopicConfigsCmd:
 		changed, res = applySetTopicConfigs(next, c)
+	case setGroupConfigsCmd:
+		changed, res.err = applySetGroupConfigs(next, c)
 	case alterReassignmentCmd:
 		changed, res = applyAlterReassignment(next, c)
 	case electLeaderCmd:
@@ -316,6 +318,25 @@ func applySetTopicConfigs(next *Image, c setTopicConfigsCmd) (bool, applyResult)
 	next.topics[c.Name] = &t
 	out := t.clone()
 	return true, applyResult{topic: &out}
+}
+
+// applySetGroupConfigs replaces a group's configs (none: removes them);
+// the same configs again change nothing. The group need not exist: its
+// configs are metadata of the cluster, not of the group coordinator.
+func applySetGroupConfigs(next *Image, c setGroupConfigsCmd) (bool, error) {
+	if c.Group == "" {
+		return false, fmt.Errorf("%w: group configs of the empty group id", ErrInvalidRequest)
+	}
+	cur := next.groupConfigs[c.Group]
+	if maps.Equal(cur, c.Configs) {
+		return false, nil
+	}
+	if len(c.Configs) == 0 {
+		delete(next.groupConfigs, c.Group)
+	} else {
+		next.groupConfigs[c.Group] = maps.Clone(c.Configs)
+	}
+	return true, nil
 }
 
 func applyDeleteTopic(next *Image, c deleteTopicCmd) (bool, error) {

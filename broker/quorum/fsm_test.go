@@ -257,6 +257,11 @@ func randomCommand(r *rand.Rand, img *Image) any {
 			return deleteTopicCmd{Name: name}
 		case 1:
 			return setTopicConfigsCmd{Name: name, Configs: map[string]string{"retention.ms": strconv.Itoa(r.IntN(3))}}
+		case 2:
+			if r.IntN(3) == 0 {
+				return setGroupConfigsCmd{Group: name} // removes them
+			}
+			return setGroupConfigsCmd{Group: name, Configs: map[string]string{"share.delivery.count.limit": strconv.Itoa(2 + r.IntN(3))}}
 		}
 		return createPartitionsCmd{Name: name, Count: int32(1 + r.IntN(6))}
 	}
@@ -378,6 +383,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		deleteTopicCmd{Name: "t"},
 		createPartitionsCmd{Name: "t", Count: 5},
 		alterPartitionCmd{Topic: "t", Partition: 1, ISR: []int32{2}},
+		setGroupConfigsCmd{Group: "g", Configs: map[string]string{"share.auto.offset.reset": "earliest"}},
 	} {
 		data, err := encodeCommand(cmd)
 		if err != nil {

@@ -93,6 +93,10 @@ type Image struct {
 	// replaced, never written in place.
 	brokers map[int32]Broker
 	topics  map[string]*Topic
+	// groupConfigs are the dynamic configs of groups (Kafka's GROUP config
+	// resource) by group id; a group with none has no entry. The inner
+	// maps are shared between images and replaced, never written.
+	groupConfigs map[string]map[string]string
 	// cursor is the rotating start of replica assignment: each CreateTopic
 	// or CreatePartitions starts at live broker cursor % n and increments it.
 	cursor int64
@@ -108,6 +112,9 @@ func emptyImage() *Image {
 	return &Image{
 		brokers: map[int32]Broker{},
 		topics:  map[string]*Topic{},
+
+		groupConfigs: map[string]map[string]string{},
+
 		changed: make(chan struct{}),
 	}
 }
@@ -163,6 +170,22 @@ func (img *Image) Partition(topic string, partition int32) (Partition, bool) {
 	return t.Partitions[partition].clone(), true
 }
 
+// GroupConfigs returns the dynamic configs of group id (nil when it has
+// none).
+func (img *Image) GroupConfigs(id string) map[string]string {
+	return maps.Clone(img.groupConfigs[id])
+}
+
+// AllGroupConfigs returns the dynamic configs of every group that has
+// some, by group id.
+func (img *Image) AllGroupConfigs() map[string]map[string]string {
+	out := make(map[string]map[string]string, len(img.groupConfigs))
+	for id, configs := range img.groupConfigs {
+		out[id] = maps.Clone(configs)
+	}
+	return out
+}
+
 // Partitions returns every partition of every topic, by topic name and
 // partition index: the full set of roles a broker applies.
 func (img *Image) Partitions() []Partition {
@@ -193,6 +216,8 @@ func (img *Image) next(index uint64) *Image {
 		brokers: maps.Clone(img.brokers),
 		topics:  maps.Clone(img.topics),
 		cursor:  img.cursor,
+
+		groupConfigs: maps.Clone(img.groupConfigs),
 
 		producerIDs: img.producerIDs, // its reported map is shared; a command replaces it
 
@@ -234,12 +259,16 @@ func sameBroker(a, b Broker) bool {
 }
 
 // sameState reports whether two images hold the same state (index,
-// brokers, topics, assignment cursor and producer-id allocation).
+// brokers, topics, assignment cursor, producer-id allocation and group
+// configs).
 func sameState(a, b *Image) bool {
 	if a.index != b.index || a.cursor != b.cursor || !maps.EqualFunc(a.brokers, b.brokers, sameBroker) || len(a.topics) != len(b.topics) {
 		return false
 	}
 	if !sameProducerIDs(a.producerIDs, b.producerIDs) {
+		return false
+	}
+	if !maps.EqualFunc(a.groupConfigs, b.groupConfigs, func(x, y map[string]string) bool { return maps.Equal(x, y) }) {
 		return false
 	}
 	for name, ta := range a.topics {

@@ -473,6 +473,14 @@ func (n *Node) SetTopicConfigs(ctx context.Context, topic string, configs map[st
 	return *resp.Topic, nil
 }
 
+// SetGroupConfigs replaces the dynamic configs of group id in the
+// metadata (none: removes them); every node's image holds them once
+// applied, this node's before it returns. The group need not exist.
+func (n *Node) SetGroupConfigs(ctx context.Context, id string, configs map[string]string) error {
+	_, err := n.submit(ctx, rpcRequest{Op: opSetGroupConfigs, SetGroupConfigs: &setGroupConfigsCmd{Group: id, Configs: configs}})
+	return err
+}
+
 // AlterPartition is a partition leader's request to change the ISR
 // (Kafka's AlterPartition). It fails with ErrFencedLeaderEpoch or
 // ErrInvalidUpdateVersion when an epoch is not the current one, and with

@@ -246,8 +246,8 @@ func TestProducerIDSnapshot(t *testing.T) {
 	if img.NextProducerID() != 0 || len(img.producerIDs.reported) != 0 || img.Index() != 9 {
 		t.Fatalf("version 1 snapshot: next %d, reported %v, index %d", img.NextProducerID(), img.producerIDs.reported, img.Index())
 	}
-	if _, err := readSnapshot(strings.NewReader(strings.Replace(old, `"v":1`, `"v":3`, 1))); err == nil {
-		t.Fatal("a version 3 snapshot was read")
+	if _, err := readSnapshot(strings.NewReader(strings.Replace(old, `"v":1`, `"v":4`, 1))); err == nil {
+		t.Fatal("a version 4 snapshot was read")
 	}
 }
 

@@ -39,6 +39,7 @@ const (
 	opCreatePartitions  rpcOp = "create_partitions"
 	opAlterPartition    rpcOp = "alter_partition"
 	opSetTopicConfigs   rpcOp = "set_topic_configs"
+	opSetGroupConfigs   rpcOp = "set_group_configs"
 	opJoin              rpcOp = "join"
 	opAlterReassignment rpcOp = "alter_reassignment"
 	opElectLeader       rpcOp = "elect_leader"
@@ -55,6 +56,7 @@ type rpcRequest struct {
 	CreatePartitions  *createPartitionsCmd  `json:"create_partitions,omitempty"`
 	AlterPartition    *alterPartitionCmd    `json:"alter_partition,omitempty"`
 	SetTopicConfigs   *setTopicConfigsCmd   `json:"set_topic_configs,omitempty"`
+	SetGroupConfigs   *setGroupConfigsCmd   `json:"set_group_configs,omitempty"`
 	Join              *joinRequest          `json:"join,omitempty"`
 	AlterReassignment *alterReassignmentCmd `json:"alter_reassignment,omitempty"`
 	ElectLeader       *electLeaderCmd       `json:"elect_leader,omitempty"`

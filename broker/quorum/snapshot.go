@@ -10,25 +10,33 @@ import (
 
 // Snapshot format: one JSON object,
 //
-//	{"v":2,"index":N,"cursor":C,"brokers":[Broker...],"topics":[Topic...],
-//	 "next_producer_id":P,"producer_id_brokers":[id...]}
+//	{"v":3,"index":N,"cursor":C,"brokers":[Broker...],"topics":[Topic...],
+//	 "next_producer_id":P,"producer_id_brokers":[id...],
+//	 "group_configs":{"<group id>":{"<name>":"<value>",...},...}}
 //
 // brokers by id and topics by name, with the exported field names of
 // Broker, Topic and Partition; next_producer_id and producer_id_brokers
 // are the producer-id allocation (producerIDState: next, and the reported
-// brokers by id). v is the format version. Restore reads 2, and 1 —
-// written before producer-id blocks, without the last two fields: next is
-// 0 and no broker has reported, so the blocks skip the stripes of the
-// registered brokers until each has reported its floor (producer_ids.go),
-// and start above the floors reported. Restore rejects any other version, so an earlier
-// binary refuses a version 2 snapshot instead of dropping the allocation.
-// hashicorp/raft's file snapshot store wraps it with its own metadata and
-// CRC, so a torn snapshot file is detected there.
-const snapshotVersion = 2
+// brokers by id); group_configs are the groups' dynamic configs (absent
+// when no group has any). v is the format version. Restore reads 3, 2 —
+// written before group configs, without group_configs: no group has any —
+// and 1 — written before producer-id blocks, without the producer-id
+// fields either: next is 0 and no broker has reported, so the blocks skip
+// the stripes of the registered brokers until each has reported its floor
+// (producer_ids.go), and start above the floors reported. Restore rejects
+// any other version, so an earlier binary refuses a newer snapshot instead
+// of dropping what it does not know. hashicorp/raft's file snapshot store
+// wraps it with its own metadata and CRC, so a torn snapshot file is
+// detected there.
+const snapshotVersion = 3
 
-// snapshotVersionBeforePIDs is the format of before the producer-id
-// allocation, still read.
-const snapshotVersionBeforePIDs = 1
+// snapshotVersionBeforeGroupConfigs and snapshotVersionBeforePIDs are the
+// formats of before group configs and before the producer-id allocation,
+// still read.
+const (
+	snapshotVersionBeforeGroupConfigs = 2
+	snapshotVersionBeforePIDs         = 1
+)
 
 type snapshotFile struct {
 	Version int      `json:"v"`
@@ -39,6 +47,8 @@ type snapshotFile struct {
 
 	NextProducerID    int64   `json:"next_producer_id"`
 	ProducerIDBrokers []int32 `json:"producer_id_brokers,omitempty"`
+
+	GroupConfigs map[string]map[string]string `json:"group_configs,omitempty"`
 }
 
 // fsmSnapshot is an immutable image to persist; Persist runs on a raft
@@ -84,6 +94,8 @@ func writeSnapshot(w io.Writer, img *Image) error {
 
 		NextProducerID:    img.producerIDs.next,
 		ProducerIDBrokers: img.producerIDs.reportedBrokers(),
+
+		GroupConfigs: img.AllGroupConfigs(),
 	}
 	if err := json.NewEncoder(w).Encode(file); err != nil {
 		return fmt.Errorf("quorum: write snapshot: %w", err)
@@ -96,8 +108,11 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	if err := json.NewDecoder(r).Decode(&file); err != nil {
 		return nil, fmt.Errorf("quorum: read snapshot: %w", err)
 	}
-	if file.Version != snapshotVersion && file.Version != snapshotVersionBeforePIDs {
-		return nil, fmt.Errorf("quorum: read snapshot: version %d, want %d or %d", file.Version, snapshotVersion, snapshotVersionBeforePIDs)
+	switch file.Version {
+	case snapshotVersion, snapshotVersionBeforeGroupConfigs, snapshotVersionBeforePIDs:
+	default:
+		return nil, fmt.Errorf("quorum: read snapshot: version %d, want %d, %d or %d", file.Version,
+			snapshotVersion, snapshotVersionBeforeGroupConfigs, snapshotVersionBeforePIDs)
 	}
 	if file.NextProducerID < 0 {
 		return nil, fmt.Errorf("quorum: read snapshot: next producer id %d", file.NextProducerID)
@@ -111,6 +126,12 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	for i := range file.Topics {
 		t := file.Topics[i]
 		img.topics[t.Name] = &t
+	}
+	for id, configs := range file.GroupConfigs {
+		if id == "" || len(configs) == 0 {
+			return nil, fmt.Errorf("quorum: read snapshot: group configs of group %q: %d", id, len(configs))
+		}
+		img.groupConfigs[id] = configs
 	}
 	img.producerIDs.next = file.NextProducerID
 	for _, id := range file.ProducerIDBrokers {
