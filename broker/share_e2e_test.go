@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Share groups end to end with franz-go's share consumer: records
@@ -21,6 +23,7 @@ func TestShareGroupSharesAndRedeliversReleased(t *testing.T) {
 	admin := newTestClient(t, b, kgo.DefaultProduceTopic("share-in"))
 	createTopic(t, admin, "share-in", 3, nil)
 	ctx := testContext(t, 60*time.Second)
+	setGroupConfig(t, admin, "sg", "share.auto.offset.reset", "earliest")
 	for i := range total {
 		admin.Produce(ctx, kgo.StringRecord(strconv.Itoa(i)), nil)
 	}
@@ -86,5 +89,25 @@ func TestShareGroupSharesAndRedeliversReleased(t *testing.T) {
 		if maxCount[key] < 2 {
 			t.Errorf("released record %s came back with delivery count %d, want 2", key, maxCount[key])
 		}
+	}
+}
+
+// setGroupConfig sets one group config (IncrementalAlterConfigs SET on
+// the GROUP resource).
+func setGroupConfig(t *testing.T, client *kgo.Client, groupID, name, value string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, groupID
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = name, kmsg.StringPtr(value)
+	res.Configs = append(res.Configs, cfg)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(context.Background(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		t.Fatalf("set %s=%s on group %s: %v", name, value, groupID, err)
 	}
 }
