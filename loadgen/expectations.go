@@ -365,7 +365,7 @@ func describeObserved(seen observedCounts, run *report.Run, proof evidence, plan
 	if hasClient(plan, faults.ClientZombieProducer) {
 		text += fmt.Sprintf("; zombie post-fence writes %d", proof.zombieWrites)
 	}
-	if hasClient(plan, faults.ClientGroupChurn) {
+	if hasClient(plan, faults.ClientGroupChurn) && run.ShareGroup == nil {
 		text += fmt.Sprintf("; aborted to leave %d", proof.churnAborts)
 	}
 	if share := run.ShareGroup; share != nil {

@@ -103,3 +103,17 @@ func TestShareSupport(t *testing.T) {
 		t.Errorf("without v2:\n got %q\nwant %q", reason, want)
 	}
 }
+
+// group-churn takes a share consumer out of the group holding its last
+// poll and lets another join: its client hands the records back, and
+// they come again, put down to the churn.
+func TestShareGroupChurnAgainstKfake(t *testing.T) {
+	t.Parallel()
+	workload := shareWorkload(t, MatrixEntry{Plan: "group-churn", Duration: Duration(6 * time.Second)})
+	results := runSuite(t, shareKfake(t), workload)
+	run := shareRun(t, results, modes.ShareGroup+":group-churn")
+	share := run.ShareGroup
+	if run.Status != report.StatusPass || share.Lost != 0 || share.DuplicateAccepted != 0 || share.ByChurn == 0 {
+		t.Errorf("share-group under group-churn: %s (%s): %s, events %+v", run.Status, run.Reason, share.Describe(), run.FaultEvents)
+	}
+}
