@@ -94,6 +94,9 @@ func verifyRun(ctx context.Context, admin *kgo.Client, plan runPlan, ledger *ver
 	if usesDatabase(plan.mode) {
 		checks = append(checks, verifyTable(ctx, plan, ledger, logs, run, observations, offenders))
 	}
+	if plan.shareLog != nil {
+		checks = append(checks, verifyShare(plan, ledger, run, offenders))
+	}
 	references := make(map[readKey]readEnd)
 	for _, reader := range readersFor(plan) {
 		check, reference := verifyRead(ctx, admin, plan, ledger, logs, reader, observations, offenders)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/verify"
 )
@@ -32,6 +33,7 @@ const (
 	signProcessFault                // a launched broker was killed or paused
 	signGroupChurn                  // a wave joined mid-run and a worker aborted a transaction to leave
 	signChurnDuplicates             // signGroupChurn, and duplicates appeared (a relay)
+	signShareChurn                  // a share consumer left holding records and another joined
 )
 
 // expectation is one cell of the expectations table: the bounds a delivery
@@ -74,6 +76,8 @@ func expectationFor(plan faults.Plan, mode string) expectation {
 		e.sign = signConsumerCrash
 	case relays(plan, mode):
 		e.sign = signChurnDuplicates
+	case hasClient(plan, faults.ClientGroupChurn) && specOf(mode).Stage == modes.ShareStage:
+		e.sign = signShareChurn
 	case hasClient(plan, faults.ClientGroupChurn):
 		e.sign = signGroupChurn
 	case plan.NeedsProcesses() && !plan.NeedsProxy():
@@ -133,6 +137,8 @@ func (e expectation) describe() string {
 		text += "; a wave must join and a worker abort and leave"
 	case signChurnDuplicates:
 		text += "; a wave must join, a worker abort and leave, dup > 0 shows it acted"
+	case signShareChurn:
+		text += "; a consumer must leave and another join"
 	}
 	return text
 }
@@ -233,6 +239,12 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 	check(verify.ViolationInconsistentOffsets, seen.inconsistent, mustBeZero, verify.OffenderInconsistent)
 	check(verify.ViolationPollSkips, seen.pollSkips, mustBeZero, verify.OffenderPollSkip)
 	check(verify.ViolationNonMonotonicPolls, seen.nonMonotonic, mustBeZero, verify.OffenderNonMonotonic)
+	if share := run.ShareGroup; share != nil {
+		// Duplicate acceptances and lost records are the share check's
+		// duplicated and lost above.
+		check(verify.ViolationAfterAccept, share.AfterAccept, mustBeZero, verify.OffenderAfterAccept)
+		check(verify.ViolationAboveLimit, share.AboveLimit, mustBeZero, verify.OffenderAboveLimit)
+	}
 	switch {
 	case len(broken) > 0 && stalledPipeline(run, proof):
 		// The output lacks records because the pipeline stopped making
@@ -309,6 +321,10 @@ func missingSign(want sign, seen observedCounts, proof evidence) string {
 		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 && proof.faultCounts[faults.KindCut] == 0 {
 			return "no broker was killed, paused or cut off, so nothing tested the expectation"
 		}
+	case signShareChurn:
+		if proof.faultCounts[faults.KindGroupLeave] == 0 || proof.faultCounts[faults.KindGroupJoin] == 0 {
+			return "no share consumer left and was replaced, so nothing tested the expectation"
+		}
 	case signGroupChurn, signChurnDuplicates:
 		switch {
 		case proof.faultCounts[faults.KindGroupJoin] == 0:
@@ -349,8 +365,14 @@ func describeObserved(seen observedCounts, run *report.Run, proof evidence, plan
 	if hasClient(plan, faults.ClientZombieProducer) {
 		text += fmt.Sprintf("; zombie post-fence writes %d", proof.zombieWrites)
 	}
-	if hasClient(plan, faults.ClientGroupChurn) {
+	if hasClient(plan, faults.ClientGroupChurn) && run.ShareGroup == nil {
 		text += fmt.Sprintf("; aborted to leave %d", proof.churnAborts)
+	}
+	if share := run.ShareGroup; share != nil {
+		text += fmt.Sprintf("; share: delivered %d, redelivered %d (released %d, crash %d, churn %d, lock timeout %d), accepted %d, "+
+			"accepted twice %d, archived %d, max delivery count %d/%d", share.Delivered, share.Redelivered, share.ByRelease, share.ByCrash,
+			share.ByChurn, share.ByLockTimeout, share.Accepted, share.DuplicateAccepted, share.Archived, share.MaxDeliveryCount,
+			share.DeliveryLimit)
 	}
 	return text + describeApplication(run.Application, seen)
 }

@@ -58,7 +58,9 @@ func (plan runPlan) groupProtocol() string { return groupProtocolOf(plan.workloa
 // usesGroup reports whether the run has group consumers (a consume
 // stage, or a relay under group-churn): only those runs depend on the
 // protocol.
-func (plan runPlan) usesGroup() bool { return runsConsumeStage(plan.faults, plan.mode) }
+func (plan runPlan) usesGroup() bool {
+	return runsConsumeStage(plan.faults, plan.mode) && !plan.sharesGroup() // a share group has no group.protocol
+}
 
 // groupProtocolOptions are the kgo options of a group consumer using
 // protocol: for consumer, KIP-848 with the sticky balancer, which franz-go

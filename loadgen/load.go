@@ -90,6 +90,11 @@ func (l *loadRun) startStage(ctx context.Context) (*stages.Group, error) {
 	if !runsConsumeStage(plan.faults, plan.mode) {
 		return nil, nil
 	}
+	if plan.sharesGroup() {
+		// The broker assigns a share group's partitions; its consumers
+		// share them, so there is no assignment to wait for.
+		return startShareStage(ctx, l)
+	}
 	var workers *stages.Group
 	var err error
 	action, crash := clientAction(plan.faults, faults.ClientConsumerCrash)
@@ -134,7 +139,8 @@ func (l *loadRun) drive(ctx context.Context, stopFaults func() error, workers *s
 	}
 	var consumers *liveConsumers
 	// The database stages measure end-to-end latency at their commits.
-	if workload.Consumers > 0 && !usesDatabase(plan.mode) {
+	// The share consumers measure it at their acceptances.
+	if workload.Consumers > 0 && !usesDatabase(plan.mode) && !plan.sharesGroup() {
 		var err error
 		if l.env.workers.Count > 0 {
 			consumers, err = startRemoteConsumers(ctx, l, finalTopic, readCommitted)

@@ -82,6 +82,8 @@ func clientSettings(plan runPlan) map[string]string {
 			CommitRecords: workload.Transaction.CommitRecords, AbortShare: workload.Transaction.AbortShare,
 			StageWorkers: workload.Pipeline.Workers, Partitions: workload.Partitions,
 			DedupWindow: workload.Application.DedupWindow, Database: plan.database,
+			ShareReleaseEvery: plan.shareReleaseEvery(), ShareLockDuration: plan.shareLockDuration(),
+			ShareDeliveryLimit: plan.shareDeliveryLimit(),
 		}, settings)
 	}
 	churnSettings(plan, settings)

@@ -22,6 +22,7 @@ import (
 	"github.com/exactly-eos/exactly/loadgen/progress"
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/stages"
+	"github.com/exactly-eos/exactly/loadgen/verify"
 )
 
 // Options configure one invocation of the load generator.
@@ -116,6 +117,9 @@ type runPlan struct {
 	// in a run that crashes consumer-protocol workers (0 in others); its
 	// drain covers it (fitCrashDrains).
 	consumerSession time.Duration
+	// shareLog is what the share consumers of a share-group run saw and
+	// did (nil for other modes); loadAndVerify makes one per run.
+	shareLog *verify.ShareLog
 }
 
 // Run runs every mode of the workload against the target and returns the
@@ -309,6 +313,13 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 		judgeRun(run, plan.faults, evidence{})
 		return run, nil
 	}
+	if plan.sharesGroup() {
+		if reason := shareNotApplicable(ctx, admin); reason != "" {
+			run.Status, run.Reason = report.StatusNotApplicable, reason
+			judgeRun(run, plan.faults, evidence{})
+			return run, nil
+		}
+	}
 	env, plan, err := startFaultEnv(ctx, plan, options)
 	if err != nil {
 		failRun(run, err)
@@ -348,6 +359,9 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	tracker *cellTracker) (proof evidence) {
 	workload := plan.workload
 	plan.observations = newRunObservations()
+	if plan.sharesGroup() {
+		plan.shareLog = verify.NewShareLog(plan.runID)
+	}
 	ledger, logs := newTrackedLedger(plan)
 	metrics := newRunMetrics(time.Now())
 	metrics.live = options.Metrics.Mode(plan.mode)

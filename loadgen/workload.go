@@ -154,6 +154,16 @@ type ApplicationSpec struct {
 	// DedupWindow offsets of each partition are remembered; a copy that
 	// arrives later than that after the first is not detected.
 	DedupWindow int64 `yaml:"dedup_window" json:"dedup_window"`
+	// ShareReleaseEvery: the share-group mode's consumers release, on its
+	// first delivery, each record whose sequence+1 is a multiple of it,
+	// so that the run has redeliveries to judge (0: 1000).
+	ShareReleaseEvery int64 `yaml:"share_release_every" json:"share_release_every,omitempty"`
+	// ShareLockDuration is the share group's acquisition lock
+	// (share.record.lock.duration.ms; 0: 15s, Kafka's minimum by default).
+	ShareLockDuration Duration `yaml:"share_lock_duration" json:"share_lock_duration,omitempty"`
+	// ShareDeliveryLimit is the share group's delivery attempt limit
+	// (share.delivery.count.limit; 0: 5, Kafka's default).
+	ShareDeliveryLimit int `yaml:"share_delivery_limit" json:"share_delivery_limit,omitempty"`
 }
 
 // Duration is a time.Duration written as "10s" or "250ms" in YAML and JSON.
@@ -291,6 +301,12 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("pipeline.workers: %d is outside 1..64", w.Pipeline.Workers)
 	case w.Application.DedupWindow < 1:
 		return fmt.Errorf("application.dedup_window: %d: the window needs at least one offset", w.Application.DedupWindow)
+	case w.Application.ShareReleaseEvery < 0:
+		return fmt.Errorf("application.share_release_every: %d is negative", w.Application.ShareReleaseEvery)
+	case w.Application.ShareLockDuration < 0:
+		return fmt.Errorf("application.share_lock_duration: %s is negative", w.Application.ShareLockDuration)
+	case w.Application.ShareDeliveryLimit < 0:
+		return fmt.Errorf("application.share_delivery_limit: %d is negative", w.Application.ShareDeliveryLimit)
 	}
 	for _, interval := range w.Transaction.CommitIntervals {
 		if interval <= 0 {

@@ -109,6 +109,7 @@ func (f *loadgenFlags) rules() []flagRule {
 		{"commit-records", atLeast(&f.commitRecords, 0), "0 (no cap) or more"},
 		{"abort-share", func() bool { return f.abortShare >= 0 && f.abortShare <= 1 }, "a fraction in 0..1"},
 		{"dedup-window", atLeast(&f.dedupWindow, 1), "1 or more offsets"},
+		{"share-release-every", atLeast(&f.shareReleaseEvery, 1), "1 or more records"},
 		{"rounds", atLeast(&f.rounds, 1), "1 or more"},
 		{"fault-exec-timeout", above(&f.faultExecTimeout, 0), "more than 0s"},
 		{"fault-recovery-timeout", above(&f.faultRecoveryTimeout, 0), "more than 0s"},

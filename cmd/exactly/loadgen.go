@@ -40,6 +40,7 @@ type loadgenFlags struct {
 	faultPlans                                       string
 	database, profile                                string
 	dedupWindow                                      int64
+	shareReleaseEvery                                int64
 	rounds                                           int
 	groupProtocol                                    string
 	quiet, jsonProgress                              bool
@@ -103,6 +104,8 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 		"and are left out without it")
 	fs.StringVar(&f.database, "db", "", "application database of consumer-dedup and external-offsets: postgres://… URL or an SQLite file (default: an SQLite file in a temporary directory)")
 	fs.Int64Var(&f.dedupWindow, "dedup-window", 0, "consumer-dedup window: keys of the last N offsets of each partition are remembered")
+	fs.Int64Var(&f.shareReleaseEvery, "share-release-every", 0,
+		"share-group: the consumers hand back (release) 1 record in N on its first delivery, so that redelivery is exercised (1000 unless the workload sets application.share_release_every)")
 	fs.IntVar(&f.rounds, "rounds", 0, "interleaved rounds of the cost rounds (the standard and quick suites after their matrix, --workload cost, --workload overhead): "+
 		"every mode once per round under each fault plan, ratios to at-least-once with a 95% interval over the rounds and an A/A pair as the noise floor; "+
 		"of the security workload (--workload security): every mode over every protocol once per round, ratios to PLAINTEXT likewise; "+
@@ -147,7 +150,7 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	registerSecurityFlags(fs, &f.security)
 	markFromWorkload(fs, "mode", "records", "duration", "warmup", "drain", "record-size", "partitions", "replication-factor",
 		"producers", "consumers", "rate", "pipeline-workers", "commit-interval", "commit-records", "abort-share", "keys",
-		"faults", "dedup-window")
+		"faults", "dedup-window", "share-release-every")
 }
 
 // faultHooks parses --fault-exec (nil when none was given); the hooks
@@ -214,6 +217,7 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 	setPositive(&w.Producers, f.producers)
 	setPositive(&w.Pipeline.Workers, f.pipelineWorkers)
 	setPositive(&w.Application.DedupWindow, f.dedupWindow)
+	setPositive(&w.Application.ShareReleaseEvery, f.shareReleaseEvery)
 	if f.consumers >= 0 {
 		w.Consumers = f.consumers
 	}

@@ -52,7 +52,7 @@ func TestToyModeInHelp(t *testing.T) {
 	help := stderr.String()
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^  toy-at-least-once +a test's copy of at-least-once: acks=all, retries, enable.idempotence=false$`),
-		regexp.MustCompile(`comma-separated delivery modes to run:[a-z0-9,\s-]*, toy-at-least-once`), // wrapped over lines
+		regexp.MustCompile(`comma-separated delivery modes to run:[a-z0-9,\s-]*,\s+toy-at-least-once`), // wrapped over lines
 		regexp.MustCompile(`(?m)^  group-churn .*\(modes: at-least-once, .*toy-at-least-once\)$`),
 	} {
 		if !want.MatchString(help) {

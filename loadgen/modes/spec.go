@@ -82,6 +82,10 @@ const (
 	// partition offsets in one database transaction, seeking to the
 	// stored offsets on every assignment (auto-commit off).
 	StoredOffsetsStage
+	// ShareStage: the consumers of one share group (KIP-932): the broker
+	// hands each record to one of them for a lock period; each accepts
+	// (or, for a small share, first releases) record by record.
+	ShareStage
 )
 
 // UsesDatabase reports whether the stage keeps state in the application
@@ -106,6 +110,8 @@ func (s Stage) String() string {
 		return "dedup"
 	case StoredOffsetsStage:
 		return "stored-offsets"
+	case ShareStage:
+		return "share"
 	}
 	return fmt.Sprintf("stage(%d)", uint8(s))
 }
@@ -156,6 +162,13 @@ type RunParams struct {
 	StageWorkers       int
 	Partitions         int
 	DedupWindow        int64
+	// ShareReleaseEvery, ShareLockDuration and ShareDeliveryLimit are
+	// the share-group mode's: one record in ShareReleaseEvery is released
+	// on its first delivery, the group's acquisition lock and delivery
+	// attempt limit.
+	ShareReleaseEvery  int64
+	ShareLockDuration  time.Duration
+	ShareDeliveryLimit int
 	// Database describes the application database (database stages).
 	Database string
 }

@@ -15,7 +15,7 @@ import (
 // the client faults each accepts.
 func TestShippedModes(t *testing.T) {
 	want := []string{AtMostOnce, AtMostOnceAcks1, AtLeastOnce, Idempotent, Transactional, EOSPipeline,
-		SingleWriterCheck, ConsumerDedup, ExternalOffsets}
+		SingleWriterCheck, ConsumerDedup, ExternalOffsets, ShareGroup}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -24,8 +24,8 @@ func TestShippedModes(t *testing.T) {
 	}
 	for kind, want := range map[faults.ClientActionKind][]string{
 		faults.ClientZombieProducer: {Transactional},
-		faults.ClientConsumerCrash:  {EOSPipeline, ConsumerDedup, ExternalOffsets},
-		faults.ClientGroupChurn:     {AtLeastOnce, EOSPipeline, ConsumerDedup, ExternalOffsets},
+		faults.ClientConsumerCrash:  {EOSPipeline, ConsumerDedup, ExternalOffsets, ShareGroup},
+		faults.ClientGroupChurn:     {AtLeastOnce, EOSPipeline, ConsumerDedup, ExternalOffsets, ShareGroup},
 	} {
 		if got := Accepting(kind); !slices.Equal(got, want) {
 			t.Errorf("Accepting(%s) = %v, want %v", kind, got, want)

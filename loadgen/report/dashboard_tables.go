@@ -27,6 +27,9 @@ type runRow struct {
 	Errors      int64
 	ErrorCodes  string
 	FaultsFired int64
+	// Share is the share-group mode's figures (redeliveries by cause,
+	// archived, max delivery count), in the run's note.
+	Share       string
 	FirstOfName bool
 	// NoteNumber numbers the run's reason in the notes under the table
 	// (0: no reason).
@@ -56,7 +59,10 @@ func runRows(files []*fileView, names []string) []runRow {
 				Retries: uint64(max(run.Retries, 0)), Committed: run.Transactions.Committed, Aborted: run.Transactions.Aborted,
 				Errors: errorTotal(run.ErrorsByCode), ErrorCodes: errorsText(run.ErrorsByCode), FaultsFired: run.FaultsFired, FirstOfName: first})
 			first = false
-			if run.Reason != "" || len(run.ErrorsByCode) > 0 {
+			if run.ShareGroup != nil {
+				rows[len(rows)-1].Share = run.ShareGroup.Describe()
+			}
+			if run.Reason != "" || len(run.ErrorsByCode) > 0 || run.ShareGroup != nil {
 				rows[len(rows)-1].NoteNumber = notes + 1
 				notes++
 			}

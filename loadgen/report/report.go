@@ -127,6 +127,9 @@ type Run struct {
 	// Application is what the application-level machinery did (added
 	// within schema version 1; omitted for the broker-level modes).
 	Application *ApplicationRun `json:"application,omitempty"`
+	// ShareGroup is the share-group mode's verdict and figures (added
+	// within schema version 1; omitted for the other modes).
+	ShareGroup *ShareGroupRun `json:"share_group,omitempty"`
 	// Round and Slot place a run of interleaved rounds (the overhead
 	// workload): its round, from 1, and its slot in the round (added
 	// within schema version 1; omitted for other runs).

@@ -71,6 +71,9 @@ func WriteSummaryWith(w io.Writer, results *Results, options SummaryOptions) err
 		if application := run.Application; application != nil {
 			WriteWrapped(w, "  ", fmt.Sprintf("%s: %s", run.Name, application.Describe()), width)
 		}
+		if share := run.ShareGroup; share != nil {
+			WriteWrapped(w, "  ", fmt.Sprintf("%s: share group: %s", run.Name, share.Describe()), width)
+		}
 		if run.RebalancePauses != nil {
 			WriteWrapped(w, "  ", fmt.Sprintf("%s: %s", run.Name, run.RebalancePauses.Text()), width)
 		}
