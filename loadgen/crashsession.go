@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/stages"
 )
 
@@ -56,14 +57,65 @@ const crashDrainMargin = 15 * time.Second
 // group.consumer.heartbeat.interval.ms, so a killed worker's partitions
 // move on as soon on either protocol. Other workloads keep Kafka's
 // defaults, so that the consumer protocol is measured as Kafka ships it.
+//
+// Share groups are the same: their members' session is the broker's (or
+// the group's) share.session.timeout.ms, so a workload running
+// consumer-crash on the share-group mode gets it as
+// group.share.session.timeout.ms and group.share.heartbeat.interval.ms.
 func LaunchedBrokerProperties(workload Workload) map[string]string {
-	if !wantsConsumerProtocol(workload) || !runsConsumerCrash(workload) {
+	if !runsConsumerCrash(workload) {
 		return nil
 	}
-	return map[string]string{
-		consumerSessionName:                    strconv.FormatInt(stages.ShortSessionTimeout.Milliseconds(), 10),
-		"group.consumer.heartbeat.interval.ms": strconv.FormatInt(stages.ShortHeartbeatInterval.Milliseconds(), 10),
+	properties := map[string]string{}
+	if wantsConsumerProtocol(workload) {
+		properties[consumerSessionName] = strconv.FormatInt(stages.ShortSessionTimeout.Milliseconds(), 10)
+		properties["group.consumer.heartbeat.interval.ms"] = strconv.FormatInt(stages.ShortHeartbeatInterval.Milliseconds(), 10)
 	}
+	if slices.Contains(workload.Modes, modes.ShareGroup) {
+		properties[shareSessionName] = strconv.FormatInt(stages.ShortSessionTimeout.Milliseconds(), 10)
+		properties["group.share.heartbeat.interval.ms"] = strconv.FormatInt(stages.ShortHeartbeatInterval.Milliseconds(), 10)
+	}
+	if len(properties) == 0 {
+		return nil
+	}
+	return properties
+}
+
+// shareSessionName is the broker setting of share group members' session
+// timeout (Kafka's default 45 s, as the consumer protocol's).
+const shareSessionName = "group.share.session.timeout.ms"
+
+// crashesShareConsumers reports whether plan kills share-group consumers:
+// their partitions stay theirs until their session ends.
+func (plan runPlan) crashesShareConsumers() bool {
+	return plan.mode == modes.ShareGroup && hasClient(plan.faults, faults.ClientConsumerCrash) &&
+		plan.spec().AcceptsClientFault(faults.ClientConsumerCrash)
+}
+
+// fitShareCrashDrains lengthens the drain of each plan that kills share
+// consumers to the broker's share session plus crashDrainMargin, and
+// returns the line that says so.
+func fitShareCrashDrains(plans []runPlan, session time.Duration, known bool) string {
+	var drains []string
+	for i := range plans {
+		if !plans[i].crashesShareConsumers() {
+			continue
+		}
+		drain := Duration(crashDrain(time.Duration(plans[i].workload.Drain), session))
+		plans[i].workload.Drain = drain
+		if !slices.Contains(drains, drain.String()) {
+			drains = append(drains, drain.String())
+		}
+	}
+	if len(drains) == 0 {
+		return ""
+	}
+	source := "the broker's " + shareSessionName
+	if !known {
+		source = "the broker did not describe " + shareSessionName + "; Kafka's default"
+	}
+	return fmt.Sprintf("consumer-crash on share groups: a killed consumer keeps its partitions for its session, %s (%s), "+
+		"so those cells drain for %s (the session + %s)", session, source, strings.Join(drains, ", "), crashDrainMargin)
 }
 
 // runsConsumerCrash reports whether a plan of workload's fault matrix
@@ -124,6 +176,14 @@ func fitCrashDrains(plans []runPlan, session time.Duration, known bool) string {
 // its group.consumer.session.timeout.ms (bounded); known is false when it
 // does not say, and the timeout is then Kafka's default.
 func consumerSessionTimeout(ctx context.Context, admin *kgo.Client) (session time.Duration, known bool) {
+	return brokerSessionTimeout(ctx, admin, consumerSessionName)
+}
+
+// brokerSessionTimeout asks the first broker the admin client knows for
+// the session timeout setting name (bounded); known is false when it does
+// not say, and the timeout is then Kafka's default (45 s for both the
+// consumer protocol and share groups).
+func brokerSessionTimeout(ctx context.Context, admin *kgo.Client, name string) (session time.Duration, known bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	metadata, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, admin)
@@ -134,25 +194,25 @@ func consumerSessionTimeout(ctx context.Context, admin *kgo.Client) (session tim
 	resource := kmsg.NewDescribeConfigsRequestResource()
 	resource.ResourceType = kmsg.ConfigResourceTypeBroker
 	resource.ResourceName = strconv.Itoa(int(metadata.Brokers[0].NodeID))
-	resource.ConfigNames = []string{consumerSessionName}
+	resource.ConfigNames = []string{name}
 	request.Resources = append(request.Resources, resource)
 	response, err := request.RequestWith(ctx, admin)
 	if err != nil {
 		return kafkaConsumerSessionTimeout, false
 	}
-	return describedSession(response)
+	return describedSession(response, name)
 }
 
-// describedSession reads consumerSessionName from a DescribeConfigs
-// response (Kafka's default when it is missing or not a positive number
-// of milliseconds).
-func describedSession(response *kmsg.DescribeConfigsResponse) (time.Duration, bool) {
+// describedSession reads the setting name from a DescribeConfigs response
+// (Kafka's default when it is missing or not a positive number of
+// milliseconds).
+func describedSession(response *kmsg.DescribeConfigsResponse, name string) (time.Duration, bool) {
 	for _, described := range response.Resources {
 		if described.ErrorCode != 0 {
 			continue
 		}
 		for _, config := range described.Configs {
-			if config.Name != consumerSessionName || config.Value == nil {
+			if config.Name != name || config.Value == nil {
 				continue
 			}
 			if ms, err := strconv.ParseInt(*config.Value, 10, 64); err == nil && ms > 0 {

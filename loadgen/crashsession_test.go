@@ -110,7 +110,7 @@ func TestDescribedSession(t *testing.T) {
 		{answer(2, kmsg.StringPtr("6000")), kafkaConsumerSessionTimeout, false},
 		{kmsg.NewPtrDescribeConfigsResponse(), kafkaConsumerSessionTimeout, false},
 	} {
-		if got, known := describedSession(test.response); got != test.want || known != test.known {
+		if got, known := describedSession(test.response, consumerSessionName); got != test.want || known != test.known {
 			t.Errorf("%+v: %s %v, want %s %v", test.response.Resources, got, known, test.want, test.known)
 		}
 	}

@@ -185,6 +185,10 @@ func Run(ctx context.Context, options Options) (*report.Results, error) {
 		session, known := consumerSessionTimeout(ctx, admin)
 		notes = append(notes, fitCrashDrains(plans, session, known))
 	}
+	if slices.ContainsFunc(plans, runPlan.crashesShareConsumers) {
+		session, known := brokerSessionTimeout(ctx, admin, shareSessionName)
+		notes = append(notes, fitShareCrashDrains(plans, session, known))
+	}
 	closeDatabase, err := attachDatabase(ctx, plans, options.Database)
 	if err != nil {
 		return nil, err

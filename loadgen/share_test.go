@@ -117,3 +117,40 @@ func TestShareGroupChurnAgainstKfake(t *testing.T) {
 		t.Errorf("share-group under group-churn: %s (%s): %s, events %+v", run.Status, run.Reason, share.Describe(), run.FaultEvents)
 	}
 }
+
+// The mode against the embedded broker, under no fault, consumer-crash
+// and group-churn: every acknowledged record accepted once, none lost,
+// and each fault's redeliveries put down to it.
+func TestShareGroupAgainstEmbeddedBroker(t *testing.T) {
+	t.Parallel()
+	workload := shareWorkload(t,
+		MatrixEntry{Plan: "none"},
+		MatrixEntry{Plan: "consumer-crash", Duration: Duration(5 * time.Second)},
+		MatrixEntry{Plan: "group-churn", Duration: Duration(6 * time.Second)})
+	properties := LaunchedBrokerProperties(workload)
+	properties["group.initial.rebalance.delay.ms"] = "0"
+	target, err := startEmbeddedWith(t.Context(), t.TempDir(), properties)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = target.Close() })
+	results := runSuite(t, target, workload)
+	for _, plan := range []string{"none", "consumer-crash", "group-churn"} {
+		run := shareRun(t, results, modes.ShareGroup+":"+plan)
+		share := run.ShareGroup
+		if run.Status != report.StatusPass || share.Lost != 0 || share.DuplicateAccepted != 0 || share.AboveLimit != 0 ||
+			share.Accepted != run.Producers.Acknowledged || share.ByRelease == 0 {
+			t.Errorf("share-group under %s: %s (%s): %s", plan, run.Status, run.Reason, share.Describe())
+		}
+		switch plan {
+		case "consumer-crash":
+			if share.ByCrash == 0 {
+				t.Errorf("consumer-crash caused no redelivery: %s", share.Describe())
+			}
+		case "group-churn":
+			if share.ByChurn == 0 {
+				t.Errorf("group-churn caused no redelivery: %s", share.Describe())
+			}
+		}
+	}
+}
