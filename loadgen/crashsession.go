@@ -121,7 +121,11 @@ func fitShareCrashDrains(plans []runPlan, session time.Duration, known bool) str
 // runsConsumerCrash reports whether a plan of workload's fault matrix
 // kills consume workers.
 func runsConsumerCrash(workload Workload) bool {
-	for _, entry := range workload.Faults {
+	entries := workload.Faults
+	if workload.Overhead != nil {
+		entries = append(slices.Clone(entries), workload.Overhead.Faults...)
+	}
+	for _, entry := range entries {
 		if plan, err := faults.LoadPlan(entry.Plan); err == nil && hasClient(plan, faults.ClientConsumerCrash) {
 			return true
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
 )
 
@@ -132,5 +133,13 @@ func TestLaunchedBrokerProperties(t *testing.T) {
 	churn.GroupProtocol = GroupProtocolConsumer
 	if got := LaunchedBrokerProperties(churn); got != nil {
 		t.Errorf("group-churn: %v, want none (Kafka's defaults)", got)
+	}
+	// Share groups' session is the broker's too, also when consumer-crash
+	// is one of the cost rounds' plans rather than the matrix's.
+	queues := matrixWorkload(t, MatrixEntry{Plan: "none"})
+	queues.Modes = []string{modes.ShareGroup}
+	queues.Overhead = &OverheadSpec{Faults: []MatrixEntry{{Plan: "consumer-crash"}}}
+	if got := LaunchedBrokerProperties(queues); got[shareSessionName] != "6000" || got["group.share.heartbeat.interval.ms"] != "500" || got[consumerSessionName] != "" {
+		t.Errorf("share-group: %v, want the share session 6000 and heartbeat 500 only", got)
 	}
 }
