@@ -27,9 +27,10 @@ export PATH="$PATH:/usr/local/go/bin"
 
 # Tests to skip because they need a protocol the broker does not
 # implement, as `go test -skip` patterns. None is needed with franz-go
-# v1.22.3: every such test asks the broker's ApiVersions (KIP-848
-# ConsumerGroupHeartbeat, share groups' ShareFetch/ShareAcknowledge) or
-# looks for a variable we do not set (KGO_TEST_OAUTH_SEEDS; the SCRAM
+# v1.22.3: the broker serves KIP-848 and share groups (KIP-932), whose
+# tests franz-go runs when ApiVersions lists them, and the one test of
+# what it lacks looks for a variable we do not set
+# (KGO_TEST_OAUTH_SEEDS; the SCRAM
 # tests' KGO_TEST_SCRAM_SEEDS is set, below, for the single broker and the cluster) and
 # skips itself; the summary lists them, and
 # README.md ("franz-go's test suite") explains them. A test that fails for

@@ -1,8 +1,10 @@
 // Package group is the consumer group coordinator — the classic protocol
 // (JoinGroup/SyncGroup) and the consumer protocol of KIP-848
 // (ConsumerGroupHeartbeat; consumerGroup and the comment above its states
-// have its epochs, states and ownership invariant) — and the
-// committed-offset store of the broker.
+// have its epochs, states and ownership invariant) — the share groups'
+// coordinator (KIP-932: ShareHeartbeat, and the durable share-partition
+// state partition leaders write and read, WriteShareState and
+// ReadShareState) and the committed-offset store of the broker.
 //
 // # API
 //
@@ -137,6 +139,27 @@
 // as one batch; a removed member's records get tombstones (8, 7, 5), a
 // deleted or reconverted group's (6, 4, 3). A classic group converted to
 // a consumer group gets a group metadata tombstone.
+//
+// Share group (KIP-932) records. Key 11 (Kafka's ShareGroupMetadata key:
+// int16 11, string group) holds the share group's epoch, value flexible
+// version 0: int16 0, int32 epoch, tags. Key 100 (no counterpart in
+// Kafka's __consumer_offsets; Kafka keeps share-partition state in
+// __share_group_state): int16 100, string group, uuid topic id (16
+// bytes), int32 partition; its value is the share-partition's state as
+// its leader last wrote it:
+//
+//	int16 version = 0
+//	int32 state epoch
+//	int32 leader epoch
+//	int64 start offset
+//	int32 batch count, then per batch:
+//	  int64 first offset
+//	  int64 last offset
+//	  int16 delivery count
+//	  int8  state (0 available, 2 acknowledged, 4 archived)
+//
+// A share group's deletion writes tombstones for both; share group
+// members are not persisted (they rejoin after the coordinator moves).
 //
 // # Batches and transactions
 //
