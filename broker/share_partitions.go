@@ -55,6 +55,8 @@ type sharePartition struct {
 	// lockDuration is the group's share.record.lock.duration.ms when
 	// loaded.
 	lockDuration time.Duration
+	// lastUsed is when a request last touched it (evictIdle).
+	lastUsed time.Time
 }
 
 // shareManager is the broker's share-group state as a partition leader.
@@ -89,7 +91,38 @@ func (m *shareManager) partition(key sharePartitionKey) *sharePartition {
 		sp = &sharePartition{key: key}
 		m.partitions[key] = sp
 	}
+	sp.lastUsed = time.Now()
 	return sp
+}
+
+// shareIdleEviction is how long a share-partition with nothing acquired
+// stays loaded without a request: its state is at the coordinator, and a
+// later request loads it again.
+const shareIdleEviction = 5 * time.Minute
+
+// evictIdle forgets the share-partitions no request touched for
+// shareIdleEviction that hold no acquired record, so the groups a broker
+// ever served do not stay in memory.
+func (m *shareManager) evictIdle(now time.Time) {
+	m.mu.Lock()
+	var idle []*sharePartition
+	for _, sp := range m.partitions {
+		if now.Sub(sp.lastUsed) > shareIdleEviction {
+			idle = append(idle, sp)
+		}
+	}
+	m.mu.Unlock()
+	for _, sp := range idle {
+		sp.mu.Lock()
+		if sp.state == nil || sp.state.Counts().Acquired == 0 {
+			m.mu.Lock()
+			if now.Sub(sp.lastUsed) > shareIdleEviction {
+				delete(m.partitions, sp.key)
+			}
+			m.mu.Unlock()
+		}
+		sp.mu.Unlock()
+	}
 }
 
 // releasedChannel is the channel closed at the next release.
@@ -257,6 +290,7 @@ func (m *shareManager) runShareTicker(ctx context.Context, interval time.Duratio
 			return
 		case now := <-ticker.C:
 			m.expireLocks(ctx, now)
+			m.evictIdle(now)
 		}
 	}
 }
