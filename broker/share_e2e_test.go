@@ -19,7 +19,7 @@ import (
 func TestShareGroupSharesAndRedeliversReleased(t *testing.T) {
 	t.Parallel()
 	const total = 2000
-	b := startTestBroker(t, t.TempDir(), nil)
+	b, m := startMetricsBroker(t, nil)
 	admin := newTestClient(t, b, kgo.DefaultProduceTopic("share-in"))
 	createTopic(t, admin, "share-in", 3, nil)
 	ctx := testContext(t, 60*time.Second)
@@ -89,6 +89,22 @@ func TestShareGroupSharesAndRedeliversReleased(t *testing.T) {
 		if maxCount[key] < 2 {
 			t.Errorf("released record %s came back with delivery count %d, want 2", key, maxCount[key])
 		}
+	}
+	// The leader's metrics count the same.
+	share := func(event string) float64 {
+		return mustMetric(t, m, "exactly_share_records_total", map[string]string{"event": event})
+	}
+	if got := share("accepted"); got != total {
+		t.Errorf("accepted metric %v, want %d", got, total)
+	}
+	if got, want := share("released"), float64(len(released)); got != want {
+		t.Errorf("released metric %v, want %v", got, want)
+	}
+	if got, want := share("redelivered"), float64(len(released)); got < want {
+		t.Errorf("redelivered metric %v, want at least %v", got, want)
+	}
+	if got, want := share("acquired"), float64(total+len(released)); got < want {
+		t.Errorf("acquired metric %v, want at least %v", got, want)
 	}
 }
 
