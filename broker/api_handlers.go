@@ -27,7 +27,10 @@ func init() {
 // it is not changed afterwards.
 func (c *connection) apiRequest() *api.Request {
 	if c.api.Services == nil {
-		c.api = api.Request{Auth: c, Logger: c.logger, Services: c.broker.apiServices(), Closed: c.ctx.Done()}
+		c.api = api.Request{Auth: c, Logger: c.logger, Services: c.broker.apiServices()}
+		if c.ctx != nil { // tests' connections have no context
+			c.api.Closed = c.ctx.Done()
+		}
 		if c.listener != nil {
 			c.api.Listener = c.listener.name
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/exactly-eos/exactly/loadgen/faults"
+	"github.com/exactly-eos/exactly/loadgen/modes"
 	"github.com/exactly-eos/exactly/loadgen/report"
 	"github.com/exactly-eos/exactly/loadgen/stages"
 	"github.com/exactly-eos/exactly/loadgen/verify"
@@ -40,7 +41,7 @@ func TestGroupChurnApplicability(t *testing.T) {
 			t.Errorf("%s: reason %q does not name the modes group-churn needs", mode, reason)
 		}
 	}
-	want := []string{ModeAtLeastOnce, ModeEOSPipeline, ModeConsumerDedup, ModeExternalOffsets}
+	want := []string{ModeAtLeastOnce, ModeEOSPipeline, ModeConsumerDedup, ModeExternalOffsets, modes.ShareGroup}
 	if !slices.Equal(GroupChurnModes, want) {
 		t.Errorf("GroupChurnModes = %v, want %v", GroupChurnModes, want)
 	}
