@@ -460,6 +460,76 @@ func authorizationCases() []authorizationCase {
 			req.Groups = []string{"g"}
 			return req
 		}},
+		// Share groups (KIP-932): Read on the group to heartbeat, fetch and
+		// acknowledge; the share coordinator's APIs are ClusterAction.
+		{key: wire.APIShareGroupHeartbeat, name: "ShareGroupHeartbeat", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrShareGroupHeartbeatRequest()
+			req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "g", "m", 0, []string{"t"}
+			return req
+		}},
+		{key: wire.APIShareGroupDescribe, name: "ShareGroupDescribe", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrShareGroupDescribeRequest()
+			req.GroupIDs = []string{"g"}
+			return req
+		}},
+		{key: wire.APIShareFetch, name: "ShareFetch", request: func(f *authFixture) kmsg.Request {
+			req := kmsg.NewPtrShareFetchRequest()
+			req.GroupID, req.MemberID = str("g"), str("m")
+			topic := kmsg.NewShareFetchRequestTopic()
+			topic.TopicID = f.topicID
+			topic.Partitions = append(topic.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+			req.Topics = append(req.Topics, topic)
+			return req
+		}},
+		{key: wire.APIShareAcknowledge, name: "ShareAcknowledge", request: func(f *authFixture) kmsg.Request {
+			req := kmsg.NewPtrShareAcknowledgeRequest()
+			req.GroupID, req.MemberID, req.ShareSessionEpoch = str("g"), str("m"), 1
+			return req
+		}},
+		{key: wire.APIInitializeShareGroupState, name: "InitializeShareGroupState", request: func(f *authFixture) kmsg.Request {
+			req := kmsg.NewPtrInitializeShareGroupStateRequest()
+			req.GroupID = "g"
+			topic := kmsg.NewInitializeShareGroupStateRequestTopic()
+			topic.TopicID = f.topicID
+			topic.Partitions = append(topic.Partitions, kmsg.NewInitializeShareGroupStateRequestTopicPartition())
+			req.Topics = append(req.Topics, topic)
+			return req
+		}},
+		{key: wire.APIReadShareGroupState, name: "ReadShareGroupState", request: func(f *authFixture) kmsg.Request {
+			req := kmsg.NewPtrReadShareGroupStateRequest()
+			req.GroupID = "g"
+			topic := kmsg.NewReadShareGroupStateRequestTopic()
+			topic.TopicID = f.topicID
+			topic.Partitions = append(topic.Partitions, kmsg.NewReadShareGroupStateRequestTopicPartition())
+			req.Topics = append(req.Topics, topic)
+			return req
+		}},
+		{key: wire.APIWriteShareGroupState, name: "WriteShareGroupState", request: func(f *authFixture) kmsg.Request {
+			req := kmsg.NewPtrWriteShareGroupStateRequest()
+			req.GroupID = "g"
+			topic := kmsg.NewWriteShareGroupStateRequestTopic()
+			topic.TopicID = f.topicID
+			topic.Partitions = append(topic.Partitions, kmsg.NewWriteShareGroupStateRequestTopicPartition())
+			req.Topics = append(req.Topics, topic)
+			return req
+		}},
+		{key: wire.APIDescribeShareGroupOffsets, name: "DescribeShareGroupOffsets", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			group := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+			group.GroupID = "g"
+			req.Groups = append(req.Groups, group)
+			return req
+		}},
+		{key: wire.APIAlterShareGroupOffsets, name: "AlterShareGroupOffsets", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+			req.GroupID = "g"
+			return req
+		}},
+		{key: wire.APIDeleteShareGroupOffsets, name: "DeleteShareGroupOffsets", request: func(*authFixture) kmsg.Request {
+			req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+			req.GroupID = "g"
+			return req
+		}},
 		{key: wire.APIDescribeUserSCRAMCredentials, name: "DescribeUserScramCredentials",
 			request: func(*authFixture) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() }},
 		{key: wire.APIAlterUserSCRAMCredentials, name: "AlterUserScramCredentials", request: func(*authFixture) kmsg.Request {
