@@ -112,7 +112,9 @@ func (c *Coordinator) ShareHeartbeat(ctx context.Context, req ShareHeartbeatRequ
 		subscribed = slices.Compact(subscribed)
 		if !slices.Equal(subscribed, m.subscribed) {
 			m.subscribed = subscribed
-			sg.epoch++
+			if sg.epoch == epochBefore { // one bump per heartbeat, whatever changed
+				sg.epoch++
+			}
 		}
 	}
 	topics, signature := g.shareTopicMetadata(sg)

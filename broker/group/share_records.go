@@ -74,7 +74,13 @@ func decodeShareState(raw []byte) (ShareState, error) {
 		}
 		state.Batches = append(state.Batches, b)
 	}
-	return state, reader.finish("share-partition state value")
+	if err := reader.finish("share-partition state value"); err != nil {
+		return ShareState{}, err
+	}
+	if len(reader.buf) != 0 {
+		return ShareState{}, fmt.Errorf("%w: %d bytes after the share-partition state", errCorruptRecord, len(reader.buf))
+	}
+	return state, nil
 }
 
 // shareReplay accumulates one share group's records.
