@@ -127,3 +127,84 @@ func setGroupConfig(t *testing.T, client *kgo.Client, groupID, name, value strin
 		t.Fatalf("set %s=%s on group %s: %v", name, value, groupID, err)
 	}
 }
+
+// With share.isolation.level=read_committed a share group gets only
+// committed records: an aborted transaction's records are archived
+// unread, and nothing past an open transaction is delivered until it
+// commits.
+func TestShareGroupReadCommitted(t *testing.T) {
+	t.Parallel()
+	b := startTestBroker(t, t.TempDir(), txnTestProperties("2"))
+	admin := newTestClient(t, b)
+	createTopic(t, admin, "share-txn", 1, nil)
+	setGroupConfig(t, admin, "sg-rc", "share.auto.offset.reset", "earliest")
+	setGroupConfig(t, admin, "sg-rc", "share.isolation.level", "read_committed")
+	ctx := testContext(t, 60*time.Second)
+	producer := newTxnProducer(t, b.Addr(), "share-txn-producer")
+	batch := func(prefix string, n int) []*kgo.Record {
+		var records []*kgo.Record
+		for i := range n {
+			records = append(records, &kgo.Record{Topic: "share-txn", Partition: 0, Value: []byte(prefix + strconv.Itoa(i))})
+		}
+		return records
+	}
+	if err := runTransaction(ctx, producer, batch("committed-", 10), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTransaction(ctx, producer, batch("aborted-", 10), false); err != nil {
+		t.Fatal(err)
+	}
+	// An open transaction: its records must wait for its commit.
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.ProduceSync(ctx, batch("later-", 5)...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumer := newTestClient(t, b, kgo.ShareGroup("sg-rc"), kgo.ConsumeTopics("share-txn"))
+	poll := func(want int) []string {
+		var got []string
+		for len(got) < want && ctx.Err() == nil {
+			pollCtx, cancel := context.WithTimeout(ctx, time.Second)
+			fetches := consumer.PollFetches(pollCtx)
+			cancel()
+			for r := range fetches.RecordsAll() {
+				got = append(got, string(r.Value))
+				r.Ack(kgo.AckAccept)
+			}
+		}
+		return got
+	}
+	first := poll(10)
+	// Nothing more may come while the transaction is open.
+	extra := func() []string {
+		pollCtx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer cancel()
+		var got []string
+		for r := range consumer.PollFetches(pollCtx).RecordsAll() {
+			got = append(got, string(r.Value))
+			r.Ack(kgo.AckAccept)
+		}
+		return got
+	}()
+	if len(first) != 10 || len(extra) != 0 {
+		t.Fatalf("before the commit: got %v then %v, want the 10 committed records and nothing else", first, extra)
+	}
+	for _, v := range first {
+		if v[:len("committed-")] != "committed-" {
+			t.Errorf("read_committed share group got %q", v)
+		}
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	later := poll(5)
+	if len(later) != 5 {
+		t.Fatalf("after the commit: got %v, want the 5 records of the committed transaction", later)
+	}
+	for _, v := range later {
+		if v[:len("later-")] != "later-" {
+			t.Errorf("after the commit got %q", v)
+		}
+	}
+}
