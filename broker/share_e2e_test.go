@@ -208,3 +208,65 @@ func TestShareGroupReadCommitted(t *testing.T) {
 		}
 	}
 }
+
+// Records nobody acknowledges come back when their acquisition lock
+// times out, to another member, with their delivery count up; after
+// group.share.delivery.count.limit deliveries they are archived, the
+// start offset moves past them and nobody gets them again.
+func TestShareGroupLockTimeoutAndDeliveryLimit(t *testing.T) {
+	t.Parallel()
+	b, m := startMetricsBroker(t, map[string]string{
+		"group.share.record.lock.duration.ms": "1000",
+		"group.share.delivery.count.limit":    "2",
+	})
+	admin := newTestClient(t, b, kgo.DefaultProduceTopic("share-lock"))
+	createTopic(t, admin, "share-lock", 1, nil)
+	ctx := testContext(t, 30*time.Second)
+	topicID := topicIDOf(t, admin, "share-lock")
+	open := shareFetchRequest("sg-lock", "member-a", 0, topicID)
+	open.MaxWaitMillis = 0
+	if _, err := open.RequestWith(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		admin.Produce(ctx, kgo.StringRecord(strconv.Itoa(i)), nil)
+	}
+	if err := admin.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(member string, epoch int32) []int16 {
+		t.Helper()
+		req := shareFetchRequest("sg-lock", member, epoch, topicID)
+		req.MaxWaitMillis = 3000
+		resp, err := req.RequestWith(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acquiredOffsets(t, resp)
+	}
+	if got := fetch("member-a", 1); len(got) != 5 || got[0] != 1 {
+		t.Fatalf("first delivery: %v, want 5 records at count 1", got)
+	}
+	// member-b's long poll (its session's first fetch) is woken by the
+	// locks' expiry.
+	if got := fetch("member-b", 0); len(got) != 5 || got[0] != 2 {
+		t.Fatalf("after the lock timed out: %v, want the 5 records again at count 2", got)
+	}
+	if got := fetch("member-a", 2); len(got) != 0 {
+		t.Fatalf("after the delivery limit: %v, want nothing (archived)", got)
+	}
+	describe := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	group := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	group.GroupID = "sg-lock"
+	describe.Groups = append(describe.Groups, group)
+	described, err := describe.RequestWith(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(described.Groups[0].Topics) != 1 || described.Groups[0].Topics[0].Partitions[0].StartOffset != 5 || described.Groups[0].Topics[0].Partitions[0].Lag != 0 {
+		t.Fatalf("share offsets after archiving: %+v, want start offset 5, lag 0", described.Groups[0])
+	}
+	if got := mustMetric(t, m, "exactly_share_records_total", map[string]string{"event": "lock_timeout"}); got != 10 {
+		t.Errorf("lock_timeout metric %v, want 10 (5 records, twice)", got)
+	}
+}

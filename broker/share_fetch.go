@@ -218,6 +218,7 @@ func (m *shareManager) acquireForSession(ctx context.Context, session *shareSess
 				// The state could not be read or written at the
 				// coordinator: nothing was acquired; the next fetch tries
 				// again.
+				m.b.logger.Debug("share fetch acquired nothing", "partition", target.key.String(), "err", err)
 				continue
 			}
 			if len(acquired) == 0 {

@@ -28,9 +28,29 @@ func (b *Broker) shareCoordinatorNode(groupID string) int32 {
 	return roles[index].Leader
 }
 
+// readyShareCoordinator makes sure the group's coordinator can be asked:
+// __consumer_offsets exists (a share fetch may come before any
+// FindCoordinator created it), and when this broker coordinates the
+// group, its coordinator has loaded (waiting up to coordinatorLoadWait,
+// as FindCoordinator does).
+func (b *Broker) readyShareCoordinator(ctx context.Context, groupID string) error {
+	if err := b.ensureInternalTopic(ctx, group.OffsetsTopic, b.config.settings.OffsetsTopicPartitions); err != nil {
+		return fmt.Errorf("share state of group %q: %w", groupID, err)
+	}
+	if b.shareCoordinatorNode(groupID) == b.nodeID {
+		wait, cancel := context.WithTimeout(ctx, coordinatorLoadWait)
+		b.replication.groups.awaitLoaded(wait, b.offsetsPartition(groupID))
+		cancel()
+	}
+	return nil
+}
+
 // readShareState reads one share-partition's state; found is false when
 // none is stored.
 func (b *Broker) readShareState(ctx context.Context, groupID string, key group.ShareKey) (group.ShareState, bool, error) {
+	if err := b.readyShareCoordinator(ctx, groupID); err != nil {
+		return group.ShareState{}, false, err
+	}
 	state, found, err := b.groupsFor(groupID).ReadShareState(groupID, key)
 	if !errors.Is(err, group.ErrNotCoordinator) && !errors.Is(err, group.ErrCoordinatorLoadInProgress) {
 		return state, found, err
