@@ -19,7 +19,7 @@ import (
 
 // startTestBroker starts a broker on 127.0.0.1:0 over dir and closes it
 // when the test ends.
-func startTestBroker(t *testing.T, dir string, properties map[string]string) *Broker {
+func startTestBroker(t testing.TB, dir string, properties map[string]string) *Broker {
 	t.Helper()
 	level := slog.LevelWarn
 	if os.Getenv("BROKER_TEST_LOG") != "" {
@@ -42,7 +42,7 @@ func startTestBroker(t *testing.T, dir string, properties map[string]string) *Br
 // of the test. Idempotent writes are off so that options such as acks=0
 // stay valid (franz-go's idempotence requires acks=all); the idempotence
 // tests build their own producers.
-func newTestClient(t *testing.T, b *Broker, options ...kgo.Opt) *kgo.Client {
+func newTestClient(t testing.TB, b *Broker, options ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	options = append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.DisableIdempotentWrite()}, options...)
 	client, err := kgo.NewClient(options...)
@@ -54,7 +54,7 @@ func newTestClient(t *testing.T, b *Broker, options ...kgo.Opt) *kgo.Client {
 }
 
 // testContext is a context bounded to keep a stuck test from hanging.
-func testContext(t *testing.T, timeout time.Duration) context.Context {
+func testContext(t testing.TB, timeout time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return ctx
@@ -62,7 +62,7 @@ func testContext(t *testing.T, timeout time.Duration) context.Context {
 
 // createTopic creates a topic through CreateTopics and fails the test on
 // any error.
-func createTopic(t *testing.T, client *kgo.Client, name string, partitions int32, configs map[string]string) kmsg.CreateTopicsResponseTopic {
+func createTopic(t testing.TB, client *kgo.Client, name string, partitions int32, configs map[string]string) kmsg.CreateTopicsResponseTopic {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
