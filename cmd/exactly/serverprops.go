@@ -89,7 +89,7 @@ var serverPropRules = []propRule{
 	{"offsets.topic.replication.factor", propIgnore, "", "__consumer_offsets' replication factor is " + internalRF},
 	{"transaction.state.log.replication.factor", propIgnore, "", "__transaction_state's replication factor is " + internalRF},
 	{"transaction.state.log.min.isr", propIgnore, "", internalMinISR},
-	{"share.coordinator.", propIgnore, "", "share groups (KIP-932) are not implemented"},
+	{"share.coordinator.", propIgnore, "", "share groups (KIP-932) keep their state through the group coordinator; there is no share coordinator to configure"},
 	{"log.flush.interval.messages", propIgnore, "", "exactly's fsync policy is log.fsync (never, interval:<duration> or always)"},
 	{"log.flush.interval.ms", propIgnore, "", "exactly's fsync policy is log.fsync (never, interval:<duration> or always)"},
 	{"metadata.log.dir", propIgnore, "", "the Raft log is kept in <data-dir>/quorum"},
