@@ -24,11 +24,10 @@ func (m *shareManager) shareAcknowledge(ctx context.Context, req *kmsg.ShareAckn
 		resp.ErrorCode, resp.ErrorMessage = code, &message
 		return resp
 	}
+	if code, message := checkShareIDs(groupID, memberID); code != 0 {
+		return fail(code, message)
+	}
 	switch {
-	case groupID == "":
-		return fail(kerr.InvalidGroupID.Code, "GroupId can't be empty")
-	case memberID == "" || len(memberID) > 36:
-		return fail(kerr.InvalidRequest.Code, "MemberId must be 1 to 36 characters")
 	case req.ShareSessionEpoch == 0 || req.ShareSessionEpoch < -1:
 		return fail(kerr.InvalidShareSessionEpoch.Code, fmt.Sprintf("share session epoch %d can't acknowledge", req.ShareSessionEpoch))
 	}

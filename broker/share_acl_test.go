@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/acl"
+
+	"github.com/exactly-eos/exactly/internal/sharetest"
 )
 
 // TestACLShareGroupNeedsRead: share groups take Kafka's ACLs — READ on
@@ -48,7 +50,7 @@ func TestACLShareGroupNeedsRead(t *testing.T) {
 	}
 
 	fetch := func(group, topic string) *kmsg.ShareFetchResponse {
-		req := shareFetchRequest(group, "member-1", 0, topicIDOf(t, admin, topic))
+		req := sharetest.FetchRequest(group, "member-1", 0, topicIDOf(t, admin, topic))
 		req.MaxWaitMillis = 0
 		resp, err := req.RequestWith(ctx, admin)
 		if err != nil {

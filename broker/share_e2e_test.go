@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/internal/sharetest"
 )
 
 // Share groups end to end with franz-go's share consumer: records
@@ -223,7 +225,7 @@ func TestShareGroupLockTimeoutAndDeliveryLimit(t *testing.T) {
 	createTopic(t, admin, "share-lock", 1, nil)
 	ctx := testContext(t, 30*time.Second)
 	topicID := topicIDOf(t, admin, "share-lock")
-	open := shareFetchRequest("sg-lock", "member-a", 0, topicID)
+	open := sharetest.FetchRequest("sg-lock", "member-a", 0, topicID)
 	open.MaxWaitMillis = 0
 	if _, err := open.RequestWith(ctx, admin); err != nil {
 		t.Fatal(err)
@@ -236,13 +238,13 @@ func TestShareGroupLockTimeoutAndDeliveryLimit(t *testing.T) {
 	}
 	fetch := func(member string, epoch int32) []int16 {
 		t.Helper()
-		req := shareFetchRequest("sg-lock", member, epoch, topicID)
+		req := sharetest.FetchRequest("sg-lock", member, epoch, topicID)
 		req.MaxWaitMillis = 3000
 		resp, err := req.RequestWith(ctx, admin)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return acquiredOffsets(t, resp)
+		return sharetest.AcquiredCounts(t, resp)
 	}
 	if got := fetch("member-a", 1); len(got) != 5 || got[0] != 1 {
 		t.Fatalf("first delivery: %v, want 5 records at count 1", got)

@@ -95,11 +95,10 @@ func (m *shareManager) shareFetch(ctx context.Context, req *kmsg.ShareFetchReque
 		resp.ErrorCode, resp.ErrorMessage = code, &message
 		return resp
 	}
+	if code, message := checkShareIDs(groupID, memberID); code != 0 {
+		return fail(code, message)
+	}
 	switch {
-	case groupID == "":
-		return fail(kerr.InvalidGroupID.Code, "GroupId can't be empty")
-	case memberID == "" || len(memberID) > 36:
-		return fail(kerr.InvalidRequest.Code, "MemberId must be 1 to 36 characters")
 	case req.IsRenewAck && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0):
 		return fail(kerr.InvalidRequest.Code, "a renew acknowledgement fetches nothing: MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0")
 	}
@@ -379,6 +378,19 @@ func (b *Broker) fillShareLeader(key sharePartitionKey, p *kmsg.ShareFetchRespon
 
 // shareErrorCode maps a share-partition error to its Kafka code.
 func shareErrorCode(err error) int16 { return errcode.Of(err) }
+
+// checkShareIDs refuses a share request's empty group id
+// (INVALID_GROUP_ID) or a member id that is empty or longer than Kafka's
+// 36 characters (INVALID_REQUEST); 0 when both are fine.
+func checkShareIDs(groupID, memberID string) (code int16, message string) {
+	switch {
+	case groupID == "":
+		return kerr.InvalidGroupID.Code, "GroupId can't be empty"
+	case memberID == "" || len(memberID) > 36:
+		return kerr.InvalidRequest.Code, "MemberId must be 1 to 36 characters"
+	}
+	return 0, ""
+}
 
 func derefString(s *string) string {
 	if s == nil {

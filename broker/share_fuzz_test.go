@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/exactly-eos/exactly/internal/sharetest"
 )
 
 // FuzzShareRequests sends ShareFetch and ShareAcknowledge requests built
@@ -25,7 +27,7 @@ func FuzzShareRequests(f *testing.F) {
 	if err := admin.Flush(ctx); err != nil {
 		f.Fatal(err)
 	}
-	valid := shareFetchRequest("fuzz-group", "fuzz-member", 0, created.TopicID)
+	valid := sharetest.FetchRequest("fuzz-group", "fuzz-member", 0, created.TopicID)
 	valid.MaxWaitMillis = 0
 	seed := valid.AppendTo(nil)
 	f.Add(byte(0), seed)

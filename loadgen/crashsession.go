@@ -96,26 +96,8 @@ func (plan runPlan) crashesShareConsumers() bool {
 // consumers to the broker's share session plus crashDrainMargin, and
 // returns the line that says so.
 func fitShareCrashDrains(plans []runPlan, session time.Duration, known bool) string {
-	var drains []string
-	for i := range plans {
-		if !plans[i].crashesShareConsumers() {
-			continue
-		}
-		drain := Duration(crashDrain(time.Duration(plans[i].workload.Drain), session))
-		plans[i].workload.Drain = drain
-		if !slices.Contains(drains, drain.String()) {
-			drains = append(drains, drain.String())
-		}
-	}
-	if len(drains) == 0 {
-		return ""
-	}
-	source := "the broker's " + shareSessionName
-	if !known {
-		source = "the broker did not describe " + shareSessionName + "; Kafka's default"
-	}
-	return fmt.Sprintf("consumer-crash on share groups: a killed consumer keeps its partitions for its session, %s (%s), "+
-		"so those cells drain for %s (the session + %s)", session, source, strings.Join(drains, ", "), crashDrainMargin)
+	return fitDrains(plans, runPlan.crashesShareConsumers, session, known, shareSessionName,
+		"consumer-crash on share groups: a killed consumer keeps its partitions for its session")
 }
 
 // runsConsumerCrash reports whether a plan of workload's fault matrix
@@ -153,12 +135,23 @@ func crashDrain(drain, session time.Duration) time.Duration {
 // whether the broker described its session (else session is Kafka's
 // default).
 func fitCrashDrains(plans []runPlan, session time.Duration, known bool) string {
+	return fitDrains(plans, runPlan.crashesOnConsumerProtocol, session, known, consumerSessionName,
+		"consumer-crash on the consumer protocol: a killed worker keeps its partitions for the session")
+}
+
+// fitDrains lengthens the drain of each plan crashes picks to crashDrain
+// of session (a consumer-protocol plan also records the session), and
+// returns the line that says so, opening with what, naming the setting
+// name the session came from.
+func fitDrains(plans []runPlan, crashes func(runPlan) bool, session time.Duration, known bool, name, what string) string {
 	var drains []string
 	for i := range plans {
-		if !plans[i].crashesOnConsumerProtocol() {
+		if !crashes(plans[i]) {
 			continue
 		}
-		plans[i].consumerSession = session
+		if plans[i].crashesOnConsumerProtocol() {
+			plans[i].consumerSession = session
+		}
 		drain := Duration(crashDrain(time.Duration(plans[i].workload.Drain), session))
 		plans[i].workload.Drain = drain
 		if !slices.Contains(drains, drain.String()) {
@@ -168,12 +161,12 @@ func fitCrashDrains(plans []runPlan, session time.Duration, known bool) string {
 	if len(drains) == 0 {
 		return ""
 	}
-	source := "the broker's " + consumerSessionName
+	source := "the broker's " + name
 	if !known {
-		source = "the broker did not describe " + consumerSessionName + "; Kafka's default"
+		source = "the broker did not describe " + name + "; Kafka's default"
 	}
-	return fmt.Sprintf("consumer-crash on the consumer protocol: a killed worker keeps its partitions for the session, %s (%s), "+
-		"so those cells drain for %s (the session + %s)", session, source, strings.Join(drains, ", "), crashDrainMargin)
+	return fmt.Sprintf("%s, %s (%s), so those cells drain for %s (the session + %s)",
+		what, session, source, strings.Join(drains, ", "), crashDrainMargin)
 }
 
 // consumerSessionTimeout asks the first broker the admin client knows for

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/exactly-eos/exactly/broker/quorum"
+	"github.com/exactly-eos/exactly/internal/sharetest"
 )
 
 // TestShareGroupStateMovesWithLeadership: on a 3-broker cluster a member
@@ -74,51 +74,18 @@ func TestShareGroupStateMovesWithLeadership(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	fetch := kmsg.NewPtrShareFetchRequest()
-	fetch.Version = 2
-	fetch.GroupID, fetch.MemberID = kmsg.StringPtr("sg-move"), kmsg.StringPtr(member)
-	fetch.MaxWaitMillis, fetch.MaxRecords, fetch.MaxBytes = 2000, 1000, 1<<20
-	ft := kmsg.NewShareFetchRequestTopic()
-	ft.TopicID = topicID
-	ft.Partitions = append(ft.Partitions, kmsg.NewShareFetchRequestTopicPartition())
-	fetch.Topics = append(fetch.Topics, ft)
-	answer, err = cl.Broker(int(leader)).Request(ctx, fetch)
+	answer, err = cl.Broker(int(leader)).Request(ctx, sharetest.FetchRequest("sg-move", member, 0, topicID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := answer.(*kmsg.ShareFetchResponse)
-	got := 0
-	for _, topic := range resp.Topics {
-		for _, rp := range topic.Partitions {
-			if rp.ErrorCode != 0 {
-				t.Fatalf("share fetch: %v", kerr.ErrorForCode(rp.ErrorCode))
-			}
-			for _, a := range rp.AcquiredRecords {
-				got += int(a.LastOffset - a.FirstOffset + 1)
-			}
-		}
+	if got := sharetest.AcquiredCounts(t, answer.(*kmsg.ShareFetchResponse)); len(got) != total {
+		t.Fatalf("acquired %d records, want %d", len(got), total)
 	}
-	if resp.ErrorCode != 0 || got != total {
-		t.Fatalf("acquired %d records (error %v), want %d", got, kerr.ErrorForCode(resp.ErrorCode), total)
-	}
-	ack := kmsg.NewPtrShareAcknowledgeRequest()
-	ack.Version = 2
-	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = kmsg.StringPtr("sg-move"), kmsg.StringPtr(member), 1
-	at := kmsg.NewShareAcknowledgeRequestTopic()
-	at.TopicID = topicID
-	ap := kmsg.NewShareAcknowledgeRequestTopicPartition()
-	batch := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-	batch.FirstOffset, batch.LastOffset, batch.AcknowledgeTypes = 0, accepted-1, []int8{1}
-	ap.AcknowledgementBatches = append(ap.AcknowledgementBatches, batch)
-	at.Partitions = append(at.Partitions, ap)
-	ack.Topics = append(ack.Topics, at)
-	answer, err = cl.Broker(int(leader)).Request(ctx, ack)
+	answer, err = cl.Broker(int(leader)).Request(ctx, sharetest.AcceptRequest("sg-move", member, 1, topicID, 0, accepted-1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ackResp := answer.(*kmsg.ShareAcknowledgeResponse); ackResp.ErrorCode != 0 || ackResp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("acknowledge: %+v", ackResp)
-	}
+	sharetest.CheckAcknowledged(t, answer.(*kmsg.ShareAcknowledgeResponse))
 
 	c.stop(leader)
 	c.waitImage("sq led by another broker", func(img *quorum.Image) bool {
@@ -126,28 +93,5 @@ func TestShareGroupStateMovesWithLeadership(t *testing.T) {
 		return ok && p.Leader > 0 && p.Leader != leader
 	})
 	consumer, _ := c.client(kgo.ShareGroup("sg-move"), kgo.ConsumeTopics("sq"))
-	counts := map[int64]int32{}
-	for len(counts) < total-accepted && ctx.Err() == nil {
-		pollCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		fetches := consumer.PollFetches(pollCtx)
-		cancel()
-		for r := range fetches.RecordsAll() {
-			if _, dup := counts[r.Offset]; dup {
-				t.Errorf("offset %d delivered twice after the move", r.Offset)
-			}
-			counts[r.Offset] = r.DeliveryCount()
-			r.Ack(kgo.AckAccept)
-		}
-	}
-	if len(counts) != total-accepted {
-		t.Fatalf("after the move %d records came back, want the %d acquired and not accepted", len(counts), total-accepted)
-	}
-	for offset, count := range counts {
-		if offset < accepted {
-			t.Errorf("offset %d was accepted before the move and came back", offset)
-		}
-		if count != 2 {
-			t.Errorf("offset %d came back with delivery count %d, want 2", offset, count)
-		}
-	}
+	sharetest.CheckRedelivered(ctx, t, consumer, total, accepted, "move")
 }
