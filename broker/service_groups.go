@@ -15,6 +15,17 @@ func (s groupService) For(groupID string) *group.Coordinator { return s.b.groups
 // DuringShutdown is [Broker.duringShutdown].
 func (s groupService) DuringShutdown(err error) error { return s.b.duringShutdown(err) }
 
+func (s groupService) ForReady(ctx context.Context, groupID string) *group.Coordinator {
+	c := s.b.groupsFor(groupID)
+	if c.Refusing() {
+		wait, cancel := context.WithTimeout(ctx, coordinatorLoadWait)
+		s.b.replication.groups.awaitLoaded(wait, s.b.offsetsPartition(groupID))
+		cancel()
+		c = s.b.groupsFor(groupID)
+	}
+	return c
+}
+
 // List is [Broker.listGroups].
 func (s groupService) List(filter group.ListFilter) ([]group.GroupListing, error) {
 	return s.b.listGroups(filter)

@@ -16,8 +16,11 @@ import (
 // share group. Partition leaders holding the old state are fenced by its
 // state epoch and reload it. Group READ and each topic's READ are
 // required, as Kafka.
+// A broker another broker's FindCoordinator named before it took the
+// group's partition up waits for that (up to 2 s, on its own goroutine)
+// rather than answer NOT_COORDINATOR, which clients do not retry here.
 func init() {
-	register(wire.APIAlterShareGroupOffsets, 0, 0, InReader, alterShareGroupOffsets)
+	register(wire.APIAlterShareGroupOffsets, 0, 0, Parks, alterShareGroupOffsets)
 }
 
 func alterShareGroupOffsets(ctx context.Context, r *Request, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
@@ -63,7 +66,7 @@ func alterShareGroupOffsets(ctx context.Context, r *Request, req *kmsg.AlterShar
 	if len(offsets) == 0 {
 		return resp
 	}
-	if err := r.Groups.For(req.GroupID).AlterShareOffsets(ctx, req.GroupID, offsets); err != nil {
+	if err := r.Groups.ForReady(ctx, req.GroupID).AlterShareOffsets(ctx, req.GroupID, offsets); err != nil {
 		code := errcode.Of(err)
 		message := err.Error()
 		resp.ErrorCode, resp.ErrorMessage = code, &message

@@ -13,8 +13,11 @@ import (
 // topics, so they start again from share.auto.offset.reset; the group
 // must exist and have no members (NON_EMPTY_GROUP). Group DELETE and each
 // topic's READ are required, as Kafka.
+// A broker another broker's FindCoordinator named before it took the
+// group's partition up waits for that (up to 2 s, on its own goroutine)
+// rather than answer NOT_COORDINATOR, which clients do not retry here.
 func init() {
-	register(wire.APIDeleteShareGroupOffsets, 0, 0, InReader, deleteShareGroupOffsets)
+	register(wire.APIDeleteShareGroupOffsets, 0, 0, Parks, deleteShareGroupOffsets)
 }
 
 func deleteShareGroupOffsets(ctx context.Context, r *Request, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
@@ -42,7 +45,7 @@ func deleteShareGroupOffsets(ctx context.Context, r *Request, req *kmsg.DeleteSh
 		}
 		resp.Topics = append(resp.Topics, topic)
 	}
-	if err := r.Groups.For(req.GroupID).DeleteShareOffsets(ctx, req.GroupID, ids); err != nil {
+	if err := r.Groups.ForReady(ctx, req.GroupID).DeleteShareOffsets(ctx, req.GroupID, ids); err != nil {
 		code := errcode.Of(err)
 		message := err.Error()
 		resp.ErrorCode, resp.ErrorMessage = code, &message

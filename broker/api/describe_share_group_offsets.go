@@ -18,11 +18,14 @@ import (
 // the partition's high watermark is not known here). Topics nil lists
 // every partition with state. A requested partition without state answers
 // start offset -1. Group DESCRIBE and each topic's DESCRIBE are required.
+// A broker another broker's FindCoordinator named before it took the
+// group's partition up waits for that (up to 2 s, on its own goroutine)
+// rather than answer NOT_COORDINATOR, which clients do not retry here.
 func init() {
-	register(wire.APIDescribeShareGroupOffsets, 0, 1, InReader, describeShareGroupOffsets)
+	register(wire.APIDescribeShareGroupOffsets, 0, 1, Parks, describeShareGroupOffsets)
 }
 
-func describeShareGroupOffsets(_ context.Context, r *Request, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+func describeShareGroupOffsets(ctx context.Context, r *Request, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
 	resp := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
 	resp.Version = req.Version
 	for _, rg := range req.Groups {
@@ -38,7 +41,7 @@ func describeShareGroupOffsets(_ context.Context, r *Request, req *kmsg.Describe
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		states, err := r.Groups.For(rg.GroupID).ShareStates(rg.GroupID)
+		states, err := r.Groups.ForReady(ctx, rg.GroupID).ShareStates(rg.GroupID)
 		if err != nil {
 			fail(err)
 			resp.Groups = append(resp.Groups, g)

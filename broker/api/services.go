@@ -37,6 +37,12 @@ type Groups interface {
 	// refuses every call with NOT_COORDINATOR or
 	// COORDINATOR_LOAD_IN_PROGRESS.
 	For(groupID string) *group.Coordinator
+	// ForReady is For, but when this broker does not serve groupID's
+	// coordinator yet it waits (up to 2 s, as FindCoordinator does) for
+	// it to load here: another broker's FindCoordinator may name this one
+	// before this one has taken the partition up. For the admin APIs a
+	// client does not retry on NOT_COORDINATOR.
+	ForReady(ctx context.Context, groupID string) *group.Coordinator
 	// DuringShutdown turns a REBALANCE_IN_PROGRESS answer into
 	// NOT_COORDINATOR while the broker shuts down, so clients look for the
 	// coordinator again instead of rejoining here.

@@ -142,6 +142,10 @@ func NewRefusingCoordinator(sentinel error) *Coordinator {
 // unless the coordinator was made by NewRefusingCoordinator).
 func (c *Coordinator) refusal() error { return c.refuse }
 
+// Refusing reports whether every call fails: the coordinator is closed,
+// or was made by NewRefusingCoordinator.
+func (c *Coordinator) Refusing() bool { return c.isClosed() }
+
 func (c *Coordinator) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
