@@ -200,6 +200,8 @@ var brokerSettings = []setting{
 		doc: "Smallest share.delivery.count.limit a group config may set."},
 	{name: "group.share.max.delivery.count.limit", defaultValue: "10", kind: kindInt, validate: between(2, 10),
 		doc: "Largest share.delivery.count.limit a group config may set."},
+	{name: "group.share.partition.max.record.locks", defaultValue: "2000", kind: kindInt, validate: between(100, 10000),
+		doc: "Share groups (KIP-932): at most this many records of one share-partition are acquired at once; a ShareFetch acquires no more until some are acknowledged or released."},
 	{name: "offsets.topic.segment.bytes", defaultValue: "104857600", kind: kindInt, validate: atLeast(14),
 		doc: "Segment size of __consumer_offsets, small enough that the log cleaner (it never cleans the active segment) can compact it."},
 	{name: "transaction.state.log.segment.bytes", defaultValue: "104857600", kind: kindInt, validate: atLeast(14),

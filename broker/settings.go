@@ -239,6 +239,9 @@ type groupConfigSettings struct {
 	ShareRecordLockDuration time.Duration
 	// ShareDeliveryCountLimit is group.share.delivery.count.limit.
 	ShareDeliveryCountLimit int32
+	// SharePartitionMaxRecordLocks is
+	// group.share.partition.max.record.locks.
+	SharePartitionMaxRecordLocks int32
 
 	// ConsumerSessionTimeoutBounds are group.consumer.min.session.timeout.ms
 	// and group.consumer.max.session.timeout.ms.
@@ -267,10 +270,11 @@ func (p *settingsParser) groupConfigSettings() groupConfigSettings {
 		return bounds{Min: int64(p.int32(prefix + ".min." + suffix)), Max: int64(p.int32(prefix + ".max." + suffix))}
 	}
 	return groupConfigSettings{
-		ShareSessionTimeout:     p.duration("group.share.session.timeout.ms", time.Millisecond),
-		ShareHeartbeatInterval:  p.duration("group.share.heartbeat.interval.ms", time.Millisecond),
-		ShareRecordLockDuration: p.duration("group.share.record.lock.duration.ms", time.Millisecond),
-		ShareDeliveryCountLimit: p.int32("group.share.delivery.count.limit"),
+		ShareSessionTimeout:          p.duration("group.share.session.timeout.ms", time.Millisecond),
+		ShareHeartbeatInterval:       p.duration("group.share.heartbeat.interval.ms", time.Millisecond),
+		ShareRecordLockDuration:      p.duration("group.share.record.lock.duration.ms", time.Millisecond),
+		ShareDeliveryCountLimit:      p.int32("group.share.delivery.count.limit"),
+		SharePartitionMaxRecordLocks: p.int32("group.share.partition.max.record.locks"),
 
 		ConsumerSessionTimeoutBounds:    bounded("group.consumer", "session.timeout.ms"),
 		ConsumerHeartbeatIntervalBounds: bounded("group.consumer", "heartbeat.interval.ms"),

@@ -40,7 +40,7 @@ func TestSettingsDefaults(t *testing.T) {
 		ConsumerHeartbeatInterval:       5 * time.Second,
 		GroupConfigs: groupConfigSettings{
 			ShareSessionTimeout: 45 * time.Second, ShareHeartbeatInterval: 5 * time.Second,
-			ShareRecordLockDuration: 30 * time.Second, ShareDeliveryCountLimit: 5,
+			ShareRecordLockDuration: 30 * time.Second, ShareDeliveryCountLimit: 5, SharePartitionMaxRecordLocks: 2000,
 			ConsumerSessionTimeoutBounds: bounds{45000, 60000}, ConsumerHeartbeatIntervalBounds: bounds{5000, 15000},
 			ShareSessionTimeoutBounds: bounds{45000, 60000}, ShareHeartbeatIntervalBounds: bounds{5000, 15000},
 			ShareRecordLockDurationBounds: bounds{15000, 60000}, ShareDeliveryCountLimitBounds: bounds{2, 10},

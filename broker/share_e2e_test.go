@@ -272,3 +272,37 @@ func TestShareGroupLockTimeoutAndDeliveryLimit(t *testing.T) {
 		t.Errorf("lock_timeout metric %v, want 10 (5 records, twice)", got)
 	}
 }
+
+// group.share.partition.max.record.locks bounds how many records of one
+// share-partition are acquired at once: a fetch for 1000 gets 100, and
+// the next gets nothing more until some are acknowledged.
+func TestShareGroupMaxRecordLocks(t *testing.T) {
+	t.Parallel()
+	b := startTestBroker(t, t.TempDir(), map[string]string{"group.share.partition.max.record.locks": "100"})
+	admin := newTestClient(t, b, kgo.DefaultProduceTopic("share-locks"))
+	createTopic(t, admin, "share-locks", 1, nil)
+	setGroupConfig(t, admin, "sg-locks", "share.auto.offset.reset", "earliest")
+	ctx := testContext(t, 30*time.Second)
+	for i := range 500 {
+		admin.Produce(ctx, kgo.StringRecord(strconv.Itoa(i)), nil)
+	}
+	if err := admin.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	topicID := topicIDOf(t, admin, "share-locks")
+	fetch := func(member string) int {
+		req := sharetest.FetchRequest("sg-locks", member, 0, topicID)
+		req.MaxWaitMillis = 0
+		resp, err := req.RequestWith(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(sharetest.AcquiredCounts(t, resp))
+	}
+	if got := fetch("member-a"); got != 100 {
+		t.Fatalf("first fetch acquired %d records, want 100 (the lock limit)", got)
+	}
+	if got := fetch("member-b"); got != 0 {
+		t.Fatalf("a second member acquired %d records with 100 locks held, want 0", got)
+	}
+}

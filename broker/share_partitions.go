@@ -144,8 +144,9 @@ func (m *shareManager) signalReleased() {
 func (b *Broker) shareConfig(groupID string) share.Config {
 	settings := b.groupSettings(groupID)
 	return share.Config{
-		LockDuration:  settings.ShareRecordLockDuration,
-		DeliveryLimit: settings.ShareDeliveryCountLimit,
+		LockDuration:   settings.ShareRecordLockDuration,
+		MaxRecordLocks: int(b.config.settings.GroupConfigs.SharePartitionMaxRecordLocks),
+		DeliveryLimit:  settings.ShareDeliveryCountLimit,
 	}.WithDefaults()
 }
 
