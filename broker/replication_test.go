@@ -433,8 +433,12 @@ func TestReplicationLeadersKilledInTurn(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, nil)
 	c.createTopic("turns", 3)
+	// A killed broker may close a connection right after its first
+	// request went out; franz-go reads that as likely SASL
+	// misconfiguration and gives up unless told to retry (as franz-go's
+	// own suite does).
 	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.AlwaysRetryEOF())
 	ctx := testContext(t, 90*time.Second)
 	const perPartition = 300
 	var mu sync.Mutex
