@@ -248,23 +248,26 @@ func (c *connection) notificationsOf(targets []fetchTarget) []<-chan struct{} {
 // waitForAppend blocks until one of the channels is closed, the deadline
 // passes, the connection ends or the broker closes.
 func (c *connection) waitForAppend(channels []<-chan struct{}, deadline time.Time) {
+	waitForAny(channels, deadline, c.ctx.Done(), c.broker.ctx.Done())
+}
+
+// waitForAny blocks until one of channels or of ends is closed or the
+// deadline passes (a long poll's wait: Fetch and ShareFetch).
+func waitForAny(channels []<-chan struct{}, deadline time.Time, ends ...<-chan struct{}) {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	if len(channels) == 1 {
+	if len(channels) == 1 && len(ends) == 2 {
 		select {
 		case <-channels[0]:
 		case <-timer.C:
-		case <-c.ctx.Done():
-		case <-c.broker.ctx.Done():
+		case <-ends[0]:
+		case <-ends[1]:
 		}
 		return
 	}
-	cases := make([]reflect.SelectCase, 0, len(channels)+3)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.broker.ctx.Done())})
-	for _, ch := range channels {
+	cases := make([]reflect.SelectCase, 0, len(channels)+len(ends)+1)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+	for _, ch := range append(ends, channels...) {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
 	}
 	reflect.Select(cases)

@@ -237,34 +237,10 @@ func (m *shareManager) acquireForSession(ctx context.Context, session *shareSess
 		if got || failed || !time.Now().Before(deadline) || ctx.Err() != nil || m.b.ctx.Err() != nil {
 			return
 		}
-		m.waitShare(ctx, wake, deadline)
+		waitForAny(wake, deadline, ctx.Done(), m.b.ctx.Done()) // an append or a release, the deadline, or the end
 	}
 }
 
-// waitShare blocks until an append or release, the deadline, or the end
-// of the request or broker.
-func (m *shareManager) waitShare(ctx context.Context, wake []<-chan struct{}, deadline time.Time) {
-	waitCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	woken := make(chan struct{}, 1)
-	for _, ch := range wake {
-		go func() {
-			select {
-			case <-ch:
-				select {
-				case woken <- struct{}{}:
-				default:
-				}
-			case <-waitCtx.Done():
-			}
-		}()
-	}
-	select {
-	case <-woken:
-	case <-waitCtx.Done():
-	case <-m.b.ctx.Done():
-	}
-}
 
 // acquire acquires up to maxRecords records of one partition for member
 // and returns the record batches holding them.
@@ -322,14 +298,29 @@ func (m *shareManager) acquire(ctx context.Context, target shareFetchTarget, mem
 		return nil, nil, err
 	}
 	m.b.countShareAcquired(acquired)
-	// Send only the batches holding an acquired offset.
-	out := make([]byte, 0, len(data))
-	for _, v := range views {
+	// Send only the batches holding an acquired offset: usually all of
+	// them, then the bytes read go out as they are.
+	holds := func(v wire.BatchView) bool {
 		for _, a := range acquired {
 			if v.BaseOffset() <= a.Last && v.LastOffset() >= a.First {
-				out = append(out, v.Bytes()...)
-				break
+				return true
 			}
+		}
+		return false
+	}
+	kept := 0
+	for _, v := range views {
+		if holds(v) {
+			kept++
+		}
+	}
+	if kept == len(views) {
+		return data, acquired, nil
+	}
+	out := make([]byte, 0, len(data))
+	for _, v := range views {
+		if holds(v) {
+			out = append(out, v.Bytes()...)
 		}
 	}
 	return out, acquired, nil

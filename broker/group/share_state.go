@@ -50,6 +50,9 @@ type ShareStateBatch struct {
 // ErrFencedLeaderEpoch, of another state epoch ErrFencedStateEpoch. A
 // group id held by a classic or consumer group is ErrGroupNotFound.
 func (c *Coordinator) WriteShareState(ctx context.Context, groupID string, key ShareKey, state ShareState, initialize bool) error {
+	if err := validateShareState(state); err != nil {
+		return fmt.Errorf("group %q share-partition %x-%d: %w", groupID, key.TopicID, key.Partition, err)
+	}
 	g := c.lockGroup(groupID, true)
 	if g == nil {
 		return groupError(groupID, c.refusal())
@@ -79,6 +82,26 @@ func (c *Coordinator) WriteShareState(ctx context.Context, groupID string, key S
 		return storeError(groupID, err)
 	}
 	sg.states[key] = state
+	return nil
+}
+
+// validateShareState refuses a state no leader could have written
+// (ErrInvalidRequest): batches out of order or overlapping, before the
+// start offset, with an unknown state or a negative delivery count. A
+// state stored is one a leader can restore.
+func validateShareState(state ShareState) error {
+	next := state.StartOffset
+	for i, b := range state.Batches {
+		switch {
+		case b.First < next || b.Last < b.First:
+			return fmt.Errorf("%w: state batch %d [%d, %d] is out of order (from offset %d)", ErrInvalidRequest, i, b.First, b.Last, next)
+		case b.State != 0 && b.State != 2 && b.State != 4:
+			return fmt.Errorf("%w: state batch %d has record state %d (0, 2 or 4)", ErrInvalidRequest, i, b.State)
+		case b.DeliveryCount < 0:
+			return fmt.Errorf("%w: state batch %d has delivery count %d", ErrInvalidRequest, i, b.DeliveryCount)
+		}
+		next = b.Last + 1
+	}
 	return nil
 }
 

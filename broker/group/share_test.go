@@ -150,6 +150,10 @@ func TestShareStateFencingAndRestart(t *testing.T) {
 	if err := h.c.WriteShareState(testCtx, "sg", key, state, false); err != nil {
 		t.Fatal(err)
 	}
+	overlapping := ShareState{LeaderEpoch: 3, StartOffset: 12, Batches: []ShareStateBatch{{First: 12, Last: 14}, {First: 14, Last: 15}}}
+	if err := h.c.WriteShareState(testCtx, "sg", key, overlapping, false); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("write of overlapping batches: %v, want ErrInvalidRequest", err)
+	}
 	if err := h.c.WriteShareState(testCtx, "sg", key, ShareState{LeaderEpoch: 2, StartOffset: 99}, false); !errors.Is(err, ErrFencedLeaderEpoch) {
 		t.Errorf("write of an older leader: %v, want ErrFencedLeaderEpoch", err)
 	}
