@@ -241,7 +241,6 @@ func (m *shareManager) acquireForSession(ctx context.Context, session *shareSess
 	}
 }
 
-
 // acquire acquires up to maxRecords records of one partition for member
 // and returns the record batches holding them.
 func (m *shareManager) acquire(ctx context.Context, target shareFetchTarget, member string, maxRecords int, maxBytes int64, readCommitted bool) ([]byte, []share.AcquiredRecords, error) {
