@@ -136,6 +136,7 @@ func TestCompressionCodecs(t *testing.T) {
 			createTopic(t, client, topic, testPartitions, nil)
 			const count = 6000
 			produceRun(t, client, topic, name, count)
+			sent.waitForRecords(t, count)
 			got := consumeAll(t, b, topic, testPartitions, count)
 			checkRuns(t, got, []string{name}, count)
 			// The broker stored the producer's batches as sent: compressed
@@ -172,10 +173,32 @@ func TestCompressionCodecs(t *testing.T) {
 }
 
 // writtenBatches is a kgo hook recording each produced batch's record count
-// and codec per partition; kgo calls it from its produce goroutines.
+// and codec per partition. kgo calls it from a goroutine it starts after the
+// produce response, so it can run after the records' promises have finished:
+// waitForRecords waits for the reports to add up.
 type writtenBatches struct {
 	mu          sync.Mutex
 	byPartition map[int32][]string
+	records     int
+}
+
+// waitForRecords waits, up to 10 s, until the hook has reported batches
+// holding want records in all.
+func (w *writtenBatches) waitForRecords(t testing.TB, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w.mu.Lock()
+		got := w.records
+		w.mu.Unlock()
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the produce hook reported %d of %d records written", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // OnProduceBatchWritten records one batch the broker acknowledged.
@@ -183,6 +206,7 @@ func (w *writtenBatches) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, p
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.byPartition[partition] = append(w.byPartition[partition], batchSummary(int32(m.NumRecords), m.CompressionType))
+	w.records += m.NumRecords
 }
 
 // batchSummary is how a batch is compared between the client's report and
