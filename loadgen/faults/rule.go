@@ -310,3 +310,6 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // String renders the duration as Go does.
 func (d Duration) String() string { return time.Duration(d).String() }
+
+// std is the duration as a time.Duration.
+func (d Duration) std() time.Duration { return time.Duration(d) }

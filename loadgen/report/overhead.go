@@ -52,6 +52,11 @@ type OverheadLoad struct {
 	// schema version 1.
 	Faults                string `json:"faults,omitempty"`
 	BaselineWithoutFaults bool   `json:"baseline_without_faults,omitempty"`
+	// Network is set when the rounds swept a degraded network: the
+	// path slowed, the round-trip time added and the fault plan layered
+	// under it. Faults then names the plan with the network layered on
+	// ("rtt-5ms", "ack-loss-rtt-5ms"). Added within schema version 1.
+	Network *NetworkPoint `json:"network,omitempty"`
 	// NotApplicable, when set, says why no slot could run under the
 	// plan on this target (process faults on a cluster the load
 	// generator did not launch and has no hooks for).
@@ -68,6 +73,27 @@ type OverheadLoad struct {
 	// Rows are the slots compared with the baseline: the A/A slot (the
 	// baseline against itself, NoiseFloor set) first.
 	Rows []OverheadRow `json:"rows"`
+}
+
+// NetworkPoint is one step of a network sweep (see OverheadLoad.Network).
+type NetworkPoint struct {
+	// Path is what the sweep slowed: "clients" (between the load
+	// generator's clients and every broker, in the fault proxy) or
+	// "follower" (a follower's links to the other brokers of a launched
+	// cluster, in its partition proxies).
+	Path string `json:"path"`
+	// RTTMs is the round-trip time added, in milliseconds: each
+	// direction is delayed by half of it. 0 is the same path without
+	// delay (through the same proxies), the sweep's reference.
+	RTTMs float64 `json:"rtt_ms"`
+	// Link describes the whole impairment of each direction ("delay 5ms
+	// ±1ms normal"; "no impairment").
+	Link string `json:"link"`
+	// Plan names the fault plan under the network ("" for none).
+	Plan string `json:"plan,omitempty"`
+	// MeasuredRTTMs is the median round trip the load generator measured
+	// on the path before the rounds (0: not measured).
+	MeasuredRTTMs float64 `json:"measured_rtt_ms,omitempty"`
 }
 
 // NoiseBand bounds the ratios two identical configurations measured
