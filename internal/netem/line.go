@@ -97,9 +97,17 @@ func NewLine(dst io.Writer, pacer *Pacer, seed uint64, onFail func(error)) *Line
 // Send copies b and queues it for delivery under link, as sent at now. It
 // blocks while MaxQueued bytes are undelivered, and fails once the line is
 // closed (by Close or a failed write).
-func (l *Line) Send(now time.Time, link Link, b []byte) error {
+func (l *Line) Send(now time.Time, link Link, b []byte) error { return l.SendParts(now, link, b) }
+
+// SendParts is Send of the concatenated parts, delivered in one write (a
+// frame's size prefix and body).
+func (l *Line) SendParts(now time.Time, link Link, parts ...[]byte) error {
 	buffer := bytebufferpool.Get()
-	buffer.B = append(buffer.B[:0], b...)
+	buffer.B = buffer.B[:0]
+	for _, part := range parts {
+		buffer.B = append(buffer.B, part...)
+	}
+	b := buffer.B
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for !l.closed && l.queued > 0 && l.queued+len(b) > MaxQueued {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exactly-eos/exactly/internal/netem"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -18,12 +19,17 @@ const dialTimeout = 10 * time.Second
 // connection is one proxied client connection. Two goroutines own it: the
 // request pump (run's goroutine) reads the client and writes the upstream;
 // the response pump reads the upstream and writes the client. They share
-// only the pending queue, the stop channel and closeOnce.
+// only the pending queue, the stop channel and closeOnce. With degrade
+// rules each direction's writes go through a netem line, whose own
+// goroutine writes at the delivery time.
 type connection struct {
 	listener *brokerListener
 	ordinal  uint64 // accept order on the listener
 	client   net.Conn
 	server   net.Conn
+	// toBroker and toClient are the degraded directions (nil without
+	// degrade rules: frames are written directly).
+	toBroker, toClient *netem.Line
 
 	stop      chan struct{} // closed when the connection is cut
 	closeOnce sync.Once
@@ -76,6 +82,14 @@ func (c *connection) run() {
 	}
 	defer p.track(server, false)
 	c.server = server
+	if len(p.degrades) > 0 {
+		// Seeds per listener, connection and direction: the samples do not
+		// depend on how connections interleave.
+		base := uint64(p.seed)*0x9e3779b97f4a7c15 ^ l.index<<40 ^ c.ordinal<<1
+		failed := func(error) { c.cut(false) }
+		c.toBroker = netem.NewLine(server, &l.pacers[0], base, failed)
+		c.toClient = netem.NewLine(c.client, &l.pacers[1], base|1, failed)
+	}
 	pending := make(chan pendingResponse, maxPending)
 	responsesDone := make(chan struct{})
 	go func() {
@@ -91,6 +105,11 @@ func (c *connection) run() {
 func (c *connection) cut(reset bool) {
 	c.closeOnce.Do(func() {
 		close(c.stop)
+		for _, line := range []*netem.Line{c.toBroker, c.toClient} {
+			if line != nil {
+				line.Close() // what was still on the wire is lost with the connection
+			}
+		}
 		if tcp, ok := c.client.(*net.TCPConn); ok && reset {
 			tcp.SetLinger(0)
 		}
@@ -169,10 +188,43 @@ func (c *connection) pumpRequests(pending chan<- pendingResponse) {
 				return
 			}
 		}
-		if err := writeFrame(c.server, frame); err != nil {
+		if err := c.forward(true, frame); err != nil {
 			return
 		}
 	}
+}
+
+// forward writes a frame to the broker (toBroker) or the client: directly,
+// or through the direction's netem line under the link of the degrade
+// rules that apply now.
+func (c *connection) forward(toBroker bool, frame []byte) error {
+	line, conn := c.toClient, c.client
+	if toBroker {
+		line, conn = c.toBroker, c.server
+	}
+	if line == nil {
+		return writeFrame(conn, frame)
+	}
+	now := time.Now()
+	link := c.listener.link(now, toBroker)
+	lostBefore := line.Stats().Lost
+	var size [4]byte
+	binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
+	if err := line.SendParts(now, link, size[:], frame); err != nil {
+		return err
+	}
+	if line.Stats().Lost > lostBefore {
+		direction := "to the client"
+		if toBroker {
+			direction = "to the broker"
+		}
+		retransmit := link.Retransmit
+		if retransmit == 0 {
+			retransmit = netem.DefaultRetransmit
+		}
+		c.record(KindRetransmit, NoAPIKey, 0, fmt.Sprintf("a %d-byte frame %s held %v for a lost segment", len(frame)+4, direction, retransmit))
+	}
+	return nil
 }
 
 // judge consults the rules, in order, for the ordinal-th request on this
@@ -186,7 +238,7 @@ func (c *connection) judge(apiKey int16, ordinal uint64, expectsResponse bool) v
 	at := requestCoordinates{listener: l.index, connection: c.ordinal, request: ordinal}
 	for _, s := range p.rules {
 		r := &s.rule
-		if r.clockDriven() || (r.actsOnResponse() && !expectsResponse) {
+		if r.clockDriven() || r.Action == ActionDegrade || (r.actsOnResponse() && !expectsResponse) {
 			continue
 		}
 		if !s.matches(apiKey, l, elapsed) || !s.fires(p.seed, at) {
@@ -277,7 +329,7 @@ func (c *connection) respond(expected pendingResponse, frame []byte) bool {
 		}
 		frame = rewritten
 	}
-	return writeFrame(c.client, frame) == nil
+	return c.forward(false, frame) == nil
 }
 
 // writeFrame writes the size prefix and the frame in one writev.

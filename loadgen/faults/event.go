@@ -29,6 +29,12 @@ const (
 	KindReset Kind = "reset"
 	// KindBlackhole: a broker stopped accepting and forwarding for a while.
 	KindBlackhole Kind = "blackhole"
+	// KindDegrade: a degrade rule began to slow the network between the
+	// clients and a broker (recorded once per rule and broker).
+	KindDegrade Kind = "degrade"
+	// KindRetransmit: data on a degraded link was held for a
+	// retransmission (a lost segment).
+	KindRetransmit Kind = "retransmit"
 	// KindKill: a broker process was sent SIGKILL.
 	KindKill Kind = "kill"
 	// KindRestart: a killed broker process was started again.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exactly-eos/exactly/internal/netem"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 type Proxy struct {
 	seed    int64
 	rules   []*ruleState
+	// degrades are the degrade rules (also in rules); when there are
+	// any, every connection's traffic goes through netem lines.
+	degrades []*ruleState
 	log     *EventLog
 	start   time.Time
 	maxSize int32
@@ -65,7 +69,11 @@ type brokerListener struct {
 
 	mu             sync.Mutex // guards blackholeUntil and clockSeen
 	blackholeUntil time.Time
-	clockSeen      map[uint64]bool // clock-driven blackhole rules already recorded
+	clockSeen      map[uint64]bool // clock-driven blackhole and degrade rules already recorded
+
+	// pacers are the broker's link, to the broker [0] and to the clients
+	// [1]: a degrade rule's bandwidth cap holds for all its connections.
+	pacers [2]netem.Pacer
 }
 
 // New validates the rules and starts a listener for every upstream.
@@ -93,7 +101,11 @@ func New(config Config) (*Proxy, error) {
 		if err := rule.Validate(); err != nil {
 			return nil, fmt.Errorf("fault proxy: rule %d (%s): %w", i, rule, err)
 		}
-		p.rules = append(p.rules, &ruleState{rule: rule, index: uint64(i)})
+		state := &ruleState{rule: rule, index: uint64(i)}
+		p.rules = append(p.rules, state)
+		if rule.Action == ActionDegrade {
+			p.degrades = append(p.degrades, state)
+		}
 	}
 	for _, upstream := range config.Upstreams {
 		if _, err := p.AddUpstream(upstream); err != nil {
@@ -323,6 +335,36 @@ func (l *brokerListener) closedUntil(now time.Time) time.Time {
 		return time.Time{}
 	}
 	return until
+}
+
+// link is the network between this broker and its clients in one
+// direction now: the degrade rules whose window contains now and whose
+// broker and direction match, added up (netem.Link.Add). The first time
+// a rule applies to this broker it is recorded as an event.
+func (l *brokerListener) link(now time.Time, toBroker bool) netem.Link {
+	p := l.proxy
+	elapsed := now.Sub(p.start)
+	var link netem.Link
+	for _, s := range p.degrades {
+		start, end := s.rule.window()
+		if elapsed < start || (end != 0 && elapsed >= end) || !s.matchesBroker(l) || !s.rule.Direction.applies(toBroker) {
+			continue
+		}
+		link = link.Add(s.rule.Network.Link())
+		l.mu.Lock()
+		seen := l.clockSeen[s.index]
+		l.clockSeen[s.index] = true
+		l.mu.Unlock()
+		if !seen {
+			window := fmt.Sprintf("from %v", start)
+			if end != 0 {
+				window += fmt.Sprintf(" to %v", end)
+			}
+			p.log.Record(Event{Time: now, Broker: l.upstream, Kind: KindDegrade, APIKey: NoAPIKey,
+				Detail: fmt.Sprintf("rule %s: %s", s.rule, window)})
+		}
+	}
+	return link
 }
 
 // waitOpen blocks while the broker is blackholed. It returns false when

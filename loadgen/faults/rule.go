@@ -40,9 +40,18 @@ const (
 	// After to Until (or After+Duration). With a trigger it starts when a
 	// matching request arrives, and that request is held too.
 	ActionBlackhole Action = "blackhole"
+	// ActionDegrade slows the network between the clients and the broker
+	// (every broker, or the one the rule names) inside the rule's window:
+	// every byte each way is delayed by the rule's network (delay with
+	// jitter, bandwidth cap, loss; see Network), the way a path across a
+	// zone or region would, while the connection keeps pipelining. It has
+	// no trigger and no API list: a network slows everything. A degrade
+	// rule with a zero network sends the traffic through the same path
+	// without impairment (a sweep's reference).
+	ActionDegrade Action = "degrade"
 )
 
-var actions = []Action{ActionDropRequest, ActionDropResponse, ActionDelay, ActionReset, ActionBlackhole}
+var actions = []Action{ActionDropRequest, ActionDropResponse, ActionDelay, ActionReset, ActionBlackhole, ActionDegrade}
 
 // Phase says whether a delay or reset acts on the request or its response.
 type Phase string
@@ -71,6 +80,19 @@ const (
 //	    until: 30s                   # window end (default: none)
 //	    phase: response              # delay and reset: request (default) or response
 //	    duration: 200ms              # delay: how long; blackhole: how long
+//
+// A degrade rule has no trigger and no apis; its network fields and
+// direction (see Network):
+//
+//	  - action: degrade
+//	    direction: both              # to-broker | to-client | both (default)
+//	    delay: 10ms                  # one-way: with both, a 20 ms round trip
+//	    jitter: 2ms
+//	    distribution: normal
+//	    rate: 10MB/s
+//	    loss: 0.001
+//	    after: 5s                    # optional window, as for the other rules
+//	    until: 15s
 type Rule struct {
 	Name        string   `yaml:"name,omitempty"`
 	Action      Action   `yaml:"action"`
@@ -84,6 +106,9 @@ type Rule struct {
 	Until       Duration `yaml:"until,omitempty"`
 	Phase       Phase    `yaml:"phase,omitempty"`
 	Duration    Duration `yaml:"duration,omitempty"`
+	// Network and Direction are a degrade rule's.
+	Network   `yaml:",inline"`
+	Direction Direction `yaml:"direction,omitempty"`
 }
 
 // Validate reports the first problem that makes the rule unusable.
@@ -117,6 +142,12 @@ func (r Rule) Validate() error {
 	if triggers > 1 {
 		return errors.New("probability, every and first are exclusive: give at most one")
 	}
+	if r.Action == ActionDegrade {
+		return r.validateDegrade(triggers)
+	}
+	if !r.Network.Zero() || r.Direction != "" {
+		return fmt.Errorf("delay, jitter, distribution, rate, loss, retransmit and direction apply to degrade only, not %s (a delay rule holds single requests: it takes a duration)", r.Action)
+	}
 	switch {
 	case r.After < 0 || r.Until < 0 || r.Duration < 0:
 		return errors.New("after, until and duration must not be negative")
@@ -138,6 +169,25 @@ func (r Rule) Validate() error {
 	return nil
 }
 
+// validateDegrade checks a degrade rule, which has triggers triggers.
+func (r Rule) validateDegrade(triggers int) error {
+	switch {
+	case triggers > 0:
+		return errors.New("degrade has no probability, every or first: the network is slow for the whole window (after, until)")
+	case len(r.APIs) > 0:
+		return errors.New("apis does not apply to degrade: a slow network slows every byte, whatever the request")
+	case r.Phase != "" || r.Duration != 0:
+		return errors.New("phase and duration do not apply to degrade: give delay (one way) and direction")
+	case r.After < 0 || r.Until < 0:
+		return errors.New("after and until must not be negative")
+	case r.Until != 0 && r.Until <= r.After:
+		return fmt.Errorf("until (%v) must be later than after (%v)", r.Until, r.After)
+	case r.Direction != "" && r.Direction != DirectionBoth && r.Direction != DirectionToBroker && r.Direction != DirectionToClient:
+		return fmt.Errorf("direction %q is not %s, %s or %s", r.Direction, DirectionBoth, DirectionToBroker, DirectionToClient)
+	}
+	return r.Network.Validate()
+}
+
 // String names the rule for events: its name, or its action and APIs.
 func (r Rule) String() string {
 	if r.Name != "" {
@@ -146,6 +196,13 @@ func (r Rule) String() string {
 	names := make([]string, len(r.APIs))
 	for i, key := range r.APIs {
 		names[i] = wire.APIName(int16(key))
+	}
+	if r.Action == ActionDegrade {
+		direction := r.Direction
+		if direction == "" {
+			direction = DirectionBoth
+		}
+		return fmt.Sprintf("degrade %s (%s)", direction, r.Network)
 	}
 	if len(names) == 0 {
 		return string(r.Action)
