@@ -158,14 +158,14 @@ func TestDegradeRuleValidation(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"action: degrade\nprobability: 0.5\n":          "no probability",
-		"action: degrade\napis: [Produce]\n":           "apis does not apply",
-		"action: degrade\nduration: 1s\n":              "phase and duration",
-		"action: degrade\ndirection: sideways\n":       "direction",
-		"action: degrade\nrate: fast\n":                "rate",
-		"action: degrade\nloss: 2\n":                   "loss",
-		"action: degrade\ndelay: 1ms\njitter: 5ms\n":   "exceeds the delay",
-		"action: delay\nduration: 1s\ndelay: 5ms\n":    "degrade only",
+		"action: degrade\nprobability: 0.5\n":           "no probability",
+		"action: degrade\napis: [Produce]\n":            "apis does not apply",
+		"action: degrade\nduration: 1s\n":               "phase and duration",
+		"action: degrade\ndirection: sideways\n":        "direction",
+		"action: degrade\nrate: fast\n":                 "rate",
+		"action: degrade\nloss: 2\n":                    "loss",
+		"action: degrade\ndelay: 1ms\njitter: 5ms\n":    "exceeds the delay",
+		"action: delay\nduration: 1s\ndelay: 5ms\n":     "degrade only",
 		"action: drop-response\ndirection: to-client\n": "degrade only",
 	}
 	for text, want := range bad {

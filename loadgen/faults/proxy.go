@@ -36,17 +36,17 @@ type Config struct {
 // broker addresses in Metadata, FindCoordinator and DescribeCluster responses
 // so that clients reach every broker through it, and applies its rules.
 type Proxy struct {
-	seed    int64
-	rules   []*ruleState
+	seed  int64
+	rules []*ruleState
 	// degrades are the degrade rules (also in rules); when there are
 	// any, every connection's traffic goes through netem lines.
 	degrades []*ruleState
-	log     *EventLog
-	start   time.Time
-	maxSize int32
-	logf    func(format string, args ...any)
-	done    chan struct{} // closed by Close
-	wg      sync.WaitGroup
+	log      *EventLog
+	start    time.Time
+	maxSize  int32
+	logf     func(format string, args ...any)
+	done     chan struct{} // closed by Close
+	wg       sync.WaitGroup
 
 	mu         sync.Mutex // guards listeners, byUpstream, conns, closed
 	listeners  []*brokerListener

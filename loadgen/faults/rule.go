@@ -84,15 +84,15 @@ const (
 // A degrade rule has no trigger and no apis; its network fields and
 // direction (see Network):
 //
-//	  - action: degrade
-//	    direction: both              # to-broker | to-client | both (default)
-//	    delay: 10ms                  # one-way: with both, a 20 ms round trip
-//	    jitter: 2ms
-//	    distribution: normal
-//	    rate: 10MB/s
-//	    loss: 0.001
-//	    after: 5s                    # optional window, as for the other rules
-//	    until: 15s
+//   - action: degrade
+//     direction: both              # to-broker | to-client | both (default)
+//     delay: 10ms                  # one-way: with both, a 20 ms round trip
+//     jitter: 2ms
+//     distribution: normal
+//     rate: 10MB/s
+//     loss: 0.001
+//     after: 5s                    # optional window, as for the other rules
+//     until: 15s
 type Rule struct {
 	Name        string   `yaml:"name,omitempty"`
 	Action      Action   `yaml:"action"`
