@@ -28,6 +28,37 @@ type MatrixEntry struct {
 	// Duration, when set, replaces the workload's duration for these runs
 	// (a plan whose first fault fires after 10 s needs a longer run).
 	Duration Duration `yaml:"duration" json:"duration,omitempty"`
+	// network, set on the entries of a network sweep's rounds, is the
+	// step layered on the plan (NetworkSweep).
+	network *networkStep
+}
+
+// planned reports whether the entry's runs have faults: a plan, or a
+// network sweep's step.
+func (e MatrixEntry) planned() bool { return e.Plan != "" || e.network != nil }
+
+// load returns the entry's plan with its network step layered on.
+func (e MatrixEntry) load() (faults.Plan, error) {
+	var plan faults.Plan
+	if e.Plan != "" {
+		var err error
+		if plan, err = faults.LoadPlan(e.Plan); err != nil {
+			return faults.Plan{}, err
+		}
+	}
+	if e.network != nil {
+		plan = e.network.layer(plan, e.Plan != "")
+	}
+	return plan, nil
+}
+
+// key tells the entries of an overhead workload apart: the plan and the
+// network step.
+func (e MatrixEntry) key() string {
+	if e.network == nil {
+		return e.Plan
+	}
+	return e.Plan + "@" + e.network.path + "/" + e.network.rtt.String()
 }
 
 func (e MatrixEntry) validate() error {
@@ -57,7 +88,7 @@ func matrixOf(workload Workload) ([]MatrixEntry, []faults.Plan, error) {
 	}
 	plans := make([]faults.Plan, len(entries))
 	for i, entry := range entries {
-		plan, err := faults.LoadPlan(entry.Plan)
+		plan, err := entry.load()
 		if err != nil {
 			return nil, nil, fmt.Errorf("faults[%d]: %w", i, err)
 		}

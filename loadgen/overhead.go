@@ -3,6 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,9 @@ type OverheadSpec struct {
 	// each; an entry's modes restrict its slots and its duration
 	// replaces the workload's. Empty: the rounds run without faults.
 	Faults []MatrixEntry `yaml:"faults" json:"faults,omitempty"`
+	// Network, when set, sweeps a degraded network: the rounds run once
+	// per round-trip time (under each fault plan). See NetworkSweep.
+	Network *NetworkSweep `yaml:"network" json:"network,omitempty"`
 }
 
 // Bootstrap settings of every overhead table: fixed, so that the same
@@ -96,6 +100,11 @@ func (o *OverheadSpec) validate(w Workload) error {
 	for i, entry := range o.Faults {
 		if err := entry.validate(); err != nil {
 			return fmt.Errorf("faults[%d]: %w", i, err)
+		}
+	}
+	if o.Network != nil {
+		if err := o.Network.validate(); err != nil {
+			return fmt.Errorf("network: %w", err)
 		}
 	}
 	return nil
@@ -140,10 +149,14 @@ func (o *OverheadSpec) NeedsSustainableRate() bool {
 // faultEntries are the plans the rounds run under: Faults, or one entry
 // without a plan (the rounds without faults, whose runs keep bare names).
 func (o *OverheadSpec) faultEntries() []MatrixEntry {
-	if len(o.Faults) == 0 {
-		return []MatrixEntry{{}}
+	entries := o.Faults
+	if len(entries) == 0 {
+		entries = []MatrixEntry{{}}
 	}
-	return o.Faults
+	if o.Network != nil {
+		return o.Network.expand(entries)
+	}
+	return entries
 }
 
 // overheadSlot is one configuration run once per round.
@@ -199,6 +212,21 @@ type costTable struct {
 	baselineWithoutFaults bool
 }
 
+// networkPoint is the table's network step as the results record it
+// (nil outside a sweep).
+func (table costTable) networkPoint() *report.NetworkPoint {
+	if table.entry.network == nil {
+		return nil
+	}
+	base := ""
+	if table.entry.Plan != "" {
+		if plan, err := faults.LoadPlan(table.entry.Plan); err == nil {
+			base = plan.Name
+		}
+	}
+	return table.entry.network.point(base)
+}
+
 // skipsRate says why the table has no rounds at rate ("" when it has):
 // a fault of the consume stage only (a crashed consumer, group churn) at
 // saturation would measure how far the stage falls behind a producer
@@ -222,8 +250,8 @@ func costTables(w Workload) ([]costTable, error) {
 	var tables []costTable
 	for i, entry := range w.Overhead.faultEntries() {
 		table := costTable{entry: entry}
-		if entry.Plan != "" {
-			plan, err := faults.LoadPlan(entry.Plan)
+		if entry.planned() {
+			plan, err := entry.load()
 			if err != nil {
 				return nil, fmt.Errorf("overhead.faults[%d]: %w", i, err)
 			}
@@ -288,7 +316,7 @@ func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]ru
 						seconds := time.Duration(single.Warmup + single.Duration).Seconds()
 						single.Records = max(single.Records, int64(math.Ceil(float64(rate)*seconds*1.1)))
 					}
-					if table.entry.Plan != "" && !(table.baselineWithoutFaults && slot.mode == modes.Baseline()) {
+					if table.entry.planned() && !(table.baselineWithoutFaults && slot.mode == modes.Baseline()) {
 						entry := table.entry
 						entry.Modes = nil
 						single.Faults = []MatrixEntry{entry}
@@ -305,14 +333,14 @@ func planOverheadRuns(workload Workload, runID uint64, bootstrap []string) ([]ru
 					}
 					run := planned[0]
 					name, key := slot.name, slot.key
-					if table.entry.Plan != "" {
+					if table.entry.planned() {
 						name, key = name+":"+table.plan.Name, key+"."+table.plan.Name
 					}
 					if len(rates) > 1 {
 						name, key = fmt.Sprintf("%s %s", name, rateLabel(rate)), fmt.Sprintf("%s.rate%d", key, rate)
 					}
 					run.rename(fmt.Sprintf("%s #%d", name, round), fmt.Sprintf("%s.r%d", key, round))
-					run.round, run.slot, run.costPlan = round, slot.name, table.entry.Plan
+					run.round, run.slot, run.costPlan = round, slot.name, table.entry.key()
 					runs = append(runs, run)
 				}
 			}
@@ -384,7 +412,7 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 			// byRound[slot][round-1] is the slot's run in that round.
 			byRound := map[string][]*report.Run{}
 			for i, run := range runs {
-				if plans[i].workload.Rate != rate || plans[i].costPlan != table.entry.Plan || run.Round < 1 {
+				if plans[i].workload.Rate != rate || plans[i].costPlan != table.entry.key() || run.Round < 1 {
 					continue
 				}
 				if byRound[run.Slot] == nil {
@@ -394,7 +422,7 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 			}
 			if reason := table.skipsRate(rate); reason != "" {
 				overhead.Loads = append(overhead.Loads, report.OverheadLoad{Rate: rate, Faults: table.plan.Name,
-					NotApplicable: reason, BaselineRuns: []string{}})
+					Network: table.networkPoint(), NotApplicable: reason, BaselineRuns: []string{}})
 				continue
 			}
 			overhead.Loads = append(overhead.Loads, buildOverheadLoad(table, rate, spec.fractionOf(rate), byRound))
@@ -407,10 +435,13 @@ func buildOverhead(workload Workload, plans []runPlan, runs []*report.Run) *repo
 // load against the baseline, the A/A slot first.
 func buildOverheadLoad(table costTable, rate int, fraction float64, byRound map[string][]*report.Run) report.OverheadLoad {
 	slots := table.slots
-	load := report.OverheadLoad{Rate: rate, Fraction: fraction, Faults: table.plan.Name,
+	load := report.OverheadLoad{Rate: rate, Fraction: fraction, Faults: table.plan.Name, Network: table.networkPoint(),
 		BaselineWithoutFaults: table.baselineWithoutFaults, BaselineRuns: runNames(byRound[slots[0].name])}
 	baseline := byRound[slots[0].name]
-	if table.entry.Plan != "" {
+	if load.Network != nil {
+		load.Network.MeasuredRTTMs = medianPathRTT(byRound)
+	}
+	if table.entry.planned() {
 		load.BaselineCost = faultCost(baseline)
 		load.NotApplicable = notApplicableReason(baseline)
 	}
@@ -441,7 +472,7 @@ func buildOverheadLoad(table costTable, rate int, fraction float64, byRound map[
 			}
 			row.KeptUp = &keptUp
 		}
-		if table.entry.Plan != "" {
+		if table.entry.planned() {
 			row.Cost = faultCost(slotRuns)
 		}
 		load.Rows = append(load.Rows, row)
@@ -451,6 +482,24 @@ func buildOverheadLoad(table costTable, rate int, fraction float64, byRound map[
 			CannotBite: skipped.reason, Runs: []string{}})
 	}
 	return load
+}
+
+// medianPathRTT is the median of the round trips the table's runs
+// measured on their path before the load (0: none measured).
+func medianPathRTT(byRound map[string][]*report.Run) float64 {
+	var measured []float64
+	for _, runs := range byRound {
+		for _, run := range runs {
+			if run != nil && run.PathRTTMs > 0 {
+				measured = append(measured, run.PathRTTMs)
+			}
+		}
+	}
+	if len(measured) == 0 {
+		return 0
+	}
+	slices.Sort(measured)
+	return measured[len(measured)/2]
 }
 
 // runNames names the runs of a slot's rounds (rounds that did not run

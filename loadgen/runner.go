@@ -337,6 +337,13 @@ func runOne(ctx context.Context, admin *kgo.Client, plan runPlan, options Option
 	if env.broker != nil {
 		run.ClientSettings["broker"] = env.broker.describe()
 	}
+	if env.proxy != nil && degrades(plan.faults) {
+		if rtt, err := measurePathRTT(env.proxy.Addrs()[0], 30*time.Second); err == nil {
+			run.PathRTTMs = float64(rtt) / float64(time.Millisecond)
+		} else {
+			env.note("%v", err)
+		}
+	}
 	if err := createRunTopics(ctx, admin, plan); err != nil {
 		failRun(run, err)
 		judgeRun(run, plan.faults, evidence{})

@@ -42,6 +42,7 @@ type loadgenFlags struct {
 	dedupWindow                                      int64
 	shareReleaseEvery                                int64
 	rounds                                           int
+	rtts, rttPath                                    string
 	groupProtocol                                    string
 	quiet, jsonProgress                              bool
 	// wide prints every column of the summary and the matrix; csv is a
@@ -110,6 +111,11 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 		"every mode once per round under each fault plan, ratios to at-least-once with a 95% interval over the rounds and an A/A pair as the noise floor; "+
 		"of the security workload (--workload security): every mode over every protocol once per round, ratios to PLAINTEXT likewise; "+
 		"or of a comparison of group protocols (--group-protocol both, --workload group-protocols)")
+	fs.StringVar(&f.rtts, "rtt", "", "round-trip times to sweep, comma-separated (e.g. 0,1ms,5ms,20ms,50ms): the cost rounds (--workload network, cost, overhead, commit-curve) "+
+		"run once per round-trip time added to the network, each direction delayed by half, every mode compared with at-least-once over the same network; "+
+		"0 is the same path without delay; replaces the workload's overhead.network.rtts")
+	fs.StringVar(&f.rttPath, "rtt-path", "", "what --rtt slows: clients (between the load generator's clients and every broker, the default) "+
+		"or follower (one follower's links to the other brokers of --target cluster: acks=all waits for it)")
 	fs.StringVar(&f.groupProtocol, "group-protocol", "", "consumer group protocol of every group consumer (eos-pipeline, consumer-dedup, external-offsets, "+
 		"the group-churn relay, consumer-crash's workers), Kafka's client setting group.protocol: classic (JoinGroup/SyncGroup, "+
 		"the client assigns; the default) or consumer (KIP-848 ConsumerGroupHeartbeat, the broker assigns with the uniform assignor; "+
@@ -151,6 +157,44 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	markFromWorkload(fs, "mode", "records", "duration", "warmup", "drain", "record-size", "partitions", "replication-factor",
 		"producers", "consumers", "rate", "pipeline-workers", "commit-interval", "commit-records", "abort-share", "keys",
 		"faults", "dedup-window", "share-release-every")
+}
+
+// applyNetworkSweep applies --rtt and --rtt-path to the workload's cost
+// rounds.
+func (f *loadgenFlags) applyNetworkSweep(w *loadgen.Workload) error {
+	if f.rtts == "" && f.rttPath == "" {
+		return nil
+	}
+	if w.Overhead == nil {
+		return usageError("--rtt: workload %s has no cost rounds to sweep (use --workload network, cost, overhead or commit-curve)", w.Name)
+	}
+	sweep := loadgen.NetworkSweep{}
+	if w.Overhead.Network != nil {
+		sweep = *w.Overhead.Network
+	}
+	if f.rtts != "" {
+		sweep.RTTs = nil
+		for _, text := range strings.Split(f.rtts, ",") {
+			text = strings.TrimSpace(text)
+			if text == "0" {
+				sweep.RTTs = append(sweep.RTTs, 0)
+				continue
+			}
+			rtt, err := time.ParseDuration(text)
+			if err != nil || rtt < 0 {
+				return usageError("--rtt %s: %q is not a round-trip time such as 0, 500us, 5ms or 50ms", f.rtts, text)
+			}
+			sweep.RTTs = append(sweep.RTTs, loadgen.Duration(rtt))
+		}
+	}
+	if f.rttPath != "" {
+		sweep.Path = f.rttPath
+	}
+	if len(sweep.RTTs) == 0 {
+		return usageError("--rtt-path %s: give the round-trip times with --rtt (workload %s sweeps none)", f.rttPath, w.Name)
+	}
+	w.Overhead.Network = &sweep
+	return nil
 }
 
 // faultHooks parses --fault-exec (nil when none was given); the hooks
@@ -266,6 +310,9 @@ func (f *loadgenFlags) apply(w *loadgen.Workload) error {
 		default:
 			return usageError("--rounds: workload %s does not run interleaved rounds (use --workload overhead or --workload security, or --group-protocol both)", w.Name)
 		}
+	}
+	if err := f.applyNetworkSweep(w); err != nil {
+		return err
 	}
 	if f.commitIntervals != "" {
 		w.Transaction.CommitIntervals = nil

@@ -14,8 +14,8 @@ import (
 // Every shipped plan loads, validates and says what the brief asks of it.
 func TestStandardPlans(t *testing.T) {
 	t.Parallel()
-	want := []string{"ack-loss", "broker-partition", "broker-restart", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
-		"group-churn-steady", "leader-kill", "leader-pause", "none", "request-loss", "zombie-producer"}
+	want := []string{"ack-loss", "broker-partition", "broker-restart", "congested-network", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
+		"group-churn-steady", "leader-kill", "leader-pause", "none", "request-loss", "slow-network", "zombie-producer"}
 	if got := PlanNames(); !slices.Equal(got, want) {
 		t.Fatalf("shipped plans %v, want %v", got, want)
 	}
@@ -26,6 +26,16 @@ func TestStandardPlans(t *testing.T) {
 		},
 		"request-loss": func(p Plan) bool {
 			return oneRule(p, ActionDropRequest, wire.APIProduce, 0.05)
+		},
+		"slow-network": func(p Plan) bool {
+			r := p.Rules
+			return len(r) == 1 && r[0].Action == ActionDegrade && r[0].Delay == Duration(20*time.Millisecond) &&
+				r[0].Jitter == Duration(5*time.Millisecond) && r[0].Loss == 0.001 && r[0].Until == 0 && !p.NeedsProcesses()
+		},
+		"congested-network": func(p Plan) bool {
+			r := p.Rules
+			return len(r) == 1 && r[0].Action == ActionDegrade && r[0].Rate == 1_000_000 && r[0].Loss == 0.01 &&
+				r[0].After == Duration(time.Second) && r[0].Until == Duration(5*time.Second)
 		},
 		"fetch-loss": func(p Plan) bool {
 			return oneRule(p, ActionDropResponse, wire.APIFetch, 0.05)

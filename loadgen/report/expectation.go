@@ -45,4 +45,9 @@ type FaultRunInfo struct {
 	FaultEvents []FaultEvent `json:"fault_events,omitempty"`
 	// Expectation is the matrix's verdict on the run.
 	Expectation *Expectation `json:"expectation,omitempty"`
+	// PathRTTMs, under a plan that slows the network between the clients
+	// and the brokers, is the median round trip in milliseconds of
+	// ApiVersions requests through the fault proxy, measured before the
+	// load (0: not measured). Added within schema version 1.
+	PathRTTMs float64 `json:"path_rtt_ms,omitempty"`
 }
