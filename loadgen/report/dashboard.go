@@ -191,6 +191,10 @@ type dashboardPage struct {
 	// CommitCurves are the transactional slots' ratios against commit
 	// interval, drawn from the overhead sections.
 	CommitCurves []curveChart
+	// Network is the cost against round-trip time, one view per file and
+	// network sweep (overhead sections whose loads carry a network step
+	// only).
+	Network []networkView
 	// SharedWarnings are the files' shared-machine warnings, each text
 	// once, with the letters of the files it is about.
 	SharedWarnings []sharedWarning
@@ -224,6 +228,7 @@ func buildPage(options DashboardOptions, results []*Results) *dashboardPage {
 	page.GroupProtocolsTables = groupProtocolsTables(files)
 	page.WorkersTables = workersTables(files)
 	page.CommitCurves = curveCharts(files)
+	page.Network = networkViews(files)
 	page.Throughput, page.Overhead = throughputCharts(files, names)
 	page.RunRows = runRows(files, names)
 	page.RunNotes = runNotes(page.RunRows)

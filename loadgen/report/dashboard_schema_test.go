@@ -117,6 +117,7 @@ func TestResultsSchemaGolden(t *testing.T) {
 	run.Round, run.Slot = 1, "at-least-once"
 	results.Overhead = overheadResults().Overhead
 	results.Overhead.Loads[0].Rows[0].CommitIntervalMs = 10
+	results.Overhead.Loads[0].Network = &NetworkPoint{Path: "clients", RTTMs: 5, Link: "delay 2.5ms", Plan: "ack-loss", MeasuredRTTMs: 5.3}
 	for i := range results.Overhead.Loads[0].Rows {
 		row := &results.Overhead.Loads[0].Rows[i]
 		row.Runs, row.AckP99 = []string{row.Slot + " #1"}, row.Throughput

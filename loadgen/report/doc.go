@@ -96,6 +96,13 @@
 //	  "resamples": 2000, "confidence": 0.95, "random_stream": 17,   // the bootstrap: fixed, so reproducible
 //	  "loads": [{
 //	    "rate": 0,                             // offered records/s; 0: saturation
+//	    "network": {                           // added in v1; only on a step of a network sweep
+//	      "path": "clients|follower",          // clients: between the clients and every broker; follower: a follower's links to the other brokers
+//	      "rtt_ms": 5,                         // round-trip time added, each direction delayed by half; 0: the same proxies without delay (the reference)
+//	      "link": "delay 2.5ms",               // each direction's whole impairment, in words ("no impairment" at 0)
+//	      "plan": "ack-loss",                  // the fault plan under the network; omitted for none
+//	      "measured_rtt_ms": 5.3               // median round trip measured on the path before the rounds; omitted when not measured
+//	    },
 //	    "rows": [{                             // the A/A row ("noise_floor": true) first
 //	      "slot": "transactional@100ms", "mode": "transactional", "commit_interval_ms": 100,
 //	      "noise_floor": false, "runs": ["transactional@100ms #1", …],
@@ -104,6 +111,13 @@
 //	    }, …]
 //	  }, …]
 //	}
+//
+// A network sweep repeats the rounds with a round-trip time added on one
+// path, one load per step: the steps of a sweep share rate, network.path
+// and network.plan, and differ in network.rtt_ms; loads[].faults then
+// names the plan with the network layered on ("rtt-5ms",
+// "ack-loss-rtt-5ms"). Each step's ratios are against the baseline at
+// the same round-trip time.
 //
 // RatioStat: "values" (the slot's, one per round; 0 for a round that did
 // not pass), "baseline" (the baseline's in the same rounds), "ratios"

@@ -107,8 +107,9 @@ func (o Output) writeResults(results *report.Results, print tables, done finish)
 }
 
 // matrixTables are the tables of a suite run in one [loadgen.Run]: the
-// summary, the expectations table of its fault matrix, its cost rounds,
-// its comparison of group protocols and the broker-side table.
+// summary, the expectations table of its fault matrix, its cost rounds
+// (and their cost against round-trip time when they swept a slower
+// network), its comparison of group protocols and the broker-side table.
 func matrixTables(w io.Writer, results *report.Results, wide bool) error {
 	if err := report.WriteSummaryWith(w, results, report.SummaryOptions{Wide: wide}); err != nil {
 		return err
@@ -117,6 +118,9 @@ func matrixTables(w io.Writer, results *report.Results, wide bool) error {
 		return err
 	}
 	if err := report.WriteOverhead(w, results); err != nil {
+		return err
+	}
+	if err := report.WriteNetworkCost(w, results); err != nil {
 		return err
 	}
 	if err := report.WriteWorkers(w, results); err != nil {
