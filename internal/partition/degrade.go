@@ -72,9 +72,8 @@ func (t *lineTotals) add(stats netem.Stats) {
 // start. Clients' connections and the connections other brokers open to
 // id are untouched (and so are connections accepted before id was added:
 // add every broker before forwarding). A zero link restores the links
-// (Restore). Lines of
-// id's connections share one pacer per direction, so a rate cap holds
-// for all of them together.
+// (Restore). Lines of id's connections share one pacer per direction, so
+// a rate cap holds for all of them together.
 func (g *Group) Degrade(id int32, link netem.Link) error {
 	if err := link.Validate(); err != nil {
 		return fmt.Errorf("partition: degrade broker %d: %w", id, err)
