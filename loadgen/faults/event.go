@@ -47,9 +47,9 @@ const (
 	KindCut Kind = "cut"
 	// KindHeal: a cut-off broker was let back onto the network.
 	KindHeal Kind = "heal"
-	// KindDegrade: a broker's links to the other brokers were slowed by
+	// KindSlow: a broker's links to the other brokers were slowed by
 	// the partition proxies (slow-follower).
-	KindDegrade Kind = "degrade"
+	KindSlow Kind = "slow"
 	// KindRestore: a slowed broker's links were restored.
 	KindRestore Kind = "restore"
 	// KindZombieProducer: the runner froze a transactional producer and

@@ -336,7 +336,7 @@ func (p *Process) Degrade(link netem.Link) error {
 	if link.Zero() {
 		detail = "links to the other brokers through the partition proxies, unimpaired (a zero network)"
 	}
-	return p.network(link, KindDegrade, detail)
+	return p.network(link, KindSlow, detail)
 }
 
 // Restore lifts Degrade and records it.

@@ -423,7 +423,7 @@ func TestProcessSlowFollowerDegradesAndRestores(t *testing.T) {
 		t.Fatalf("hook calls %v, want %v", calls, want)
 	}
 	events := log.Events()
-	if len(events) != 2 || events[0].Kind != KindDegrade || events[1].Kind != KindRestore || events[0].Broker != processes[1].Name() {
+	if len(events) != 2 || events[0].Kind != KindSlow || events[1].Kind != KindRestore || events[0].Broker != processes[1].Name() {
 		t.Fatalf("events %v, want a degrade and a restore of %s", events, processes[1].Name())
 	}
 	if want := "links to the other brokers slowed: delay 10ms, rate 1MB/s (hook detail)"; events[0].Detail != want {
@@ -436,7 +436,7 @@ func TestProcessSlowFollowerDegradesAndRestores(t *testing.T) {
 	if err := processes[0].Degrade(netem.Link{}); err != nil {
 		t.Fatal(err)
 	}
-	if last := log.Events()[2]; last.Kind != KindDegrade || !strings.Contains(last.Detail, "unimpaired") {
+	if last := log.Events()[2]; last.Kind != KindSlow || !strings.Contains(last.Detail, "unimpaired") {
 		t.Errorf("zero network recorded as %+v", last)
 	}
 	processes[0].SetNetwork(nil)
