@@ -102,9 +102,9 @@ func TestDegradeSlowsOnlyTheBrokersOwnConnections(t *testing.T) {
 
 // pump sends size random bytes over c from another goroutine while it
 // reads the echo, and returns the two checksums and the time taken.
-func pump(c net.Conn, size int, seed uint64) (sent, received [32]byte, took time.Duration, err error) {
+func pump(c net.Conn, size int, stream uint64) (sent, received [32]byte, took time.Duration, err error) {
 	data := make([]byte, size)
-	random := rand.New(rand.NewPCG(seed, seed))
+	random := rand.New(rand.NewPCG(stream, stream))
 	for i := range data {
 		data[i] = byte(random.Uint32())
 	}
