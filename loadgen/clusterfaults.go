@@ -28,8 +28,10 @@ func (e *faultEnv) selectBroker(ctx context.Context, action faults.ProcessAction
 
 // pickBroker finds, when action fires, the broker it acts on, as the
 // cluster's Metadata names it: the one that leads the most partitions of
-// the run's topic (leader-kill, leader-pause, broker-partition), the
-// transaction coordinator of the run's first load producer
+// the run's topic (leader-kill, leader-pause, broker-partition), the one
+// holding a replica of it that leads the fewest, a follower of most of
+// them (slow-follower), the transaction coordinator of the run's first
+// load producer
 // (coordinator-kill), the coordinator of its consume group
 // (group-coordinator-kill), or for an action that does not select, the broker
 // at its index in node id order or else one drawn with the plan's seed
@@ -51,6 +53,8 @@ func (e *faultEnv) pickBroker(ctx context.Context, action faults.ProcessAction, 
 	switch action.Action {
 	case faults.ProcessLeaderKill, faults.ProcessLeaderPause, faults.ProcessBrokerPartition:
 		node, err = topLeader(metadata, e.topic)
+	case faults.ProcessSlowFollower:
+		node, err = leastLeader(metadata, e.topic)
 	case faults.ProcessCoordinatorKill:
 		node, err = findCoordinator(ctx, client, coordinatorTransaction, e.firstTransactionalID)
 	case faults.ProcessGroupCoordinatorKill:
@@ -137,6 +141,33 @@ func topLeader(response *kmsg.MetadataResponse, topic string) (int32, error) {
 	}
 	if best < 0 {
 		return -1, fmt.Errorf("no partition of %s has a leader", topic)
+	}
+	return best, nil
+}
+
+// leastLeader is the node that leads the fewest partitions of topic in a
+// Metadata response among the nodes holding a replica of it (the lowest
+// id on a tie): the follower of the most partitions.
+func leastLeader(response *kmsg.MetadataResponse, topic string) (int32, error) {
+	led := map[int32]int{} // every replica holder, with the partitions it leads
+	for _, t := range response.Topics {
+		for _, partition := range t.Partitions {
+			for _, replica := range partition.Replicas {
+				led[replica] += 0
+			}
+			if partition.Leader >= 0 {
+				led[partition.Leader]++
+			}
+		}
+	}
+	best, count := int32(-1), 0
+	for node, n := range led {
+		if best < 0 || n < count || (n == count && node < best) {
+			best, count = node, n
+		}
+	}
+	if best < 0 {
+		return -1, fmt.Errorf("no partition of %s lists a replica", topic)
 	}
 	return best, nil
 }

@@ -30,7 +30,7 @@ const (
 	signDuplicates                  // duplicates appeared (acks lost without idempotence)
 	signZombieWrites                // a fenced zombie producer tried to write
 	signConsumerCrash               // a pipeline worker was killed
-	signProcessFault                // a launched broker was killed or paused
+	signProcessFault                // a broker was killed, paused, cut off or slowed
 	signGroupChurn                  // a wave joined mid-run and a worker aborted a transaction to leave
 	signChurnDuplicates             // signGroupChurn, and duplicates appeared (a relay)
 	signShareChurn                  // a share consumer left holding records and another joined
@@ -132,7 +132,7 @@ func (e expectation) describe() string {
 	case signConsumerCrash:
 		text += "; a consume worker must be killed"
 	case signProcessFault:
-		text += "; a broker must be killed, paused or cut off"
+		text += "; a broker must be killed, paused, cut off or slowed"
 	case signGroupChurn:
 		text += "; a wave must join and a worker abort and leave"
 	case signChurnDuplicates:
@@ -318,8 +318,9 @@ func missingSign(want sign, seen observedCounts, proof evidence) string {
 			return "no consume worker was killed, so nothing tested the recovery"
 		}
 	case signProcessFault:
-		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 && proof.faultCounts[faults.KindCut] == 0 {
-			return "no broker was killed, paused or cut off, so nothing tested the expectation"
+		if proof.faultCounts[faults.KindKill] == 0 && proof.faultCounts[faults.KindPause] == 0 && proof.faultCounts[faults.KindCut] == 0 &&
+			proof.faultCounts[faults.KindSlow] == 0 {
+			return "no broker was killed, paused, cut off or slowed, so nothing tested the expectation"
 		}
 	case signShareChurn:
 		if proof.faultCounts[faults.KindGroupLeave] == 0 || proof.faultCounts[faults.KindGroupJoin] == 0 {

@@ -16,7 +16,9 @@ import (
 
 // TestHookApplicability: against a cluster the load generator did not
 // launch, process faults need --fault-exec hooks, the ones each action
-// needs; broker-partition stays with --target cluster.
+// needs; broker-partition and slow-follower stay with --target cluster
+// (its partition proxies): no hook does them, and a single launched
+// broker has no peers.
 func TestHookApplicability(t *testing.T) {
 	t.Parallel()
 	plan := func(name string) faults.Plan {
@@ -45,6 +47,11 @@ func TestHookApplicability(t *testing.T) {
 		{"broker-partition", external, "broker-partition needs the partition proxies of --target cluster"},
 		{"leader-pause", faultReach{launched: true}, "leader-pause needs a replicated cluster: --target cluster"},
 		{"leader-pause", faultReach{launched: true, cluster: true}, ""},
+		{"broker-partition", faultReach{}, "broker-partition needs the partition proxies of --target cluster; no --fault-exec hook does it"},
+		{"slow-follower", external, "slow-follower needs the partition proxies of --target cluster; no --fault-exec hook does it"},
+		{"slow-follower", faultReach{}, "slow-follower needs the partition proxies of --target cluster"},
+		{"slow-follower", faultReach{launched: true}, "slow-follower needs a replicated cluster: --target cluster"},
+		{"slow-follower", faultReach{launched: true, cluster: true}, ""},
 	} {
 		got := notApplicable(plan(c.plan), ModeIdempotent, c.reach)
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {

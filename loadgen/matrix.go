@@ -281,14 +281,19 @@ func processesNotApplicable(plan faults.Plan, reach faultReach) string {
 			}
 		}
 		return ""
-	case reach.hooks == nil:
-		return "not-applicable (needs a broker loadgen launched, or --fault-exec hooks that " + hookList(plan) +
-			" the brokers of a cluster it did not launch)"
 	}
+	// A cluster the load generator did not launch: only hooks reach it,
+	// and no hook cuts a broker off or slows its links.
 	for _, action := range plan.Processes {
 		if _, _, ok := faults.HooksFor(action.Action); !ok {
 			return "not-applicable (" + string(action.Action) + " needs the partition proxies of --target cluster; no --fault-exec hook does it)"
 		}
+	}
+	if reach.hooks == nil {
+		return "not-applicable (needs a broker loadgen launched, or --fault-exec hooks that " + hookList(plan) +
+			" the brokers of a cluster it did not launch)"
+	}
+	for _, action := range plan.Processes {
 		if missing := reach.hooks.Missing(action.Action); len(missing) > 0 {
 			names := make([]string, len(missing))
 			for i, name := range missing {

@@ -179,7 +179,7 @@ func (step networkStep) layer(plan faults.Plan, planned bool) faults.Plan {
 
 // followerAction is the slow-follower action of a step.
 func followerAction(network faults.Network) faults.ProcessAction {
-	return faults.ProcessAction{} // TODO(slow-follower merge)
+	return faults.ProcessAction{Action: faults.ProcessSlowFollower, Down: faults.Duration(followerSweepDown), Network: &network}
 }
 
 // followerSweepDown is how long a sweep's slow follower stays slow: longer

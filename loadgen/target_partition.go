@@ -4,17 +4,20 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
+	"github.com/exactly-eos/exactly/internal/netem"
 	"github.com/exactly-eos/exactly/internal/partition"
 	"github.com/exactly-eos/exactly/loadgen/faults"
 )
 
 // clusterProxies are the partition proxies of a cluster target launched
-// for a run with a broker-partition cell: one in front of every listener
-// (Kafka, Raft, quorum RPC) of every broker. The brokers bind the real
-// addresses and hand out the proxies' (advertised Kafka listener, quorum
-// voters), and broker i dials the others from clusterSource(i), so the
-// group can cut one off (internal/partition).
+// for a run with a broker-partition or slow-follower cell: one in front of
+// every listener (Kafka, Raft, quorum RPC) of every broker. The brokers
+// bind the real addresses and hand out the proxies' (advertised Kafka
+// listener, quorum voters), and broker i dials the others from
+// clusterSource(i), so the group can cut one off or slow its links to the
+// others (internal/partition).
 type clusterProxies struct {
 	group *partition.Group
 	// kafka and rafts are the proxies' addresses by broker index: the
@@ -65,7 +68,8 @@ func (p *clusterProxies) brokerArgs(index int, realRaft string) []string {
 	return []string{"--advertised", p.kafka[index], "--controller-listen", realRaft, "--source-address", clusterSource(index)}
 }
 
-// setHooks gives every process the hooks that cut it off and heal it.
+// setHooks gives every process the hooks that cut it off and heal it, and
+// the one that slows its links to the other brokers.
 func (p *clusterProxies) setHooks(t *clusterTarget) {
 	for i, process := range t.processes {
 		id := int32(i + 1)
@@ -80,6 +84,23 @@ func (p *clusterProxies) setHooks(t *clusterTarget) {
 			before = blocked
 			return detail, err
 		})
+		// The restore (a zero link after a non-zero one) says what the
+		// degrade impaired: the growth of Impaired since (the hook runs
+		// under the process's lock too).
+		var degradedAt partition.Impairment
+		degraded := false
+		process.SetNetwork(func(link netem.Link) (string, error) {
+			if err := p.group.Degrade(id, link); err != nil {
+				return "", err
+			}
+			now, detail := p.group.Impaired(id), ""
+			if degraded && link.Zero() {
+				impaired := now.Sub(degradedAt)
+				detail = fmt.Sprintf("impaired %s; deliveries at most %v late", impaired, impaired.MaxLateness.Round(time.Microsecond))
+			}
+			degradedAt, degraded = now, !link.Zero()
+			return detail, nil
+		})
 	}
 }
 
@@ -92,9 +113,10 @@ func rpcOf(raft string) string {
 }
 
 // NeedsPartitionProxies reports whether a workload's fault matrix has a
-// plan that cuts brokers off the network (broker-partition): then a
-// cluster target must be started with TargetConfig.PartitionProxies. A
-// plan that does not load is left to the run to report.
+// plan that cuts brokers off the network (broker-partition) or slows
+// their links to each other (slow-follower): then a cluster target must
+// be started with TargetConfig.PartitionProxies. A plan that does not
+// load is left to the run to report.
 func NeedsPartitionProxies(workload Workload) bool {
 	for _, entry := range workload.Faults {
 		plan, err := faults.LoadPlan(entry.Plan)
@@ -102,7 +124,7 @@ func NeedsPartitionProxies(workload Workload) bool {
 			continue
 		}
 		for _, action := range plan.Processes {
-			if action.Action == faults.ProcessBrokerPartition {
+			if action.Action == faults.ProcessBrokerPartition || action.Action == faults.ProcessSlowFollower {
 				return true
 			}
 		}

@@ -73,8 +73,10 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.modes, "mode", "", "comma-separated delivery modes to run: "+strings.Join(modes.Names(), ", "))
 	fs.StringVar(&f.target, "target", loadgen.TargetEmbedded, "cluster to run against: embedded (our broker, in process), kfake (franz-go's in-memory Kafka), "+
 		"cluster (3 of our brokers launched as processes, a Raft metadata quorum, topics replicated 3 times with min.insync.replicas 2; "+
-		"the leader-kill, coordinator-kill, leader-pause and broker-partition fault plans need it, or for all but broker-partition --fault-exec with --bootstrap; "+
-		"with broker-partition every connection goes through proxies that can cut a broker off); --bootstrap implies an existing cluster")
+		"the leader-kill, coordinator-kill, leader-pause, broker-partition and slow-follower fault plans need it, "+
+		"or for all but broker-partition and slow-follower --fault-exec with --bootstrap; "+
+		"with broker-partition or slow-follower every connection goes through proxies that can cut a broker off or slow its links to the others); "+
+		"--bootstrap implies an existing cluster")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port...] of an existing Kafka-compatible cluster")
 	fs.StringVar(&f.out, "out", "results", "directory for the results JSON file")
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of the embedded broker (default: a temporary directory, removed afterwards)")

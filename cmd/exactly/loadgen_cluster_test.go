@@ -134,3 +134,60 @@ func TestLoadgenClusterBrokerPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadgenClusterSlowFollower runs the load generator against a
+// launched 3-broker cluster behind partition proxies under none and
+// slow-follower: the proxies carry both runs, and under slow-follower the
+// broker leading the fewest of the load's partitions has its links to
+// the other brokers delayed 10 ms each way for the whole run. Both runs
+// pass; the slow one shows one slow and one restore event, the restore
+// counting real traffic, and its acks=all produce latency is higher by
+// about the follower's fetch round trip.
+func TestLoadgenClusterSlowFollower(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("launches a 3-broker cluster")
+	}
+	asExactlySelf(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"loadgen", "--target", "cluster", "--mode", "idempotent", "--faults", "none,slow-follower",
+		"--rate", "500", "--records", "4000", "--warmup", "0s", "--consumers", "0", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	results := readOnlyResults(t, out)
+	if !strings.Contains(results.Target.Description, "behind partition proxies") {
+		t.Errorf("target %+v, want the launched 3-broker cluster behind partition proxies", results.Target)
+	}
+	p50 := map[string]float64{}
+	for _, run := range results.Runs {
+		p50[run.FaultPlan] = run.Latency[report.LatencyProduceAck].Percentile(50)
+		if run.Status != report.StatusPass || len(run.Checks) == 0 {
+			t.Errorf("%s: status %s (%s), %d checks", run.Name, run.Status, run.Reason, len(run.Checks))
+		}
+		if run.FaultPlan != "slow-follower" {
+			continue
+		}
+		counts := map[string]int{}
+		for _, event := range run.FaultEvents {
+			counts[event.Kind]++
+			if event.Kind == "restore" {
+				// The proxies delayed real traffic: the follower's fetches.
+				var connections int
+				detail := event.Detail[strings.Index(event.Detail, "impaired")+len("impaired "):]
+				if _, err := fmt.Sscanf(detail, "%d connections", &connections); err != nil || connections == 0 {
+					t.Errorf("%s: restore %q: want a positive count of impaired connections", run.Name, event.Detail)
+				}
+			}
+			t.Logf("%s: %s %s: %s", run.Name, event.Kind, event.Broker, event.Detail)
+		}
+		if counts["slow"] != 1 || counts["restore"] != 1 || len(counts) != 2 {
+			t.Errorf("%s: events %v, want one slow and one restore", run.Name, counts)
+		}
+	}
+	t.Logf("produce_ack p50: %v ms\n%s", p50, stdout.String())
+	if len(p50) != 2 || p50["slow-follower"] < p50["none"]+10 {
+		t.Errorf("produce_ack p50 by plan %v ms: want slow-follower's at least 10 ms above none's", p50)
+	}
+}

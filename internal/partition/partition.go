@@ -13,6 +13,13 @@
 // only: clients still reach b. Heal(b) lets connections through again
 // (connections dropped stay dropped; the peers reconnect).
 //
+// Degrade(b, link) slows b's links to the other brokers instead: every
+// connection b opens to another broker's proxies (its replica fetches,
+// quorum RPCs, forwarded requests) carries its bytes, both ways, through
+// a netem.Line under link (delay, jitter, bandwidth cap, loss; package
+// internal/netem). Clients' connections and the connections other brokers
+// open to b are not impaired. A zero link (Restore) lifts it.
+//
 // The proxies forward bytes and nothing else: they need no knowledge of
 // the protocols, because every address a broker hands out is already a
 // proxy's.
@@ -24,7 +31,10 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/netem"
 )
 
 // MaxConnsPerForwarder bounds the open connections of one forwarder; more
@@ -46,16 +56,22 @@ const (
 // Group is the proxies of a set of brokers. Its methods are safe for
 // concurrent use.
 //
-// Goroutines: one accept loop per forwarder, two copy loops per forwarded
-// connection; Close ends them all and waits.
+// Goroutines: one accept loop per forwarder, and per forwarded connection
+// one serve goroutine with two copy loops (one per direction); a copy
+// loop of a degraded broker's connection starts a netem.Line, whose own
+// goroutine writes what the loop sends it. serve waits for its copy loops
+// and their lines; Close ends them all and waits.
 type Group struct {
 	mu      sync.Mutex
 	brokers map[int32]*brokerState
 	closed  bool
 	wg      sync.WaitGroup
+	// conns numbers accepted connections, for their lines' samples.
+	conns atomic.Uint64
 }
 
-// brokerState is one broker's source address, mode and forwarders.
+// brokerState is one broker's source address, mode and forwarders, and
+// the impairment of its links to the other brokers.
 type brokerState struct {
 	source     net.IP
 	mode       mode
@@ -63,6 +79,22 @@ type brokerState struct {
 	// blocked counts the connections dropped or refused because this
 	// broker was cut off.
 	blocked uint64
+
+	// link is the impairment of Degrade, nil when none. The copy loops
+	// read it for every chunk without g.mu.
+	link atomic.Pointer[netem.Link]
+	// pacers are the transmitters of this broker's links, one per
+	// direction (see outbound and inbound): every line of its connections
+	// shares them, so a rate cap is the broker's bandwidth to its peers.
+	pacers [2]netem.Pacer
+	// impaired counts what was sent under a non-zero link (atomics,
+	// added to by the copy loops).
+	impaired struct{ connections, chunks, bytes atomic.Int64 }
+	// peers are the live connections this broker opened to other
+	// brokers' forwarders (guarded by g.mu); retired sums the line counts
+	// of the ended ones (guarded by g.mu).
+	peers   map[*conn]struct{}
+	retired lineTotals
 }
 
 // forwarder listens in front of one listener of its broker.
@@ -79,13 +111,37 @@ type conn struct {
 	downstream net.Conn
 	upstream   net.Conn // nil until dialed
 	closeOnce  sync.Once
+	// from is the broker that opened the connection when it is another
+	// broker's connection to this forwarder's broker (Degrade impairs
+	// it), else nil; fixed at accept.
+	from *brokerState
+	// ordinal numbers the connection in its group (its lines' samples).
+	ordinal uint64
+	// lines are the netem lines of the two directions (outbound,
+	// inbound), nil until a chunk first needs impairing; each is stored
+	// by its copy loop only.
+	lines [2]atomic.Pointer[netem.Line]
+	// lined is set when the connection's first line starts (counted once
+	// in impaired.connections).
+	lined atomic.Bool
+	// closed is set by close before it closes the lines it finds; a line
+	// stored after that closes itself (startLine), so none outlives close.
+	closed atomic.Bool
 }
 
+// close resets both sides and closes the lines (a drain in progress ends,
+// a line's goroutine ends after the write it is in). It is idempotent.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
+		c.closed.Store(true)
 		reset(c.downstream)
 		if c.upstream != nil {
 			reset(c.upstream)
+		}
+		for i := range c.lines {
+			if line := c.lines[i].Load(); line != nil {
+				line.Close()
+			}
 		}
 	})
 }
@@ -114,7 +170,7 @@ func (g *Group) AddBroker(id int32, source string) error {
 	if _, dup := g.brokers[id]; dup {
 		return fmt.Errorf("partition: broker %d added twice", id)
 	}
-	g.brokers[id] = &brokerState{source: ip}
+	g.brokers[id] = &brokerState{source: ip, peers: map[*conn]struct{}{}}
 	return nil
 }
 
@@ -229,11 +285,12 @@ func (g *Group) acceptLoop(f *forwarder) {
 		if err != nil {
 			return // closed
 		}
-		c := &conn{downstream: down}
+		c := &conn{downstream: down, ordinal: g.conns.Add(1)}
 		if addr, ok := down.RemoteAddr().(*net.TCPAddr); ok {
 			c.remote = addr.IP
 		}
 		g.mu.Lock()
+		c.from = g.peerLocked(f.owner, c.remote)
 		culprit := g.blockerLocked(f.owner, c.remote)
 		if culprit != nil {
 			culprit.blocked++
@@ -244,6 +301,9 @@ func (g *Group) acceptLoop(f *forwarder) {
 			continue
 		}
 		f.conns[c] = struct{}{}
+		if c.from != nil {
+			c.from.peers[c] = struct{}{}
+		}
 		g.wg.Add(1)
 		g.mu.Unlock()
 		go g.serve(f, c)
@@ -255,10 +315,11 @@ func (g *Group) acceptLoop(f *forwarder) {
 func (g *Group) serve(f *forwarder, c *conn) {
 	defer g.wg.Done()
 	defer func() {
+		c.close()
 		g.mu.Lock()
 		delete(f.conns, c)
+		g.retireLocked(c)
 		g.mu.Unlock()
-		c.close()
 	}()
 	up, err := net.DialTimeout("tcp", f.target, dialTimeout)
 	if err != nil {
@@ -273,11 +334,25 @@ func (g *Group) serve(f *forwarder, c *conn) {
 	c.upstream = up
 	g.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c.downstream); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c.downstream, up); done <- struct{}{} }()
+	if c.from == nil {
+		// Never impaired (a client's, or the broker's own): io.Copy
+		// splices from socket to socket without a user-space copy.
+		go func() { _, _ = io.Copy(up, c.downstream); done <- struct{}{} }()
+		go func() { _, _ = io.Copy(c.downstream, up); done <- struct{}{} }()
+	} else {
+		go func() { c.copyChunks(up, c.downstream, outbound); done <- struct{}{} }()
+		go func() { c.copyChunks(c.downstream, up, inbound); done <- struct{}{} }()
+	}
 	<-done
 	c.close() // ends the other copy
 	<-done
+	// The lines' goroutines end after the write they are in, which the
+	// reset sockets fail: wait, so Close leaves nothing running.
+	for i := range c.lines {
+		if line := c.lines[i].Load(); line != nil {
+			<-line.Done()
+		}
+	}
 }
 
 // Close stops every forwarder, drops every connection and waits for all

@@ -55,11 +55,22 @@
 // Response-phase faults are recorded when the response arrives, so a fault
 // whose connection died first is not counted.
 //
+// # Slow follower
+//
+// The process action slow-follower degrades the network instead of
+// breaking it: on a cluster the load generator launched behind partition
+// proxies (package internal/partition), the broker that leads the fewest
+// of the run's partitions gets its links to the other brokers impaired,
+// both ways, with the action's Network (delay, jitter, bandwidth cap,
+// loss; package internal/netem), so what acks=all waits for a slow
+// replica can be measured. Clients reach every broker unimpaired. A zero
+// Network runs through the same proxies unimpaired, for reference.
+//
 // # Plans
 //
 // A Plan (YAML, see LoadPlan) names a seed, proxy rules, process actions
 // and client actions. The shipped plans are none, ack-loss, request-loss,
 // conn-reset, broker-restart, leader-kill, coordinator-kill, leader-pause,
-// broker-partition, zombie-producer, consumer-crash, group-churn and
-// fetch-loss (PlanNames lists them).
+// broker-partition, slow-follower, zombie-producer, consumer-crash,
+// group-churn, group-churn-steady and fetch-loss (PlanNames lists them).
 package faults

@@ -53,6 +53,11 @@ const (
 	KindCut Kind = "cut"
 	// KindHeal: a cut-off broker was let back onto the network.
 	KindHeal Kind = "heal"
+	// KindSlow: a broker's links to the other brokers were slowed by
+	// the partition proxies (slow-follower).
+	KindSlow Kind = "slow"
+	// KindRestore: a slowed broker's links were restored.
+	KindRestore Kind = "restore"
 	// KindZombieProducer: the runner froze a transactional producer and
 	// started a new instance with the same transactional.id.
 	KindZombieProducer Kind = "zombie-producer"

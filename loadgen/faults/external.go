@@ -59,6 +59,9 @@ func RunHookActions(ctx context.Context, actions []ProcessAction, cluster Extern
 		if err := action.Validate(); err != nil {
 			return fmt.Errorf("processes[%d]: %w", i, err)
 		}
+		if _, _, ok := HooksFor(action.Action); !ok {
+			return fmt.Errorf("processes[%d]: %s needs the partition proxies of --target cluster; no --fault-exec hook does it", i, action.Action)
+		}
 		if missing := cluster.Hooks.Missing(action.Action); len(missing) > 0 {
 			return fmt.Errorf("processes[%d]: %s needs the --fault-exec hooks %v", i, action.Action, missing)
 		}

@@ -108,8 +108,9 @@ func (h *Hooks) Has(name HookName) bool {
 func (h *Hooks) Command(name HookName) string { return h.commands[name] }
 
 // HooksFor lists the hooks an action needs: the one that brings the
-// broker down and the one that brings it back. broker-partition needs
-// the partition proxies of a launched cluster and no hook serves it.
+// broker down and the one that brings it back. broker-partition and
+// slow-follower need the partition proxies of a launched cluster and no
+// hook serves them.
 func HooksFor(kind ProcessActionKind) (down, up HookName, ok bool) {
 	switch kind {
 	case ProcessKillRestart, ProcessLeaderKill, ProcessCoordinatorKill, ProcessGroupCoordinatorKill:

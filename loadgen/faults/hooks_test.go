@@ -40,6 +40,9 @@ func TestParseHooks(t *testing.T) {
 	if missing := hooks.Missing(ProcessBrokerPartition); len(missing) != 1 {
 		t.Errorf("broker-partition misses %v: no hook serves it", missing)
 	}
+	if missing := hooks.Missing(ProcessSlowFollower); len(missing) != 1 {
+		t.Errorf("slow-follower misses %v: no hook serves it", missing)
+	}
 	for _, bad := range [][]string{{"kill"}, {"kill="}, {"stop=x"}, {"kill=a", "kill=b"}, nil} {
 		if _, err := ParseHooks(bad, 0, 0); err == nil {
 			t.Errorf("%q accepted", bad)
@@ -235,5 +238,13 @@ func TestRunHookActionsFailures(t *testing.T) {
 	cluster.Hooks = partial
 	if err := RunHookActions(context.Background(), actions, cluster); err == nil || !strings.Contains(err.Error(), "needs the --fault-exec hooks [start]") {
 		t.Errorf("without start: %v", err)
+	}
+	// No hook slows a network: slow-follower (and broker-partition) need
+	// the launched cluster's partition proxies.
+	cluster.Hooks = hooks
+	slow := []ProcessAction{{Action: ProcessSlowFollower, Down: Duration(time.Second), Network: &Network{Delay: Duration(time.Millisecond)}}}
+	if err := RunHookActions(context.Background(), slow, cluster); err == nil ||
+		!strings.Contains(err.Error(), "slow-follower needs the partition proxies of --target cluster; no --fault-exec hook does it") {
+		t.Errorf("slow-follower through hooks: %v", err)
 	}
 }

@@ -121,17 +121,28 @@ const (
 	// coordinates the run's consume group (FindCoordinator of the group;
 	// in a mode without one, the broker that would) when the action fires.
 	ProcessGroupCoordinatorKill ProcessActionKind = "group-coordinator-kill"
+	// ProcessSlowFollower slows the links of the broker that leads the
+	// fewest partitions of the run's topic among those holding a replica
+	// of it (a follower of most partitions) to the other brokers, both
+	// ways, with the action's Network for Down, then restores them: every
+	// connection it opens to another broker (its replica fetches, quorum
+	// RPCs) goes through the cluster's partition proxies (package
+	// internal/partition) under the impairment, so acks=all waits for it
+	// while clients reach every broker unimpaired (a launched cluster
+	// behind partition proxies; the run's Selector finds the broker).
+	ProcessSlowFollower ProcessActionKind = "slow-follower"
 )
 
 // processActionKinds lists every kind, in the order errors name them.
 var processActionKinds = []ProcessActionKind{ProcessKillRestart, ProcessPause, ProcessLeaderKill, ProcessCoordinatorKill,
-	ProcessBrokerPartition, ProcessLeaderPause, ProcessGroupCoordinatorKill}
+	ProcessBrokerPartition, ProcessLeaderPause, ProcessGroupCoordinatorKill, ProcessSlowFollower}
 
 // Selects reports whether the action picks its broker when it fires (by
 // the run's Selector) rather than by index or round robin.
 func (k ProcessActionKind) Selects() bool {
 	switch k {
-	case ProcessLeaderKill, ProcessCoordinatorKill, ProcessBrokerPartition, ProcessLeaderPause, ProcessGroupCoordinatorKill:
+	case ProcessLeaderKill, ProcessCoordinatorKill, ProcessBrokerPartition, ProcessLeaderPause, ProcessGroupCoordinatorKill,
+		ProcessSlowFollower:
 		return true
 	}
 	return false
@@ -148,17 +159,25 @@ type Selector func(ctx context.Context, action ProcessActionKind) (int, error)
 // Metadata in node id order.
 //
 //	processes:
-//	  - action: kill-restart   # or pause
+//	  - action: kill-restart   # or pause; the selecting kinds (see Selects) take no broker
 //	    broker: 0              # index among launched brokers; omitted: round robin
 //	    after: 5s
 //	    every: 10s
 //	    count: 3
-//	    down: 1s               # time dead (kill-restart), stopped (pause) or cut off (broker-partition)
+//	    down: 1s               # time dead (kill-restart), stopped (pause), cut off (broker-partition) or slowed (slow-follower)
+//	    network: {delay: 10ms} # slow-follower only, and required: the impairment of its links to the other brokers (see Network)
+//
+// A slow-follower's network may be zero (network: {}): the broker's
+// links then go through the same proxies unimpaired, a reference run.
 type ProcessAction struct {
 	Action   ProcessActionKind `yaml:"action"`
 	Broker   *int              `yaml:"broker,omitempty"`
 	Schedule `yaml:",inline"`
 	Down     Duration `yaml:"down"`
+	// Network is the impairment slow-follower applies to each direction
+	// of its broker's links to the other brokers; nil for every other
+	// kind.
+	Network *Network `yaml:"network,omitempty"`
 }
 
 // Validate reports an action that cannot run.
@@ -173,7 +192,18 @@ func (a ProcessAction) Validate() error {
 		return fmt.Errorf("broker %d: want an index >= 0 among launched brokers", *a.Broker)
 	}
 	if a.Down <= 0 {
-		return fmt.Errorf("%s needs down > 0 (how long the broker stays dead, stopped or cut off)", a.Action)
+		return fmt.Errorf("%s needs down > 0 (how long the broker stays dead, stopped, cut off or slowed)", a.Action)
+	}
+	switch {
+	case a.Action == ProcessSlowFollower && a.Network == nil:
+		return errors.New("slow-follower needs a network: the impairment of the broker's links to the other brokers " +
+			"(e.g. network: {delay: 10ms}; network: {} for a reference run through the same proxies)")
+	case a.Action == ProcessSlowFollower:
+		if err := a.Network.Validate(); err != nil {
+			return fmt.Errorf("network %s: %w", a.Network, err)
+		}
+	case a.Network != nil:
+		return fmt.Errorf("network applies to slow-follower, not %s", a.Action)
 	}
 	return a.Schedule.Validate()
 }
@@ -438,6 +468,13 @@ func applyProcessAction(ctx context.Context, action ProcessAction, target *Proce
 		wait.Until(ctx, time.Now().Add(down))
 		// Heal even when ctx ended: never leave a broker cut off.
 		return target.Heal()
+	case ProcessSlowFollower:
+		if err := target.Degrade(action.Network.Link()); err != nil {
+			return err
+		}
+		wait.Until(ctx, time.Now().Add(down))
+		// Restore even when ctx ended: never leave a broker's links slowed.
+		return target.Restore()
 	}
 	return target.Restart(ctx, down) // kill-restart, leader-kill, coordinator-kill
 }

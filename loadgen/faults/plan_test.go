@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactly-eos/exactly/internal/netem"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestStandardPlans(t *testing.T) {
 	t.Parallel()
 	want := []string{"ack-loss", "broker-partition", "broker-restart", "congested-network", "conn-reset", "consumer-crash", "coordinator-kill", "fetch-loss", "group-churn",
-		"group-churn-steady", "leader-kill", "leader-pause", "none", "request-loss", "slow-network", "zombie-producer"}
+		"group-churn-steady", "leader-kill", "leader-pause", "none", "request-loss", "slow-follower", "slow-network", "zombie-producer"}
 	if got := PlanNames(); !slices.Equal(got, want) {
 		t.Fatalf("shipped plans %v, want %v", got, want)
 	}
@@ -58,6 +59,13 @@ func TestStandardPlans(t *testing.T) {
 			a := p.Processes
 			return len(a) == 1 && a[0].Action == ProcessBrokerPartition && a[0].Action.Selects() && a[0].Count == 2 &&
 				a[0].Every == Duration(12*time.Second) && a[0].Down == Duration(5*time.Second) && a[0].Broker == nil && !p.NeedsProxy()
+		},
+		"slow-follower": func(p Plan) bool {
+			// From the start, for longer than any run, 10 ms each way.
+			a := p.Processes
+			return len(a) == 1 && a[0].Action == ProcessSlowFollower && a[0].Action.Selects() && a[0].After == 0 &&
+				a[0].Count == 0 && a[0].Every == 0 && a[0].Down >= Duration(time.Hour) && a[0].Broker == nil &&
+				a[0].Network != nil && a[0].Network.Link() == netem.Link{Delay: 10 * time.Millisecond} && !p.NeedsProxy()
 		},
 		"leader-pause": func(p Plan) bool {
 			a := p.Processes
@@ -179,6 +187,38 @@ clients:
 	}
 }
 
+// A slow-follower action parses with every network field, and with a zero
+// network (a reference run through the same proxies).
+func TestSlowFollowerPlan(t *testing.T) {
+	t.Parallel()
+	plan, err := ParsePlan([]byte(`
+name: slow
+processes:
+  - action: slow-follower
+    after: 1s
+    down: 30s
+    network: {delay: 5ms, jitter: 1ms, distribution: normal, rate: 10MB/s, loss: 0.001, retransmit: 100ms}
+  - action: slow-follower
+    down: 1h
+    network: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := netem.Link{Delay: 5 * time.Millisecond, Jitter: time.Millisecond, Distribution: netem.Normal, Rate: 10_000_000,
+		Loss: 0.001, Retransmit: 100 * time.Millisecond}
+	slow, reference := plan.Processes[0], plan.Processes[1]
+	if slow.Network == nil || slow.Network.Link() != want || slow.After != Duration(time.Second) || slow.Down != Duration(30*time.Second) {
+		t.Fatalf("slow-follower decoded as %+v (network %v), want %v", slow, slow.Network, want)
+	}
+	if reference.Network == nil || !reference.Network.Zero() {
+		t.Fatalf("network: {} decoded as %v, want a zero network", reference.Network)
+	}
+	if !plan.NeedsProcesses() || plan.NeedsProxy() || !ProcessSlowFollower.Selects() {
+		t.Fatalf("plan needs processes %v, proxy %v; slow-follower selects %v", plan.NeedsProcesses(), plan.NeedsProxy(), ProcessSlowFollower.Selects())
+	}
+}
+
 // Invalid plans are refused with an error that names the problem.
 func TestInvalidPlans(t *testing.T) {
 	t.Parallel()
@@ -201,6 +241,17 @@ func TestInvalidPlans(t *testing.T) {
 		{"process action", "name: x\nprocesses: [{action: nuke, down: 1s}]", `action "nuke"`},
 		{"process without down", "name: x\nprocesses: [{action: kill-restart}]", "needs down > 0"},
 		{"negative broker", "name: x\nprocesses: [{action: pause, broker: -1, down: 1s}]", "broker -1"},
+		{"slow-follower without network", "name: x\nprocesses: [{action: slow-follower, down: 1s}]", "slow-follower needs a network"},
+		{"slow-follower with a null network", "name: x\nprocesses: [{action: slow-follower, down: 1s, network: }]", "slow-follower needs a network"},
+		{"slow-follower with a broker", "name: x\nprocesses: [{action: slow-follower, broker: 1, down: 1s, network: {delay: 1ms}}]", "leave broker out"},
+		{"slow-follower with a bad network", "name: x\nprocesses: [{action: slow-follower, down: 1s, network: {delay: 1ms, jitter: 5ms}}]",
+			"network delay 1ms ±5ms uniform: uniform jitter 5ms exceeds the delay 1ms"},
+		{"slow-follower with a loss above 1", "name: x\nprocesses: [{action: slow-follower, down: 1s, network: {loss: 2}}]", "loss 2 is outside [0, 1]"},
+		{"slow-follower with a bad rate", "name: x\nprocesses: [{action: slow-follower, down: 1s, network: {rate: fast}}]", `rate "fast"`},
+		{"slow-follower with an unknown network key", "name: x\nprocesses: [{action: slow-follower, down: 1s, network: {latency: 1ms}}]", "latency"},
+		{"network on a pause", "name: x\nprocesses: [{action: pause, down: 1s, network: {delay: 1ms}}]", "network applies to slow-follower, not pause"},
+		{"network on a broker-partition", "name: x\nprocesses: [{action: broker-partition, down: 1s, network: {}}]",
+			"network applies to slow-follower, not broker-partition"},
 		{"client action", "name: x\nclients: [{action: panic}]", `action "panic"`},
 		{"zombie without pause", "name: x\nclients: [{action: zombie-producer}]", "needs pause"},
 		{"negative count", "name: x\nclients: [{action: consumer-crash, count: -1}]", "count -1"},

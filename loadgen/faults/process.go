@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/exactly-eos/exactly/internal/netem"
 )
 
 // ProcessConfig describes a server process the load generator launches
@@ -49,13 +51,15 @@ func BrokerArgs(listen, dataDir string, nodeID int, extra ...string) []string {
 type Process struct {
 	config ProcessConfig
 
-	mu      sync.Mutex    // guards cmd, exited, waitErr, paused, cut, heal
+	mu      sync.Mutex    // guards cmd, exited, waitErr, paused, cut, heal, degrade
 	cmd     *exec.Cmd     // nil before the first start
 	exited  chan struct{} // closed when cmd's Wait returns
 	waitErr error         // cmd's Wait result, set before exited closes
 	paused  bool
 	// cut and heal are the partition hooks of SetPartition (nil: none).
 	cut, heal PartitionHook
+	// degrade is the network hook of SetNetwork (nil: none).
+	degrade NetworkHook
 }
 
 // NewProcess validates config; Start launches it.
@@ -301,6 +305,52 @@ func (p *Process) partition(heal bool, kind Kind, detail string) error {
 		return fmt.Errorf("process %s: no partition proxies in front of it (broker-partition needs --target cluster)", p.config.Name)
 	}
 	extra, err := fn()
+	if err != nil {
+		return fmt.Errorf("process %s: %s: %w", p.config.Name, kind, err)
+	}
+	if extra != "" {
+		detail += " (" + extra + ")"
+	}
+	p.record(kind, detail)
+	return nil
+}
+
+// NetworkHook impairs a process's links to the other brokers with link,
+// both ways (a zero link restores them); detail, if not empty, is added
+// to the event recorded.
+type NetworkHook func(link netem.Link) (detail string, err error)
+
+// SetNetwork gives the process the hook that slows its links to the other
+// brokers (a cluster behind partition proxies); nil removes it.
+func (p *Process) SetNetwork(degrade NetworkHook) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.degrade = degrade
+}
+
+// Degrade slows the process's links to the other brokers with link by the
+// hook of SetNetwork, and records it. A zero link is recorded too: the
+// links then run through the proxies unimpaired (a reference run).
+func (p *Process) Degrade(link netem.Link) error {
+	detail := "links to the other brokers slowed: " + link.String()
+	if link.Zero() {
+		detail = "links to the other brokers through the partition proxies, unimpaired (a zero network)"
+	}
+	return p.network(link, KindSlow, detail)
+}
+
+// Restore lifts Degrade and records it.
+func (p *Process) Restore() error {
+	return p.network(netem.Link{}, KindRestore, "links to the other brokers restored")
+}
+
+func (p *Process) network(link netem.Link, kind Kind, detail string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.degrade == nil {
+		return fmt.Errorf("process %s: no partition proxies in front of it (slow-follower needs --target cluster)", p.config.Name)
+	}
+	extra, err := p.degrade(link)
 	if err != nil {
 		return fmt.Errorf("process %s: %s: %w", p.config.Name, kind, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactly-eos/exactly/internal/netem"
 	"github.com/exactly-eos/exactly/internal/testutil"
 )
 
@@ -374,5 +375,78 @@ func TestProcessBrokerPartitionCutsAndHeals(t *testing.T) {
 	processes[0].SetPartition(nil, nil)
 	if err := processes[0].Cut(); err == nil || !strings.Contains(err.Error(), "no partition proxies") {
 		t.Fatalf("Cut without hooks: %v", err)
+	}
+}
+
+// A slow-follower degrades the links of the broker its Selector names
+// with the action's network, through the process's network hook, and
+// restores them after Down, or when the schedule ends first (a run that
+// ends before a down of an hour); a process without the hook refuses it.
+func TestProcessSlowFollowerDegradesAndRestores(t *testing.T) {
+	t.Parallel()
+	log := NewEventLog(nil)
+	processes := []*Process{newEchoProcess(t, log), newEchoProcess(t, log)}
+	var mu sync.Mutex
+	var calls []string
+	for i, p := range processes {
+		p.SetNetwork(func(link netem.Link) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, fmt.Sprintf("%d: %s", i, link))
+			return "hook detail", nil
+		})
+	}
+	action := ProcessAction{
+		Action:  ProcessSlowFollower,
+		Down:    Duration(time.Hour),
+		Network: &Network{Delay: Duration(10 * time.Millisecond), Rate: 1_000_000},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	selector := func(_ context.Context, kind ProcessActionKind) (int, error) {
+		if kind != ProcessSlowFollower {
+			return -1, fmt.Errorf("asked for %s", kind)
+		}
+		return 1, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- RunProcessActions(ctx, []ProcessAction{action}, processes, selector) }()
+	waitCtx, waitCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer waitCancel()
+	if err := log.WaitFor(waitCtx, func(events []Event) bool { return len(events) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the run ends long before down
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"1: delay 10ms, rate 1MB/s", "1: no impairment"}; !slices.Equal(calls, want) {
+		t.Fatalf("hook calls %v, want %v", calls, want)
+	}
+	events := log.Events()
+	if len(events) != 2 || events[0].Kind != KindSlow || events[1].Kind != KindRestore || events[0].Broker != processes[1].Name() {
+		t.Fatalf("events %v, want a degrade and a restore of %s", events, processes[1].Name())
+	}
+	if want := "links to the other brokers slowed: delay 10ms, rate 1MB/s (hook detail)"; events[0].Detail != want {
+		t.Errorf("degrade detail %q, want %q", events[0].Detail, want)
+	}
+	if want := "links to the other brokers restored (hook detail)"; events[1].Detail != want {
+		t.Errorf("restore detail %q, want %q", events[1].Detail, want)
+	}
+	// A zero network is applied and recorded all the same.
+	if err := processes[0].Degrade(netem.Link{}); err != nil {
+		t.Fatal(err)
+	}
+	if last := log.Events()[2]; last.Kind != KindSlow || !strings.Contains(last.Detail, "unimpaired") {
+		t.Errorf("zero network recorded as %+v", last)
+	}
+	processes[0].SetNetwork(nil)
+	if err := processes[0].Degrade(netem.Link{Delay: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "no partition proxies") ||
+		!strings.Contains(err.Error(), "slow-follower needs --target cluster") {
+		t.Fatalf("Degrade without the hook: %v", err)
+	}
+	failing := processes[1]
+	failing.SetNetwork(func(netem.Link) (string, error) { return "", errors.New("broken") })
+	if err := failing.Restore(); err == nil || !strings.Contains(err.Error(), "restore: broken") {
+		t.Fatalf("a failing hook: %v", err)
 	}
 }
