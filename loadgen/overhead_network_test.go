@@ -159,3 +159,33 @@ func TestNetworkSweepLayersOnPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowerSweepNeedsPartitionProxies: a sweep of the follower path
+// layers a slow-follower action (the whole run) on every step and makes
+// the cluster target start behind its partition proxies; the clients'
+// path does not.
+func TestFollowerSweepNeedsPartitionProxies(t *testing.T) {
+	t.Parallel()
+	workload, err := LoadWorkload("network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if NeedsPartitionProxies(workload) {
+		t.Fatal("a sweep of the clients' path asks for partition proxies")
+	}
+	workload.Overhead.Network.Path = NetworkPathFollower
+	if !NeedsPartitionProxies(workload) {
+		t.Fatal("a sweep of the follower path does not ask for partition proxies")
+	}
+	plans, err := planOverheadRuns(workload, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, plan := range plans {
+		actions := plan.faults.Processes
+		if len(actions) != 1 || actions[0].Action != faults.ProcessSlowFollower || actions[0].Network == nil ||
+			time.Duration(actions[0].Down) < time.Hour || plan.faults.NeedsProxy() || !strings.HasPrefix(plan.faults.Name, "follower-rtt-") {
+			t.Fatalf("%s: plan %s %+v, want one slow-follower action for the run", plan.name, plan.faults.Name, actions)
+		}
+	}
+}

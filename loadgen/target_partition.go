@@ -3,6 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -118,8 +119,13 @@ func rpcOf(raft string) string {
 // be started with TargetConfig.PartitionProxies. A plan that does not
 // load is left to the run to report.
 func NeedsPartitionProxies(workload Workload) bool {
-	for _, entry := range workload.Faults {
-		plan, err := faults.LoadPlan(entry.Plan)
+	entries := workload.Faults
+	if workload.Overhead != nil {
+		// The cost rounds' plans, a network sweep's steps layered on.
+		entries = append(slices.Clone(entries), workload.Overhead.faultEntries()...)
+	}
+	for _, entry := range entries {
+		plan, err := entry.load()
 		if err != nil {
 			continue
 		}

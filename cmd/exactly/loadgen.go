@@ -161,6 +161,14 @@ func (f *loadgenFlags) register(fs *flag.FlagSet) {
 		"faults", "dedup-window", "share-release-every")
 }
 
+// workloadSweep is the workload's network sweep, or nil.
+func workloadSweep(w loadgen.Workload) *loadgen.NetworkSweep {
+	if w.Overhead == nil {
+		return nil
+	}
+	return w.Overhead.Network
+}
+
 // applyNetworkSweep applies --rtt and --rtt-path to the workload's cost
 // rounds.
 func (f *loadgenFlags) applyNetworkSweep(w *loadgen.Workload) error {
@@ -392,6 +400,11 @@ func runLoadgen(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := flags.apply(&workload); err != nil {
 		return fmt.Errorf("workload %s: %w", workload.Name, err)
+	}
+	if sweep := workloadSweep(workload); sweep != nil && sweep.Path == loadgen.NetworkPathFollower &&
+		(flags.target != loadgen.TargetCluster || flags.bootstrap != "") {
+		return usageError("--rtt-path follower slows one follower's links to the other brokers through the partition proxies of a cluster " +
+			"the load generator launches: add --target cluster (use --rtt-path clients on other targets)")
 	}
 	if flags.target == loadgen.TargetCluster && flags.bootstrap == "" && !flagSet(fs, "replication-factor") {
 		// A replicated cluster is measured replicated: every topic of the
