@@ -103,7 +103,7 @@ func (o *OverheadSpec) validate(w Workload) error {
 		}
 	}
 	if o.Network != nil {
-		if err := o.Network.validate(); err != nil {
+		if err := o.Network.Validate(); err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
 	}

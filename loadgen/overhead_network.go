@@ -63,8 +63,8 @@ type networkStep struct {
 	network faults.Network // each direction's
 }
 
-// validate reports a sweep that cannot run.
-func (s *NetworkSweep) validate() error {
+// Validate reports a sweep that cannot run.
+func (s *NetworkSweep) Validate() error {
 	switch s.Path {
 	case "", NetworkPathClients, NetworkPathFollower:
 	default:

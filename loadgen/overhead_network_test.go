@@ -121,7 +121,7 @@ func TestNetworkSweepLayersOnPlans(t *testing.T) {
 	t.Parallel()
 	sweep := &NetworkSweep{RTTs: []Duration{0, Duration(10 * time.Millisecond)}, Jitter: Duration(time.Millisecond),
 		Distribution: "normal", Rate: "100mbit", Loss: 0.001}
-	if err := sweep.validate(); err != nil {
+	if err := sweep.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	entries := sweep.expand([]MatrixEntry{{Plan: "ack-loss"}})
@@ -154,7 +154,7 @@ func TestNetworkSweepLayersOnPlans(t *testing.T) {
 	for _, bad := range []NetworkSweep{{Path: "sideways", RTTs: []Duration{0}}, {}, {RTTs: []Duration{-1}},
 		{RTTs: []Duration{0, 0}}, {RTTs: []Duration{Duration(time.Millisecond)}, Rate: "fast"},
 		{RTTs: []Duration{Duration(time.Millisecond)}, Jitter: Duration(time.Second)}} {
-		if err := bad.validate(); err == nil {
+		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}

@@ -203,6 +203,9 @@ func (f *loadgenFlags) applyNetworkSweep(w *loadgen.Workload) error {
 	if len(sweep.RTTs) == 0 {
 		return usageError("--rtt-path %s: give the round-trip times with --rtt (workload %s sweeps none)", f.rttPath, w.Name)
 	}
+	if err := sweep.Validate(); err != nil {
+		return usageError("--rtt %s: %v", f.rtts, err)
+	}
 	w.Overhead.Network = &sweep
 	return nil
 }

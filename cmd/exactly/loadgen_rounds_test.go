@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/exactly-eos/exactly/loadgen"
 )
@@ -106,4 +107,32 @@ func applyLoadgenFlags(t *testing.T, workloadName string, args ...string) (loadg
 		t.Fatal(err)
 	}
 	return workload, flags.apply(&workload)
+}
+
+// TestRTTFlags: --rtt replaces a workload's sweep or gives one to any
+// workload with cost rounds, --rtt-path picks the path, and mistakes are
+// refused with what to give.
+func TestRTTFlags(t *testing.T) {
+	workload, err := applyLoadgenFlags(t, "network", "--rtt", "0,500us,5ms")
+	if err != nil || workload.Overhead.Network == nil ||
+		!slices.Equal(workload.Overhead.Network.RTTs, []loadgen.Duration{0, loadgen.Duration(500 * time.Microsecond), loadgen.Duration(5 * time.Millisecond)}) {
+		t.Fatalf("--rtt on network: %+v, %v", workload.Overhead, err)
+	}
+	workload, err = applyLoadgenFlags(t, "commit-curve", "--rtt", "0,50ms", "--rtt-path", "follower")
+	if err != nil || workload.Overhead.Network == nil || workload.Overhead.Network.Path != loadgen.NetworkPathFollower {
+		t.Fatalf("--rtt --rtt-path follower on commit-curve: %+v, %v", workload.Overhead, err)
+	}
+	for args, want := range map[string]string{
+		"latency --rtt 5ms":            "has no cost rounds",
+		"network --rtt 5ms,fast":       "is not a round-trip time",
+		"network --rtt -5ms":           "is not a round-trip time",
+		"overhead --rtt-path follower": "give the round-trip times with --rtt",
+		"network --rtt-path sideways":  "not clients or follower",
+		"network --rtt 5ms,5ms":        "given twice",
+	} {
+		fields := strings.Fields(args)
+		if _, err := applyLoadgenFlags(t, fields[0], fields[1:]...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", args, err, want)
+		}
+	}
 }
