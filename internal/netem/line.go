@@ -126,7 +126,7 @@ func (l *Line) SendParts(now time.Time, link Link, parts ...[]byte) error {
 	}
 	n := l.ordinal
 	l.ordinal++
-	delay, lost := link.sample(len(b), unit(l.seed, n, 1), unit(l.seed, n, 2), unit(l.seed, n, 3))
+	delay, lost := link.sample(len(b), Unit(l.seed, n, 1), Unit(l.seed, n, 2), Unit(l.seed, n, 3))
 	at := ready.Add(delay)
 	if at.Before(l.last) { // TCP delivers in order: wait for what was sent before
 		at = l.last

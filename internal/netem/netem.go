@@ -232,9 +232,11 @@ func FormatRate(rate int64) string {
 	return strconv.FormatFloat(value, 'g', 4, 64) + unit
 }
 
-// unit hashes its inputs to a float in [0, 1) with SplitMix64's
-// finalizer.
-func unit(values ...uint64) float64 {
+// Unit hashes its inputs to a float in [0, 1) with SplitMix64's
+// finalizer, which mixes every input bit into every output bit: the
+// samples of a line, and the fault proxy's probabilistic rules, are pure
+// functions of their coordinates rather than draws from a shared stream.
+func Unit(values ...uint64) float64 {
 	var h uint64 = 0x9e3779b97f4a7c15
 	for _, v := range values {
 		h ^= v

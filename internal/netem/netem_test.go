@@ -56,7 +56,7 @@ func TestSampleDistributions(t *testing.T) {
 	moments := func(link Link) (mean, stddev float64, lost int) {
 		var sum, squares float64
 		for i := range uint64(n) {
-			d, wasLost := link.sample(100, unit(7, i, 1), unit(7, i, 2), unit(7, i, 3))
+			d, wasLost := link.sample(100, Unit(7, i, 1), Unit(7, i, 2), Unit(7, i, 3))
 			if wasLost {
 				lost++
 				continue

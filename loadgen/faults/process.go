@@ -301,10 +301,17 @@ func (p *Process) partition(heal bool, kind Kind, detail string) error {
 	if heal {
 		fn = p.heal
 	}
-	if fn == nil {
-		return fmt.Errorf("process %s: no partition proxies in front of it (broker-partition needs --target cluster)", p.config.Name)
+	return p.runHookLocked(fn, "broker-partition", kind, detail)
+}
+
+// runHookLocked runs a proxy hook (nil: the process has no partition
+// proxies in front of it, which fault needs them) and records kind with
+// detail and what the hook adds (p.mu held).
+func (p *Process) runHookLocked(hook func() (string, error), fault string, kind Kind, detail string) error {
+	if hook == nil {
+		return fmt.Errorf("process %s: no partition proxies in front of it (%s needs --target cluster)", p.config.Name, fault)
 	}
-	extra, err := fn()
+	extra, err := hook()
 	if err != nil {
 		return fmt.Errorf("process %s: %s: %w", p.config.Name, kind, err)
 	}
@@ -347,18 +354,11 @@ func (p *Process) Restore() error {
 func (p *Process) network(link netem.Link, kind Kind, detail string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.degrade == nil {
-		return fmt.Errorf("process %s: no partition proxies in front of it (slow-follower needs --target cluster)", p.config.Name)
+	var hook func() (string, error)
+	if p.degrade != nil {
+		hook = func() (string, error) { return p.degrade(link) }
 	}
-	extra, err := p.degrade(link)
-	if err != nil {
-		return fmt.Errorf("process %s: %s: %w", p.config.Name, kind, err)
-	}
-	if extra != "" {
-		detail += " (" + extra + ")"
-	}
-	p.record(kind, detail)
-	return nil
+	return p.runHookLocked(hook, "slow-follower", kind, detail)
 }
 
 // SetLog makes the process record its kills, restarts, pauses and resumes

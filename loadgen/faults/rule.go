@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/exactly-eos/exactly/internal/netem"
 	"github.com/exactly-eos/exactly/wire"
 )
 
@@ -291,24 +292,10 @@ func (s *ruleState) fires(seed int64, at requestCoordinates) bool {
 	case r.First > 0:
 		return n <= r.First
 	case r.Probability != nil:
-		return unitInterval(uint64(seed), s.index, at.listener, at.connection, at.request) < *r.Probability
+		return netem.Unit(uint64(seed), s.index, at.listener, at.connection, at.request) < *r.Probability
 	default:
 		return true
 	}
-}
-
-// unitInterval hashes its inputs to a float in [0, 1) with SplitMix64's
-// finalizer, which mixes every input bit into every output bit.
-func unitInterval(values ...uint64) float64 {
-	var h uint64 = 0x9e3779b97f4a7c15
-	for _, v := range values {
-		h ^= v
-		h += 0x9e3779b97f4a7c15
-		h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9
-		h = (h ^ (h >> 27)) * 0x94d049bb133111eb
-		h ^= h >> 31
-	}
-	return float64(h>>11) / (1 << 53)
 }
 
 // APIKey is a Kafka API key that reads from YAML as Kafka's name
