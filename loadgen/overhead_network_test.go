@@ -19,7 +19,7 @@ func TestNetworkSweepPlansEveryStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	workload.Overhead.Rounds, workload.Overhead.Rates = 2, []int{0}
+	workload.Overhead.Rounds, workload.Overhead.Rates = 2, []int{2000}
 	plans, err := planOverheadRuns(workload, 1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +59,30 @@ func TestNetworkSweepPlansEveryStep(t *testing.T) {
 	}
 	if len(keys) != len(steps) {
 		t.Errorf("tables %v, want one per step", keys)
+	}
+	// At saturation the consume stage would measure its backlog: the
+	// pipeline's slot does not run, and its row says why.
+	workload.Overhead.Rates = []int{0}
+	saturated, err := planOverheadRuns(workload, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saturated) != 2*(len(slots)-1)*len(steps) {
+		t.Fatalf("at saturation %d runs, want %d (no eos-pipeline)", len(saturated), 2*(len(slots)-1)*len(steps))
+	}
+	var runs []*report.Run
+	for _, plan := range saturated {
+		if plan.mode == "eos-pipeline" {
+			t.Fatalf("%s planned at saturation", plan.name)
+		}
+		runs = append(runs, &report.Run{Name: plan.name, Mode: plan.mode, Round: plan.round, Slot: plan.slot, Status: report.StatusPass})
+	}
+	overhead := buildOverhead(workload, saturated, runs)
+	for _, load := range overhead.Loads {
+		last := load.Rows[len(load.Rows)-1]
+		if last.Slot != "eos-pipeline" || !strings.Contains(last.NotRun, "outrun the consume stage") || len(last.Throughput.Ratios) != 0 {
+			t.Errorf("%s: last row %+v, want eos-pipeline not run", load.Faults, last)
+		}
 	}
 }
 

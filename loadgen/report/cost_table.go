@@ -61,8 +61,11 @@ func WriteCost(w io.Writer, results *Results) error {
 		tolls = append(tolls, alignedRow{cells: []string{"  " + baseline, load.BaselineCost.RecoveryText(),
 			load.BaselineCost.DelayedText(), load.BaselineCost.CheckedText()}})
 		for _, row := range load.Rows {
-			if row.CannotBite != "" {
+			if row.Skipped() != "" {
 				note := fmt.Sprintf("%s: %s cannot be touched (%s)", load.Faults, row.Slot, row.CannotBite)
+				if row.CannotBite == "" {
+					note = fmt.Sprintf("%s: %s not run at this load (%s)", load.Faults, row.Slot, row.NotRun)
+				}
 				if !slices.Contains(notes, note) {
 					notes = append(notes, note)
 				}

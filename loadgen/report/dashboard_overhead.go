@@ -74,8 +74,8 @@ func overheadTables(files []*fileView) []overheadTable {
 					Matrix:  matrixVerdict(files, overhead.Baseline), MatrixClass: matrixClass(files, overhead.Baseline)})
 			}
 			for _, row := range load.Rows {
-				if row.CannotBite != "" {
-					table.Rows = append(table.Rows, overheadTableRow{Slot: row.Slot, Verdict: "cannot be touched: " + row.CannotBite,
+				if row.Skipped() != "" {
+					table.Rows = append(table.Rows, overheadTableRow{Slot: row.Slot, Verdict: row.Skipped(),
 						Matrix: matrixVerdict(files, row.Mode), MatrixClass: matrixClass(files, row.Mode)})
 					continue
 				}

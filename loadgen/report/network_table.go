@@ -75,8 +75,8 @@ func networkSweeps(overhead *Overhead) []networkSweep {
 				if row.NoiseFloor && sweep.NoiseFloor == "" {
 					sweep.NoiseFloor = row.Slot
 				}
-				if row.CannotBite != "" {
-					note := fmt.Sprintf("%s: not run, the plan cannot touch it (%s)", row.Slot, row.CannotBite)
+				if row.Skipped() != "" {
+					note := fmt.Sprintf("%s: %s", row.Slot, row.Skipped())
 					if !seen[note] {
 						seen[note] = true
 						sweep.Notes = append(sweep.Notes, note)
@@ -107,7 +107,7 @@ func networkSweeps(overhead *Overhead) []networkSweep {
 func (s networkSweep) row(step int, slot string) (OverheadRow, bool) {
 	for _, row := range s.Steps[step].Rows {
 		if row.Slot == slot {
-			return row, row.CannotBite == ""
+			return row, row.Skipped() == ""
 		}
 	}
 	return OverheadRow{}, false

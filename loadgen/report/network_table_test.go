@@ -253,7 +253,7 @@ func TestNetworkCostTableNotes(t *testing.T) {
 	text := networkText(t, results)
 	words := strings.Join(strings.Fields(text), " ")
 	for _, want := range []string{"50 ms added: not run, the target has no proxy",
-		"idempotent: not run, the plan cannot touch it (no transactions)"} {
+		"idempotent: cannot be touched: no transactions"} {
 		if !strings.Contains(words, want) {
 			t.Errorf("no note %q:\n%s", want, text)
 		}

@@ -155,6 +155,23 @@ type OverheadRow struct {
 	// CannotBite, when set, says why the plan's faults cannot touch this
 	// mode: the slot did not run and has no ratios.
 	CannotBite string `json:"cannot_bite,omitempty"`
+	// NotRun, when set, says why the slot has no rounds at this load
+	// (a network sweep at saturation leaves out modes with a consume
+	// stage: a saturating producer outruns the stage, which would measure
+	// its backlog, not the network). Added within schema version 1.
+	NotRun string `json:"not_run,omitempty"`
+}
+
+// Skipped says why the row has no rounds ("" when it has): the plan
+// cannot touch its mode, or it does not run at this load.
+func (row OverheadRow) Skipped() string {
+	switch {
+	case row.CannotBite != "":
+		return "cannot be touched: " + row.CannotBite
+	case row.NotRun != "":
+		return "not run at this load: " + row.NotRun
+	}
+	return ""
 }
 
 // FaultCost is what a fault plan did to one slot over the rounds, beyond
