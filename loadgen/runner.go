@@ -395,6 +395,9 @@ func loadAndVerify(ctx context.Context, admin *kgo.Client, plan runPlan, options
 	// A failed --fault-exec hook stops the load at once.
 	loadCtx, stopLoad := context.WithCancelCause(ctx)
 	defer stopLoad(nil)
+	if env.proxy != nil {
+		env.proxy.StartClock(start) // rule windows count from the load's start, as the schedules do
+	}
 	stopFaults := env.startProcessFaults(ctx, stopLoad)
 	var runErr error
 	if stageErr != nil {

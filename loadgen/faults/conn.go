@@ -234,7 +234,7 @@ func (c *connection) judge(apiKey int16, ordinal uint64, expectsResponse bool) v
 	l := c.listener
 	p := l.proxy
 	var v verdict
-	elapsed := time.Since(p.start)
+	elapsed := time.Since(p.Start())
 	at := requestCoordinates{listener: l.index, connection: c.ordinal, request: ordinal}
 	for _, s := range p.rules {
 		r := &s.rule

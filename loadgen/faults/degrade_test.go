@@ -182,3 +182,27 @@ func TestDegradeRuleValidation(t *testing.T) {
 		t.Errorf("Link = %+v", link)
 	}
 }
+
+// TestDegradeWindowFromStartClock: a window counts from StartClock (the
+// load's start), not from the proxy's creation: a rule opening 1 s in
+// does not slow a request right after the proxy starts when the clock was
+// moved an hour back, and does once it was moved to now - 1 s.
+func TestDegradeWindowFromStartClock(t *testing.T) {
+	t.Parallel()
+	const oneWay = 30 * time.Millisecond
+	upstream := newFakeUpstream(t)
+	proxy := newProxy(t, upstream.addr(), 1,
+		Rule{Action: ActionDegrade, After: Duration(time.Second), Until: Duration(time.Hour), Network: Network{Delay: Duration(oneWay)}})
+	client := dialRaw(t, proxy.Addrs()[0])
+	if rtt := medianRoundTrip(t, client, 3, 1); rtt >= oneWay {
+		t.Fatalf("round trip %v before the window opened", rtt)
+	}
+	proxy.StartClock(time.Now().Add(-2 * time.Hour))
+	if rtt := medianRoundTrip(t, client, 3, 10); rtt >= oneWay {
+		t.Fatalf("round trip %v after the window closed", rtt)
+	}
+	proxy.StartClock(time.Now().Add(-time.Second))
+	if rtt := medianRoundTrip(t, client, 3, 20); rtt < 2*oneWay {
+		t.Fatalf("round trip %v inside the window, want at least %v", rtt, 2*oneWay)
+	}
+}

@@ -31,9 +31,11 @@
 //
 // Rules are data (Rule, usually from a Plan's YAML): match an API key and
 // optionally a broker address or node id, inside a time window from the
-// proxy's start; fire by probability, on every Nth or the first N matches,
-// or on every match; then drop the request, drop the response, delay
-// either, reset the connection, or blackhole the broker.
+// load's start (Proxy.StartClock; the proxy's own start until then); fire
+// by probability, on every Nth or the first N matches, or on every match;
+// then drop the request, drop the response, delay either, reset the
+// connection, or blackhole the broker. A degrade rule slows every byte
+// inside its window instead (package internal/netem).
 //
 // # Determinism
 //

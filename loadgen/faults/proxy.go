@@ -42,11 +42,14 @@ type Proxy struct {
 	// any, every connection's traffic goes through netem lines.
 	degrades []*ruleState
 	log      *EventLog
-	start    time.Time
-	maxSize  int32
-	logf     func(format string, args ...any)
-	done     chan struct{} // closed by Close
-	wg       sync.WaitGroup
+	// startNanos is when rule windows are measured from (Unix
+	// nanoseconds): New's time, until StartClock moves it to the load's
+	// start. Atomic: every connection's goroutines read it.
+	startNanos atomic.Int64
+	maxSize    int32
+	logf       func(format string, args ...any)
+	done       chan struct{} // closed by Close
+	wg         sync.WaitGroup
 
 	mu         sync.Mutex // guards listeners, byUpstream, conns, closed
 	listeners  []*brokerListener
@@ -84,13 +87,13 @@ func New(config Config) (*Proxy, error) {
 	p := &Proxy{
 		seed:       config.Seed,
 		log:        config.Log,
-		start:      time.Now(),
 		maxSize:    config.MaxFrameSize,
 		logf:       config.Logf,
 		done:       make(chan struct{}),
 		byUpstream: make(map[string]*brokerListener),
 		conns:      make(map[net.Conn]struct{}),
 	}
+	p.startNanos.Store(time.Now().UnixNano())
 	if p.log == nil {
 		p.log = NewEventLog(nil)
 	}
@@ -119,8 +122,15 @@ func New(config Config) (*Proxy, error) {
 // Log returns the proxy's event log.
 func (p *Proxy) Log() *EventLog { return p.log }
 
-// Start is when the proxy started; rule windows are measured from it.
-func (p *Proxy) Start() time.Time { return p.start }
+// Start is when rule windows are measured from: when the proxy started,
+// or the time StartClock set.
+func (p *Proxy) Start() time.Time { return time.Unix(0, p.startNanos.Load()) }
+
+// StartClock makes rule windows (after, until) count from start, the
+// load's start, as process and client actions' schedules do: the clients
+// connect, create topics and join groups before it, for as long as their
+// mode needs.
+func (p *Proxy) StartClock(start time.Time) { p.startNanos.Store(start.UnixNano()) }
 
 // AddUpstream returns the proxy address for an upstream broker, starting a
 // listener if it has none yet.
@@ -308,7 +318,7 @@ func (l *brokerListener) blackhole(d time.Duration, event Event) {
 // clock-driven rule closes this broker's gate it is recorded as an event.
 func (l *brokerListener) closedUntil(now time.Time) time.Time {
 	p := l.proxy
-	elapsed := now.Sub(p.start)
+	elapsed := now.Sub(p.Start())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	until := l.blackholeUntil
@@ -320,7 +330,7 @@ func (l *brokerListener) closedUntil(now time.Time) time.Time {
 		if elapsed < start || elapsed >= end {
 			continue
 		}
-		if windowEnd := p.start.Add(end); windowEnd.After(until) {
+		if windowEnd := p.Start().Add(end); windowEnd.After(until) {
 			until = windowEnd
 		}
 		if !l.clockSeen[s.index] {
@@ -343,7 +353,7 @@ func (l *brokerListener) closedUntil(now time.Time) time.Time {
 // a rule applies to this broker it is recorded as an event.
 func (l *brokerListener) link(now time.Time, toBroker bool) netem.Link {
 	p := l.proxy
-	elapsed := now.Sub(p.start)
+	elapsed := now.Sub(p.Start())
 	var link netem.Link
 	for _, s := range p.degrades {
 		start, end := s.rule.window()

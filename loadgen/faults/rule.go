@@ -77,7 +77,7 @@ const (
 //	    broker: 127.0.0.1:9092       # upstream address; omitted: every broker
 //	    node: 1                      # node id (learned from Metadata); omitted: every node
 //	    probability: 0.05            # or every: 10, or first: 3 (at most one)
-//	    after: 2s                    # window start from the proxy's start (default 0)
+//	    after: 2s                    # window start from the load's start (the proxy's start until the load starts; default 0)
 //	    until: 30s                   # window end (default: none)
 //	    phase: response              # delay and reset: request (default) or response
 //	    duration: 200ms              # delay: how long; blackhole: how long
@@ -221,7 +221,7 @@ func (r Rule) clockDriven() bool {
 	return r.Action == ActionBlackhole && r.Probability == nil && r.Every == 0 && r.First == 0
 }
 
-// window returns the rule's time window relative to the proxy's start; end
+// window returns the rule's time window relative to Proxy.Start; end
 // is 0 when open.
 func (r Rule) window() (start, end time.Duration) {
 	end = time.Duration(r.Until)
