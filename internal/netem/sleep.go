@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -20,9 +21,11 @@ var overshoot atomic.Int64
 
 func init() { overshoot.Store(int64(60 * time.Microsecond)) }
 
-// sleepUntil waits until at: on Go timers until coarseMargin before it
-// (checking the line every pollInterval), then in preciseSleep. It
-// returns false when the line was closed meanwhile.
+// sleepUntil waits until at, never returning before it: on Go timers
+// until coarseMargin before it (checking the line every pollInterval),
+// then in preciseSleep less the learned overshoot, then yielding the
+// processor for whatever is left. It returns false when the line was
+// closed meanwhile.
 func sleepUntil(at time.Time, l *Line) bool {
 	for {
 		remaining := time.Until(at)
@@ -44,6 +47,11 @@ func sleepUntil(at time.Time, l *Line) bool {
 		over = max(0, min(over, 500*time.Microsecond))
 		old := overshoot.Load()
 		overshoot.Store(old + (int64(over)-old)/8)
+	}
+	// The learned overshoot can exceed this sleep's: never deliver early,
+	// yield the few microseconds left.
+	for time.Now().Before(at) {
+		runtime.Gosched()
 	}
 	return !l.isClosed()
 }
