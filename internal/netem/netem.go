@@ -114,6 +114,9 @@ func (l Link) Validate() error {
 // retransmission timeouts add, the tighter bandwidth cap wins, losses
 // compound. The distribution is the first one given.
 func (l Link) Add(other Link) Link {
+	if l.Zero() {
+		return other // exactly: no rounding of the loss
+	}
 	out := Link{Delay: l.Delay + other.Delay, Jitter: l.Jitter + other.Jitter,
 		Distribution: l.Distribution, Rate: l.Rate, Retransmit: max(l.Retransmit, other.Retransmit)}
 	if out.Distribution == "" {

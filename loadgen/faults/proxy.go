@@ -72,7 +72,12 @@ type brokerListener struct {
 
 	mu             sync.Mutex // guards blackholeUntil and clockSeen
 	blackholeUntil time.Time
-	clockSeen      map[uint64]bool // clock-driven blackhole and degrade rules already recorded
+	clockSeen      map[uint64]bool // clock-driven blackhole rules already recorded
+
+	// degradeSeen[i] is set once p.degrades[i] has applied to this
+	// broker (its event recorded); atomic, so the per-frame link lookup
+	// takes no lock.
+	degradeSeen []atomic.Bool
 
 	// pacers are the broker's link, to the broker [0] and to the clients
 	// [1]: a degrade rule's bandwidth cap holds for all its connections.
@@ -235,13 +240,14 @@ func (p *Proxy) listenerFor(host string, port int32) (*brokerListener, error) {
 	}
 	address := netListener.Addr().(*net.TCPAddr)
 	l := &brokerListener{
-		proxy:     p,
-		index:     uint64(len(p.listeners)),
-		upstream:  upstream,
-		listener:  netListener,
-		host:      address.IP.String(),
-		port:      int32(address.Port),
-		clockSeen: make(map[uint64]bool),
+		proxy:       p,
+		index:       uint64(len(p.listeners)),
+		upstream:    upstream,
+		listener:    netListener,
+		host:        address.IP.String(),
+		port:        int32(address.Port),
+		clockSeen:   make(map[uint64]bool),
+		degradeSeen: make([]atomic.Bool, len(p.degrades)),
 	}
 	l.nodeID.Store(-1)
 	p.listeners = append(p.listeners, l)
@@ -355,17 +361,13 @@ func (l *brokerListener) link(now time.Time, toBroker bool) netem.Link {
 	p := l.proxy
 	elapsed := now.Sub(p.Start())
 	var link netem.Link
-	for _, s := range p.degrades {
+	for i, s := range p.degrades {
 		start, end := s.rule.window()
 		if elapsed < start || (end != 0 && elapsed >= end) || !s.matchesBroker(l) || !s.rule.Direction.applies(toBroker) {
 			continue
 		}
 		link = link.Add(s.rule.Network.Link())
-		l.mu.Lock()
-		seen := l.clockSeen[s.index]
-		l.clockSeen[s.index] = true
-		l.mu.Unlock()
-		if !seen {
+		if !l.degradeSeen[i].Load() && l.degradeSeen[i].CompareAndSwap(false, true) {
 			window := fmt.Sprintf("from %v", start)
 			if end != 0 {
 				window += fmt.Sprintf(" to %v", end)
