@@ -187,6 +187,13 @@ func (m *shareManager) acquireForSession(ctx context.Context, session *shareSess
 	readCommitted := m.b.groupSettings(session.key.group).ShareReadCommitted
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
+		// A fetch whose connection ended, or whose session was closed or
+		// replaced while it waited, acquires nothing: nobody would read
+		// its answer, and its records would stay locked until their locks
+		// ran out, counted as a delivery no consumer saw.
+		if ctx.Err() != nil || m.b.ctx.Err() != nil || !m.isCurrent(session) {
+			return
+		}
 		var targets []shareFetchTarget
 		var wake []<-chan struct{}
 		for _, pk := range m.sessionPartitions(session) {
@@ -212,7 +219,7 @@ func (m *shareManager) acquireForSession(ctx context.Context, session *shareSess
 			if records <= 0 || bytes <= 0 {
 				continue
 			}
-			data, acquired, err := m.acquire(ctx, target, session.key.member, records, bytes, readCommitted)
+			data, acquired, err := m.acquire(ctx, target, session, records, bytes, readCommitted)
 			if err != nil {
 				// The state could not be read or written at the
 				// coordinator: nothing was acquired; the next fetch tries
@@ -241,12 +248,20 @@ func (m *shareManager) acquireForSession(ctx context.Context, session *shareSess
 	}
 }
 
-// acquire acquires up to maxRecords records of one partition for member
-// and returns the record batches holding them.
-func (m *shareManager) acquire(ctx context.Context, target shareFetchTarget, member string, maxRecords int, maxBytes int64, readCommitted bool) ([]byte, []share.AcquiredRecords, error) {
+// acquire acquires up to maxRecords records of one partition for the
+// session's member and returns the record batches holding them.
+func (m *shareManager) acquire(ctx context.Context, target shareFetchTarget, session *shareSession, maxRecords int, maxBytes int64, readCommitted bool) ([]byte, []share.AcquiredRecords, error) {
+	member := session.key.member
 	sp := m.partition(target.key)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	// Checked under sp.mu: closeSession removes the session before it
+	// takes sp.mu to release the member's records, so either this sees
+	// the session gone and acquires nothing, or the release comes after
+	// and gives back what this acquires.
+	if !m.isCurrent(session) {
+		return nil, nil, nil
+	}
 	tp := target.tp
 	if err := m.load(ctx, sp, tp); err != nil {
 		return nil, nil, err
@@ -289,6 +304,10 @@ func (m *shareManager) acquire(ctx context.Context, target shareFetchTarget, mem
 		skip := v.Control() || (v.Transactional() && isAborted(aborted, v.ProducerID(), v.BaseOffset()))
 		batches = append(batches, share.Batch{First: v.BaseOffset(), Last: v.LastOffset(), Skip: skip})
 	}
+	// Offsets below the SPEO were acquired before: taking one again is a
+	// redelivery, whatever its count (a session's end gives records back
+	// without counting the acquisition).
+	delivered := sp.state.EndOffset()
 	acquired := sp.state.Acquire(time.Now(), member, maxRecords, limit, batches)
 	if len(acquired) == 0 {
 		return nil, nil, nil
@@ -296,7 +315,7 @@ func (m *shareManager) acquire(ctx context.Context, target shareFetchTarget, mem
 	if err := m.persist(ctx, sp); err != nil {
 		return nil, nil, err
 	}
-	m.b.countShareAcquired(acquired)
+	m.b.countShareAcquired(acquired, delivered)
 	// Send only the batches holding an acquired offset: usually all of
 	// them, then the bytes read go out as they are.
 	holds := func(v wire.BatchView) bool {

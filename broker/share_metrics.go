@@ -21,13 +21,13 @@ func (b *Broker) countShare(event string, n int) {
 }
 
 // countShareAcquired counts acquired ranges: every record, and those
-// acquired before (delivery count above 1) as redelivered.
-func (b *Broker) countShareAcquired(acquired []share.AcquiredRecords) {
+// below delivered (the SPEO before the acquisition: records acquired
+// before) as redelivered.
+func (b *Broker) countShareAcquired(acquired []share.AcquiredRecords, delivered int64) {
 	for _, a := range acquired {
-		n := int(a.Last - a.First + 1)
-		b.countShare(shareAcquired, n)
-		if a.DeliveryCount > 1 {
-			b.countShare(shareRedelivered, n)
+		b.countShare(shareAcquired, int(a.Last-a.First+1))
+		if a.First < delivered {
+			b.countShare(shareRedelivered, int(min(a.Last, delivered-1)-a.First+1))
 		}
 	}
 }

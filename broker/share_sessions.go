@@ -102,6 +102,14 @@ func (m *shareManager) advanceSession(key shareSessionKey, epoch int32, add, for
 	return session, nil
 }
 
+// isCurrent says whether session is still its member's open session here
+// (not closed, not replaced by a newer one).
+func (m *shareManager) isCurrent(session *shareSession) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessions[session.key] == session
+}
+
 // takeSession removes and returns the member's session (epoch -1).
 func (m *shareManager) takeSession(key shareSessionKey) (*shareSession, error) {
 	m.mu.Lock()

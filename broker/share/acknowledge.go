@@ -128,9 +128,13 @@ func (p *Partition) ExpireLocks(now time.Time) (expired int, next time.Time) {
 	return expired, next
 }
 
-// ReleaseMember releases every record acquired by member (its share
-// session closed, or it left the group): each becomes Available, or
-// Archived at the delivery limit. It returns how many.
+// ReleaseMember gives back every record acquired by member (its share
+// session closed, or its connection ended): each becomes Available with
+// its delivery count lowered by one, as Kafka does, because records still
+// Acquired when a session ends were fetched but, as far as the broker can
+// tell, never reached the application (a client releases what it handed
+// out with AckRelease, which counts). So this acquisition does not count
+// toward the delivery limit and never archives. It returns how many.
 func (p *Partition) ReleaseMember(member string) int {
 	released := 0
 	seen, total := 0, p.counts[Acquired]
@@ -141,7 +145,10 @@ func (p *Partition) ReleaseMember(member string) int {
 		}
 		seen++
 		if r.member == member {
-			p.release(o, r)
+			if r.deliveryCount > 0 {
+				r.deliveryCount--
+			}
+			p.setState(o, r, Available)
 			released++
 		}
 	}

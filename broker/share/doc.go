@@ -26,8 +26,9 @@
 //	Available --reached in a Skip batch (or the gap before one)--> Archived
 //	Acquired  --AckAccept--> Acknowledged
 //	Acquired  --AckReject, AckGap--> Archived
-//	Acquired  --AckRelease, lock expiry (ExpireLocks), ReleaseMember--> Available,
+//	Acquired  --AckRelease, lock expiry (ExpireLocks)--> Available,
 //	          or Archived when the delivery count reached DeliveryLimit
+//	Acquired  --ReleaseMember (count-1)--> Available
 //	Acquired  --AckRenew--> Acquired (deadline now+LockDuration)
 //
 // Acknowledged and Archived are final. [Partition.AdvanceStart] drops

@@ -42,7 +42,16 @@ func (m *model) advance() {
 	}
 }
 
-// release is what a release, an expiry or a departure does.
+// depart is what a session's end does to a record its member acquired:
+// Available again, the acquisition not counted.
+func (m *model) depart(o int64) {
+	r := m.recs[o]
+	r.state, r.member, r.deadline = Available, "", time.Time{}
+	r.count = max(r.count-1, 0)
+	m.recs[o] = r
+}
+
+// release is what a release or an expiry does.
 func (m *model) release(o int64) {
 	r := m.recs[o]
 	r.state, r.member, r.deadline = Available, "", time.Time{}
@@ -236,7 +245,7 @@ func runProperties(t *testing.T, seed int64, steps int) {
 			want := 0
 			for o := m.start; o < m.end; o++ {
 				if r := m.recs[o]; r.state == Acquired && r.member == member {
-					m.release(o)
+					m.depart(o)
 					want++
 				}
 			}

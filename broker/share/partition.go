@@ -17,8 +17,9 @@ type record struct {
 	// deadline is when the lock expires, as now.UnixNano() + LockDuration;
 	// set only while state == Acquired.
 	deadline int64
-	// deliveryCount counts the acquisitions; never above the delivery
-	// limit (a release at the limit archives the record).
+	// deliveryCount counts the acquisitions, less those given back by a
+	// session's end (ReleaseMember); never above the delivery limit (a
+	// release or lock expiry at the limit archives the record).
 	deliveryCount int16
 	state         RecordState
 }

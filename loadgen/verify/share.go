@@ -128,8 +128,9 @@ type ShareCounts struct {
 	// distinct records among them.
 	Delivered uint64 `json:"delivered"`
 	Records   uint64 `json:"records"`
-	// Redelivered counts deliveries with a delivery count above 1, by
-	// cause: the previous delivery was released by our consumer
+	// Redelivered counts deliveries of a record a consumer saw before,
+	// or whose delivery count says an earlier attempt reached no
+	// application, by cause: the previous delivery was released by our consumer
 	// (ByRelease), its consumer crashed (ByCrash) or left the group
 	// (ByChurn) holding it, or none of these (ByLockTimeout: inferred,
 	// the lock ran out or the broker took the record back on its own).
@@ -271,12 +272,18 @@ func CheckShare(ledger *Ledger, log *ShareLog, limit int32) (counts ShareCounts,
 				counts.AfterAccept++
 				name(OffenderAfterAccept, id, deliveries, MaxOffenders)
 			}
-			if delivery.Count <= 1 {
+			// A delivery is a redelivery when a consumer saw the record
+			// before, or its count says an earlier attempt reached no
+			// application. A record a session's end gave back (a crash,
+			// a departure) comes again with the same count: like Kafka,
+			// the broker does not count an acquisition its client never
+			// handed out.
+			if i == 0 && delivery.Count <= 1 {
 				continue
 			}
 			counts.Redelivered++
 			var previous *ShareDelivery
-			if i > 0 && ordered[i-1].Count == delivery.Count-1 {
+			if i > 0 && (ordered[i-1].Count == delivery.Count-1 || ordered[i-1].Count == delivery.Count) {
 				previous = &ordered[i-1]
 			}
 			switch {

@@ -36,22 +36,26 @@ func deliver(log *ShareLog, consumer string, seq uint64, count int32, at time.Ti
 
 // A clean run: each record accepted once; one released and accepted on
 // its redelivery; one held by a consumer that crashed and accepted by
-// another; one redelivered with nothing to explain it but the lock.
+// another (once at a higher count, once at the same count: the broker
+// does not count an acquisition a session's end gave back); one
+// redelivered with nothing to explain it but the lock.
 func TestShareCheckClean(t *testing.T) {
-	ledger, log := shareFixture(t, 5)
+	ledger, log := shareFixture(t, 6)
 	start := time.Unix(100, 0)
 	deliver(log, "w0", 0, 1, start, ShareAccepted, false)
 	deliver(log, "w0", 1, 1, start, ShareReleased, false)
 	deliver(log, "w1", 1, 2, start.Add(time.Second), ShareAccepted, false)
 	deliver(log, "w1", 2, 1, start, ShareHeld, false)
+	deliver(log, "w1", 5, 1, start, ShareHeld, false)
 	log.Departed("w1", true, start.Add(time.Second))
+	deliver(log, "w0", 5, 1, start.Add(2*time.Second), ShareAccepted, false)
 	deliver(log, "w0", 2, 2, start.Add(2*time.Second), ShareAccepted, false)
 	deliver(log, "w0", 3, 1, start, ShareAccepted, true) // the broker did not take it
 	deliver(log, "w0", 3, 2, start.Add(3*time.Second), ShareAccepted, false)
 	deliver(log, "w0", 4, 1, start, ShareAccepted, false)
 	counts, offenders := CheckShare(ledger, log, 5)
-	want := ShareCounts{Delivered: 8, Records: 5, Redelivered: 3, ByRelease: 1, ByCrash: 1, ByLockTimeout: 1, Released: 1,
-		Accepted: 5, AcceptFailed: 1, MaxDeliveryCount: 2, DeliveryLimit: 5}
+	want := ShareCounts{Delivered: 10, Records: 6, Redelivered: 4, ByRelease: 1, ByCrash: 2, ByLockTimeout: 1, Released: 1,
+		Accepted: 6, AcceptFailed: 1, MaxDeliveryCount: 2, DeliveryLimit: 5}
 	if counts != want {
 		t.Errorf("counts\n got %+v\nwant %+v", counts, want)
 	}
