@@ -47,6 +47,11 @@ type shareGroup struct {
 	// states are the durable share-partition states, by topic id and
 	// partition.
 	states map[ShareKey]ShareState
+	// target is the members' assignment computed at group epoch
+	// targetEpoch (not persisted: a new coordinator computes it afresh).
+	// Members take their part of it at their next heartbeat.
+	target      map[string]partitions
+	targetEpoch int32
 }
 
 // shareMember is one member of a share group.
@@ -85,40 +90,4 @@ func (sg *shareGroup) sortedMemberIDs() []string {
 	}
 	slices.Sort(ids)
 	return ids
-}
-
-// targetAssignment computes every member's partitions: for each topic, its
-// partitions are spread over the members subscribing to it in member-id
-// order — round robin when there are at least as many partitions as
-// members, and, when there are more members than partitions, every member
-// gets one partition (so several share it), as Kafka's simple assignor
-// gives every member work.
-func (sg *shareGroup) targetAssignment(topics []subscribedTopic) map[string]partitions {
-	target := make(map[string]partitions, len(sg.members))
-	ids := sg.sortedMemberIDs()
-	for _, id := range ids {
-		target[id] = partitions{}
-	}
-	for _, topic := range topics {
-		var subscribers []string
-		for _, id := range ids {
-			if _, ok := slices.BinarySearch(sg.members[id].subscribed, topic.name); ok {
-				subscribers = append(subscribers, id)
-			}
-		}
-		if len(subscribers) == 0 {
-			continue
-		}
-		count := int(topic.partitions)
-		if count >= len(subscribers) {
-			for p := 0; p < count; p++ {
-				target[subscribers[p%len(subscribers)]].add(topic.id, int32(p))
-			}
-			continue
-		}
-		for i, id := range subscribers {
-			target[id].add(topic.id, int32(i%count))
-		}
-	}
-	return target
 }

@@ -128,7 +128,10 @@ func (c *Coordinator) ShareHeartbeat(ctx context.Context, req ShareHeartbeatRequ
 		delete(sg.members, m.id)
 		return result, err
 	}
-	target := sg.targetAssignment(topics)[m.id]
+	if sg.target == nil || sg.targetEpoch != sg.epoch {
+		sg.target, sg.targetEpoch = sg.targetAssignment(topics, sg.target), sg.epoch
+	}
+	target := sg.target[m.id]
 	changed := !target.equal(m.assigned)
 	if changed || m.epoch != sg.epoch {
 		m.previousEpoch, m.epoch = m.epoch, sg.epoch

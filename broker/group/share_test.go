@@ -38,9 +38,10 @@ func assignedCount(result ShareHeartbeatResult) int {
 }
 
 // Members share a topic's partitions: with fewer members than partitions
-// each partition has one member; with more, every member gets one and
-// partitions are shared. A member learns a change on its next heartbeat,
-// at the new group epoch.
+// each partition has one member; with more, every member gets at least
+// one and each partition is shared by the same number of members (6 on 4
+// partitions: 2 each, so 2 members get 2 partitions). A member learns a
+// change on its next heartbeat, at the new group epoch.
 func TestShareHeartbeatSpreadsPartitions(t *testing.T) {
 	t.Parallel()
 	h := shareHarness(t, map[string]int32{"t": 4})
@@ -59,11 +60,22 @@ func TestShareHeartbeatSpreadsPartitions(t *testing.T) {
 	for _, id := range []string{"c", "d", "e", "f"} {
 		h.shareJoin("sg", id, "t")
 	}
+	holders := map[int32]int{}
+	total := 0
 	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
 		result, err := h.c.ShareHeartbeat(testCtx, ShareHeartbeatRequest{Group: "sg", MemberID: id, MemberEpoch: 0, SubscribedTopicNames: []string{"t"}, Client: testClient})
-		if err != nil || assignedCount(result) != 1 {
-			t.Errorf("member %s of 6 on 4 partitions: %d partitions (%v), want 1", id, assignedCount(result), err)
+		if n := assignedCount(result); err != nil || n < 1 || n > 2 {
+			t.Errorf("member %s of 6 on 4 partitions: %d partitions (%v), want 1 or 2", id, n, err)
 		}
+		for _, topic := range *result.Assignment {
+			for _, p := range topic.Partitions {
+				holders[p]++
+				total++
+			}
+		}
+	}
+	if total != 8 || len(holders) != 4 || holders[0] != 2 || holders[1] != 2 || holders[2] != 2 || holders[3] != 2 {
+		t.Errorf("6 members on 4 partitions: holders per partition %v, want 2 each", holders)
 	}
 	described, err := h.c.DescribeShareGroup("sg")
 	if err != nil || described.State != "Stable" || len(described.Members) != 6 || described.Assignor != "simple" {
