@@ -195,10 +195,25 @@ func TestEOSPipelineWithTransactionCoordinatorClosed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var endErrs sync.Map // error text → struct{}: End failures, for the log
+	// The pipeline stops beginning transactions once a third of the input
+	// is committed (third closes) until the coordinator is closed (moved
+	// closes), so that transactions run after the move however fast the
+	// first third went.
+	third, moved := make(chan struct{}), make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		committedRecords, paused := 0, false
 		for ctx.Err() == nil {
+			if committedRecords >= total/3 && !paused {
+				paused = true
+				close(third)
+				select {
+				case <-moved:
+				case <-ctx.Done():
+					return
+				}
+			}
 			fetches := session.PollRecords(ctx, 50)
 			if fetches.IsClientClosed() || ctx.Err() != nil {
 				return
@@ -213,7 +228,9 @@ func TestEOSPipelineWithTransactionCoordinatorClosed(t *testing.T) {
 			fetches.EachRecord(func(r *kgo.Record) {
 				session.Produce(ctx, &kgo.Record{Topic: "dst", Partition: r.Partition, Value: r.Value}, nil)
 			})
-			if _, err := session.End(ctx, kgo.TryCommit); err != nil {
+			if committed, err := session.End(ctx, kgo.TryCommit); committed && err == nil {
+				committedRecords += fetches.NumRecords()
+			} else if err != nil {
 				// Errors while the coordinator moves make End abort; the
 				// records come again.
 				if _, seen := endErrs.LoadOrStore("end: "+err.Error(), struct{}{}); !seen {
@@ -252,10 +269,15 @@ func TestEOSPipelineWithTransactionCoordinatorClosed(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // poll interval of a bounded condition wait
 		}
 	}
-	waitCommitted(total / 3)
+	select {
+	case <-third:
+	case <-time.After(90 * time.Second):
+		t.Fatal("a third of the input was never committed")
+	}
 	coordinator := findCoordinator(t, seeds[0], 1, "etl")
 	t.Logf("closing member %d, the transaction coordinator of etl", coordinator)
 	c.stop(coordinator)
+	close(moved)
 	waitCommitted(total)
 	producerID, producerEpoch, err := session.Client().ProducerID(context.Background())
 	if err != nil {
@@ -273,7 +295,17 @@ func TestEOSPipelineWithTransactionCoordinatorClosed(t *testing.T) {
 	// The transactions after the move carried the new coordinator epoch
 	// (the partition's leader epoch, 1): at a data partition that got a
 	// marker of it, a marker of the closed coordinator's epoch 0 is fenced.
-	img := c.anyMember().Node().Image()
+	// The member that ran the stopped coordinator may still lead a
+	// partition of dst in a member's image for a moment after the run.
+	img := c.waitImage("every partition of dst led by a running member", func(img *quorum.Image) bool {
+		for p := range int32(3) {
+			part, ok := img.Partition("dst", p)
+			if !ok || c.members[part.Leader] == nil {
+				return false
+			}
+		}
+		return true
+	})
 	fenced := 0
 	for p := range int32(3) {
 		part, _ := img.Partition("dst", p)
