@@ -38,18 +38,9 @@ func TestKillBrokerShareGroupRedeliversAcquired(t *testing.T) {
 	shareHeartbeat(t, ctx, client, "sg-kill", member, "share-kill")
 	// Open the session first: the share-partition starts at the log end
 	// (share.auto.offset.reset latest), before anything is produced.
-	fetch := sharetest.FetchRequest("sg-kill", member, 0, topicID)
-	fetch.MaxWaitMillis = 0
-	if _, err := fetch.RequestWith(ctx, client); err != nil {
-		t.Fatal(err)
-	}
-	for i := range total {
-		client.Produce(ctx, kgo.StringRecord(strconv.Itoa(i)), nil)
-	}
-	if err := client.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fetch = sharetest.FetchRequest("sg-kill", member, 1, topicID)
+	openShareSession(t, ctx, client, "sg-kill", member, topicID)
+	produceCounting(t, ctx, client, total)
+	fetch := sharetest.FetchRequest("sg-kill", member, 1, topicID)
 	resp, err := fetch.RequestWith(ctx, client)
 	if err != nil {
 		t.Fatal(err)
@@ -85,5 +76,29 @@ func shareHeartbeat(t *testing.T, ctx context.Context, client *kgo.Client, group
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		t.Fatalf("share heartbeat: %v", err)
+	}
+}
+
+// openShareSession opens member's share session on partition 0 of topicID
+// with a ShareFetch at epoch 0 that does not wait (nothing is produced
+// yet, so it acquires nothing; the share-partition starts at the log end).
+func openShareSession(t *testing.T, ctx context.Context, client *kgo.Client, group, member string, topicID [16]byte) {
+	t.Helper()
+	open := sharetest.FetchRequest(group, member, 0, topicID)
+	open.MaxWaitMillis = 0
+	if _, err := open.RequestWith(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// produceCounting produces the records "0".."n-1" to client's default
+// topic and waits for them.
+func produceCounting(t *testing.T, ctx context.Context, client *kgo.Client, n int) {
+	t.Helper()
+	for i := range n {
+		client.Produce(ctx, kgo.StringRecord(strconv.Itoa(i)), nil)
+	}
+	if err := client.Flush(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -225,17 +225,8 @@ func TestShareGroupLockTimeoutAndDeliveryLimit(t *testing.T) {
 	createTopic(t, admin, "share-lock", 1, nil)
 	ctx := testContext(t, 30*time.Second)
 	topicID := topicIDOf(t, admin, "share-lock")
-	open := sharetest.FetchRequest("sg-lock", "member-a", 0, topicID)
-	open.MaxWaitMillis = 0
-	if _, err := open.RequestWith(ctx, admin); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		admin.Produce(ctx, kgo.StringRecord(strconv.Itoa(i)), nil)
-	}
-	if err := admin.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	openShareSession(t, ctx, admin, "sg-lock", "member-a", topicID)
+	produceCounting(t, ctx, admin, 5)
 	fetch := func(member string, epoch int32) []int16 {
 		t.Helper()
 		req := sharetest.FetchRequest("sg-lock", member, epoch, topicID)

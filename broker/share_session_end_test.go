@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
@@ -27,11 +26,7 @@ func TestShareFetchAfterSessionEndAcquiresNothing(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
 	topicID := topicIDOf(t, admin, "share-orphan")
 
-	open := sharetest.FetchRequest("sg-orphan", "member-a", 0, topicID)
-	open.MaxWaitMillis = 0
-	if _, err := open.RequestWith(ctx, admin); err != nil {
-		t.Fatal(err)
-	}
+	openShareSession(t, ctx, admin, "sg-orphan", "member-a", topicID)
 	orphaned := make(chan *kmsg.ShareFetchResponse, 1)
 	go func() {
 		wait := sharetest.FetchRequest("sg-orphan", "member-a", 1, topicID)
@@ -64,12 +59,7 @@ func TestShareFetchAfterSessionEndAcquiresNothing(t *testing.T) {
 	if _, err := end.RequestWith(ctx, closer); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 10 {
-		admin.Produce(ctx, kgo.StringRecord(strconv.Itoa(i)), nil)
-	}
-	if err := admin.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	produceCounting(t, ctx, admin, 10)
 	var resp *kmsg.ShareFetchResponse
 	select {
 	case resp = <-orphaned:
@@ -115,17 +105,8 @@ func TestShareSessionEndGivesBackUncounted(t *testing.T) {
 	topicID := topicIDOf(t, admin, "share-end")
 	crashing := newTestClient(t, b)
 
-	open := sharetest.FetchRequest("sg-end", "member-a", 0, topicID)
-	open.MaxWaitMillis = 0
-	if _, err := open.RequestWith(ctx, crashing); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10 {
-		admin.Produce(ctx, kgo.StringRecord(strconv.Itoa(i)), nil)
-	}
-	if err := admin.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	openShareSession(t, ctx, crashing, "sg-end", "member-a", topicID)
+	produceCounting(t, ctx, admin, 10)
 	resp, err := sharetest.FetchRequest("sg-end", "member-a", 1, topicID).RequestWith(ctx, crashing)
 	if err != nil {
 		t.Fatal(err)
