@@ -104,22 +104,25 @@ func assignShareTopic(topic subscribedTopic, subscribers []string, previous, tar
 			}
 			// Every member still short holds p. Take one, m: it lacks
 			// some partition q (it is short of a count no larger than
-			// the partitions), and q is full, or m would have had it.
-			// q has more holders than p, so one of them, x, does not
-			// hold p: x moves from q to p and m takes q.
+			// the partitions). If q has room, m takes it (p's slot waits
+			// for the next member). Otherwise q has more holders than p,
+			// so one of them, x, does not hold p: x moves from q to p
+			// and m takes q.
 			i := next % len(short)
 			m := short[i]
 			q := int32(0)
 			for target[m].has(topic.id, q) {
 				q++
 			}
-			for _, x := range subscribers {
-				if target[x].has(topic.id, q) && !target[x].has(topic.id, p) {
-					target[x][topic.id] = slices.DeleteFunc(target[x][topic.id], func(v int32) bool { return v == q })
-					target[x].add(topic.id, p)
-					holders[p]++
-					holders[q]--
-					break
+			if holders[q] >= sharing {
+				for _, x := range subscribers {
+					if target[x].has(topic.id, q) && !target[x].has(topic.id, p) {
+						target[x][topic.id] = slices.DeleteFunc(target[x][topic.id], func(v int32) bool { return v == q })
+						target[x].add(topic.id, p)
+						holders[p]++
+						holders[q]--
+						break
+					}
 				}
 			}
 			give(i, m, q)

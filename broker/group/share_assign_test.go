@@ -65,13 +65,22 @@ func moved(before, after map[string]partitions, topic [16]byte) int {
 	return n
 }
 
-// Members come and go one at a time, in a random order, on 4 partitions:
+// Members come and go one at a time, in a random order, on 1, 3, 4 and 7
+// partitions:
 // each target is balanced, and it moves no partition away from a member
 // that did not have more than its new share (a member keeps what it had),
 // but for at most one swap a step that makes room for a member short of
 // its share, in few steps.
 func TestShareAssignmentIsBalancedAndSticky(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
+	for _, count := range []int32{1, 3, 4, 7} {
+		t.Run(fmt.Sprintf("%d partitions", count), func(t *testing.T) {
+			checkShareAssignmentSteps(t, subscribedTopic{name: "t", id: [16]byte{7}, partitions: count})
+		})
+	}
+}
+
+func checkShareAssignmentSteps(t *testing.T, topic subscribedTopic) {
+	rng := rand.New(rand.NewSource(int64(topic.partitions)))
 	var members []string
 	sg := shareAssignFixture(nil)
 	var target map[string]partitions
@@ -93,18 +102,18 @@ func TestShareAssignmentIsBalancedAndSticky(t *testing.T) {
 			delete(sg.members, members[i])
 			members = slices.Delete(members, i, i+1)
 		}
-		next := sg.targetAssignment([]subscribedTopic{shareAssignTopic}, target)
+		next := sg.targetAssignment([]subscribedTopic{topic}, target)
 		what := fmt.Sprintf("step %d (%d members)", step, len(members))
-		checkShareAssignment(t, what, sg, shareAssignTopic, next)
+		checkShareAssignment(t, what, sg, topic, next)
 		// A kept member loses a partition only when its new share is
 		// smaller than what it held, or the partition had more holders
 		// among the kept members than it has room for now.
-		sharing := ceilDiv(len(members), int(shareAssignTopic.partitions))
+		sharing := ceilDiv(len(members), int(topic.partitions))
 		unforced := 0 // at most one: the swap that makes room
 		heldBefore := map[int32]int{}
 		for id, parts := range target {
 			if _, still := next[id]; still {
-				for _, p := range parts[shareAssignTopic.id] {
+				for _, p := range parts[topic.id] {
 					heldBefore[p]++
 				}
 			}
@@ -113,11 +122,11 @@ func TestShareAssignmentIsBalancedAndSticky(t *testing.T) {
 			if _, still := next[id]; !still {
 				continue
 			}
-			for _, p := range parts[shareAssignTopic.id] {
-				if next[id].has(shareAssignTopic.id, p) || heldBefore[p] > sharing {
+			for _, p := range parts[topic.id] {
+				if next[id].has(topic.id, p) || heldBefore[p] > sharing {
 					continue
 				}
-				if kept := len(next[id][shareAssignTopic.id]); kept >= len(parts[shareAssignTopic.id]) {
+				if kept := len(next[id][topic.id]); kept >= len(parts[topic.id]) {
 					unforced++
 					if unforced > 1 {
 						t.Errorf("%s: member %s lost partition %d (held by %d, room for %d) yet holds as many as before (%v -> %v)",
