@@ -44,7 +44,7 @@ func (e *faultEnv) pickBroker(ctx context.Context, action faults.ProcessAction, 
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	metadata, err := topicMetadata(ctx, client, e.topic)
+	metadata, err := settledTopicMetadata(ctx, client, e.topic)
 	if err != nil {
 		return faults.Broker{}, err
 	}
@@ -110,6 +110,46 @@ func topicMetadata(ctx context.Context, client *kgo.Client, topics ...string) (*
 		}
 	}
 	return response, nil
+}
+
+// settledTopicMetadata is topicMetadata once the topic is known and each
+// of its partitions has a leader: a fault that fires as the run starts
+// can ask a broker that has not yet applied the topic's creation, or
+// before its first leaders are elected. It asks again every 100 ms until
+// ctx ends, and then returns what was still wrong.
+func settledTopicMetadata(ctx context.Context, client *kgo.Client, topic string) (*kmsg.MetadataResponse, error) {
+	retry := time.NewTicker(100 * time.Millisecond)
+	defer retry.Stop()
+	for {
+		response, err := topicMetadata(ctx, client, topic)
+		if err == nil {
+			err = leaderless(response, topic)
+		}
+		if err == nil {
+			return response, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-retry.C:
+		}
+	}
+}
+
+// leaderless says which partition of topic has no leader in a Metadata
+// response, or that it lists none; nil when every one has a leader.
+func leaderless(response *kmsg.MetadataResponse, topic string) error {
+	for _, t := range response.Topics {
+		if len(t.Partitions) == 0 {
+			return fmt.Errorf("metadata of %s lists no partition", topic)
+		}
+		for _, partition := range t.Partitions {
+			if partition.Leader < 0 {
+				return fmt.Errorf("%s/%d has no leader", topic, partition.Partition)
+			}
+		}
+	}
+	return nil
 }
 
 // metadataBrokers are the brokers of a Metadata response in node id order.

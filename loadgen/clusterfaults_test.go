@@ -56,6 +56,22 @@ func TestBrokerSelection(t *testing.T) {
 	}
 }
 
+// TestLeaderless: a fault selects its broker only once Metadata lists the
+// topic's partitions, each with a leader.
+func TestLeaderless(t *testing.T) {
+	t.Parallel()
+	all := []int32{1, 2, 3}
+	if err := leaderless(metadataOf([]int32{1, 2, 3}, [][]int32{all, all, all}), "t"); err != nil {
+		t.Errorf("every partition led: %v", err)
+	}
+	if err := leaderless(metadataOf([]int32{1, -1, 3}, [][]int32{all, all, all}), "t"); err == nil || !strings.Contains(err.Error(), "t/1 has no leader") {
+		t.Errorf("partition 1 without a leader: %v", err)
+	}
+	if err := leaderless(metadataOf(nil, nil), "t"); err == nil {
+		t.Error("a topic without partitions counted as settled")
+	}
+}
+
 // TestNeedsPartitionProxies: a cluster target starts behind partition
 // proxies when the matrix has a plan that cuts a broker off or slows one.
 func TestNeedsPartitionProxies(t *testing.T) {

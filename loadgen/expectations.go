@@ -264,6 +264,11 @@ func judgeRun(run *report.Run, plan faults.Plan, proof evidence) {
 		run.Status, run.Reason = report.StatusPass, ""
 		if why := missingSign(want.sign, seen, proof); why != "" {
 			run.Status, run.Reason = report.StatusUntestable, why
+			if proof.loadErr != nil {
+				// Often why the fault never acted (an action that could
+				// not find its broker): say it.
+				run.Reason += "; the run also reported: " + proof.loadErr.Error()
+			}
 		}
 		if proof.loadErr != nil && run.Status == report.StatusPass {
 			// Under faults a producer may give up (without retries);

@@ -178,6 +178,12 @@ func TestJudgeFailsAndUntestable(t *testing.T) {
 	if clean.Status != report.StatusUntestable || !strings.Contains(clean.Reason, "no fault fired") {
 		t.Errorf("no fault fired: %s (%s)", clean.Status, clean.Reason)
 	}
+	// Why the fault never acted, when the run knows, is in the reason.
+	judgeRun(clean, ackLoss, evidence{loadErr: errors.New("slow-follower: find its broker: t/0 has no leader")})
+	if clean.Status != report.StatusUntestable || !strings.Contains(clean.Reason, "no fault fired") ||
+		!strings.Contains(clean.Reason, "find its broker: t/0 has no leader") {
+		t.Errorf("no fault fired, with the action's error: %s (%s)", clean.Status, clean.Reason)
+	}
 	var table strings.Builder
 	if err := WriteMatrix(&table, &report.Results{Runs: []*report.Run{duplicated, clean}}); err != nil {
 		t.Fatal(err)

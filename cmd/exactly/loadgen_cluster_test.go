@@ -148,7 +148,7 @@ func TestLoadgenClusterSlowFollower(t *testing.T) {
 					t.Errorf("%s: restore %q: want a positive count of impaired connections", run.Name, event.Detail)
 				}
 			}
-			t.Logf("%s: %s %s: %s", run.Name, event.Kind, event.Broker, event.Detail)
+			t.Logf("%s: %s at %.2fs %s: %s", run.Name, event.Kind, event.ElapsedSeconds, event.Broker, event.Detail)
 		}
 		if counts["slow"] != 1 || counts["restore"] != 1 || len(counts) != 2 {
 			t.Errorf("%s: events %v, want one slow and one restore", run.Name, counts)

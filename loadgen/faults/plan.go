@@ -435,7 +435,12 @@ func runProcessAction(ctx context.Context, action ProcessAction, processes []*Pr
 			}
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil
+					if fired > 0 {
+						return nil
+					}
+					// Not a failure of the run, but the reason the fault
+					// never acted: say so.
+					return fmt.Errorf("%s: the run ended before it found its broker (%w)", action.Action, err)
 				}
 				return fmt.Errorf("%s: find its broker: %w", action.Action, err)
 			}

@@ -450,3 +450,37 @@ func TestProcessSlowFollowerDegradesAndRestores(t *testing.T) {
 		t.Fatalf("a failing hook: %v", err)
 	}
 }
+
+// TestProcessActionThatNeverFoundItsBroker: when the run ends while an
+// action's first firing is still looking for its broker, the action says
+// so (the reason its run is untestable); an action that fired before is
+// quiet about a later search cut short.
+func TestProcessActionThatNeverFoundItsBroker(t *testing.T) {
+	t.Parallel()
+	processes := []*Process{newEchoProcess(t, NewEventLog(nil))}
+	searching := func(ctx context.Context, _ ProcessActionKind) (int, error) {
+		<-ctx.Done()
+		return -1, fmt.Errorf("metadata of t: %w", ctx.Err())
+	}
+	action := ProcessAction{Action: ProcessLeaderKill, Down: Duration(10 * time.Millisecond)}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := RunProcessActions(ctx, []ProcessAction{action}, processes, searching)
+	if err == nil || !strings.Contains(err.Error(), "leader-kill: the run ended before it found its broker (metadata of t: context deadline exceeded)") {
+		t.Fatalf("the run ended during the first search: got %v", err)
+	}
+	calls := 0
+	onceThenSearching := func(ctx context.Context, kind ProcessActionKind) (int, error) {
+		calls++
+		if calls == 1 {
+			return 0, nil
+		}
+		return searching(ctx, kind)
+	}
+	action.Schedule = Schedule{Every: Duration(10 * time.Millisecond)}
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := RunProcessActions(ctx, []ProcessAction{action}, processes, onceThenSearching); err != nil || calls < 2 {
+		t.Fatalf("the run ended during a later search: got %v after %d searches, want nil after at least 2", err, calls)
+	}
+}
