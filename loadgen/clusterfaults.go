@@ -118,12 +118,24 @@ func topicMetadata(ctx context.Context, client *kgo.Client, topics ...string) (*
 // before its first leaders are elected. It asks again every 100 ms until
 // ctx ends, and then returns what was still wrong.
 func settledTopicMetadata(ctx context.Context, client *kgo.Client, topic string) (*kmsg.MetadataResponse, error) {
-	retry := time.NewTicker(100 * time.Millisecond)
+	return pollMetadata(ctx, client, []string{topic}, 100*time.Millisecond, func(response *kmsg.MetadataResponse) error {
+		return leaderless(response, topic)
+	})
+}
+
+// pollMetadata asks for topics' Metadata every interval until settled
+// accepts the answer (nil), or ctx ends; then it returns the last error.
+// One attempt may hit a broker that is stopped: each is bounded to 5 s.
+func pollMetadata(ctx context.Context, client *kgo.Client, topics []string, interval time.Duration,
+	settled func(*kmsg.MetadataResponse) error) (*kmsg.MetadataResponse, error) {
+	retry := time.NewTicker(interval)
 	defer retry.Stop()
 	for {
-		response, err := topicMetadata(ctx, client, topic)
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		response, err := topicMetadata(attempt, client, topics...)
+		cancel()
 		if err == nil {
-			err = leaderless(response, topic)
+			err = settled(response)
 		}
 		if err == nil {
 			return response, nil
@@ -255,24 +267,10 @@ func (e *faultEnv) brokerRecovered(ctx context.Context, broker faults.Broker) er
 		return err
 	}
 	defer client.Close()
-	retry := time.NewTicker(200 * time.Millisecond)
-	defer retry.Stop()
-	for {
-		// One attempt may hit a broker that is still stopped: bound it.
-		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
-		response, err := topicMetadata(attempt, client, e.topics...)
-		cancel()
-		if err == nil {
-			if err = shortOf(response, broker); err == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-retry.C:
-		}
-	}
+	_, err = pollMetadata(ctx, client, e.topics, 200*time.Millisecond, func(response *kmsg.MetadataResponse) error {
+		return shortOf(response, broker)
+	})
+	return err
 }
 
 // shortOf says what a Metadata response lacks for the cluster to count as

@@ -130,10 +130,11 @@ type ShareCounts struct {
 	Records   uint64 `json:"records"`
 	// Redelivered counts deliveries of a record a consumer saw before,
 	// or whose delivery count says an earlier attempt reached no
-	// application, by cause: the previous delivery was released by our consumer
-	// (ByRelease), its consumer crashed (ByCrash) or left the group
-	// (ByChurn) holding it, or none of these (ByLockTimeout: inferred,
-	// the lock ran out or the broker took the record back on its own).
+	// application, by cause: the previous delivery was released by our
+	// consumer (ByRelease), its consumer crashed (ByCrash) or left the
+	// group (ByChurn) holding it, or none of these (ByLockTimeout:
+	// inferred, the lock ran out or the broker took the record back on
+	// its own).
 	Redelivered   uint64 `json:"redelivered"`
 	ByRelease     uint64 `json:"redelivered_after_release"`
 	ByCrash       uint64 `json:"redelivered_after_crash"`
